@@ -1,0 +1,78 @@
+"""Value objects of the engine: a work item, its status, and what a heartbeat learns."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+
+class Status(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
+
+
+class Beat(enum.StrEnum):
+    """What a heartbeat of one attempt learns from the database."""
+
+    ALIVE = "alive"
+    CANCEL_REQUESTED = "cancel_requested"
+    LOST = "lost"  # fenced out: the item is no longer this attempt's
+
+
+class AttemptOutcome(enum.StrEnum):
+    """How one attempt ended, as recorded in ``work_attempts.outcome``."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    RELEASED = "released"
+    STALLED = "stalled"
+    SUPERSEDED = "superseded"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    id: int
+    kind: str
+    storage_config_id: UUID | None
+    dedup_key: str | None
+    payload: dict[str, Any]
+    status: Status
+    requested_at: datetime
+    attempt: int
+    stalls: int
+    worker_id: str | None = None
+    started_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    lease_expires_at: datetime | None = None
+    finished_at: datetime | None = None
+    cancel_requested: bool = False
+    error: str | None = None
+    result: dict[str, Any] | None = field(default=None)
+
+
+class CancelResult(enum.StrEnum):
+    CANCELLED = "cancelled"  # was queued, now cancelled
+    REQUESTED = "requested"  # was running, flagged for its attempt's next heartbeat
+    FINISHED = "finished"  # already succeeded, failed or cancelled: nothing to do
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    requeued: int = 0
+    failed: int = 0
+    superseded: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.requeued + self.failed + self.superseded
