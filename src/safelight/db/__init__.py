@@ -1,0 +1,1 @@
+"""Connecting to PostgreSQL (a given server or the embedded one) and migrating it."""

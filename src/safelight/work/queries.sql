@@ -1,0 +1,203 @@
+-- Every runtime query of the engine, as named blocks: "-- name --" then a line that
+-- says what it does. Loaded once by safelight.work.sql. Every time-dependent query
+-- takes now from the injected clock; every write of an attempt is fenced by
+-- (id, attempt) and status = 'running', and "no row" means the attempt lost the item.
+
+-- config_check --
+-- Whether a storage config exists and is active (enqueue validates its scope).
+SELECT active FROM storage_configs WHERE id = %(config_id)s
+
+-- enqueue_item --
+-- Add a queued item, or nothing when its dedup key already has a queued item.
+INSERT INTO work_items (kind, storage_config_id, dedup_key, payload, requested_at)
+VALUES (%(kind)s, %(config_id)s, %(dedup_key)s, %(payload)s, %(now)s)
+ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
+RETURNING id
+
+-- queued_id_by_dedup_key --
+-- The queued item that holds a dedup key.
+SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
+
+-- claim_item --
+-- Take the oldest eligible queued item and make it this attempt's, with a lease.
+-- Eligible: a kind this Worker runs; unscoped, or of an active config it serves that
+-- has no running item. The scoped branch looks only at the head of each idle config's
+-- queue, so the claim costs one index probe per config, however many items of busy
+-- configs wait ahead (a NOT EXISTS over the queue would walk all of them). Hazard: two
+-- claimers can pass the NOT EXISTS for one config at once (neither sees the other's
+-- uncommitted running row); ix_work_items_storage_config_running rejects the second.
+WITH unscoped AS (
+    SELECT u.id, u.requested_at
+    FROM work_items u
+    WHERE u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s)
+    ORDER BY u.requested_at, u.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), scoped AS (
+    SELECT w.id, w.requested_at
+    FROM work_items w
+    WHERE w.status = 'queued'
+      AND w.id IN (
+        SELECT head.id
+        FROM storage_configs c
+        CROSS JOIN LATERAL (
+            SELECT q.id
+            FROM work_items q
+            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s)
+            ORDER BY q.requested_at, q.id
+            LIMIT 1
+        ) head
+        WHERE c.active
+          AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
+          AND NOT EXISTS (
+            SELECT 1 FROM work_items r
+            WHERE r.storage_config_id = c.id AND r.status = 'running'
+          )
+      )
+    ORDER BY w.requested_at, w.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), pick AS (
+    SELECT id FROM (SELECT * FROM unscoped UNION ALL SELECT * FROM scoped) candidates
+    ORDER BY requested_at, id
+    LIMIT 1
+), claimed AS (
+    UPDATE work_items w
+    SET status = 'running',
+        attempt = w.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        heartbeat_at = %(now)s,
+        lease_expires_at = %(now)s + make_interval(secs => %(lease_seconds)s),
+        cancel_requested = false,
+        error = NULL
+    FROM pick
+    WHERE w.id = pick.id
+    RETURNING w.*
+), history AS (
+    INSERT INTO work_attempts (work_item_id, attempt, worker_id, storage_config_id, claimed_at)
+    SELECT id, attempt, worker_id, storage_config_id, %(now)s FROM claimed
+)
+SELECT * FROM claimed
+
+-- heartbeat_attempt --
+-- Renew an attempt's lease; no row means the attempt lost the item.
+UPDATE work_items
+SET heartbeat_at = %(now)s,
+    lease_expires_at = %(now)s + make_interval(secs => %(lease_seconds)s)
+WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+RETURNING cancel_requested
+
+-- finish_attempt --
+-- End a running attempt: succeeded, failed or cancelled (fenced), and record it.
+WITH finished AS (
+    UPDATE work_items
+    SET status = %(status)s::work_status,
+        finished_at = %(now)s,
+        lease_expires_at = NULL,
+        result = %(result)s,
+        error = %(error)s
+    WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+    RETURNING id, attempt
+)
+UPDATE work_attempts a
+SET ended_at = %(now)s, outcome = %(status)s::text::attempt_outcome
+FROM finished f
+WHERE a.work_item_id = f.id AND a.attempt = f.attempt
+RETURNING a.work_item_id
+
+-- release_attempt --
+-- Put a running attempt's item back to queued without a stall (graceful shutdown).
+WITH released AS (
+    UPDATE work_items
+    SET status = 'queued', lease_expires_at = NULL, worker_id = NULL, cancel_requested = false
+    WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+    RETURNING id, attempt
+)
+UPDATE work_attempts a
+SET ended_at = %(now)s, outcome = 'released'
+FROM released r
+WHERE a.work_item_id = r.id AND a.attempt = r.attempt
+RETURNING a.work_item_id
+
+-- lock_attempt --
+-- Fence a handler's transaction: the attempt still owns the item and its lease holds.
+-- FOR SHARE conflicts with recovery's UPDATE, so either recovery waits for this
+-- transaction to end, or this one sees the item gone.
+SELECT 1 FROM work_items
+WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+  AND lease_expires_at > %(now)s
+FOR SHARE
+
+-- recover_expired_lease --
+-- Take back one running item whose lease expired: requeue it in its place with one
+-- more stall, fail it once it reaches max_stalls, or end it as superseded when its
+-- dedup key already has a queued item (requeueing it would break that index).
+WITH expired AS (
+    SELECT id, attempt, stalls, dedup_key
+    FROM work_items
+    WHERE status = 'running' AND lease_expires_at < %(now)s
+    ORDER BY lease_expires_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), decided AS (
+    SELECT e.id, e.attempt,
+        CASE
+            WHEN e.stalls + 1 >= %(max_stalls)s THEN 'failed'
+            WHEN e.dedup_key IS NOT NULL AND EXISTS (
+                SELECT 1 FROM work_items q WHERE q.dedup_key = e.dedup_key AND q.status = 'queued'
+            ) THEN 'cancelled'
+            ELSE 'queued'
+        END AS new_status
+    FROM expired e
+), recovered AS (
+    UPDATE work_items w
+    SET status = d.new_status::work_status,
+        stalls = w.stalls + 1,
+        lease_expires_at = NULL,
+        worker_id = NULL,
+        cancel_requested = false,
+        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE %(now)s END,
+        error = CASE d.new_status
+            WHEN 'failed' THEN format('stalled: the lease expired %%s times', w.stalls + 1)
+            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+        END
+    FROM decided d
+    WHERE w.id = d.id
+    RETURNING w.id, w.attempt, d.new_status
+), history AS (
+    UPDATE work_attempts a
+    SET ended_at = %(now)s,
+        outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'stalled' END::attempt_outcome
+    FROM recovered r
+    WHERE a.work_item_id = r.id AND a.attempt = r.attempt
+)
+SELECT id, new_status FROM recovered
+
+-- request_cancel --
+-- Cancel a queued item at once, or flag a running one for its attempt's next heartbeat.
+UPDATE work_items
+SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
+    finished_at = CASE WHEN status = 'queued' THEN %(now)s ELSE finished_at END,
+    error = CASE WHEN status = 'queued' THEN 'cancelled before it ran' ELSE error END,
+    cancel_requested = (status = 'running')
+WHERE id = %(id)s AND status IN ('queued', 'running')
+RETURNING status
+
+-- item_by_id --
+-- One item.
+SELECT * FROM work_items WHERE id = %(id)s
+
+-- attempts_of_item --
+-- The attempt history of one item, oldest first.
+SELECT * FROM work_attempts WHERE work_item_id = %(id)s ORDER BY attempt
+
+-- delete_finished_items --
+-- Delete a batch of finished items older than the cutoff (their attempts cascade).
+DELETE FROM work_items
+WHERE id IN (
+    SELECT id FROM work_items
+    WHERE finished_at IS NOT NULL AND finished_at < %(cutoff)s
+    ORDER BY finished_at
+    LIMIT %(batch)s
+)

@@ -1,0 +1,39 @@
+"""Loads ``queries.sql`` once into a read-only mapping of named queries.
+
+Queries are never assembled from strings at run time: every value is a parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
+
+_HEADER = re.compile(r"^-- ([a-z_]+) --$", re.MULTILINE)
+
+
+def parse_queries(text: str) -> Mapping[str, str]:
+    """Split a file of ``-- name --`` blocks into ``{name: sql}``.
+
+    The line after a header is the query's description (a comment) and is kept, as
+    it is harmless to the server and helpful in ``pg_stat_statements``.
+    """
+    parts = _HEADER.split(text)
+    queries: dict[str, str] = {}
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"query {name!r} is defined twice")
+        sql = body.strip()
+        if not sql:
+            raise ValueError(f"query {name!r} is empty")
+        queries[name] = sql
+    return MappingProxyType(queries)
+
+
+def load_queries(package: str, filename: str) -> Mapping[str, str]:
+    return parse_queries((resources.files(package) / filename).read_text("utf-8"))
+
+
+QUERIES = load_queries("safelight.work", "queries.sql")

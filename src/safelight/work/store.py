@@ -1,0 +1,402 @@
+"""The work-item store: the only code that changes ``work_items`` and ``work_attempts``.
+
+Every transition is one statement of ``queries.sql`` that also writes the attempt
+history, so the two never disagree. Writes of an attempt are fenced by ``(id, attempt)``
+and ``status = 'running'``: they report whether they applied, and a stale attempt's
+write changes nothing.
+
+The SQL here can only be tested against PostgreSQL; it is covered by the integration
+contract tests and excluded from mutation testing (ADR 0005).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.work.clock import Clock
+from safelight.work.errors import AttemptLost, InvalidWorkItem
+from safelight.work.kinds import KindSpec, Scope
+from safelight.work.model import Beat, CancelResult, RecoveryReport, Status, WorkItem
+from safelight.work.sql import QUERIES
+
+_log = logging.getLogger(__name__)
+
+RUNNING_CONFIG_INDEX = "ix_work_items_storage_config_running"
+DEDUP_INDEX = "ix_work_items_dedup_key_queued"
+DEFAULT_MAX_STALLS = 3
+_ENQUEUE_TRIES = 5
+
+
+def _is_unique_violation_of(exc: BaseException, index_name: str) -> bool:
+    """Whether ``exc`` is a unique violation of exactly ``index_name`` and no other."""
+    return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == index_name
+
+
+def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
+    return WorkItem(
+        id=row["id"],
+        kind=row["kind"],
+        storage_config_id=row["storage_config_id"],
+        dedup_key=row["dedup_key"],
+        payload=row["payload"],
+        status=Status(row["status"]),
+        requested_at=row["requested_at"],
+        attempt=row["attempt"],
+        stalls=row["stalls"],
+        worker_id=row["worker_id"],
+        started_at=row["started_at"],
+        heartbeat_at=row["heartbeat_at"],
+        lease_expires_at=row["lease_expires_at"],
+        finished_at=row["finished_at"],
+        cancel_requested=row["cancel_requested"],
+        error=row["error"],
+        result=row["result"],
+    )
+
+
+class WorkStore:
+    """Async access to the queue, on a psycopg connection pool (autocommit connections)."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        clock: Clock,
+        kinds: Collection[KindSpec],
+        *,
+        max_stalls: int = DEFAULT_MAX_STALLS,
+    ) -> None:
+        if max_stalls < 1:
+            raise ValueError("max_stalls must be at least 1")
+        self._pool = pool
+        self._clock = clock
+        self._kinds = {spec.name: spec for spec in kinds}
+        self._max_stalls = max_stalls
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Any]:
+        return self._pool
+
+    @property
+    def kind_names(self) -> frozenset[str]:
+        return frozenset(self._kinds)
+
+    # --- enqueue -------------------------------------------------------------------
+
+    def _validate(
+        self, kind: str, config_id: UUID | None, dedup_key: str | None, payload: object
+    ) -> dict[str, Any]:
+        spec = self._kinds.get(kind)
+        if spec is None:
+            known = ", ".join(sorted(self._kinds)) or "none"
+            raise InvalidWorkItem(f"unknown kind {kind!r} (known kinds: {known})")
+        if payload is None:
+            payload = {}
+        if not isinstance(payload, dict):
+            raise InvalidWorkItem(
+                f"the payload of a {kind} item must be a JSON object, not {type(payload).__name__}"
+            )
+        if spec.scope is Scope.REQUIRED and config_id is None:
+            raise InvalidWorkItem(f"a {kind} item needs a storage config")
+        if spec.scope is Scope.FORBIDDEN and config_id is not None:
+            raise InvalidWorkItem(f"a {kind} item is unscoped and cannot name a storage config")
+        if dedup_key is not None and not dedup_key.strip():
+            raise InvalidWorkItem("a dedup key must not be blank")
+        return payload
+
+    async def enqueue(
+        self,
+        kind: str,
+        *,
+        config_id: UUID | None = None,
+        dedup_key: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Queue an item and return its id.
+
+        With a dedup key that already has a queued item, return that item's id and add
+        nothing. Raises :class:`InvalidWorkItem` (and writes nothing) for an unknown
+        kind, a payload that is not a JSON object, or a config that does not exist or
+        is inactive.
+        """
+        body = self._validate(kind, config_id, dedup_key, payload)
+        async with self._pool.connection() as conn:
+            if config_id is not None:
+                await self._check_config(conn, config_id)
+            return await self._enqueue_on(conn, kind, config_id, dedup_key, body)
+
+    async def enqueue_many(
+        self,
+        kind: str,
+        payloads: Sequence[Mapping[str, Any]],
+        *,
+        config_id: UUID | None = None,
+    ) -> list[int]:
+        """Queue many items of one kind (no dedup keys) in one transaction."""
+        bodies = [self._validate(kind, config_id, None, p) for p in payloads]
+        now = self._clock.now()
+        async with self._pool.connection() as conn, conn.transaction():
+            if config_id is not None:
+                await self._check_config(conn, config_id)
+            cur = conn.cursor()
+            await cur.executemany(
+                QUERIES["enqueue_item"],
+                [
+                    {
+                        "kind": kind,
+                        "config_id": config_id,
+                        "dedup_key": None,
+                        "payload": Jsonb(b),
+                        "now": now,
+                    }
+                    for b in bodies
+                ],
+                returning=True,
+            )
+            ids: list[int] = []
+            while True:
+                row = await cur.fetchone()
+                if row is not None:
+                    ids.append(row[0])
+                if not cur.nextset():
+                    break
+            return ids
+
+    async def _check_config(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
+        cur = await conn.execute(QUERIES["config_check"], {"config_id": config_id})
+        row = await cur.fetchone()
+        if row is None:
+            raise InvalidWorkItem(f"storage config {config_id} does not exist")
+        if not row[0]:
+            raise InvalidWorkItem(f"storage config {config_id} is disabled")
+
+    async def _enqueue_on(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        kind: str,
+        config_id: UUID | None,
+        dedup_key: str | None,
+        payload: dict[str, Any],
+    ) -> int:
+        params = {
+            "kind": kind,
+            "config_id": config_id,
+            "dedup_key": dedup_key,
+            "payload": Jsonb(payload),
+            "now": self._clock.now(),
+        }
+        # The queued holder of a dedup key can be claimed between our insert and our
+        # look-up; then the key is free again and the next insert succeeds.
+        for _ in range(_ENQUEUE_TRIES):
+            cur = await conn.execute(QUERIES["enqueue_item"], params)
+            row = await cur.fetchone()
+            if row is not None:
+                return int(row[0])
+            cur = await conn.execute(QUERIES["queued_id_by_dedup_key"], {"dedup_key": dedup_key})
+            row = await cur.fetchone()
+            if row is not None:
+                return int(row[0])
+        raise RuntimeError(f"could not enqueue {kind} with dedup key {dedup_key!r}: contended")
+
+    # --- claim ---------------------------------------------------------------------
+
+    async def claim(
+        self,
+        worker_id: str,
+        kinds: Collection[str],
+        *,
+        owner: str | None = None,
+        lease_seconds: float,
+    ) -> WorkItem | None:
+        """Claim the oldest eligible queued item for ``worker_id``, or return None.
+
+        ``owner`` limits scoped work to that user's configs (a per-user Worker); None
+        serves every config. Unscoped items go to any Worker. A claim that lost the race
+        for a config to another Worker's claim returns None: the Worker waits for its
+        next wake-up (ADR 0008, decision 3: no immediate retry).
+        """
+        if lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
+        params = {
+            "worker_id": worker_id,
+            "kinds": list(kinds),
+            "owner": owner,
+            "lease_seconds": float(lease_seconds),
+            "now": self._clock.now(),
+        }
+        async with self._pool.connection() as conn:
+            try:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(QUERIES["claim_item"], params)
+                row = await cur.fetchone()
+            except pg_errors.UniqueViolation as exc:
+                if _is_unique_violation_of(exc, RUNNING_CONFIG_INDEX):
+                    _log.debug("claim lost the race for a storage config; waiting", exc_info=False)
+                    return None
+                raise
+        return None if row is None else _item_from_row(row)
+
+    # --- an attempt's writes (fenced) ----------------------------------------------
+
+    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["heartbeat_attempt"],
+                {
+                    "id": item_id,
+                    "attempt": attempt,
+                    "lease_seconds": float(lease_seconds),
+                    "now": self._clock.now(),
+                },
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return Beat.LOST
+        return Beat.CANCEL_REQUESTED if row[0] else Beat.ALIVE
+
+    async def _finish(
+        self,
+        item_id: int,
+        attempt: int,
+        status: Status,
+        *,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["finish_attempt"],
+                {
+                    "id": item_id,
+                    "attempt": attempt,
+                    "status": status.value,
+                    "result": None if result is None else Jsonb(dict(result)),
+                    "error": error,
+                    "now": self._clock.now(),
+                },
+            )
+            return await cur.fetchone() is not None
+
+    async def complete(
+        self, item_id: int, attempt: int, result: Mapping[str, Any] | None = None
+    ) -> bool:
+        return await self._finish(item_id, attempt, Status.SUCCEEDED, result=result)
+
+    async def fail(self, item_id: int, attempt: int, error: str) -> bool:
+        return await self._finish(item_id, attempt, Status.FAILED, error=error)
+
+    async def cancel(self, item_id: int, attempt: int) -> bool:
+        return await self._finish(
+            item_id, attempt, Status.CANCELLED, error="cancelled while running"
+        )
+
+    async def release(self, item_id: int, attempt: int) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["release_attempt"],
+                {"id": item_id, "attempt": attempt, "now": self._clock.now()},
+            )
+            return await cur.fetchone() is not None
+
+    @asynccontextmanager
+    async def fenced(
+        self, item_id: int, attempt: int
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A transaction in which the attempt provably still owns its item.
+
+        It locks the item row FOR SHARE first, so lease recovery cannot take the item
+        back until the transaction ends; if the attempt has already lost it, raises
+        :class:`AttemptLost` and nothing is written. Keep these transactions short:
+        the attempt's own heartbeat waits for them too.
+        """
+        async with self._pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                QUERIES["lock_attempt"],
+                {"id": item_id, "attempt": attempt, "now": self._clock.now()},
+            )
+            if await cur.fetchone() is None:
+                raise AttemptLost()
+            yield conn
+
+    # --- maintenance and operators -------------------------------------------------
+
+    async def recover_expired_leases(self) -> RecoveryReport:
+        """Take back every running item whose lease has expired (now from the clock).
+
+        Each is requeued in its place with one more stall, failed as stalled at the
+        ``max_stalls``-th stall, or, when its dedup key already has a queued item,
+        ended as cancelled (superseded). One item per statement, so one odd row never
+        blocks the rest and the work is spread across Workers by SKIP LOCKED.
+        """
+        requeued = failed = superseded = 0
+        async with self._pool.connection() as conn:
+            while True:
+                params = {"now": self._clock.now(), "max_stalls": self._max_stalls}
+                try:
+                    cur = await conn.execute(QUERIES["recover_expired_lease"], params)
+                except pg_errors.UniqueViolation as exc:
+                    # An enqueue committed a queued item with this dedup key after our
+                    # snapshot; the next round sees it and supersedes instead.
+                    if _is_unique_violation_of(exc, DEDUP_INDEX):
+                        continue
+                    raise
+                row = await cur.fetchone()
+                if row is None:
+                    break
+                item_id, new_status = row
+                if new_status == "queued":
+                    requeued += 1
+                elif new_status == "failed":
+                    failed += 1
+                else:
+                    superseded += 1
+                _log.warning("lease of item %s expired: %s", item_id, new_status)
+        return RecoveryReport(requeued=requeued, failed=failed, superseded=superseded)
+
+    async def request_cancel(self, item_id: int) -> CancelResult:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["request_cancel"], {"id": item_id, "now": self._clock.now()}
+            )
+            row = await cur.fetchone()
+            if row is not None:
+                return CancelResult.CANCELLED if row[0] == "cancelled" else CancelResult.REQUESTED
+            cur = await conn.execute(QUERIES["item_by_id"], {"id": item_id})
+            exists = await cur.fetchone() is not None
+        return CancelResult.FINISHED if exists else CancelResult.NOT_FOUND
+
+    async def get(self, item_id: int) -> WorkItem | None:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(QUERIES["item_by_id"], {"id": item_id})
+            row = await cur.fetchone()
+        return None if row is None else _item_from_row(row)
+
+    async def attempts(self, item_id: int) -> list[dict[str, Any]]:
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(QUERIES["attempts_of_item"], {"id": item_id})
+            return list(await cur.fetchall())
+
+    async def delete_finished(self, retention: timedelta, *, batch: int = 5000) -> int:
+        """Delete items that finished more than ``retention`` ago; return how many."""
+        cutoff = self._clock.now() - retention
+        deleted = 0
+        async with self._pool.connection() as conn:
+            while True:
+                cur = await conn.execute(
+                    QUERIES["delete_finished_items"], {"cutoff": cutoff, "batch": batch}
+                )
+                deleted += cur.rowcount
+                if cur.rowcount < batch:
+                    return deleted

@@ -1,0 +1,71 @@
+"""The PostgreSQL the tests run on, and a database per test cloned from a template.
+
+``SAFELIGHT_TEST_DATABASE_URL`` (or ``SAFELIGHT_DATABASE_URL``) names a server to use;
+without one, the tests start the embedded PostgreSQL from ``pgserver`` in a temporary
+folder, exactly as safelight does on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from safelight.db.embedded import start_embedded
+from safelight.db.migrate import migrate
+from safelight.db.pool import connect, with_database
+
+
+@dataclass
+class TestServer:
+    admin_url: str
+    embedded: bool
+    handle: Any = None
+    template: str = ""
+    _counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    def new_database(self) -> tuple[str, str]:
+        name = f"safelight_t{os.getpid()}_{next(self._counter)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        return name, with_database(self.admin_url, name)
+
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def start_test_server() -> TestServer:
+    url = os.environ.get("SAFELIGHT_TEST_DATABASE_URL") or os.environ.get("SAFELIGHT_DATABASE_URL")
+    if url:
+        server = TestServer(admin_url=url, embedded=False)
+    else:
+        home = Path(tempfile.mkdtemp(prefix="safelight-test-"))
+        embedded_url, handle = start_embedded(home)
+        server = TestServer(admin_url=embedded_url, embedded=True, handle=handle)
+    server.template = f"safelight_tpl_{os.getpid()}"
+    with psycopg.connect(server.admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{server.template}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{server.template}"')
+
+    async def _migrate() -> None:
+        conn = await connect(with_database(server.admin_url, server.template))
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+
+    asyncio.run(_migrate())
+    return server
+
+
+def stop_test_server(server: TestServer) -> None:
+    server.drop_database(server.template)
+    if server.handle is not None:
+        server.handle.cleanup()

@@ -1,0 +1,88 @@
+"""The store's enqueue: dedup, validation, and nothing written on bad input."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+from safelight.work.fakeclock import FakeClock
+
+from safelight.work.errors import InvalidWorkItem
+from safelight.work.model import Status
+from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
+
+pytestmark = pytest.mark.integration
+
+
+async def test_enqueue_records_a_queued_item(pool: AsyncConnectionPool[Any]) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    config = await add_config(pool, clock)
+    item_id = await store.enqueue("crawl", config_id=config, payload={"full": True})
+    item = await store.get(item_id)
+    assert item is not None
+    assert item.kind == "crawl"
+    assert item.storage_config_id == config
+    assert item.payload == {"full": True}
+    assert item.status is Status.QUEUED
+    assert item.requested_at == clock.now()
+    assert (item.attempt, item.stalls, item.worker_id) == (0, 0, None)
+
+
+async def test_same_dedup_key_returns_the_queued_item(pool: AsyncConnectionPool[Any]) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    first = await store.enqueue("token_cleanup", dedup_key="daily")
+    second = await store.enqueue("token_cleanup", dedup_key="daily", payload={"other": 1})
+    assert second == first
+    assert await count(pool, "SELECT count(*) FROM work_items") == 1
+    # Once the holder is claimed, the key is free for a new queued item.
+    claimed = await store.claim("w1", ALL_KINDS, lease_seconds=LEASE)
+    assert claimed is not None and claimed.id == first
+    third = await store.enqueue("token_cleanup", dedup_key="daily")
+    assert third != first
+    assert await count(pool, "SELECT count(*) FROM work_items") == 2
+
+
+async def test_enqueue_many_adds_every_item(pool: AsyncConnectionPool[Any]) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    ids = await store.enqueue_many("noop", [{"n": i} for i in range(50)])
+    assert len(set(ids)) == 50
+    assert await count(pool, "SELECT count(*) FROM work_items WHERE status = 'queued'") == 50
+
+
+@pytest.mark.parametrize(
+    ("kind", "scoped", "payload", "message"),
+    [
+        ("no_such_kind", False, {}, "unknown kind 'no_such_kind'"),
+        ("noop", False, [1, 2], "must be a JSON object"),
+        ("noop", False, "text", "must be a JSON object"),
+        ("crawl", False, {}, "needs a storage config"),
+        ("token_cleanup", True, {}, "cannot name a storage config"),
+    ],
+)
+async def test_bad_enqueue_is_refused_and_writes_nothing(
+    pool: AsyncConnectionPool[Any], kind: str, scoped: bool, payload: Any, message: str
+) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    config = await add_config(pool, clock) if scoped else None
+    with pytest.raises(InvalidWorkItem, match=message):
+        await store.enqueue(kind, config_id=config, payload=payload)
+    assert await count(pool, "SELECT count(*) FROM work_items") == 0
+
+
+async def test_enqueue_for_missing_or_disabled_config_is_refused(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    disabled = await add_config(pool, clock, active=False)
+    with pytest.raises(InvalidWorkItem, match="does not exist"):
+        await store.enqueue("crawl", config_id=uuid.uuid4())
+    with pytest.raises(InvalidWorkItem, match="is disabled"):
+        await store.enqueue("crawl", config_id=disabled)
+    assert await count(pool, "SELECT count(*) FROM work_items") == 0
