@@ -1,0 +1,72 @@
+"""Opening safelight's database: the configured server, or the embedded one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.db.embedded import start_embedded
+from safelight.db.migrate import migrate
+from safelight.db.pool import connect, open_pool
+from safelight.db.urls import mask_url
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached; the message is safe to print (no password)."""
+
+
+@dataclass
+class Database:
+    url: str
+    pool: AsyncConnectionPool[AsyncConnection[Any]]
+    # Keeps the embedded server alive while this process uses it.
+    embedded_handle: Any = None
+
+    @property
+    def display(self) -> str:
+        return mask_url(self.url)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+def resolve_url(database_url: str | None, home: Path) -> tuple[str, Any]:
+    """The URL to use, and the embedded server's handle when safelight started one."""
+    if database_url:
+        return database_url, None
+    return start_embedded(home)
+
+
+async def open_database(
+    database_url: str | None,
+    home: Path,
+    *,
+    run_migrations: bool = True,
+    max_size: int = 8,
+    application_name: str = "safelight",
+) -> Database:
+    url, handle = resolve_url(database_url, home)
+    try:
+        if run_migrations:
+            conn = await connect(url, application_name)
+            try:
+                await migrate(conn)
+            finally:
+                await conn.close()
+        pool = await open_pool(url, max_size=max_size, application_name=application_name)
+    except (psycopg.OperationalError, TimeoutError) as exc:
+        # psycopg's message can quote the connection string; never print it raw.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseUnavailable(
+            f"cannot reach the database at {mask_url(url)}: {mask_url(reason)}"
+        ) from None
+    except Exception:
+        if handle is not None:
+            handle.cleanup()
+        raise
+    return Database(url=url, pool=pool, embedded_handle=handle)

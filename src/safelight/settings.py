@@ -1,0 +1,158 @@
+"""One frozen, validated settings object, built at the edge and passed down.
+
+Precedence: explicit values (command-line flags), then ``SAFELIGHT_*`` environment
+variables (the field's name in upper case), then the defaults below. Units are in the
+names. An invalid value is a :class:`SettingsError` naming the setting, raised before
+anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safelight.db.urls import mask_url
+
+ENV_PREFIX = "SAFELIGHT_"
+
+
+class SettingsError(ValueError):
+    """A setting has a value safelight cannot use; the message names the setting."""
+
+
+def _default_home() -> Path:
+    return Path.home() / ".local" / "share" / "safelight"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    # Where the queue lives. None: the embedded PostgreSQL under ``home``.
+    database_url: str | None = None
+    home: Path = field(default_factory=_default_home)
+    # Proxies go here, and only here. None: ``<home>/proxies``.
+    proxy_root: Path | None = None
+
+    lease_seconds: float = 60.0
+    heartbeat_seconds: float = 10.0
+    poll_seconds: float = 5.0
+    recovery_interval_seconds: float = 15.0
+    shutdown_grace_seconds: float = 10.0
+    max_stalls: int = 3
+
+    max_concurrent_files: int = 4
+    crawl_interval_seconds: float = 4 * 3600.0
+    token_cleanup_interval_seconds: float = 86400.0
+    proxy_sweep_interval_seconds: float = 3600.0
+    retention_interval_seconds: float = 86400.0
+    work_retention_days: float = 7.0
+
+    thumbnail_width: int = 300
+    thumbnail_quality: int = 75
+    preview_width: int = 1920
+    preview_quality: int = 85
+
+    log_format: str = "text"
+
+    def __post_init__(self) -> None:
+        def positive(name: str) -> None:
+            if not getattr(self, name) > 0:
+                raise SettingsError(f"{name} must be greater than 0, not {getattr(self, name)}")
+
+        for name in (
+            "lease_seconds",
+            "heartbeat_seconds",
+            "poll_seconds",
+            "recovery_interval_seconds",
+            "crawl_interval_seconds",
+            "token_cleanup_interval_seconds",
+            "proxy_sweep_interval_seconds",
+            "retention_interval_seconds",
+            "work_retention_days",
+            "max_stalls",
+            "max_concurrent_files",
+            "thumbnail_width",
+            "preview_width",
+        ):
+            positive(name)
+        if self.shutdown_grace_seconds < 0:
+            raise SettingsError("shutdown_grace_seconds must not be negative")
+        # The self-stop fires half a lease after the last good heartbeat; a heartbeat
+        # interval near that would self-stop healthy attempts on one slow beat.
+        if self.heartbeat_seconds > self.lease_seconds / 4:
+            raise SettingsError(
+                f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most a quarter of "
+                f"lease_seconds ({self.lease_seconds:g}), well under the half-lease self-stop"
+            )
+        for name in ("thumbnail_quality", "preview_quality"):
+            value = getattr(self, name)
+            if not 1 <= value <= 95:
+                raise SettingsError(f"{name} must be between 1 and 95, not {value}")
+        if self.thumbnail_width > self.preview_width:
+            raise SettingsError("thumbnail_width must not be larger than preview_width")
+        if self.log_format not in ("text", "json"):
+            raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
+
+    @property
+    def proxies(self) -> Path:
+        """The proxy root, resolved."""
+        return (self.proxy_root or self.home / "proxies").expanduser().resolve()
+
+    @property
+    def database_display(self) -> str:
+        """The database as it may be printed or logged: never with its password."""
+        if self.database_url is None:
+            return f"embedded PostgreSQL in {self.home / 'pgdata'}"
+        return mask_url(self.database_url)
+
+    def __repr__(self) -> str:
+        # The dataclass repr would print the database URL, password and all.
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        shown["database_url"] = None if self.database_url is None else mask_url(self.database_url)
+        return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+    @classmethod
+    def load(
+        cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Build settings from flags (``overrides``; None values are ignored), then the
+        environment, then the defaults."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw: Any = None
+            if overrides is not None and overrides.get(f.name) is not None:
+                raw = overrides[f.name]
+            elif (ENV_PREFIX + f.name.upper()) in env and env[ENV_PREFIX + f.name.upper()] != "":
+                raw = env[ENV_PREFIX + f.name.upper()]
+            if raw is None:
+                continue
+            values[f.name] = _convert(f.name, f.type, raw)
+        return cls(**values)
+
+
+def _convert(name: str, annotation: Any, raw: Any) -> Any:
+    kind = str(annotation)
+    try:
+        if "Path" in kind:
+            return Path(str(raw)).expanduser()
+        if kind == "float":
+            value = float(raw)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError
+            return value
+        if kind == "int":
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError
+            return int(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        env_name = ENV_PREFIX + name.upper()
+        shown = "***" if name == "database_url" else repr(raw)
+        raise SettingsError(
+            f"{name} ({env_name}) must be {'a number' if kind == 'float' else 'a whole number'},"
+            f" not {shown}"
+        ) from None
