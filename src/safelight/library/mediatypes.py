@@ -1,0 +1,50 @@
+"""Which files are photos or videos, and which names a crawl never looks at.
+
+The decision is by extension (case-insensitive) because a crawl lists many thousands of
+files and must not open each one to sniff it; a file with a photo extension that is not
+a photo fails later, in metadata or proxies, with a ``MediaError`` of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import PurePath
+from typing import Literal
+
+MediaType = Literal["image", "video"]
+
+IMAGE_EXTENSIONS = frozenset(
+    {".jpg", ".jpeg", ".jpe", ".png", ".heic", ".heif", ".hif", ".tif", ".tiff", ".webp",
+     ".gif", ".avif", ".bmp"}
+)  # fmt: skip
+VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts"})
+
+IGNORED_FOLDER_NAMES = frozenset(
+    {"@eaDir", "#recycle", "#snapshot", "$RECYCLE.BIN", "System Volume Information",
+     "lost+found"}
+)  # fmt: skip
+"""NAS and OS housekeeping folders (Synology thumbnails and recycle bins, Windows,
+ext4): they hold copies or junk, never a family's originals."""
+
+
+def is_ignored_name(name: str) -> bool:
+    """True for a file or folder name a crawl must skip, with everything below it.
+
+    Hidden names (leading dot) cover ``.thumbnails``, ``.DS_Store``, macOS AppleDouble
+    files (``._IMG_0001.JPG``, which carry a photo extension but no photo) and our own
+    temporary files (``.<name>.<random>.tmp``).
+    """
+    return name.startswith(".") or name in IGNORED_FOLDER_NAMES
+
+
+def media_type(path: str | os.PathLike[str]) -> MediaType | None:
+    """``"image"``, ``"video"`` or ``None`` (not media, or an ignored name)."""
+    pure = PurePath(path)
+    if is_ignored_name(pure.name):
+        return None
+    suffix = pure.suffix.lower()
+    if suffix in IMAGE_EXTENSIONS:
+        return "image"
+    if suffix in VIDEO_EXTENSIONS:
+        return "video"
+    return None

@@ -1,0 +1,192 @@
+"""Where files may be read and written: confinement under a root, proxy locations, and
+atomic publication of proxy files.
+
+Invariants:
+
+- Every original is reached through ``confined()`` (resolved, symlinks followed, inside
+  its storage root) and opened through ``open_original()`` (read-only, never through a
+  symlink, never blocking on a FIFO). Nothing in this layer opens an original for writing.
+- A proxy file is either absent or complete: it is written under a temporary name in its
+  own folder, fsynced, and renamed into place only after ``ensure_alive()`` confirmed the
+  attempt still owns its item. A reader never sees half a file, and an attempt that lost
+  its item publishes nothing.
+- The proxy folder of an asset derives only from its storage config id and content hash
+  (``<proxy root>/<config id>/<hash[0:2]>/<hash>/``), so every actor (crawl, purge, sweep)
+  computes the same folder without a lookup.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+from uuid import UUID
+
+from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
+
+CONTENT_HASH_HEX_LENGTH = 16
+"""Length of a content hash in hex digits (XXH3-64, see ``hashing``)."""
+
+PROXY_FILE_MODE = 0o644
+"""Proxies are served by other processes (the web app), possibly as another user."""
+
+_CONTENT_HASH = re.compile(rf"[0-9a-f]{{{CONTENT_HASH_HEX_LENGTH}}}")
+_PROXY_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_EXTENSION = re.compile(r"[a-z0-9]{1,8}")
+
+Writer = Callable[[BinaryIO], object]
+"""Writes a proxy's bytes into the (temporary) file it is given; its result is ignored."""
+
+
+def confined(root: Path, relative: str | os.PathLike[str]) -> Path:
+    """Resolve ``relative`` under ``root`` and return it, or raise ``PathOutsideRoot``.
+
+    Symlinks are followed, in ``root`` and in ``relative``, before the check: a link that
+    points outside the root is outside, whatever its own location. ``..`` is resolved the
+    same way. An absolute ``relative`` is accepted only if it resolves inside the root
+    (so paths from a walk of the root can be passed as they are). The root itself counts
+    as inside. The path need not exist.
+
+    The result is fully resolved; open it with ``open_original``, whose ``O_NOFOLLOW``
+    refuses a last component swapped for a symlink after this check. (A directory swapped
+    in between remains a window; only someone who can write the folder can use it.)
+    """
+    text = os.fspath(relative)
+    if "\0" in text:
+        raise PathOutsideRoot("path contains a NUL byte")
+    real_root = Path(os.path.realpath(root))
+    candidate = Path(os.path.realpath(real_root / text))
+    if not candidate.is_relative_to(real_root):
+        raise PathOutsideRoot(f"{text!r} resolves outside the storage root")
+    return candidate
+
+
+def proxy_dir(proxy_root: Path, config_id: UUID, content_hash: str) -> Path:
+    """``<proxy root>/<config id>/<hash[0:2]>/<hash>/``: the folder of one asset's proxies.
+
+    The two-character level keeps folders small (at most 256 per config). Both parts are
+    validated, so the result cannot leave ``proxy_root`` whatever the caller passes.
+    """
+    if not isinstance(config_id, UUID):
+        raise TypeError(f"config_id must be a UUID, not {type(config_id).__name__}")
+    if not _CONTENT_HASH.fullmatch(content_hash):
+        raise ValueError(
+            f"content hash must be {CONTENT_HASH_HEX_LENGTH} lowercase hex digits, "
+            f"got {content_hash!r}"
+        )
+    return proxy_root / str(config_id) / content_hash[:2] / content_hash
+
+
+def proxy_path(
+    proxy_root: Path, config_id: UUID, content_hash: str, proxy_type: str, ext: str
+) -> Path:
+    """``<proxy dir>/<type>.<ext>``, e.g. ``.../thumbnail.jpg``; names are validated."""
+    if not _PROXY_TYPE.fullmatch(proxy_type):
+        raise ValueError(f"proxy type must match {_PROXY_TYPE.pattern}, got {proxy_type!r}")
+    if not _EXTENSION.fullmatch(ext):
+        raise ValueError(f"extension must match {_EXTENSION.pattern}, got {ext!r}")
+    return proxy_dir(proxy_root, config_id, content_hash) / f"{proxy_type}.{ext}"
+
+
+def open_original(path: Path) -> io.BufferedReader:
+    """Open an original read-only; refuse symlinks, FIFOs, devices and directories.
+
+    ``O_NONBLOCK`` keeps a FIFO planted in a library from blocking the worker forever;
+    it is cleared once ``fstat`` shows a regular file (it means nothing for those).
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as error:
+        raise FileVanished() from error
+    except OSError as error:
+        raise UnreadableFile(describe_os_error(error)) from error
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnreadableFile("not a regular file")
+        os.set_blocking(fd, True)
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def describe_os_error(error: OSError) -> str:
+    """A short reason for an ``OSError`` on one file, without the path."""
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ELOOP:
+        return "is a symbolic link (pass the path confined() resolved)"
+    if error.errno == errno.EIO:
+        return "I/O error while reading the file"
+    if error.errno == errno.ENOTDIR:
+        return "a parent folder is not a folder"
+    text = error.strerror or type(error).__name__
+    return f"cannot read the file: {text.lower()}"
+
+
+def write_atomically(path: Path, data: bytes | Writer, ensure_alive: Callable[[], None]) -> None:
+    """Publish ``data`` (bytes, or a writer filling a file) at ``path``, all or nothing.
+
+    Writes ``.<name>.<random>.tmp`` in the same folder (creating the folder), fsyncs it,
+    calls ``ensure_alive()`` right before ``os.replace`` so an attempt that lost its item
+    publishes nothing, then fsyncs the folder so the rename survives a power cut. On any
+    failure, including ``ensure_alive()`` raising or cancellation, the temporary file is
+    removed and the error propagates unchanged; an existing file at ``path`` is untouched.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(temp_name)
+    try:
+        with open(fd, "wb", closefd=True) as out:
+            if isinstance(data, bytes | bytearray | memoryview):
+                out.write(data)
+            else:
+                data(out)
+            out.flush()
+            os.fchmod(out.fileno(), PROXY_FILE_MODE)
+            os.fsync(out.fileno())
+        ensure_alive()
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) -> None:
+    """Publish a finished temporary file (e.g. ffmpeg's output) at ``path``.
+
+    Same contract as ``write_atomically``: fsync, ``ensure_alive()``, rename, fsync the
+    folder; on failure ``temp`` is removed. ``temp`` must be on the same filesystem as
+    ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a configuration error).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, PROXY_FILE_MODE)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        ensure_alive()
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

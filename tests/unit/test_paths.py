@@ -1,0 +1,230 @@
+"""Confinement of originals, proxy locations and atomic publication."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
+from safelight.library.paths import (
+    confined,
+    move_into_place,
+    open_original,
+    proxy_dir,
+    proxy_path,
+    write_atomically,
+)
+
+CONFIG = UUID("6f1c2d3e-4a5b-4c6d-8e7f-901234567890")
+HASH = "0123456789abcdef"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "library"
+    (root / "2024" / "trip").mkdir(parents=True)
+    (root / "2024" / "trip" / "a.jpg").write_bytes(b"a")
+    (tmp_path / "secret.txt").write_bytes(b"secret")
+    return root
+
+
+def alive() -> None:
+    pass
+
+
+class Stopped(Exception):
+    pass
+
+
+def stopped() -> None:
+    raise Stopped
+
+
+# --- confined ------------------------------------------------------------------------
+
+
+def test_confined_resolves_inside_root(root: Path) -> None:
+    assert confined(root, "2024/trip/a.jpg") == root.resolve() / "2024" / "trip" / "a.jpg"
+    assert confined(root, Path("2024") / "trip" / ".." / "trip" / "a.jpg").name == "a.jpg"
+    assert confined(root, "not/yet/there.jpg") == root.resolve() / "not" / "yet" / "there.jpg"
+    assert confined(root, ".") == root.resolve()
+
+
+@pytest.mark.parametrize("escape", ["..", "../secret.txt", "2024/../../secret.txt", "/etc/passwd"])
+def test_confined_refuses_escapes(root: Path, escape: str) -> None:
+    with pytest.raises(PathOutsideRoot, match="outside the storage root"):
+        confined(root, escape)
+
+
+def test_confined_accepts_absolute_path_inside_root(root: Path) -> None:
+    inside = root / "2024" / "trip" / "a.jpg"
+    assert confined(root, inside) == inside.resolve()
+
+
+def test_confined_refuses_symlink_out_of_root(root: Path, tmp_path: Path) -> None:
+    (root / "link.jpg").symlink_to(tmp_path / "secret.txt")
+    (root / "linkdir").symlink_to(tmp_path)
+    with pytest.raises(PathOutsideRoot):
+        confined(root, "link.jpg")
+    with pytest.raises(PathOutsideRoot):
+        confined(root, "linkdir/secret.txt")
+
+
+def test_confined_follows_symlink_that_stays_inside(root: Path) -> None:
+    (root / "alias.jpg").symlink_to(root / "2024" / "trip" / "a.jpg")
+    assert confined(root, "alias.jpg") == (root / "2024" / "trip" / "a.jpg").resolve()
+
+
+def test_confined_works_when_root_itself_is_a_symlink(root: Path, tmp_path: Path) -> None:
+    link_root = tmp_path / "mount"
+    link_root.symlink_to(root)
+    assert confined(link_root, "2024/trip/a.jpg") == (root / "2024/trip/a.jpg").resolve()
+    with pytest.raises(PathOutsideRoot):
+        confined(link_root, "../secret.txt")
+
+
+def test_confined_refuses_nul_byte(root: Path) -> None:
+    with pytest.raises(PathOutsideRoot, match="NUL"):
+        confined(root, "a\0.jpg")
+
+
+def test_confined_refuses_sibling_with_common_prefix(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "library2").mkdir()
+    with pytest.raises(PathOutsideRoot):
+        confined(tmp_path / "lib", "../library2/x.jpg")
+
+
+# --- proxy locations ---------------------------------------------------------------------
+
+
+def test_proxy_dir_layout(tmp_path: Path) -> None:
+    assert proxy_dir(tmp_path, CONFIG, HASH) == tmp_path / str(CONFIG) / "01" / HASH
+    assert proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg") == (
+        tmp_path / str(CONFIG) / "01" / HASH / "thumbnail.jpg"
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "0123456789ABCDEF",
+        "0123456789abcde",
+        "0123456789abcdef0",
+        "../../../etc/pa",
+        "0123456789abcdeg",
+    ],
+)
+def test_proxy_dir_validates_hash(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ValueError, match="content hash"):
+        proxy_dir(tmp_path, CONFIG, bad)
+
+
+def test_proxy_dir_wants_a_uuid(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        proxy_dir(tmp_path, str(CONFIG), HASH)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kind", "ext"), [("../x", "jpg"), ("thumb", "j/g"), ("", "jpg"), ("a", "")]
+)
+def test_proxy_path_validates_names(tmp_path: Path, kind: str, ext: str) -> None:
+    with pytest.raises(ValueError):
+        proxy_path(tmp_path, CONFIG, HASH, kind, ext)
+
+
+# --- open_original -----------------------------------------------------------------------
+
+
+def test_open_original_is_read_only(root: Path) -> None:
+    with open_original(root / "2024" / "trip" / "a.jpg") as f:
+        assert f.read() == b"a"
+        assert f.mode == "rb"
+        with pytest.raises(OSError):
+            f.write(b"x")
+
+
+def test_open_original_refuses_what_is_not_a_regular_file(root: Path, tmp_path: Path) -> None:
+    with pytest.raises(UnreadableFile, match="not a regular file"):
+        open_original(root / "2024")
+    fifo = tmp_path / "fifo.jpg"
+    os.mkfifo(fifo)
+    with pytest.raises(UnreadableFile, match="not a regular file"):
+        open_original(fifo)  # must not block waiting for a writer
+    (root / "link.jpg").symlink_to(root / "2024" / "trip" / "a.jpg")
+    with pytest.raises(UnreadableFile, match="symbolic link"):
+        open_original(root / "link.jpg")
+    with pytest.raises(FileVanished):
+        open_original(root / "gone.jpg")
+
+
+# --- write_atomically / move_into_place ----------------------------------------------------
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_write_atomically_publishes_bytes_and_writer(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "thumbnail.jpg"
+    write_atomically(target, b"hello", alive)
+    assert target.read_bytes() == b"hello"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    write_atomically(target, lambda out: out.write(b"again"), alive)
+    assert target.read_bytes() == b"again"
+    assert leftovers(target.parent) == []
+
+
+def test_write_atomically_calls_ensure_alive_after_the_data_is_complete(tmp_path: Path) -> None:
+    target = tmp_path / "preview.jpg"
+    seen: list[list[bytes]] = []
+
+    def check() -> None:
+        temps = [p for p in tmp_path.iterdir() if p.name.startswith(".preview.jpg.")]
+        seen.append([p.read_bytes() for p in temps])
+        assert not target.exists()
+
+    write_atomically(target, b"complete", check)
+    assert seen == [[b"complete"]]
+
+
+def test_write_atomically_publishes_nothing_when_not_alive(tmp_path: Path) -> None:
+    target = tmp_path / "preview.jpg"
+    target.write_bytes(b"old")
+    with pytest.raises(Stopped):
+        write_atomically(target, b"new", stopped)
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_write_atomically_cleans_up_when_the_writer_fails(tmp_path: Path) -> None:
+    target = tmp_path / "preview.jpg"
+
+    def failing(out: object) -> None:
+        raise RuntimeError("encoder failed")
+
+    with pytest.raises(RuntimeError, match="encoder failed"):
+        write_atomically(target, failing, alive)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_move_into_place(tmp_path: Path) -> None:
+    temp = tmp_path / "work" / "video.mp4"
+    temp.parent.mkdir()
+    temp.write_bytes(b"mp4")
+    target = tmp_path / "proxies" / "video.mp4"
+    move_into_place(temp, target, alive)
+    assert target.read_bytes() == b"mp4"
+    assert not temp.exists()
+
+    temp.write_bytes(b"newer")
+    with pytest.raises(Stopped):
+        move_into_place(temp, target, stopped)
+    assert target.read_bytes() == b"mp4"
+    assert not temp.exists()
