@@ -7,11 +7,11 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
-from tests.dbserver import TestServer, start_test_server, stop_test_server
+from tests.dbserver import PgTestServer, start_test_server, stop_test_server
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[TestServer]:
+def pg_server() -> Iterator[PgTestServer]:
     server = start_test_server()
     try:
         yield server
@@ -20,7 +20,7 @@ def pg_server() -> Iterator[TestServer]:
 
 
 @pytest.fixture
-def database_url(pg_server: TestServer) -> Iterator[str]:
+def database_url(pg_server: PgTestServer) -> Iterator[str]:
     """A fresh, migrated database of this test's own."""
     name, url = pg_server.new_database()
     try:

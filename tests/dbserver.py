@@ -23,7 +23,7 @@ from safelight.db.pool import connect, with_database
 
 
 @dataclass
-class TestServer:
+class PgTestServer:
     admin_url: str
     embedded: bool
     handle: Any = None
@@ -41,14 +41,14 @@ class TestServer:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def start_test_server() -> TestServer:
+def start_test_server() -> PgTestServer:
     url = os.environ.get("SAFELIGHT_TEST_DATABASE_URL") or os.environ.get("SAFELIGHT_DATABASE_URL")
     if url:
-        server = TestServer(admin_url=url, embedded=False)
+        server = PgTestServer(admin_url=url, embedded=False)
     else:
         home = Path(tempfile.mkdtemp(prefix="safelight-test-"))
         embedded_url, handle = start_embedded(home)
-        server = TestServer(admin_url=embedded_url, embedded=True, handle=handle)
+        server = PgTestServer(admin_url=embedded_url, embedded=True, handle=handle)
     server.template = f"safelight_tpl_{os.getpid()}"
     with psycopg.connect(server.admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{server.template}" WITH (FORCE)')
@@ -65,7 +65,7 @@ def start_test_server() -> TestServer:
     return server
 
 
-def stop_test_server(server: TestServer) -> None:
+def stop_test_server(server: PgTestServer) -> None:
     server.drop_database(server.template)
     if server.handle is not None:
         server.handle.cleanup()

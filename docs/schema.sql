@@ -1,0 +1,311 @@
+-- The full current schema of safelight, dumped from a database with every migration
+-- applied (scripts/dump_schema.py). Do not edit: write a migration, then regenerate.
+-- tests/integration/test_migrations.py fails when this file is stale.
+
+CREATE TYPE public.attempt_outcome AS ENUM (
+    'succeeded',
+    'failed',
+    'cancelled',
+    'released',
+    'stalled',
+    'superseded'
+);
+
+CREATE TYPE public.work_status AS ENUM (
+    'queued',
+    'running',
+    'succeeded',
+    'failed',
+    'cancelled'
+);
+
+CREATE FUNCTION public.notify_work_available() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- Identical notifications within one transaction collapse into one.
+    PERFORM pg_notify('safelight_work', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TABLE public.asset_errors (
+    storage_config_id uuid NOT NULL,
+    file_path text NOT NULL,
+    reason text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    failures integer DEFAULT 1 NOT NULL
+);
+
+CREATE TABLE public.assets (
+    id bigint NOT NULL,
+    storage_config_id uuid NOT NULL,
+    file_path text NOT NULL,
+    file_name text NOT NULL,
+    content_hash text NOT NULL,
+    size_bytes bigint NOT NULL,
+    modified_at timestamp with time zone NOT NULL,
+    modified_ns bigint NOT NULL,
+    media_type text NOT NULL,
+    captured_at timestamp with time zone NOT NULL,
+    captured_local timestamp without time zone NOT NULL,
+    captured_at_source text NOT NULL,
+    captured_year smallint NOT NULL,
+    captured_month smallint NOT NULL,
+    captured_day smallint NOT NULL,
+    camera_make text,
+    camera_model text,
+    width integer,
+    height integer,
+    orientation smallint,
+    duration_seconds double precision,
+    maker_burst_id text,
+    content_identifier text,
+    sequence_number integer,
+    burst_id bigint,
+    paired_asset_id bigint,
+    is_deleted boolean DEFAULT false NOT NULL,
+    deleted_at timestamp with time zone,
+    last_seen_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'video'::text, 'file'::text]))),
+    CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
+    CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
+    CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),
+    CONSTRAINT assets_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{16}$'::text)),
+    CONSTRAINT assets_file_path_check CHECK (((file_path <> ''::text) AND ("left"(file_path, 1) <> '/'::text))),
+    CONSTRAINT assets_media_type_check CHECK ((media_type = ANY (ARRAY['image'::text, 'video'::text]))),
+    CONSTRAINT assets_orientation_check CHECK (((orientation >= 1) AND (orientation <= 8))),
+    CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0))
+);
+
+ALTER TABLE public.assets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.assets_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.auth_tokens (
+    id bigint NOT NULL,
+    user_name text NOT NULL,
+    token_hash text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE public.auth_tokens ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.auth_tokens_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.bursts (
+    id bigint NOT NULL,
+    storage_config_id uuid NOT NULL,
+    burst_key text NOT NULL,
+    primary_asset_id bigint,
+    created_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE public.bursts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.bursts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.proxy_files (
+    id bigint NOT NULL,
+    asset_id bigint NOT NULL,
+    proxy_type text NOT NULL,
+    path text,
+    value text,
+    size_bytes bigint,
+    width integer,
+    height integer,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT proxy_files_check CHECK (((proxy_type = 'blurhash'::text) = (path IS NULL))),
+    CONSTRAINT proxy_files_check1 CHECK (((proxy_type = 'blurhash'::text) = (value IS NOT NULL))),
+    CONSTRAINT proxy_files_proxy_type_check CHECK ((proxy_type = ANY (ARRAY['thumbnail'::text, 'full_preview'::text, 'blurhash'::text, 'web_video'::text])))
+);
+
+ALTER TABLE public.proxy_files ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.proxy_files_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.schema_migrations (
+    version text NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.storage_configs (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    owner text NOT NULL,
+    root_path text NOT NULL,
+    active boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT storage_configs_owner_check CHECK ((owner <> ''::text)),
+    CONSTRAINT storage_configs_root_path_check CHECK ((root_path <> ''::text))
+);
+
+CREATE TABLE public.work_attempts (
+    work_item_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    worker_id text NOT NULL,
+    storage_config_id uuid,
+    claimed_at timestamp with time zone NOT NULL,
+    ended_at timestamp with time zone,
+    outcome public.attempt_outcome,
+    CONSTRAINT work_attempts_attempt_check CHECK ((attempt > 0)),
+    CONSTRAINT work_attempts_check CHECK (((ended_at IS NULL) = (outcome IS NULL)))
+);
+
+CREATE TABLE public.work_items (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    storage_config_id uuid,
+    dedup_key text,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    status public.work_status DEFAULT 'queued'::public.work_status NOT NULL,
+    requested_at timestamp with time zone NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    stalls integer DEFAULT 0 NOT NULL,
+    worker_id text,
+    started_at timestamp with time zone,
+    heartbeat_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    cancel_requested boolean DEFAULT false NOT NULL,
+    error text,
+    result jsonb,
+    CONSTRAINT work_items_attempt_check CHECK ((attempt >= 0)),
+    CONSTRAINT work_items_check CHECK (((status = 'running'::public.work_status) = (lease_expires_at IS NOT NULL))),
+    CONSTRAINT work_items_check1 CHECK (((status = ANY (ARRAY['succeeded'::public.work_status, 'failed'::public.work_status, 'cancelled'::public.work_status])) = (finished_at IS NOT NULL))),
+    CONSTRAINT work_items_kind_check CHECK ((kind <> ''::text)),
+    CONSTRAINT work_items_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT work_items_stalls_check CHECK ((stalls >= 0))
+);
+
+ALTER TABLE public.work_items ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.work_items_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY public.asset_errors
+    ADD CONSTRAINT asset_errors_pkey PRIMARY KEY (storage_config_id, file_path);
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.auth_tokens
+    ADD CONSTRAINT auth_tokens_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.auth_tokens
+    ADD CONSTRAINT auth_tokens_token_hash_key UNIQUE (token_hash);
+
+ALTER TABLE ONLY public.bursts
+    ADD CONSTRAINT bursts_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.bursts
+    ADD CONSTRAINT bursts_storage_config_id_burst_key_key UNIQUE (storage_config_id, burst_key);
+
+ALTER TABLE ONLY public.proxy_files
+    ADD CONSTRAINT proxy_files_asset_id_proxy_type_key UNIQUE (asset_id, proxy_type);
+
+ALTER TABLE ONLY public.proxy_files
+    ADD CONSTRAINT proxy_files_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.storage_configs
+    ADD CONSTRAINT storage_configs_owner_root_path_key UNIQUE (owner, root_path);
+
+ALTER TABLE ONLY public.storage_configs
+    ADD CONSTRAINT storage_configs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.work_attempts
+    ADD CONSTRAINT work_attempts_pkey PRIMARY KEY (work_item_id, attempt);
+
+ALTER TABLE ONLY public.work_items
+    ADD CONSTRAINT work_items_pkey PRIMARY KEY (id);
+
+CREATE INDEX ix_assets_burst ON public.assets USING btree (burst_id) WHERE (burst_id IS NOT NULL);
+
+CREATE INDEX ix_assets_deleted ON public.assets USING btree (storage_config_id) WHERE is_deleted;
+
+CREATE INDEX ix_assets_hash ON public.assets USING btree (storage_config_id, content_hash);
+
+CREATE UNIQUE INDEX ix_assets_live_content ON public.assets USING btree (storage_config_id, content_hash) WHERE (NOT is_deleted);
+
+CREATE UNIQUE INDEX ix_assets_live_path ON public.assets USING btree (storage_config_id, file_path) WHERE (NOT is_deleted);
+
+CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month, captured_day) WHERE (NOT is_deleted);
+
+CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at);
+
+CREATE INDEX ix_proxy_files_path ON public.proxy_files USING btree (path) WHERE (path IS NOT NULL);
+
+CREATE INDEX ix_work_attempts_config ON public.work_attempts USING btree (storage_config_id, claimed_at);
+
+CREATE UNIQUE INDEX ix_work_items_dedup_key_queued ON public.work_items USING btree (dedup_key) WHERE ((status = 'queued'::public.work_status) AND (dedup_key IS NOT NULL));
+
+CREATE INDEX ix_work_items_finished ON public.work_items USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+
+CREATE INDEX ix_work_items_queued_by_config ON public.work_items USING btree (storage_config_id, requested_at, id) WHERE (status = 'queued'::public.work_status);
+
+CREATE INDEX ix_work_items_queued_unscoped ON public.work_items USING btree (requested_at, id) WHERE ((status = 'queued'::public.work_status) AND (storage_config_id IS NULL));
+
+CREATE INDEX ix_work_items_running_lease ON public.work_items USING btree (lease_expires_at) WHERE (status = 'running'::public.work_status);
+
+CREATE UNIQUE INDEX ix_work_items_storage_config_running ON public.work_items USING btree (storage_config_id) WHERE ((status = 'running'::public.work_status) AND (storage_config_id IS NOT NULL));
+
+CREATE TRIGGER work_items_notify_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN ((new.status = 'queued'::public.work_status)) EXECUTE FUNCTION public.notify_work_available();
+
+CREATE TRIGGER work_items_notify_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.status = 'queued'::public.work_status) OR ((old.status = 'running'::public.work_status) AND (new.status <> 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL)))) EXECUTE FUNCTION public.notify_work_available();
+
+ALTER TABLE ONLY public.asset_errors
+    ADD CONSTRAINT asset_errors_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_burst_id_fkey FOREIGN KEY (burst_id) REFERENCES public.bursts(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_paired_asset_id_fkey FOREIGN KEY (paired_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.bursts
+    ADD CONSTRAINT bursts_primary_asset_fk FOREIGN KEY (primary_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.bursts
+    ADD CONSTRAINT bursts_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.proxy_files
+    ADD CONSTRAINT proxy_files_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.work_attempts
+    ADD CONSTRAINT work_attempts_work_item_id_fkey FOREIGN KEY (work_item_id) REFERENCES public.work_items(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.work_items
+    ADD CONSTRAINT work_items_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

@@ -1,0 +1,119 @@
+"""Migrations: applied once each, safe when two processes start together, and
+docs/schema.sql is what they produce."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from safelight.db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
+from safelight.db.pool import connect, with_database
+from tests.dbserver import PgTestServer
+
+pytestmark = pytest.mark.integration
+
+SCHEMA_SQL = Path(__file__).resolve().parents[2] / "docs" / "schema.sql"
+
+# A fingerprint of everything the schema defines, independent of the order and the
+# pg_dump version that wrote docs/schema.sql.
+CATALOG = """
+SELECT 'column', format('%s.%s %s null=%s default=%s', c.relname, a.attname,
+       format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_get_expr(d.adbin, d.adrelid))
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'index', indexdef FROM pg_indexes WHERE schemaname = 'public'
+UNION ALL
+SELECT 'constraint', format('%s %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid))
+FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'trigger', pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+UNION ALL
+SELECT 'function', format('%s %s', proname, md5(prosrc)) FROM pg_proc
+WHERE pronamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'enum', format('%s %s %s', t.typname, e.enumsortorder, e.enumlabel)
+FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid
+ORDER BY 1, 2
+"""
+
+
+def _catalog(url: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return list(conn.execute(CATALOG).fetchall())
+
+
+@pytest.fixture
+def empty_database(pg_server: PgTestServer) -> Iterator[str]:
+    name = "safelight_empty_" + str(id(object()))
+    with psycopg.connect(pg_server.admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(pg_server.admin_url, name)
+    finally:
+        pg_server.drop_database(name)
+
+
+def test_schema_sql_is_what_the_migrations_make(empty_database: str, database_url: str) -> None:
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        conn.execute(SCHEMA_SQL.read_text("utf-8").encode())
+    from_dump = _catalog(empty_database)
+    from_migrations = _catalog(database_url)
+    assert from_dump == from_migrations, (
+        "docs/schema.sql is stale: run .venv/bin/python scripts/dump_schema.py"
+    )
+    assert any("ix_work_items_storage_config_running" in str(row[1]) for row in from_dump)
+
+
+async def test_migrating_twice_applies_nothing_the_second_time(empty_database: str) -> None:
+    conn = await connect(empty_database)
+    try:
+        first = await migrate(conn)
+        second = await migrate(conn)
+    finally:
+        await conn.close()
+    assert first == [m.name for m in available_migrations()]
+    assert second == []
+
+
+async def test_two_processes_migrating_together_take_turns(empty_database: str) -> None:
+    holder = await connect(empty_database, "holder")
+    one = await connect(empty_database, "one")
+    two = await connect(empty_database, "two")
+    try:
+        # Hold the migration lock so both migrations start and queue up behind it.
+        await holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        tasks = [asyncio.create_task(migrate(one)), asyncio.create_task(migrate(two))]
+        for _ in range(10_000):
+            cur = await holder.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            )
+            row = await cur.fetchone()
+            if row and row[0] == 2:
+                break
+            await asyncio.sleep(0.005)  # polling the server for the two waiters
+        else:
+            raise AssertionError("the two migrations never waited on the lock")
+        await holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+        results = await asyncio.gather(*tasks)
+    finally:
+        for c in (holder, one, two):
+            await c.close()
+    names = [m.name for m in available_migrations()]
+    assert sorted(results, key=len) == [[], names]
+    with psycopg.connect(empty_database) as conn:
+        row = conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
+    assert row is not None and row[0] == len(names)
+
+
+def test_migrations_are_numbered_and_ordered() -> None:
+    migrations = available_migrations()
+    assert [m.version for m in migrations] == sorted(m.version for m in migrations)
+    assert migrations[0].name == "0001_work.sql"
