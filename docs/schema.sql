@@ -210,6 +210,14 @@ ALTER TABLE public.work_items ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.work_schedules (
+    name text NOT NULL,
+    kind text NOT NULL,
+    storage_config_id uuid,
+    next_run_at timestamp with time zone NOT NULL,
+    last_run_at timestamp with time zone
+);
+
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_pkey PRIMARY KEY (storage_config_id, file_path);
 
@@ -248,6 +256,9 @@ ALTER TABLE ONLY public.work_attempts
 
 ALTER TABLE ONLY public.work_items
     ADD CONSTRAINT work_items_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.work_schedules
+    ADD CONSTRAINT work_schedules_pkey PRIMARY KEY (name);
 
 CREATE INDEX ix_assets_burst ON public.assets USING btree (burst_id) WHERE (burst_id IS NOT NULL);
 
@@ -309,3 +320,6 @@ ALTER TABLE ONLY public.work_attempts
 
 ALTER TABLE ONLY public.work_items
     ADD CONSTRAINT work_items_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.work_schedules
+    ADD CONSTRAINT work_schedules_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

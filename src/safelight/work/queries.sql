@@ -201,3 +201,35 @@ WHERE id IN (
     ORDER BY finished_at
     LIMIT %(batch)s
 )
+
+-- pending_for_worker --
+-- How many items a Worker could still run are queued or running (for --until-idle).
+SELECT count(*)
+FROM work_items w
+LEFT JOIN storage_configs c ON c.id = w.storage_config_id
+WHERE w.status IN ('queued', 'running')
+  AND w.kind = ANY(%(kinds)s)
+  AND (
+    w.storage_config_id IS NULL
+    OR ((%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
+        AND (c.active OR w.status = 'running'))
+  )
+
+-- active_config_ids --
+-- The active storage configs, optionally of one owner (the scheduler's crawls).
+SELECT id FROM storage_configs
+WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s::text)
+ORDER BY created_at, id
+
+-- schedule_seed --
+-- Make sure a schedule exists; a new one is due at once.
+INSERT INTO work_schedules (name, kind, storage_config_id, next_run_at)
+VALUES (%(name)s, %(kind)s, %(config_id)s, %(now)s)
+ON CONFLICT (name) DO NOTHING
+
+-- schedule_take_due --
+-- Move a due schedule to its next period; a row back means this Worker schedules it.
+UPDATE work_schedules
+SET next_run_at = %(now)s + make_interval(secs => %(interval_seconds)s), last_run_at = %(now)s
+WHERE name = %(name)s AND next_run_at <= %(now)s
+RETURNING name

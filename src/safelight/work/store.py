@@ -363,6 +363,51 @@ class WorkStore:
                 _log.warning("lease of item %s expired: %s", item_id, new_status)
         return RecoveryReport(requeued=requeued, failed=failed, superseded=superseded)
 
+    async def schedule_if_due(
+        self,
+        name: str,
+        kind: str,
+        interval_seconds: float,
+        *,
+        config_id: UUID | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        """Enqueue ``kind`` if schedule ``name`` is due, and move it to its next period.
+
+        Both happen in one transaction, so of any number of Workers calling this for the
+        same period exactly one enqueues. The item's dedup key is the schedule's name.
+        Returns the item id, or None when the schedule was not due.
+        """
+        body = self._validate(kind, config_id, name, payload)
+        now = self._clock.now()
+        async with self._pool.connection() as conn, conn.transaction():
+            params = {
+                "name": name,
+                "kind": kind,
+                "config_id": config_id,
+                "now": now,
+                "interval_seconds": float(interval_seconds),
+            }
+            await conn.execute(QUERIES["schedule_seed"], params)
+            cur = await conn.execute(QUERIES["schedule_take_due"], params)
+            if await cur.fetchone() is None:
+                return None
+            return await self._enqueue_on(conn, kind, config_id, name, body)
+
+    async def active_config_ids(self, owner: str | None = None) -> list[UUID]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(QUERIES["active_config_ids"], {"owner": owner})
+            return [row[0] for row in await cur.fetchall()]
+
+    async def pending_count(self, kinds: Collection[str], owner: str | None = None) -> int:
+        """Items a Worker of ``kinds`` (and ``owner``) could run that are queued or running."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["pending_for_worker"], {"kinds": list(kinds), "owner": owner}
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
     async def request_cancel(self, item_id: int) -> CancelResult:
         async with self._pool.connection() as conn:
             cur = await conn.execute(

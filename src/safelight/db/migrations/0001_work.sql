@@ -99,3 +99,14 @@ CREATE TRIGGER work_items_notify_update
         OR (OLD.status = 'running' AND NEW.status <> 'running' AND NEW.storage_config_id IS NOT NULL)
     )
     EXECUTE FUNCTION notify_work_available();
+
+-- Periodic kinds: one row per schedule. The Worker that moves next_run_at forward, in
+-- the same transaction as the enqueue, is the one that schedules that period, so any
+-- number of Workers schedule each period exactly once.
+CREATE TABLE work_schedules (
+    name              text        PRIMARY KEY,
+    kind              text        NOT NULL,
+    storage_config_id uuid        REFERENCES storage_configs (id) ON DELETE CASCADE,
+    next_run_at       timestamptz NOT NULL,
+    last_run_at       timestamptz
+);
