@@ -1,0 +1,60 @@
+-- The queries of storage configs (the folders of originals that scope work), as named
+-- blocks: "-- name --" then a line that says what it does. Loaded once by
+-- safelight.library.configs. Time comes in as now from the injected clock.
+
+-- config_insert --
+-- Register a folder for an owner; nothing when that owner already has it (see config_reactivate).
+INSERT INTO storage_configs (owner, root_path, created_at)
+VALUES (%(owner)s, %(root_path)s, %(now)s)
+ON CONFLICT (owner, root_path) DO NOTHING
+RETURNING id, owner, root_path, active, created_at
+
+-- config_reactivate --
+-- The owner's existing config of a folder, made active again; was_active tells whether it was.
+UPDATE storage_configs c
+SET active = true
+FROM (
+    SELECT id, active AS was_active
+    FROM storage_configs
+    WHERE owner = %(owner)s AND root_path = %(root_path)s
+    FOR UPDATE
+) old
+WHERE c.id = old.id
+RETURNING c.id, c.owner, c.root_path, c.active, c.created_at, old.was_active
+
+-- config_get --
+-- One storage config by id.
+SELECT id, owner, root_path, active, created_at FROM storage_configs WHERE id = %(id)s
+
+-- configs_by_id_prefix --
+-- The configs whose id starts with a prefix (a short id typed by an operator); two at most.
+SELECT id, owner, root_path, active, created_at
+FROM storage_configs
+WHERE id::text LIKE %(prefix)s || '%%'
+ORDER BY id
+LIMIT 2
+
+-- configs_list --
+-- Every storage config, optionally of one owner and only the active ones, oldest first.
+SELECT id, owner, root_path, active, created_at
+FROM storage_configs
+WHERE (%(owner)s::text IS NULL OR owner = %(owner)s::text)
+  AND (NOT %(active_only)s OR active)
+ORDER BY created_at, id
+
+-- configs_by_root --
+-- The configs of a folder: one owner's, or every owner's when owner is NULL.
+SELECT id, owner, root_path, active, created_at
+FROM storage_configs
+WHERE root_path = %(root_path)s
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s::text)
+ORDER BY created_at, id
+
+-- config_disable --
+-- Make a config inactive: Workers stop claiming its work; enqueue refuses new work for it.
+-- Its queued items stay queued (they run again if it is re-added); a running item finishes.
+UPDATE storage_configs c
+SET active = false
+FROM (SELECT id, active AS was_active FROM storage_configs WHERE id = %(id)s FOR UPDATE) old
+WHERE c.id = old.id
+RETURNING c.id, c.owner, c.root_path, c.active, c.created_at, old.was_active
