@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 
 class WorkError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -11,9 +13,27 @@ class InvalidWorkItem(WorkError, ValueError):
     """Enqueue refused an item: unknown kind, bad payload, bad or inactive config."""
 
 
+class StopReason(enum.StrEnum):
+    """Why an attempt was stopped before its handler finished on its own.
+
+    Listed from the mildest to the gravest: a request to stop (shutdown, cancel) can
+    give way to a loss of ownership (self-stop, lost), never the other way round.
+    """
+
+    SHUTDOWN = "shutting down"  # the Worker is stopping; the item goes back to the queue
+    CANCEL_REQUESTED = "cancel requested"  # an operator cancelled the running item
+    SELF_STOPPED = "self-stopped"  # no successful heartbeat for half a lease
+    LOST = "lost"  # the database says the item is no longer this attempt's
+
+
 class AttemptStopped(WorkError):
     """The attempt must stop now and write nothing more (lost, cancelled, self-stopped,
-    shutting down). Raised by ``ensure_alive()`` and the fenced transaction."""
+    shutting down). Raised by ``ensure_alive()`` and the fenced transaction.
+
+    It derives from ``Exception``, so a handler that catches ``Exception`` around one
+    file must re-raise it (or at least go on to write nothing): the executor decides the
+    outcome from why the attempt stopped, never from what the handler raised.
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
