@@ -436,12 +436,12 @@ class WorkStore:
     async def delete_finished(self, retention: timedelta, *, batch: int = 5000) -> int:
         """Delete items that finished more than ``retention`` ago; return how many."""
         cutoff = self._clock.now() - retention
-        deleted = 0
+        deleted: int = 0
         async with self._pool.connection() as conn:
             while True:
                 cur = await conn.execute(
                     QUERIES["delete_finished_items"], {"cutoff": cutoff, "batch": batch}
                 )
-                deleted += cur.rowcount
+                deleted += int(cur.rowcount)
                 if cur.rowcount < batch:
                     return deleted

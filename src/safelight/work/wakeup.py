@@ -1,0 +1,76 @@
+"""Wake-ups: one LISTEN connection per process, shared by every Worker in it.
+
+A trigger sends ``NOTIFY safelight_work`` when an item becomes queued and when a
+config's running item ends (migration 0001). The listener turns each notification into
+a set :class:`asyncio.Event` for every subscribed Worker, so the next item of a busy
+config starts within milliseconds instead of at the next poll. Polling stays as the
+safety net: a notification lost while the connection was down costs at most one poll,
+and the listener wakes everyone after it reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import psycopg
+
+from safelight.db.pool import connect
+from safelight.work.clock import Clock
+
+CHANNEL = "safelight_work"
+_log = logging.getLogger(__name__)
+
+
+class WakeupHub:
+    """Fans wake-ups out to the Worker slots of one process."""
+
+    def __init__(self) -> None:
+        self._events: list[asyncio.Event] = []
+
+    def subscribe(self) -> asyncio.Event:
+        event = asyncio.Event()
+        self._events.append(event)
+        return event
+
+    def wake_all(self) -> None:
+        for event in self._events:
+            event.set()
+
+
+class Listener:
+    """Keeps a LISTEN connection open and wakes the hub on every notification."""
+
+    def __init__(
+        self, url: str, hub: WakeupHub, clock: Clock, *, retry_seconds: float = 5.0
+    ) -> None:
+        self._url = url
+        self._hub = hub
+        self._clock = clock
+        self._retry_seconds = retry_seconds
+        self.connected = asyncio.Event()
+
+    async def run(self) -> None:  # pragma: no mutate - LISTEN needs a server (ADR 0005)
+        """Listen until cancelled, reconnecting after a lost connection."""
+        while True:
+            conn: psycopg.AsyncConnection[Any] | None = None
+            try:
+                conn = await connect(self._url, "safelight-listener")
+                await conn.execute(f"LISTEN {CHANNEL}")
+                self.connected.set()
+                # Anything queued while we were not listening is found by this wake-up.
+                self._hub.wake_all()
+                async for _ in conn.notifies():
+                    self._hub.wake_all()
+            except (psycopg.Error, OSError) as exc:
+                self.connected.clear()
+                _log.warning(
+                    "wake-up listener lost its connection (%s); retrying in %g s",
+                    type(exc).__name__,
+                    self._retry_seconds,
+                )
+                await self._clock.sleep(self._retry_seconds)
+            finally:
+                if conn is not None:
+                    await conn.close()
