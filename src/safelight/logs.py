@@ -1,0 +1,190 @@
+"""Logging: human-readable lines by default, JSON lines for log collectors, on stderr.
+
+stdout belongs to a command's output (tables, ids, one JSON summary); every log line
+goes to stderr. Whatever a log line carries, a database password never leaves the
+process: every record passes :class:`MaskingFilter`, and both formatters mask the
+finished line again, which also covers exception messages in tracebacks (psycopg
+quotes connection strings in some of its errors).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
+MASK = "***"
+
+# user:password@ in any URL, however it is spelt.
+_URL_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*):[^@\s/]*@")
+# password=... in a libpq keyword/value string or a URL query, quoted or not.
+_KEYWORD_PASSWORD = re.compile(
+    r"""(?P<head>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;'"]+)""", re.IGNORECASE
+)
+# A known secret shorter than this is not masked as a literal (it would mask common
+# words); the patterns above still catch it in a URL or keyword string.
+_MIN_LITERAL_SECRET = 4
+
+# The attributes every LogRecord has; anything else was passed as ``extra=``.
+_STANDARD_ATTRIBUTES = frozenset(
+    vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys()
+) | {"message", "asctime", "taskName"}
+
+
+class SecretMasker:
+    """Masks database URLs' passwords, ``password=`` keywords and known secrets in text."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: set[str] = set()
+        for secret in secrets:
+            self.add(secret)
+
+    def add(self, secret: str) -> None:
+        if len(secret) >= _MIN_LITERAL_SECRET:
+            self._secrets.add(secret)
+            self._secrets.add(quote(secret, safe=""))
+
+    def mask(self, text: str) -> str:
+        masked = _URL_USERINFO.sub(rf"\g<head>:{MASK}@", text)
+        masked = _KEYWORD_PASSWORD.sub(rf"\g<head>{MASK}", masked)
+        # Longest first, so a secret that contains another is masked whole.
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            masked = masked.replace(secret, MASK)
+        return masked
+
+
+def secrets_of_url(url: str | None) -> list[str]:
+    """The password in a database URL or keyword string, if it has one."""
+    if not url:
+        return []
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except Exception:
+        # An unparseable URL: the patterns still mask what looks like a password.
+        return []
+    return [str(password)] if password else []
+
+
+# The masker of this process; the CLI teaches it the configured database password.
+masker = SecretMasker()
+
+
+class MaskingFilter(logging.Filter):
+    """Replaces a record's message by its masked text (arguments merged in first, so a
+    URL passed as an argument is masked too)."""
+
+    def __init__(self, secrets: SecretMasker) -> None:
+        super().__init__()
+        self._masker = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A bad format string: let logging report it, masked, rather than lose it.
+            message = f"{record.msg!s} {record.args!r}"
+        record.msg = self._masker.mask(message)
+        record.args = None
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``2026-01-01 12:00:00 INFO safelight.work.worker: message``, masked."""
+
+    def __init__(self, secrets: SecretMasker) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+        self._masker = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._masker.mask(super().format(record))
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (UTC, ISO 8601), level, logger, message, the
+    record's ``extra`` fields, and the traceback as ``exception`` when there is one."""
+
+    def __init__(self, secrets: SecretMasker) -> None:
+        super().__init__()
+        self._masker = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRIBUTES and key not in entry:
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        # Masked field by field: masking the finished line could cut into its quoting.
+        masked = {
+            key: self._masker.mask(v) if isinstance(v := _text(value), str) else v
+            for key, value in entry.items()
+        }
+        return json.dumps(masked, ensure_ascii=False)
+
+
+def _text(value: Any) -> Any:
+    """A JSON-ready value: numbers, booleans and None as they are, anything else as text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return value if isinstance(value, str) else str(value)
+
+
+class StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is when the record is emitted, not when the
+    handler was made: a live progress display (or a test runner) swaps it meanwhile."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        # StreamHandler.setStream assigns; the stream always follows sys.stderr.
+        pass
+
+
+def configure_logging(
+    log_format: str = "text", level: str = "info", *, secrets: Iterable[str] = ()
+) -> logging.Handler:
+    """Send every log record to stderr in ``log_format`` at ``level`` and above.
+
+    Idempotent: a second call replaces the handler of the first (a test runner invokes
+    commands many times in one process). ``secrets`` are masked as literals in every
+    line, on top of the URL and keyword patterns. Returns the handler.
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {log_format!r}")
+    if level.lower() not in LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    for secret in secrets:
+        masker.add(secret)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, StderrHandler)]:
+        root.removeHandler(old)
+    handler = StderrHandler()
+    handler.addFilter(MaskingFilter(masker))
+    handler.setFormatter(JsonFormatter(masker) if log_format == "json" else TextFormatter(masker))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    return handler

@@ -1,0 +1,160 @@
+"""Logging set-up: text and JSON lines on stderr, and no password in any line."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from safelight.logs import (
+    MaskingFilter,
+    SecretMasker,
+    StderrHandler,
+    configure_logging,
+    masker,
+    secrets_of_url,
+)
+
+
+@pytest.fixture(autouse=True)
+def restore_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
+
+class Stderr:
+    """What the commands' stderr received, read through pytest's capture."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self._capsys = capsys
+
+    def getvalue(self) -> str:
+        return self._capsys.readouterr().err
+
+
+@pytest.fixture
+def stderr(capsys: pytest.CaptureFixture[str]) -> Stderr:
+    return Stderr(capsys)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://alice:hunter2@db:5432/lib", "postgresql://alice:***@db:5432/lib"),
+        ("at postgres://u:p%40ss@h/x, retrying", "at postgres://u:***@h/x, retrying"),
+        ("host=db password=hunter2 dbname=lib", "host=db password=*** dbname=lib"),
+        ("host=db password='a b\\' c' dbname=lib", "host=db password=*** dbname=lib"),
+        (
+            "postgresql://h/x?sslmode=require&password=hunter2",
+            "postgresql://h/x?sslmode=require&password=***",
+        ),
+        ("postgresql://alice@db/lib", "postgresql://alice@db/lib"),
+        ("no secrets here: 3 files", "no secrets here: 3 files"),
+    ],
+)
+def test_the_masker_hides_passwords_in_urls_and_keyword_strings(text: str, expected: str) -> None:
+    assert SecretMasker().mask(text) == expected
+
+
+def test_the_masker_hides_known_secrets_anywhere_and_their_url_encoding() -> None:
+    m = SecretMasker(["p@ss/word", "ab"])
+    assert m.mask("the password is p@ss/word") == "the password is ***"
+    assert m.mask("quoted p%40ss%2Fword") == "quoted ***"
+    # Too short to mask as a literal without masking ordinary words.
+    assert m.mask("ab cd") == "ab cd"
+
+
+def test_secrets_of_url_reads_the_password_of_either_form() -> None:
+    assert secrets_of_url("postgresql://u:s3cr%40t@h/db") == ["s3cr@t"]
+    assert secrets_of_url("host=h password=s3cret") == ["s3cret"]
+    assert secrets_of_url("postgresql://u@h/db") == []
+    assert secrets_of_url(None) == []
+    assert secrets_of_url("postgresql://[broken") == []
+
+
+def test_text_lines_go_to_the_current_stderr_masked(stderr: Stderr) -> None:
+    configure_logging("text", "info", secrets=["t0psecret"])
+    log = logging.getLogger("safelight.test")
+    log.info("connecting to %s", "postgresql://bob:t0psecret@db/x")
+    log.debug("not shown at info")
+    log.warning("the password t0psecret leaked into a message")
+    err = stderr.getvalue()
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("INFO safelight.test: connecting to postgresql://bob:***@db/x")
+    assert lines[1].endswith("WARNING safelight.test: the password *** leaked into a message")
+    assert "t0psecret" not in err
+
+
+def test_json_lines_carry_extra_fields_and_a_masked_traceback(stderr: Stderr) -> None:
+    configure_logging("json", "debug", secrets=["t0psecret"])
+    log = logging.getLogger("safelight.test")
+    log.debug("claimed", extra={"item_id": 7, "worker": "w1"})
+    try:
+        raise ConnectionError("cannot connect: host=db password=t0psecret")
+    except ConnectionError:
+        log.exception("heartbeat failed")
+    err = stderr.getvalue()
+    first, second = (json.loads(line) for line in err.splitlines())
+    assert first["level"] == "debug" and first["logger"] == "safelight.test"
+    assert first["message"] == "claimed"
+    assert (first["item_id"], first["worker"]) == (7, "w1")
+    assert first["time"].endswith("+00:00")
+    assert second["message"] == "heartbeat failed"
+    assert "ConnectionError" in second["exception"]
+    assert "t0psecret" not in err
+
+
+def test_configuring_twice_replaces_the_handler(stderr: Stderr) -> None:
+    configure_logging("text", "info")
+    configure_logging("json", "warning")
+    mine = [h for h in logging.getLogger().handlers if isinstance(h, StderrHandler)]
+    assert len(mine) == 1
+    logging.getLogger("safelight.test").warning("once")
+    (line,) = stderr.getvalue().splitlines()
+    assert json.loads(line)["message"] == "once"
+
+
+def test_the_handler_follows_sys_stderr_when_it_is_swapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    configure_logging("text", "info")
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", later)
+    logging.getLogger("safelight.test").info("after the swap")
+    assert "after the swap" in later.getvalue()
+
+
+def test_the_filter_merges_arguments_and_survives_a_bad_format_string() -> None:
+    # pytest's own log handlers raise on a bad format string, so this drives the
+    # filter directly, as the handler does.
+    masking = MaskingFilter(SecretMasker())
+    good = logging.LogRecord(
+        "x", logging.INFO, "f", 1, "at %s", ("postgresql://u:pw1234@h/x",), None
+    )
+    bad = logging.LogRecord(
+        "x", logging.INFO, "f", 1, "two %s %s", ("postgresql://u:pw1234@h/x",), None
+    )
+    assert masking.filter(good) and masking.filter(bad)
+    assert good.getMessage() == "at postgresql://u:***@h/x"
+    assert "pw1234" not in bad.getMessage() and "postgresql://u:***@h/x" in bad.getMessage()
+
+
+@pytest.mark.parametrize(("fmt", "level"), [("xml", "info"), ("text", "loud")])
+def test_unknown_formats_and_levels_are_refused(fmt: str, level: str) -> None:
+    with pytest.raises(ValueError, match="must be one of"):
+        configure_logging(fmt, level)
+
+
+def test_the_process_masker_learns_the_configured_secrets(stderr: Stderr) -> None:
+    configure_logging("text", "info", secrets=["learned-secret"])
+    assert masker.mask("x learned-secret y") == "x *** y"
