@@ -1,0 +1,270 @@
+"""A small, bounds-checked EXIF (TIFF IFD) reader for the few tags safelight needs.
+
+Why not Pillow's ``getexif()``: it parses every tag, warns (``UserWarning``) on the
+malformed blocks real cameras write, and does not read Apple's maker note. Here every
+read is bounded, a malformed block only loses the values it garbles, and nothing
+warns or raises: ``read_exif`` returns what it could read.
+
+Tags read: Make, Model, Orientation (IFD0); DateTimeOriginal/Digitized with their
+SubsecTime and OffsetTime (Exif IFD); and from maker notes:
+
+- Apple (``Apple iOS\\0`` header, offsets relative to the note, byte order in the note):
+  0x000b BurstUUID, 0x0011 MediaGroupUUID (the Live Photo content identifier, equal to
+  the paired video's ``com.apple.quicktime.content.identifier``).
+- Canon (plain IFD, offsets relative to the TIFF header): ShotInfo (0x0004) index 9
+  SequenceNumber, reported only when CameraSettings (0x0001) index 5 ContinuousDrive
+  says the shot was not a single frame.
+- Panasonic (``Panasonic\\0\\0\\0``, IFD at +12, TIFF-relative): 0x002b SequenceNumber,
+  reported only when 0x002a BurstMode is not off.
+- Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
+  endian): 0x1101 SequenceNumber when non-zero.
+
+Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import IO, Protocol
+
+_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4}
+_INT_FORMATS = {1: "B", 3: "H", 4: "I", 6: "b", 8: "h", 9: "i", 13: "I"}
+_MAX_ENTRIES = 1024  # real IFDs hold a few dozen; more means garbage
+_MAX_VALUE_BYTES = 1 << 20
+
+_TAG_MAKE = 0x010F
+_TAG_MODEL = 0x0110
+_TAG_ORIENTATION = 0x0112
+_TAG_EXIF_IFD = 0x8769
+_TAG_DATE_ORIGINAL = 0x9003
+_TAG_DATE_DIGITIZED = 0x9004
+_TAG_OFFSET_ORIGINAL = 0x9011
+_TAG_OFFSET_DIGITIZED = 0x9012
+_TAG_SUBSEC_ORIGINAL = 0x9291
+_TAG_SUBSEC_DIGITIZED = 0x9292
+_TAG_MAKER_NOTE = 0x927C
+
+_APPLE_BURST_UUID = 0x000B
+_APPLE_MEDIA_GROUP_UUID = 0x0011
+_CANON_CAMERA_SETTINGS = 0x0001
+_CANON_SHOT_INFO = 0x0004
+_PANASONIC_BURST_MODE = 0x002A
+_PANASONIC_SEQUENCE_NUMBER = 0x002B
+_FUJIFILM_SEQUENCE_NUMBER = 0x1101
+
+
+@dataclass(frozen=True, slots=True)
+class ExifDate:
+    """One EXIF date as written: ``"YYYY:MM:DD HH:MM:SS"``, subseconds, UTC offset."""
+
+    value: str
+    subsec: str | None
+    offset: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExifFields:
+    make: str | None = None
+    model: str | None = None
+    orientation: int | None = None
+    dates: tuple[ExifDate, ...] = ()
+    """DateTimeOriginal then DateTimeDigitized, those present, in that order."""
+    burst_id: str | None = None
+    content_identifier: str | None = None
+    sequence_number: int | None = None
+
+
+class _Source(Protocol):
+    def read_at(self, offset: int, size: int) -> bytes: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Bytes:
+    data: bytes
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0:
+            return b""
+        return self.data[offset : offset + size]
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    """A TIFF original read in place: its IFDs may sit after megabytes of pixels."""
+
+    fp: IO[bytes]
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0:
+            return b""
+        self.fp.seek(offset)
+        return self.fp.read(size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    type: int
+    count: int
+    offset: int  # absolute position of the value in the source
+
+    @property
+    def size(self) -> int:
+        return _TYPE_SIZES[self.type] * self.count
+
+
+def read_exif(blob: bytes) -> ExifFields:
+    """Fields from an EXIF block (a TIFF structure, with or without ``Exif\\0\\0``)."""
+    start = 0
+    while blob[start : start + 6] == b"Exif\0\0":
+        start += 6
+    return _read_tiff(_Bytes(blob[start:]))
+
+
+def read_exif_from_tiff(fp: IO[bytes]) -> ExifFields:
+    """Fields from a TIFF file itself (its IFD0 is the EXIF IFD0)."""
+    return _read_tiff(_File(fp))
+
+
+def _read_tiff(src: _Source) -> ExifFields:
+    head = src.read_at(0, 8)
+    if len(head) < 8 or head[:2] not in (b"II", b"MM"):
+        return ExifFields()
+    endian = "<" if head[:2] == b"II" else ">"
+    (magic,) = struct.unpack(endian + "H", head[2:4])
+    if magic != 42:  # 43 is BigTIFF, which cameras do not write
+        return ExifFields()
+    (ifd0_offset,) = struct.unpack(endian + "I", head[4:8])
+    ifd0 = _read_ifd(src, ifd0_offset, endian, base=0)
+    make = _text(src, ifd0.get(_TAG_MAKE))
+    model = _text(src, ifd0.get(_TAG_MODEL))
+    orientation = _first_int(src, ifd0.get(_TAG_ORIENTATION), endian)
+    if orientation is not None and not 1 <= orientation <= 8:
+        orientation = None
+
+    exif_ifd: dict[int, _Entry] = {}
+    exif_offset = _first_int(src, ifd0.get(_TAG_EXIF_IFD), endian)
+    if exif_offset is not None and exif_offset != ifd0_offset:
+        exif_ifd = _read_ifd(src, exif_offset, endian, base=0)
+    dates = tuple(
+        ExifDate(value, _text(src, exif_ifd.get(subsec)), _text(src, exif_ifd.get(offset)))
+        for tag, subsec, offset in (
+            (_TAG_DATE_ORIGINAL, _TAG_SUBSEC_ORIGINAL, _TAG_OFFSET_ORIGINAL),
+            (_TAG_DATE_DIGITIZED, _TAG_SUBSEC_DIGITIZED, _TAG_OFFSET_DIGITIZED),
+        )
+        if (value := _text(src, exif_ifd.get(tag))) is not None
+    )
+    burst_id = content_identifier = None
+    sequence_number = None
+    note = exif_ifd.get(_TAG_MAKER_NOTE)
+    if note is not None and note.size <= _MAX_VALUE_BYTES:
+        burst_id, content_identifier, sequence_number = _read_maker_note(
+            src, note, endian, make or ""
+        )
+    return ExifFields(
+        make=make,
+        model=model,
+        orientation=orientation,
+        dates=dates,
+        burst_id=burst_id,
+        content_identifier=content_identifier,
+        sequence_number=sequence_number,
+    )
+
+
+def _read_maker_note(
+    src: _Source, note: _Entry, endian: str, make: str
+) -> tuple[str | None, str | None, int | None]:
+    """(burst id, content identifier, sequence number) from a known maker note."""
+    head = src.read_at(note.offset, 16)
+    if head.startswith(b"Apple iOS\0"):
+        if head[12:14] not in (b"MM", b"II"):
+            return None, None, None
+        apple_endian = ">" if head[12:14] == b"MM" else "<"
+        ifd = _read_ifd(src, 14, apple_endian, base=note.offset)
+        return (
+            _text(src, ifd.get(_APPLE_BURST_UUID)),
+            _text(src, ifd.get(_APPLE_MEDIA_GROUP_UUID)),
+            None,
+        )
+    if head.startswith(b"Panasonic\0"):
+        ifd = _read_ifd(src, note.offset + 12, endian, base=0)
+        burst_mode = _first_int(src, ifd.get(_PANASONIC_BURST_MODE), endian)
+        number = _first_int(src, ifd.get(_PANASONIC_SEQUENCE_NUMBER), endian)
+        return None, None, number if burst_mode not in (None, 0) else None
+    if head.startswith(b"FUJIFILM") and len(head) >= 12:
+        (ifd_offset,) = struct.unpack("<I", head[8:12])
+        ifd = _read_ifd(src, ifd_offset, "<", base=note.offset)
+        number = _first_int(src, ifd.get(_FUJIFILM_SEQUENCE_NUMBER), "<")
+        return None, None, number if number else None
+    if make.lower().startswith("canon"):
+        ifd = _read_ifd(src, note.offset, endian, base=0)
+        settings = _ints(src, ifd.get(_CANON_CAMERA_SETTINGS), endian)
+        shot_info = _ints(src, ifd.get(_CANON_SHOT_INFO), endian)
+        continuous = settings[5] if len(settings) > 5 else 0
+        if continuous != 0 and len(shot_info) > 9:
+            return None, None, shot_info[9]
+    return None, None, None
+
+
+def _read_ifd(src: _Source, offset: int, endian: str, base: int) -> dict[int, _Entry]:
+    """The entries of the IFD at ``base + offset``; out-of-range values are dropped.
+
+    ``base`` is where value offsets count from: the TIFF header for standard IFDs, the
+    start of the maker note for makers that use note-relative offsets.
+    """
+    start = base + offset
+    raw_count = src.read_at(start, 2)
+    if len(raw_count) < 2:
+        return {}
+    (count,) = struct.unpack(endian + "H", raw_count)
+    if count > _MAX_ENTRIES:
+        return {}
+    table = src.read_at(start + 2, 12 * count)
+    entries: dict[int, _Entry] = {}
+    for index in range(len(table) // 12):
+        tag, type_, value_count, inline = struct.unpack(
+            endian + "HHI4s", table[12 * index : 12 * index + 12]
+        )
+        unit = _TYPE_SIZES.get(type_)
+        if unit is None or unit * value_count > _MAX_VALUE_BYTES:
+            continue
+        if unit * value_count <= 4:
+            value_offset = start + 2 + 12 * index + 8
+        else:
+            value_offset = base + struct.unpack(endian + "I", inline)[0]
+        entries.setdefault(tag, _Entry(type_, value_count, value_offset))
+    return entries
+
+
+def _value(src: _Source, entry: _Entry) -> bytes | None:
+    data = src.read_at(entry.offset, entry.size)
+    return data if len(data) == entry.size else None
+
+
+def _text(src: _Source, entry: _Entry | None) -> str | None:
+    """An ASCII (or UNDEFINED) value up to its first NUL, stripped; None when blank."""
+    if entry is None or entry.type not in (2, 7):
+        return None
+    data = _value(src, entry)
+    if data is None:
+        return None
+    text = data.split(b"\0", 1)[0].decode("utf-8", errors="replace").strip()
+    return text or None
+
+
+def _ints(src: _Source, entry: _Entry | None, endian: str) -> tuple[int, ...]:
+    if entry is None or entry.type not in _INT_FORMATS:
+        return ()
+    data = _value(src, entry)
+    if data is None:
+        return ()
+    values: tuple[int, ...] = struct.unpack(
+        f"{endian}{entry.count}{_INT_FORMATS[entry.type]}", data
+    )
+    return values
+
+
+def _first_int(src: _Source, entry: _Entry | None, endian: str) -> int | None:
+    values = _ints(src, entry, endian)
+    return values[0] if values else None
