@@ -1,0 +1,95 @@
+"""What a handler may rely on: the handler contract, as a structural type.
+
+The executor hands every handler a context (``safelight.work.context.HandlerContext``)
+with the item, the clock, a logger, ``progress``, ``cancelled``, ``ensure_alive`` and
+``fenced``. Handlers are typed against this protocol rather than the class, so the two
+can evolve apart as long as the contract holds.
+
+The rules every handler here keeps:
+
+- it writes the database only inside ``ctx.fenced()``, so an attempt that lost its
+  item writes nothing;
+- it calls ``ctx.ensure_alive()`` right before every file write, rename or delete, so
+  an attempt that must stop touches no file from then on;
+- it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
+- a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
+  records as the item's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+from uuid import UUID
+
+import psycopg
+
+from safelight.work.clock import Clock
+from safelight.work.errors import AttemptStopped, WorkError
+from safelight.work.model import WorkItem
+
+
+class HandlerContext(Protocol):
+    @property
+    def item(self) -> WorkItem: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def logger(self) -> logging.Logger | logging.LoggerAdapter[Any]: ...
+
+    @property
+    def cancelled(self) -> asyncio.Event: ...
+
+    def progress(self, **counters: int) -> None: ...
+
+    def ensure_alive(self) -> None: ...
+
+    def fenced(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]: ...
+
+
+Handler = Callable[[HandlerContext], Awaitable[dict[str, Any] | None]]
+
+
+class MalformedPayload(WorkError, ValueError):
+    """The item's payload is not what its kind takes; the message says what is wrong."""
+
+
+class HandlerFailed(WorkError):
+    """The handler cannot do its work at all (the message says why); the item fails."""
+
+
+def stop_if_cancelled(ctx: HandlerContext) -> None:
+    """Stop between steps once the executor asked the attempt to stop.
+
+    ``ensure_alive()`` raises with the executor's own reason; should it not (the event
+    was set first), the attempt still stops here.
+    """
+    if ctx.cancelled.is_set():
+        ctx.ensure_alive()
+        raise AttemptStopped("stopped: the attempt was asked to stop")
+
+
+def payload_keys(ctx: HandlerContext, allowed: frozenset[str]) -> dict[str, Any]:
+    """The payload, refused if it has keys this kind does not know (a typo must not pass)."""
+    payload = ctx.item.payload
+    unknown = sorted(set(payload) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed)) or "none"
+        raise MalformedPayload(
+            f"a {ctx.item.kind} payload does not take {', '.join(map(repr, unknown))}"
+            f" (it takes: {known})"
+        )
+    return dict(payload)
+
+
+def config_id_of(ctx: HandlerContext) -> UUID:
+    """The item's storage config; a scoped kind's item always has one (enqueue checks)."""
+    config_id = ctx.item.storage_config_id
+    if config_id is None:
+        raise MalformedPayload(f"a {ctx.item.kind} item needs a storage config")
+    return config_id

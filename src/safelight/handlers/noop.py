@@ -1,0 +1,45 @@
+"""``noop``: wait a while on the clock and return a given result.
+
+For smoke tests and benchmarks of the engine, so it must cost nothing but the wait.
+Payload (all optional): ``{"seconds": N, "result": {...}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from safelight.handlers.contract import HandlerContext, MalformedPayload, payload_keys
+from safelight.work.errors import AttemptStopped
+
+_KEYS = frozenset({"seconds", "result"})
+
+
+async def run_noop(ctx: HandlerContext) -> dict[str, Any]:
+    payload = payload_keys(ctx, _KEYS)
+    seconds = payload.get("seconds", 0)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise MalformedPayload(f"noop seconds must be a number, not {seconds!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise MalformedPayload(f"noop seconds must be a finite number >= 0, not {seconds!r}")
+    result = payload.get("result")
+    if result is not None and not isinstance(result, dict):
+        raise MalformedPayload("noop result must be a JSON object")
+    # A fake clock's sleep(0) waits for the next advance; nothing to wait for here.
+    if seconds > 0:
+        await _sleep_unless_cancelled(ctx, float(seconds))
+    return result if result is not None else {"slept": seconds}
+
+
+async def _sleep_unless_cancelled(ctx: HandlerContext, seconds: float) -> None:
+    sleeper = asyncio.ensure_future(ctx.clock.sleep(seconds))
+    stopper = asyncio.ensure_future(ctx.cancelled.wait())
+    try:
+        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleeper.cancel()
+        stopper.cancel()
+    if not sleeper.done() or sleeper.cancelled():
+        ctx.ensure_alive()
+        raise AttemptStopped("stopped: the attempt was asked to stop")

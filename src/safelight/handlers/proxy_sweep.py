@@ -1,0 +1,75 @@
+"""``proxy_sweep`` (unscoped): delete orphan proxy files, and empty folders, past an hour.
+
+Safe beside a crawl of any config without the per-config rule (ADR 0008): a crawl's
+fresh file is younger than the floor until its row is committed, and every file is
+re-checked (no row names it, still old) right before its delete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from typing import Any
+
+from safelight.handlers.contract import HandlerContext, payload_keys, stop_if_cancelled
+from safelight.handlers.services import Services
+from safelight.library.assets import QUERIES
+from safelight.library.sweep import is_old, scan_proxy_root
+
+_BATCH = 500
+
+
+async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+    payload_keys(ctx, frozenset())
+    root = services.settings.proxies
+    if not root.is_dir():
+        return {"files_seen": 0, "deleted": 0, "folders_removed": 0, "errors": []}
+    scan = await asyncio.to_thread(scan_proxy_root, root, ctx.clock.now().timestamp())
+    stop_if_cancelled(ctx)
+    orphans: list[str] = []
+    async with services.pool.connection() as conn:
+        for start in range(0, len(scan.old_files), _BATCH):
+            batch = scan.old_files[start : start + _BATCH]
+            cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": batch})
+            named = {row[0] for row in await cur.fetchall()}
+            orphans.extend(p for p in batch if p not in named)
+        deleted = 0
+        for relative in orphans:
+            stop_if_cancelled(ctx)
+            # The re-check: a row may have appeared, or the file been replaced, since
+            # the scan. Only then, with the attempt alive, the delete.
+            cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": [relative]})
+            if await cur.fetchone() is not None:
+                continue
+            path = root / relative
+            if not is_old(path, ctx.clock.now().timestamp()):
+                continue
+            ctx.ensure_alive()
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            deleted += 1
+    folders_removed = 0
+    for relative in scan.folders:
+        stop_if_cancelled(ctx)
+        folder = root / relative
+        # A folder's mtime moves whenever an entry is added or removed, so an old empty
+        # folder is not one a crawl has just made to write into.
+        if not is_old(folder, ctx.clock.now().timestamp()):
+            continue
+        ctx.ensure_alive()
+        try:
+            os.rmdir(folder)
+        except OSError as error:
+            if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                continue
+            raise
+        folders_removed += 1
+    return {
+        "files_seen": scan.files_seen,
+        "deleted": deleted,
+        "folders_removed": folders_removed,
+        "errors": [{"path": p, "reason": r} for p, r in scan.unreadable],
+    }

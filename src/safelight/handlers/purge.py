@@ -1,0 +1,40 @@
+"""``purge`` (scoped): delete the proxy files and rows of a config's soft-deleted assets.
+
+Each asset is purged in its own fenced transaction (short, so the attempt's heartbeat
+is never held up for long), and re-checked there just before anything is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safelight.handlers.contract import (
+    HandlerContext,
+    config_id_of,
+    payload_keys,
+    stop_if_cancelled,
+)
+from safelight.handlers.services import Services
+from safelight.library.assets import QUERIES
+from safelight.library.purge import purge_asset
+
+
+async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+    payload_keys(ctx, frozenset())
+    config_id = config_id_of(ctx)
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(QUERIES["assets_deleted_of_config"], {"config_id": config_id})
+        ids = [int(row[0]) for row in await cur.fetchall()]
+    purged = files_deleted = kept_shared = 0
+    ctx.progress(total=len(ids), purged=0)
+    for asset_id in ids:
+        stop_if_cancelled(ctx)
+        async with ctx.fenced() as conn:
+            outcome = await purge_asset(
+                conn, config_id, asset_id, services.settings.proxies, ctx.ensure_alive
+            )
+        purged += outcome.purged
+        files_deleted += outcome.files_deleted
+        kept_shared += outcome.kept_shared
+        ctx.progress(total=len(ids), purged=purged)
+    return {"purged": purged, "files_deleted": files_deleted, "kept_shared": kept_shared}

@@ -1,0 +1,234 @@
+"""The asset and proxy repository: every library query, by name, on a given connection.
+
+Writes take the connection of the caller's fenced transaction (``ctx.fenced()``), so an
+attempt that lost its item writes nothing; reads may take any pooled connection. Every
+query is a named block of ``library/queries.sql``; nothing here builds SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from safelight.library.mediatypes import MediaType
+from safelight.work.sql import load_queries
+
+QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")
+
+Conn = psycopg.AsyncConnection[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    id: UUID
+    owner: str
+    root_path: str
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KnownAsset:
+    """What a crawl keeps in memory of one live asset."""
+
+    id: int
+    file_path: str
+    content_hash: str
+    size_bytes: int
+    modified_ns: int
+    media_type: MediaType
+
+
+@dataclass(frozen=True, slots=True)
+class NewAsset:
+    """Everything a new asset row holds (its id and timestamps come from the insert)."""
+
+    file_path: str
+    file_name: str
+    content_hash: str
+    size_bytes: int
+    modified_at: datetime
+    modified_ns: int
+    media_type: MediaType
+    captured_at: datetime
+    captured_local: datetime
+    captured_at_source: str
+    camera_make: str | None = None
+    camera_model: str | None = None
+    width: int | None = None
+    height: int | None = None
+    orientation: int | None = None
+    duration_seconds: float | None = None
+    maker_burst_id: str | None = None
+    content_identifier: str | None = None
+    sequence_number: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRecord:
+    """One proxy of an asset: a file (``path`` relative to the proxy root) or a BlurHash."""
+
+    proxy_type: str
+    path: str | None
+    value: str | None = None
+    size_bytes: int | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+async def config_by_id(conn: Conn, config_id: UUID) -> StorageConfig | None:
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["config_by_id"], {"config_id": config_id})
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return StorageConfig(
+        id=row["id"], owner=row["owner"], root_path=row["root_path"], active=row["active"]
+    )
+
+
+async def live_assets(conn: Conn, config_id: UUID) -> list[KnownAsset]:
+    cur = await conn.execute(QUERIES["assets_live_of_config"], {"config_id": config_id})
+    return [KnownAsset(*row) for row in await cur.fetchall()]
+
+
+async def insert_asset(
+    conn: Conn, config_id: UUID, asset: NewAsset, proxies: Sequence[ProxyRecord], now: datetime
+) -> int:
+    """Insert a live asset and its proxy rows; return its id. Same transaction as the caller."""
+    local = asset.captured_local
+    params: dict[str, Any] = {
+        "config_id": config_id,
+        "file_path": asset.file_path,
+        "file_name": asset.file_name,
+        "content_hash": asset.content_hash,
+        "size_bytes": asset.size_bytes,
+        "modified_at": asset.modified_at,
+        "modified_ns": asset.modified_ns,
+        "media_type": asset.media_type,
+        "captured_at": asset.captured_at,
+        # The column is a timestamp without time zone: the wall-clock time as shot.
+        "captured_local": local.replace(tzinfo=None),
+        "captured_at_source": asset.captured_at_source,
+        "captured_year": local.year,
+        "captured_month": local.month,
+        "captured_day": local.day,
+        "camera_make": asset.camera_make,
+        "camera_model": asset.camera_model,
+        "width": asset.width,
+        "height": asset.height,
+        "orientation": asset.orientation,
+        "duration_seconds": asset.duration_seconds,
+        "maker_burst_id": asset.maker_burst_id,
+        "content_identifier": asset.content_identifier,
+        "sequence_number": asset.sequence_number,
+        "now": now,
+    }
+    cur = await conn.execute(QUERIES["asset_insert"], params)
+    row = await cur.fetchone()
+    assert row is not None  # an INSERT ... RETURNING without ON CONFLICT returns its row
+    asset_id = int(row[0])
+    for proxy in proxies:
+        await conn.execute(
+            QUERIES["proxy_insert"],
+            {
+                "asset_id": asset_id,
+                "proxy_type": proxy.proxy_type,
+                "path": proxy.path,
+                "value": proxy.value,
+                "size_bytes": proxy.size_bytes,
+                "width": proxy.width,
+                "height": proxy.height,
+                "now": now,
+            },
+        )
+    return asset_id
+
+
+async def move_asset(
+    conn: Conn,
+    config_id: UUID,
+    asset_id: int,
+    *,
+    file_path: str,
+    file_name: str,
+    size_bytes: int,
+    modified_at: datetime,
+    modified_ns: int,
+    now: datetime,
+) -> bool:
+    """Point a live asset at its file's new path (or new stat); False if it is not live."""
+    cur = await conn.execute(
+        QUERIES["asset_move"],
+        {
+            "id": asset_id,
+            "config_id": config_id,
+            "file_path": file_path,
+            "file_name": file_name,
+            "size_bytes": size_bytes,
+            "modified_at": modified_at,
+            "modified_ns": modified_ns,
+            "now": now,
+        },
+    )
+    return await cur.fetchone() is not None
+
+
+async def soft_delete(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> int:
+    if not ids:
+        return 0
+    cur = await conn.execute(
+        QUERIES["asset_soft_delete"], {"config_id": config_id, "ids": list(ids), "now": now}
+    )
+    return cur.rowcount
+
+
+async def mark_seen(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> None:
+    if ids:
+        await conn.execute(
+            QUERIES["assets_mark_seen"], {"config_id": config_id, "ids": list(ids), "now": now}
+        )
+
+
+async def counts_by_type(conn: Conn, config_id: UUID) -> dict[str, int]:
+    cur = await conn.execute(QUERIES["asset_counts_by_type"], {"config_id": config_id})
+    counts = {"image": 0, "video": 0}
+    for media_type, n in await cur.fetchall():
+        counts[media_type] = int(n)
+    return counts
+
+
+async def record_error(
+    conn: Conn, config_id: UUID, file_path: str, reason: str, now: datetime
+) -> None:
+    await conn.execute(
+        QUERIES["asset_error_upsert"],
+        {"config_id": config_id, "file_path": file_path, "reason": reason, "now": now},
+    )
+
+
+async def clear_errors(conn: Conn, config_id: UUID, paths: Iterable[str]) -> None:
+    paths = list(paths)
+    if paths:
+        await conn.execute(QUERIES["asset_errors_clear"], {"config_id": config_id, "paths": paths})
+
+
+async def error_paths(conn: Conn, config_id: UUID) -> set[str]:
+    cur = await conn.execute(QUERIES["asset_error_paths"], {"config_id": config_id})
+    return {row[0] for row in await cur.fetchall()}
+
+
+async def errors_of_config(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["asset_errors_of_config"], {"config_id": config_id})
+    return list(await cur.fetchall())
+
+
+async def delete_expired_tokens(conn: Conn, now: datetime) -> int:
+    cur = await conn.execute(QUERIES["tokens_delete_expired"], {"now": now})
+    return cur.rowcount

@@ -1,0 +1,191 @@
+-- Every runtime query of the library (assets, proxies, bursts, per-file errors,
+-- tokens), as named blocks: "-- name --" then a line that says what it does. Loaded once
+-- by safelight.library.assets. Time comes in as now from the injected clock. Handlers
+-- run the writes inside their attempt's fenced transaction; the reads may use any
+-- connection, because one item per storage config runs at a time (ADR 0008), so no
+-- other attempt changes a config's assets under a running handler.
+
+-- config_by_id --
+-- One storage config: its root folder and whether it is active.
+SELECT id, owner, root_path, active FROM storage_configs WHERE id = %(config_id)s
+
+-- assets_live_of_config --
+-- What a crawl needs of every live asset of a config: path, content and stat.
+SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+
+-- asset_insert --
+-- Add a new live asset (ix_assets_live_path and ix_assets_live_content guard duplicates).
+INSERT INTO assets (
+    storage_config_id, file_path, file_name, content_hash, size_bytes, modified_at,
+    modified_ns, media_type, captured_at, captured_local, captured_at_source,
+    captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
+    orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
+    last_seen_at, created_at
+) VALUES (
+    %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
+    %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
+    %(captured_at_source)s, %(captured_year)s, %(captured_month)s, %(captured_day)s,
+    %(camera_make)s, %(camera_model)s, %(width)s, %(height)s, %(orientation)s,
+    %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
+    %(now)s, %(now)s
+)
+RETURNING id
+
+-- proxy_insert --
+-- Record one proxy of an asset: a file under the proxy root, or a BlurHash value.
+INSERT INTO proxy_files (asset_id, proxy_type, path, value, size_bytes, width, height, created_at)
+VALUES (%(asset_id)s, %(proxy_type)s, %(path)s, %(value)s, %(size_bytes)s, %(width)s,
+        %(height)s, %(now)s)
+
+-- asset_move --
+-- A live asset follows its content to another path (a move or rename): no new proxies.
+UPDATE assets
+SET file_path = %(file_path)s, file_name = %(file_name)s, size_bytes = %(size_bytes)s,
+    modified_at = %(modified_at)s, modified_ns = %(modified_ns)s, last_seen_at = %(now)s
+WHERE id = %(id)s AND storage_config_id = %(config_id)s AND NOT is_deleted
+RETURNING id
+
+-- asset_soft_delete --
+-- Mark live assets of a config as deleted (their file is gone or its content changed).
+UPDATE assets
+SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL
+WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
+
+-- assets_mark_seen --
+-- Record that a crawl saw these live assets' files unchanged.
+UPDATE assets SET last_seen_at = %(now)s
+WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
+
+-- asset_counts_by_type --
+-- How many live assets a config has, per media type.
+SELECT media_type, count(*) FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+GROUP BY media_type
+
+-- asset_error_upsert --
+-- Record (or count once more) a file a crawl could not ingest, with its latest reason.
+INSERT INTO asset_errors (storage_config_id, file_path, reason, first_seen_at, last_seen_at)
+VALUES (%(config_id)s, %(file_path)s, %(reason)s, %(now)s, %(now)s)
+ON CONFLICT (storage_config_id, file_path) DO UPDATE
+SET reason = EXCLUDED.reason, last_seen_at = EXCLUDED.last_seen_at,
+    failures = asset_errors.failures + 1
+
+-- asset_errors_clear --
+-- Forget the errors of these paths (they were ingested, or are no longer there).
+DELETE FROM asset_errors WHERE storage_config_id = %(config_id)s AND file_path = ANY(%(paths)s)
+
+-- asset_error_paths --
+-- Every path of a config that has a recorded error.
+SELECT file_path FROM asset_errors WHERE storage_config_id = %(config_id)s
+
+-- asset_errors_of_config --
+-- A config's per-file errors, for reports and tests.
+SELECT file_path, reason, failures FROM asset_errors
+WHERE storage_config_id = %(config_id)s ORDER BY file_path
+
+-- burst_candidates --
+-- A config's live photos with what burst grouping needs, and their thumbnail's path.
+SELECT a.id, a.file_path, a.captured_at, a.captured_at_source, a.camera_make,
+       a.camera_model, a.maker_burst_id, a.sequence_number, a.burst_id, t.path AS thumbnail
+FROM assets a
+LEFT JOIN proxy_files t ON t.asset_id = a.id AND t.proxy_type = 'thumbnail'
+WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted AND a.media_type = 'image'
+
+-- burst_upsert --
+-- Create or update the burst of a key, with its primary; returns its id.
+INSERT INTO bursts (storage_config_id, burst_key, primary_asset_id, created_at)
+VALUES (%(config_id)s, %(burst_key)s, %(primary_asset_id)s, %(now)s)
+ON CONFLICT (storage_config_id, burst_key) DO UPDATE
+SET primary_asset_id = EXCLUDED.primary_asset_id
+RETURNING id
+
+-- assets_set_burst --
+-- Put these live assets of a config in a burst.
+UPDATE assets SET burst_id = %(burst_id)s
+WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s)
+  AND burst_id IS DISTINCT FROM %(burst_id)s
+
+-- assets_clear_burst_except --
+-- Take every asset of a config that is in a burst out of it, except the given ones.
+UPDATE assets SET burst_id = NULL
+WHERE storage_config_id = %(config_id)s AND burst_id IS NOT NULL AND NOT (id = ANY(%(keep)s))
+
+-- bursts_delete_except --
+-- Delete a config's bursts other than the given keys (empty or no longer a burst).
+DELETE FROM bursts
+WHERE storage_config_id = %(config_id)s AND NOT (burst_key = ANY(%(keep)s))
+
+-- livephoto_candidates --
+-- A config's live assets with what Live Photo pairing needs.
+SELECT id, file_path, media_type, captured_at, captured_local, content_identifier,
+       paired_asset_id
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+
+-- asset_set_pair --
+-- Pair an image of a config with its video (a Live Photo or motion photo).
+UPDATE assets SET paired_asset_id = %(video_id)s
+WHERE storage_config_id = %(config_id)s AND id = %(image_id)s
+  AND paired_asset_id IS DISTINCT FROM %(video_id)s
+
+-- assets_clear_pair_except --
+-- Unpair every paired asset of a config except the given images.
+UPDATE assets SET paired_asset_id = NULL
+WHERE storage_config_id = %(config_id)s AND paired_asset_id IS NOT NULL
+  AND NOT (id = ANY(%(keep)s))
+
+-- assets_deleted_of_config --
+-- A config's soft-deleted assets, oldest deletion first, for a purge.
+SELECT id FROM assets
+WHERE storage_config_id = %(config_id)s AND is_deleted
+ORDER BY deleted_at, id
+
+-- asset_lock_deleted --
+-- Lock a soft-deleted asset of a config for its purge (re-check: still deleted).
+-- FOR UPDATE keeps anything else from changing the row until the purge commits.
+SELECT id, content_hash FROM assets
+WHERE id = %(id)s AND storage_config_id = %(config_id)s AND is_deleted
+FOR UPDATE
+
+-- asset_live_with_hash --
+-- Whether a live asset of a config has this content (and so shares its proxy folder).
+SELECT id FROM assets
+WHERE storage_config_id = %(config_id)s AND content_hash = %(content_hash)s AND NOT is_deleted
+LIMIT 1
+
+-- proxies_of_asset --
+-- The proxy rows of one asset.
+SELECT id, proxy_type, path FROM proxy_files WHERE asset_id = %(asset_id)s ORDER BY id
+
+-- asset_delete --
+-- Delete one asset row (its proxy rows cascade).
+DELETE FROM assets WHERE id = %(id)s
+
+-- proxies_of_assets --
+-- The proxy rows of some assets, each with its asset's config.
+SELECT p.id, p.asset_id, p.path, a.storage_config_id
+FROM proxy_files p JOIN assets a ON a.id = p.asset_id
+WHERE p.asset_id = ANY(%(asset_ids)s)
+ORDER BY p.id
+
+-- assets_config_of --
+-- The config of each of these assets.
+SELECT id, storage_config_id FROM assets WHERE id = ANY(%(asset_ids)s)
+
+-- proxies_delete_by_id --
+-- Delete proxy rows by id.
+DELETE FROM proxy_files WHERE id = ANY(%(ids)s)
+
+-- proxies_delete_by_path --
+-- Delete every proxy row that names one of these paths (relative to the proxy root).
+DELETE FROM proxy_files WHERE path = ANY(%(paths)s)
+
+-- proxy_paths_named --
+-- Which of these paths (relative to the proxy root) some proxy row names.
+SELECT DISTINCT path FROM proxy_files WHERE path = ANY(%(paths)s)
+
+-- tokens_delete_expired --
+-- Delete the auth tokens that expired before now.
+DELETE FROM auth_tokens WHERE expires_at < %(now)s
