@@ -19,7 +19,9 @@ The rules every handler here keeps:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
@@ -93,3 +95,44 @@ def config_id_of(ctx: HandlerContext) -> UUID:
     if config_id is None:
         raise MalformedPayload(f"a {ctx.item.kind} item needs a storage config")
     return config_id
+
+
+class ThreadAlive:
+    """``ensure_alive`` for code running in a worker thread.
+
+    The context's own ``ensure_alive`` is not thread-safe (it may stop the attempt, which
+    touches the event loop's objects), so a thread asks the loop to run it and waits for
+    the answer: the same check, exactly, right before each rename or delete. ``check`` is
+    the cheap variant for tight loops (between chunks of a hash): it only reads whether
+    the attempt has been asked to stop.
+    """
+
+    def __init__(self, ctx: HandlerContext) -> None:
+        self._ctx = ctx
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def check(self) -> None:
+        if self._ctx.cancelled.is_set():
+            raise AttemptStopped("stopped: the attempt was asked to stop")
+
+    def ensure_alive(self) -> None:
+        if threading.get_ident() == self._loop_thread:
+            self._ctx.ensure_alive()
+            return
+        self.check()
+        answer: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def ask() -> None:
+            try:
+                self._ctx.ensure_alive()
+            except BaseException as error:
+                answer.set_exception(error)
+            else:
+                answer.set_result(None)
+
+        try:
+            self._loop.call_soon_threadsafe(ask)
+        except RuntimeError:  # the loop is closed: nobody owns the attempt any more
+            raise AttemptStopped("stopped: the event loop has closed") from None
+        answer.result()

@@ -1,0 +1,456 @@
+"""``crawl`` (scoped): bring a config's assets in line with the files under its root.
+
+Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing,
+metadata and proxies run in threads). Per file:
+
+- a known path with the same size and mtime (ns) is unchanged: not hashed again;
+- otherwise it is hashed, and its content decides: the same as the asset at that path
+  (touched: the row takes the new stat); the content of a live asset elsewhere whose
+  file is gone (a move: the row follows, the proxies stay); the content of a live asset
+  whose file is still there (a duplicate copy: not a second asset); or new content (a
+  new asset: metadata, proxies written atomically, then the asset and its proxy rows in
+  one fenced transaction). A known path with new content soft-deletes its old asset.
+
+Decisions and the writes that follow from them are taken one at a time (``_decide``):
+the in-memory index they read must not change between the read and the write. The
+slow parts (hashing, decoding, encoding) run outside that lock.
+
+At the end, live assets whose file the walk did not see are soft-deleted, unless they
+lie under a folder that could not be listed. A root that is missing, cannot be listed,
+or holds no media while the config has live assets fails the crawl and soft-deletes
+nothing: an unmounted share must not empty a library.
+
+One bad file never stops a crawl: its relative path and reason go to the result and to
+``asset_errors``; the next crawl retries it, and forgets the error once it succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from safelight.handlers.contract import (
+    HandlerContext,
+    HandlerFailed,
+    ThreadAlive,
+    config_id_of,
+    payload_keys,
+    stop_if_cancelled,
+)
+from safelight.handlers.services import Services
+from safelight.library import assets
+from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
+from safelight.library.crawl import (
+    CrawlIndex,
+    FileError,
+    RootUnavailable,
+    WalkedFile,
+    Walker,
+    ingest_video,
+    new_asset,
+    proxy_spec,
+    publish_image_proxies,
+)
+from safelight.library.errors import FileChangedWhileHashing, MediaError
+from safelight.library.hashing import HashedFile, hash_file
+from safelight.library.images import ProxySpec, make_image_proxies
+from safelight.library.metadata import file_time, read_image_metadata
+from safelight.library.paths import confined
+from safelight.work.errors import AttemptStopped
+
+COUNTERS = (
+    "total",
+    "found",
+    "hashed",
+    "unchanged",
+    "ingested",
+    "moved",
+    "duplicates",
+    "deleted",
+    "proxies",
+    "errors",
+)
+"""Progress counters, cumulative. ``total``: photos and videos the walk found (known
+once the walk ends); ``found``: how many of them have been dealt with so far, whatever
+the outcome (``found / total`` is the progress)."""
+
+PROGRESS_EVERY_SECONDS = 0.1
+PROGRESS_EVERY_FILES = 50
+RESULT_LIST_LIMIT = 1000
+"""At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
+_WRITE_BATCH = 1000
+
+
+async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+    payload_keys(ctx, frozenset())
+    config_id = config_id_of(ctx)
+    async with services.pool.connection() as conn:
+        config = await assets.config_by_id(conn, config_id)
+        if config is None:
+            raise HandlerFailed(f"storage config {config_id} does not exist")
+        if not config.active:
+            raise HandlerFailed(f"storage config {config_id} is disabled")
+        known = await assets.live_assets(conn, config_id)
+        error_paths = await assets.error_paths(conn, config_id)
+    crawl = _Crawl(ctx, services, config_id, Path(config.root_path), CrawlIndex(known))
+    return await crawl.run(error_paths)
+
+
+@dataclass
+class _Tally:
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    errors: list[FileError] = field(default_factory=list)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    seen_unchanged: list[int] = field(default_factory=list)
+
+
+class _Crawl:
+    def __init__(
+        self,
+        ctx: HandlerContext,
+        services: Services,
+        config_id: UUID,
+        root_path: Path,
+        index: CrawlIndex,
+    ) -> None:
+        self.ctx = ctx
+        self.services = services
+        self.config_id = config_id
+        self.configured_root = root_path
+        self.root = Path(os.path.realpath(root_path))
+        self.proxy_root = services.settings.proxies
+        self.index = index
+        settings = services.settings
+        self.spec: ProxySpec = proxy_spec(
+            settings.thumbnail_width,
+            settings.thumbnail_quality,
+            settings.preview_width,
+            settings.preview_quality,
+        )
+        self.tally = _Tally()
+        self.decide = asyncio.Lock()
+        self.inflight: dict[str, str] = {}  # content hash -> the path being ingested with it
+        self.walked: dict[str, WalkedFile] = {}
+        self.walker = Walker(self.root)
+        self.alive = ThreadAlive(ctx)
+        self._last_progress = ctx.clock.monotonic()
+        self._since_progress = 0
+
+    # --- the steps -------------------------------------------------------------------
+
+    async def run(self, error_paths: set[str]) -> dict[str, Any]:
+        await self._walk()
+        files = self.walker.files
+        self.walked = {f.path: f for f in files}
+        if not files and len(self.index):
+            raise HandlerFailed(
+                f"the storage root {self.configured_root} holds no photos or videos, but the "
+                f"library has {len(self.index)} of them: is the share mounted? Nothing was "
+                "marked deleted"
+            )
+        self.tally.counts["total"] = len(files)
+        self.tally.errors.extend(self.walker.errors)
+        self.tally.counts["errors"] = len(self.tally.errors)
+        self._progress(force=True)
+        await self._process_all(files)
+        stop_if_cancelled(self.ctx)
+        await self._finish(error_paths)
+        self._progress(force=True)
+        async with self.services.pool.connection() as conn:
+            by_type = await assets.counts_by_type(conn, self.config_id)
+        self.ctx.ensure_alive()
+        await self.services.store.enqueue(
+            "burst_detection",
+            config_id=self.config_id,
+            dedup_key=f"burst_detection:{self.config_id}",
+        )
+        counts = self.tally.counts
+        return {
+            "total": counts["total"],
+            "found": counts["found"],
+            "unchanged": counts["unchanged"],
+            "ingested": counts["ingested"],
+            "moved": counts["moved"],
+            "duplicates": _capped(self.tally.duplicates, "path", "same_as"),
+            "deleted": counts["deleted"],
+            "proxies": counts["proxies"],
+            "errors": _capped(
+                [{"path": e.path, "reason": e.reason} for e in self.tally.errors],
+                "path",
+                "reason",
+            ),
+            "images": by_type["image"],
+            "videos": by_type["video"],
+        }
+
+    async def _walk(self) -> None:
+        if not self.root.is_dir():
+            raise HandlerFailed(
+                f"the storage root {self.configured_root} is missing or not a folder "
+                "(is the share mounted?); nothing was changed"
+            )
+        try:
+            while not self.walker.done:
+                stop_if_cancelled(self.ctx)
+                await asyncio.to_thread(self.walker.step)
+        except RootUnavailable as error:
+            raise HandlerFailed(f"{error.reason}; nothing was changed") from error
+
+    async def _process_all(self, files: list[WalkedFile]) -> None:
+        queue = iter(files)
+
+        async def worker() -> None:
+            for walked in queue:
+                stop_if_cancelled(self.ctx)
+                await self._process(walked)
+                self.tally.counts["found"] += 1
+                self._progress()
+
+        workers = [
+            asyncio.create_task(worker())
+            for _ in range(min(self.services.settings.max_concurrent_files, max(1, len(files))))
+        ]
+        try:
+            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _finish(self, error_paths: set[str]) -> None:
+        """Mark what was seen, soft-delete what is gone, record and forget errors."""
+        now = self.ctx.clock.now()
+        unseen = [
+            a.id
+            for a in self.index.live()
+            if a.file_path not in self.walked
+            and not self.walker.under_unreadable_folder(a.file_path)
+        ]
+        failing = {e.path: e.reason for e in self.tally.errors}
+        resolved = [
+            p
+            for p in error_paths
+            if p not in failing and not self.walker.under_unreadable_folder(p)
+        ]
+        seen = self.tally.seen_unchanged
+        for start in range(0, max(len(seen), 1), _WRITE_BATCH):
+            async with self.ctx.fenced() as conn:
+                await assets.mark_seen(
+                    conn, self.config_id, seen[start : start + _WRITE_BATCH], now
+                )
+        async with self.ctx.fenced() as conn:
+            deleted = await assets.soft_delete(conn, self.config_id, unseen, now)
+            for path, reason in failing.items():
+                await assets.record_error(conn, self.config_id, path, reason, now)
+            await assets.clear_errors(conn, self.config_id, resolved)
+        self.tally.counts["deleted"] += deleted
+
+    # --- one file --------------------------------------------------------------------
+
+    async def _process(self, walked: WalkedFile) -> None:
+        known = self.index.at_path(walked.path)
+        if known and (known.size_bytes, known.modified_ns) == (walked.size, walked.mtime_ns):
+            self.tally.counts["unchanged"] += 1
+            self.tally.seen_unchanged.append(known.id)
+            return
+        try:
+            source = confined(self.root, walked.path)
+            hashed = await asyncio.to_thread(hash_file, source, ensure_alive=self.alive.check)
+            self.tally.counts["hashed"] += 1
+            new = await self._decide_known_content(walked, hashed)
+            if new:
+                await self._ingest(walked, source, hashed)
+        except MediaError as error:
+            self._error(walked.path, error.reason)
+        except AttemptStopped:
+            raise
+        except (pg_errors.IntegrityError, pg_errors.DataError) as error:
+            # Not expected (the index is this crawl's own view), but one row must not
+            # stop the crawl: the next crawl sees the database as it now is.
+            self._error(walked.path, f"could not be recorded: {error.diag.message_primary}")
+        except (psycopg.Error, asyncio.CancelledError):
+            raise
+        except Exception as error:
+            self.ctx.logger.exception("crawl: unexpected error on %s", walked.path)
+            self._error(walked.path, f"unexpected error: {type(error).__name__}: {error}")
+
+    async def _decide_known_content(self, walked: WalkedFile, hashed: HashedFile) -> bool:
+        """Settle a file whose content is already accounted for; True if it is new content."""
+        h = hashed.content_hash
+        async with self.decide:
+            known = self.index.at_path(walked.path)
+            if known is not None and known.content_hash == h:
+                # Touched or copied over with the same bytes: same asset, new stat.
+                await self._relocate(known, walked, hashed)
+                self.tally.counts["unchanged"] += 1
+                return False
+            owner = self.index.with_hash(h)
+            if owner is not None and owner.file_path != walked.path:
+                if await self._still_there(owner):
+                    self._duplicate(walked.path, owner.file_path)
+                    if known is not None:
+                        await self._soft_delete(known)
+                    return False
+                async with self.ctx.fenced() as conn:
+                    if known is not None:
+                        await self._soft_delete_on(conn, known)
+                    await self._relocate_on(conn, owner, walked, hashed)
+                self.tally.counts["moved"] += 1
+                return False
+            if h in self.inflight:
+                self._duplicate(walked.path, self.inflight[h])
+                if known is not None:
+                    await self._soft_delete(known)
+                return False
+            self.inflight[h] = walked.path
+            return True
+
+    async def _ingest(self, walked: WalkedFile, source: Path, hashed: HashedFile) -> None:
+        h = hashed.content_hash
+        try:
+            row, proxies = await asyncio.to_thread(self._make, walked, source, hashed)
+            async with self.decide:
+                # Re-read under the lock: a move may have taken the old asset away.
+                known = self.index.at_path(walked.path)
+                async with self.ctx.fenced() as conn:
+                    if known is not None:
+                        await self._soft_delete_on(conn, known)
+                    asset_id = await assets.insert_asset(
+                        conn, self.config_id, row, proxies, self.ctx.clock.now()
+                    )
+                self.index.add(
+                    KnownAsset(
+                        asset_id, walked.path, h, hashed.size, hashed.mtime_ns, walked.media_type
+                    )
+                )
+            self.tally.counts["ingested"] += 1
+            self.tally.counts["proxies"] += len(proxies)
+        finally:
+            self.inflight.pop(h, None)
+
+    def _make(
+        self, walked: WalkedFile, source: Path, hashed: HashedFile
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        """Metadata and proxies of one new original. Blocking: runs in a thread."""
+        if walked.media_type == "image":
+            meta = read_image_metadata(source)
+            proxies = make_image_proxies(source, self.spec)
+            self.alive.check()
+            records = publish_image_proxies(
+                proxies,
+                self.proxy_root,
+                self.config_id,
+                hashed.content_hash,
+                self.alive.ensure_alive,
+            )
+            row = new_asset(walked, hashed, meta)
+        else:
+            meta_v, records = ingest_video(
+                source,
+                self.proxy_root,
+                self.config_id,
+                hashed.content_hash,
+                self.spec,
+                self.alive.ensure_alive,
+            )
+            row = new_asset(walked, hashed, meta_v)
+        # The original was read again after it was hashed; if it changed since, the
+        # proxies may show another version than the hash names.
+        st = os.stat(source, follow_symlinks=False)
+        if (st.st_size, st.st_mtime_ns) != (hashed.size, hashed.mtime_ns):
+            raise FileChangedWhileHashing("file changed while its proxies were made")
+        return row, records
+
+    # --- helpers ---------------------------------------------------------------------
+
+    async def _still_there(self, owner: KnownAsset) -> bool:
+        """Whether ``owner``'s file still holds its content (then a copy is a duplicate).
+
+        Unsure counts as there: calling it a duplicate changes nothing, while a wrong
+        move would take the asset away from a file that still holds it.
+        """
+        walked = self.walked.get(owner.file_path)
+        if walked is None:
+            if self.walker.under_unreadable_folder(owner.file_path):
+                return True
+            # Not listed: gone, unless it appeared after the walk.
+            return await asyncio.to_thread(os.path.lexists, self.root / owner.file_path)
+        if (walked.size, walked.mtime_ns) == (owner.size_bytes, owner.modified_ns):
+            return True
+        try:
+            source = confined(self.root, owner.file_path)
+            again = await asyncio.to_thread(hash_file, source, ensure_alive=self.alive.check)
+        except MediaError:
+            return True
+        return again.content_hash == owner.content_hash
+
+    async def _relocate(self, asset: KnownAsset, walked: WalkedFile, hashed: HashedFile) -> None:
+        async with self.ctx.fenced() as conn:
+            await self._relocate_on(conn, asset, walked, hashed)
+
+    async def _relocate_on(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        asset: KnownAsset,
+        walked: WalkedFile,
+        hashed: HashedFile,
+    ) -> None:
+        await assets.move_asset(
+            conn,
+            self.config_id,
+            asset.id,
+            file_path=walked.path,
+            file_name=Path(walked.path).name,
+            size_bytes=hashed.size,
+            modified_at=file_time(hashed.mtime_ns),
+            modified_ns=hashed.mtime_ns,
+            now=self.ctx.clock.now(),
+        )
+        self.index.relocate(asset, walked.path, hashed.size, hashed.mtime_ns)
+
+    async def _soft_delete(self, asset: KnownAsset) -> None:
+        async with self.ctx.fenced() as conn:
+            await self._soft_delete_on(conn, asset)
+
+    async def _soft_delete_on(self, conn: psycopg.AsyncConnection[Any], asset: KnownAsset) -> None:
+        self.tally.counts["deleted"] += await assets.soft_delete(
+            conn, self.config_id, [asset.id], self.ctx.clock.now()
+        )
+        self.index.remove(asset)
+
+    def _duplicate(self, path: str, same_as: str) -> None:
+        self.tally.counts["duplicates"] += 1
+        self.tally.duplicates.append({"path": path, "same_as": same_as})
+
+    def _error(self, path: str, reason: str) -> None:
+        self.tally.errors.append(FileError(path, reason))
+        self.tally.counts["errors"] += 1
+
+    def _progress(self, *, force: bool = False) -> None:
+        self._since_progress += 1
+        now = self.ctx.clock.monotonic()
+        if (
+            force
+            or self._since_progress >= PROGRESS_EVERY_FILES
+            or now - self._last_progress >= PROGRESS_EVERY_SECONDS
+        ):
+            self._since_progress = 0
+            self._last_progress = now
+            self.ctx.progress(**self.tally.counts)
+
+
+def _capped(entries: list[dict[str, str]], first: str, second: str) -> list[dict[str, str]]:
+    if len(entries) <= RESULT_LIST_LIMIT:
+        return entries
+    rest = len(entries) - RESULT_LIST_LIMIT
+    return [*entries[:RESULT_LIST_LIMIT], {first: "...", second: f"and {rest} more"}]

@@ -1,0 +1,371 @@
+"""The crawl handler on real PostgreSQL, through the real store and executor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.handlers.crawl import COUNTERS
+from safelight.library.samplegen import Manifest, generate_library
+from safelight.work.model import Status
+from tests.integration.handlerfixtures import (
+    copy_library,
+    jpeg,
+    make_harness,
+    touch_later,
+    write,
+)
+
+pytestmark = pytest.mark.integration
+
+RESULT_KEYS = {
+    "total",
+    "found",
+    "unchanged",
+    "ingested",
+    "moved",
+    "duplicates",
+    "deleted",
+    "proxies",
+    "errors",
+    "images",
+    "videos",
+}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
+    return generate_library(tmp_path_factory.mktemp("sample") / "library")
+
+
+async def live_paths(h: Any, config_id: Any) -> dict[str, int]:
+    rows = await h.rows(
+        "SELECT file_path, id FROM assets WHERE storage_config_id = %s AND NOT is_deleted",
+        config_id,
+    )
+    return {path: asset_id for path, asset_id in rows}
+
+
+async def test_a_generated_library_is_crawled_as_its_manifest_says(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, sample: Manifest
+) -> None:
+    root = copy_library(sample.root, tmp_path / "library")
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    result = item.result
+    assert result is not None and set(result) == RESULT_KEYS
+    media = len(sample.photos) + len(sample.videos)
+    assert result["total"] == result["found"] == media + len(sample.errors)
+    assert result["ingested"] == media
+    assert (result["images"], result["videos"]) == (len(sample.photos), len(sample.videos))
+    assert result["unchanged"] == result["moved"] == result["deleted"] == 0
+    assert result["duplicates"] == []
+    # Every expected bad file is reported with its path and a reason, and nothing else.
+    errors = {e["path"]: e["reason"] for e in result["errors"]}
+    assert set(errors) == {e.path for e in sample.errors}
+    assert "empty" in errors["broken/empty.jpg"]
+    assert "decode" in errors["broken/truncated.jpg"] or "corrupt" in errors["broken/truncated.jpg"]
+    recorded = await h.rows(
+        "SELECT file_path, reason, failures FROM asset_errors WHERE storage_config_id = %s",
+        config,
+    )
+    assert {(p, r) for p, r, _ in recorded} == set(errors.items())
+
+    # Rows: one asset per manifest file, nothing ignored indexed.
+    paths = await live_paths(h, config)
+    assert set(paths) == {p.path for p in sample.photos} | {v.path for v in sample.videos}
+    assert not set(paths) & set(sample.ignored)
+    photo = sample.photos[0]
+    [(width, height, source)] = await h.rows(
+        "SELECT width, height, captured_at_source FROM assets WHERE id = %s", paths[photo.path]
+    )
+    assert (width, height, source) == (photo.width, photo.height, photo.captured_at_source)
+
+    # Proxies: every image has a thumbnail, a preview and a BlurHash; files on disk with
+    # the recorded sizes, within the configured widths.
+    proxies = await h.rows(
+        "SELECT a.file_path, a.media_type, p.proxy_type, p.path, p.size_bytes, p.width, p.value"
+        " FROM proxy_files p JOIN assets a ON a.id = p.asset_id WHERE a.storage_config_id = %s",
+        config,
+    )
+    by_asset: dict[str, set[str]] = {}
+    for file_path, media_type, proxy_type, path, size, width_px, value in proxies:
+        by_asset.setdefault(file_path, set()).add(proxy_type)
+        if proxy_type == "blurhash":
+            assert value
+            continue
+        on_disk = h.proxy_root / path
+        assert on_disk.is_file(), path
+        assert on_disk.stat().st_size == size
+        assert path.startswith(f"{config}/")
+        limit = (
+            h.settings.thumbnail_width if proxy_type == "thumbnail" else h.settings.preview_width
+        )
+        if proxy_type != "web_video":
+            with Image.open(on_disk) as image:
+                assert image.width == width_px <= limit
+    for p in sample.photos:
+        assert {"thumbnail", "full_preview", "blurhash"} <= by_asset[p.path]
+    for v in sample.videos:
+        assert {"thumbnail", "web_video"} <= by_asset[v.path]
+    assert result["proxies"] == len(proxies)
+
+    # Progress used exactly the agreed counter names, and ended at the totals.
+    reports = h.progress[item.id]
+    assert all(set(r) == set(COUNTERS) for r in reports)
+    assert reports[-1]["found"] == reports[-1]["total"] == result["total"]
+
+    # The follow-up burst detection was queued (and, run by the harness's queue, done).
+    follow = await h.rows(
+        "SELECT kind, dedup_key FROM work_items WHERE kind = 'burst_detection'"
+        " AND storage_config_id = %s",
+        config,
+    )
+    assert follow == [("burst_detection", f"burst_detection:{config}")]
+
+
+async def test_a_second_crawl_of_an_unchanged_library_rehashes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, sample: Manifest
+) -> None:
+    root = copy_library(sample.root, tmp_path / "library")
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    first = await h.run("crawl", config_id=config)
+    before = await h.rows("SELECT id, file_path FROM assets ORDER BY id")
+
+    second = await h.run("crawl", config_id=config)
+
+    assert second.status is Status.SUCCEEDED, second.error
+    assert second.result is not None
+    media = len(sample.photos) + len(sample.videos)
+    assert second.result["unchanged"] == media
+    assert second.result["ingested"] == second.result["moved"] == second.result["deleted"] == 0
+    assert second.result["proxies"] == 0
+    # Only the files that failed after hashing are hashed again (they are retried).
+    retried = sum(1 for e in sample.errors if e.stage != "hash")
+    assert h.progress[second.id][-1]["hashed"] == retried
+    assert await h.rows("SELECT id, file_path FROM assets ORDER BY id") == before
+    failures = await h.rows("SELECT failures FROM asset_errors")
+    assert sorted(f for (f,) in failures) == [2] * len(sample.errors)
+    assert first.result is not None and first.result["images"] == second.result["images"]
+
+
+async def small_library(h: Any, root: Path, count: int = 3) -> Any:
+    for i in range(count):
+        write(root, f"2024/img_{i}.jpg", jpeg(i + 1))
+    config = await h.add_config(root)
+    item = await h.run("crawl", config_id=config)
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["ingested"] == count
+    return config
+
+
+async def test_a_moved_file_keeps_its_asset_and_proxies(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    before = await live_paths(h, config)
+    proxies_before = await h.rows("SELECT id, asset_id, path FROM proxy_files ORDER BY id")
+    (root / "moved" / "deeper").mkdir(parents=True)
+    os.rename(root / "2024/img_0.jpg", root / "moved/deeper/renamed.jpg")
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.result is not None
+    assert (item.result["moved"], item.result["ingested"], item.result["deleted"]) == (1, 0, 0)
+    after = await live_paths(h, config)
+    assert after["moved/deeper/renamed.jpg"] == before["2024/img_0.jpg"]
+    assert "2024/img_0.jpg" not in after
+    name = await h.value(
+        "SELECT file_name FROM assets WHERE id = %s", after["moved/deeper/renamed.jpg"]
+    )
+    assert name == "renamed.jpg"
+    assert await h.rows("SELECT id, asset_id, path FROM proxy_files ORDER BY id") == proxies_before
+
+
+async def test_a_deleted_file_soft_deletes_its_asset(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    gone = (await live_paths(h, config))["2024/img_1.jpg"]
+    (root / "2024/img_1.jpg").unlink()
+    await h.clock.advance(5)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.result is not None and item.result["deleted"] == 1
+    assert item.result["images"] == 2
+    deleted, deleted_at = (
+        await h.rows("SELECT is_deleted, deleted_at FROM assets WHERE id = %s", gone)
+    )[0]
+    assert deleted and deleted_at == h.clock.now()
+    # Its proxies stay until a purge: the crawl never deletes files.
+    assert await h.value("SELECT count(*) FROM proxy_files WHERE asset_id = %s", gone) == 3
+
+
+async def test_a_changed_file_is_a_new_asset_and_the_old_one_is_soft_deleted(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    old = (await live_paths(h, config))["2024/img_2.jpg"]
+    path = write(root, "2024/img_2.jpg", jpeg(99))
+    touch_later(path)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.result is not None
+    assert (item.result["ingested"], item.result["deleted"], item.result["unchanged"]) == (1, 1, 2)
+    new = (await live_paths(h, config))["2024/img_2.jpg"]
+    assert new != old
+    assert await h.value("SELECT is_deleted FROM assets WHERE id = %s", old) is True
+
+
+async def test_a_touched_file_is_rehashed_but_unchanged(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    touch_later(root / "2024/img_0.jpg")
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.result is not None
+    assert (item.result["unchanged"], item.result["ingested"], item.result["deleted"]) == (3, 0, 0)
+    assert h.progress[item.id][-1]["hashed"] == 1
+    mtime_ns = (root / "2024/img_0.jpg").stat().st_mtime_ns
+    assert (
+        await h.value("SELECT modified_ns FROM assets WHERE file_path = '2024/img_0.jpg'")
+        == mtime_ns
+    )
+
+
+async def test_a_duplicate_copy_is_not_a_second_asset(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "a/photo.jpg", jpeg(7))
+    write(root, "b/copy of photo.jpg", jpeg(7))
+    write(root, "c/other.jpg", jpeg(8))
+    config = await h.add_config(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert item.result["ingested"] == 2
+    [dup] = item.result["duplicates"]
+    assert {dup["path"], dup["same_as"]} == {"a/photo.jpg", "b/copy of photo.jpg"}
+    assert len(await live_paths(h, config)) == 2
+
+    # Deleting the copy that is the asset: the asset follows to the other copy.
+    kept = dup["same_as"]
+    (root / kept).unlink()
+    again = await h.run("crawl", config_id=config)
+    assert again.result is not None
+    assert (again.result["moved"], again.result["deleted"]) == (1, 0)
+    assert dup["path"] in await live_paths(h, config)
+
+
+async def test_a_missing_root_fails_and_soft_deletes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    os.rename(root, tmp_path / "elsewhere")
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.FAILED
+    assert item.error is not None and "missing" in item.error and "mounted" in item.error
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
+
+
+async def test_an_empty_root_of_a_library_with_assets_fails_and_soft_deletes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    # An unmounted share: the mount point is there, empty.
+    os.rename(root, tmp_path / "share-contents")
+    root.mkdir()
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.FAILED
+    assert item.error is not None and "holds no photos or videos" in item.error
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
+
+
+async def test_symlinks_are_not_followed_out_of_the_root(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    outside = tmp_path / "outside"
+    write(outside, "secret.jpg", jpeg(50))
+    write(outside, "folder/also-secret.jpg", jpeg(51))
+    write(root, "mine.jpg", jpeg(52))
+    (root / "link.jpg").symlink_to(outside / "secret.jpg")
+    (root / "linked-folder").symlink_to(outside / "folder")
+    config = await h.add_config(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["errors"] == []
+    assert set(await live_paths(h, config)) == {"mine.jpg"}
+
+
+async def test_bad_files_are_reported_and_the_crawl_goes_on(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "good.jpg", jpeg(1))
+    write(root, "zero.jpg", b"")
+    write(root, "not-really.jpg", b"this is text, not a JPEG")
+    write(root, "cut.jpg", jpeg(2, size=(200, 200))[:400])
+    bad_name = os.fsencode(root) + b"/caf\xe9.jpg"  # Latin-1, not UTF-8
+    with open(bad_name, "wb") as out:
+        out.write(jpeg(3))
+    config = await h.add_config(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert item.result["ingested"] == 1
+    reasons = {e["path"]: e["reason"] for e in item.result["errors"]}
+    assert set(reasons) == {"zero.jpg", "not-really.jpg", "cut.jpg", "caf\\xe9.jpg"}
+    assert "UTF-8" in reasons["caf\\xe9.jpg"]
+    assert all(reasons.values())
+    rows = await h.rows("SELECT file_path, failures FROM asset_errors ORDER BY file_path")
+    assert {p for p, _ in rows} == set(reasons)
+
+    # Fixed files are ingested by the next crawl and their errors forgotten.
+    path = write(root, "cut.jpg", jpeg(2, size=(200, 200)))
+    touch_later(path)
+    (root / "zero.jpg").unlink()
+    again = await h.run("crawl", config_id=config)
+    assert again.result is not None and again.result["ingested"] == 1
+    rows = await h.rows("SELECT file_path, failures FROM asset_errors ORDER BY file_path")
+    assert rows == [("caf\\xe9.jpg", 2), ("not-really.jpg", 2)]
