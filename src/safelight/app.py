@@ -1,0 +1,244 @@
+"""Assembles a Worker process: database, store, handlers, executor, Workers, maintenance.
+
+The CLI calls these; tests and benchmarks call them too, with a fake clock if they like.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from safelight.db.database import Database, open_database
+from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.settings import Settings
+from safelight.work.clock import Clock, SystemClock
+from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.maintenance import (
+    LeaseRecovery,
+    Periodic,
+    Scheduler,
+    ScheduleSettings,
+    every,
+)
+from safelight.work.model import WorkItem
+from safelight.work.outcome import Failed, Succeeded, UnknownKind
+from safelight.work.store import WorkStore
+from safelight.work.wakeup import Listener, WakeupHub
+from safelight.work.worker import Worker, WorkerSettings, worker_ids
+
+_log = logging.getLogger(__name__)
+
+# How often each process looks for due schedules. A schedule is taken at most once per
+# period however often this runs; this only bounds how late a period starts.
+SCHEDULER_TICK_SECONDS = 30.0
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    concurrency: int = 1
+    user: str | None = None
+    until_idle: bool = False
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedItem:
+    id: int
+    kind: str
+    storage_config_id: UUID | None
+    outcome: str
+    result: dict[str, Any] | None
+    error: str | None
+
+
+@dataclass
+class RunReport:
+    exit_code: int
+    finished: list[FinishedItem] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def pool_size(settings: Settings, concurrency: int) -> int:
+    """Connections one process needs: per Worker a claim/heartbeat connection and one
+    per concurrent file of its handler, plus maintenance. Too few would make heartbeats
+    wait for a connection behind the handler's writes."""
+    return concurrency * (2 + settings.max_concurrent_files) + 2
+
+
+async def open_app_database(settings: Settings, *, concurrency: int = 2) -> Database:
+    """Open (and migrate) the configured database, or the embedded one."""
+    return await open_database(
+        settings.database_url,
+        settings.home,
+        max_size=pool_size(settings, concurrency),
+    )
+
+
+def app_store(database: Database, settings: Settings, clock: Clock) -> WorkStore:
+    return WorkStore(database.pool, clock, KIND_SPECS, max_stalls=settings.max_stalls)
+
+
+def schedule_settings(settings: Settings) -> ScheduleSettings:
+    return ScheduleSettings(
+        crawl_interval_seconds=settings.crawl_interval_seconds,
+        periodic=(
+            Periodic("proxy_sweep", settings.proxy_sweep_interval_seconds),
+            Periodic("token_cleanup", settings.token_cleanup_interval_seconds),
+            Periodic("work_item_retention", settings.retention_interval_seconds),
+        ),
+    )
+
+
+def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
+    outcome = result.outcome
+    body: dict[str, Any] | None = outcome.result if isinstance(outcome, Succeeded) else None
+    error: str | None = None
+    if isinstance(outcome, Failed):
+        error = outcome.error
+    elif isinstance(outcome, UnknownKind):
+        error = f"no handler for kind {outcome.kind}"
+    name = type(outcome).__name__.lower()
+    return FinishedItem(item.id, item.kind, item.storage_config_id, name, body, error)
+
+
+async def run_workers(
+    settings: Settings,
+    options: WorkerOptions,
+    *,
+    database: Database,
+    on_progress: Callable[[WorkItem, Mapping[str, Any]], None] | None = None,
+    on_finished: Callable[[FinishedItem], None] | None = None,
+    install_signal_handlers: bool = True,
+    clock: Clock | None = None,
+    shutdown: asyncio.Event | None = None,
+) -> RunReport:
+    """Run ``options.concurrency`` Workers in this process until shutdown (or idle).
+
+    The first SIGINT/SIGTERM stops claiming, cancels the running handlers, waits up to
+    the grace period and releases their items: ``exit_code`` 0, ``interrupted`` set. A
+    second stops at once (the items come back by lease recovery): ``exit_code`` 130.
+    """
+    clock = clock or SystemClock()
+    shutdown = shutdown or asyncio.Event()
+    store = app_store(database, settings, clock)
+    services = Services(pool=database.pool, store=store, clock=clock, settings=settings)
+    handlers = build_handlers(services)
+    executor = Executor(
+        store,
+        clock,
+        handlers,
+        ExecutorSettings(
+            lease_seconds=settings.lease_seconds,
+            heartbeat_seconds=settings.heartbeat_seconds,
+            shutdown_grace_seconds=settings.shutdown_grace_seconds,
+        ),
+        logging.getLogger("safelight.executor"),
+        on_progress=on_progress,
+    )
+    report = RunReport(exit_code=0)
+
+    def finished(item: WorkItem, result: RunResult) -> None:
+        done = finished_item(item, result)
+        report.finished.append(done)
+        if on_finished is not None:
+            on_finished(done)
+
+    hub = WakeupHub()
+    name = options.name or f"{socket.gethostname()}:{os.getpid()}"
+    workers = [
+        Worker(
+            store,
+            executor,
+            clock,
+            WorkerSettings(
+                worker_id=worker_id,
+                kinds=frozenset(handlers),
+                owner=options.user,
+                lease_seconds=settings.lease_seconds,
+                poll_seconds=settings.poll_seconds,
+                until_idle=options.until_idle,
+            ),
+            wake=hub.subscribe(),
+            on_finished=finished,
+            after_item=hub.wake_all,
+        )
+        for worker_id in worker_ids(name, options.concurrency)
+    ]
+
+    background = [
+        asyncio.create_task(Listener(database.url, hub, clock).run(), name="listener"),
+        asyncio.create_task(
+            every(
+                clock,
+                settings.recovery_interval_seconds,
+                "lease recovery",
+                LeaseRecovery(store).run_once,
+            ),
+            name="lease-recovery",
+        ),
+    ]
+    if not options.until_idle:
+        scheduler = Scheduler(store, schedule_settings(settings), owner=options.user)
+        background.append(
+            asyncio.create_task(
+                every(clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once),
+                name="scheduler",
+            )
+        )
+
+    tasks = [asyncio.create_task(w.run(shutdown), name=w.settings.worker_id) for w in workers]
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def on_signal(signum: int) -> None:
+        if not shutdown.is_set():
+            _log.warning(
+                "%s: finishing up; the running items go back to the queue (again to stop now)",
+                signal.Signals(signum).name,
+            )
+            report.interrupted = True
+            shutdown.set()
+        else:
+            _log.warning("stopping now; lease recovery will requeue the running items")
+            for task in tasks:
+                task.cancel()
+
+    if install_signal_handlers:
+        for signum in signals:
+            loop.add_signal_handler(signum, on_signal, signum)
+    _log.info(
+        "%d worker(s) %s serving %s on %s",
+        len(workers),
+        name,
+        f"user {options.user}" if options.user else "every user",
+        database.display,
+    )
+    try:
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        for result in results:
+            if isinstance(result, asyncio.CancelledError):
+                # A second signal: stopped at once, items left to lease recovery.
+                report.interrupted = True
+                report.exit_code = EXIT_INTERRUPTED
+            elif isinstance(result, BaseException):
+                raise result
+    finally:
+        if install_signal_handlers:
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+    return report

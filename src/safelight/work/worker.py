@@ -1,0 +1,139 @@
+"""The Worker: claims one item at a time and runs it to its end, for months.
+
+One :class:`Worker` runs one item at a time, as spec #337 says; parallelism is inside
+the handler (``max_concurrent_files``). A process may run several Workers sharing its
+pool and its LISTEN connection (``--concurrency``); the claim, not the process, keeps
+two items of one storage config from running at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+import psycopg_pool
+
+from safelight.work.clock import Clock
+from safelight.work.executor import Executor, RunResult
+from safelight.work.model import WorkItem
+from safelight.work.store import WorkStore
+
+_log = logging.getLogger(__name__)
+
+# What a Worker survives by waiting for its next poll: the database being away.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg_pool.PoolTimeout,
+    OSError,
+    TimeoutError,
+)
+
+FinishedCallback = Callable[[WorkItem, RunResult], object]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    worker_id: str
+    kinds: frozenset[str]
+    # A per-user Worker serves only this user's configs; None serves every config.
+    owner: str | None = None
+    lease_seconds: float = 60.0
+    poll_seconds: float = 5.0
+    # Return once no item this Worker could run is queued or running.
+    until_idle: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.kinds:
+            raise ValueError("a Worker needs at least one kind to run")
+        if self.poll_seconds <= 0 or self.lease_seconds <= 0:
+            raise ValueError("poll_seconds and lease_seconds must be positive")
+
+
+class Worker:
+    def __init__(
+        self,
+        store: WorkStore,
+        executor: Executor,
+        clock: Clock,
+        settings: WorkerSettings,
+        *,
+        wake: asyncio.Event | None = None,
+        on_finished: FinishedCallback | None = None,
+        after_item: Callable[[], object] | None = None,
+    ) -> None:
+        self._store = store
+        self._executor = executor
+        self._clock = clock
+        self._settings = settings
+        self._wake = wake
+        self._on_finished = on_finished
+        self._after_item = after_item
+
+    @property
+    def settings(self) -> WorkerSettings:
+        return self._settings
+
+    async def run_once(self, shutdown: asyncio.Event | None = None) -> RunResult | None:
+        """Claim one item and run it to its end; None when there was nothing to claim."""
+        s = self._settings
+        item = await self._store.claim(
+            s.worker_id, s.kinds, owner=s.owner, lease_seconds=s.lease_seconds
+        )
+        if item is None:
+            return None
+        result = await self._executor.run(item, shutdown)
+        if self._on_finished is not None:
+            self._on_finished(item, result)
+        if self._after_item is not None:
+            # Siblings in this process re-check at once: this item's end may have made
+            # them idle (--until-idle) or freed its config.
+            self._after_item()
+        return result
+
+    async def run(self, shutdown: asyncio.Event) -> None:
+        """Claim and run items until ``shutdown`` is set (or, until idle, nothing is left)."""
+        while not shutdown.is_set():
+            if self._wake is not None:
+                # Cleared before the claim, so a notification that arrives during it
+                # makes the next wait return at once instead of being missed.
+                self._wake.clear()
+            try:
+                if await self.run_once(shutdown) is not None:
+                    continue
+                if self._settings.until_idle and await self._idle():
+                    return
+            except TRANSIENT_ERRORS as exc:
+                _log.warning(
+                    "worker %s cannot reach the database (%s); retrying in %g s",
+                    self._settings.worker_id,
+                    type(exc).__name__,
+                    self._settings.poll_seconds,
+                )
+            await self._wait(shutdown)
+
+    async def _idle(self) -> bool:
+        s = self._settings
+        return await self._store.pending_count(s.kinds, s.owner) == 0
+
+    async def _wait(self, shutdown: asyncio.Event) -> None:
+        """Until a wake-up, the poll interval, or shutdown, whichever comes first."""
+        waiters: list[asyncio.Future[object]] = [
+            asyncio.ensure_future(shutdown.wait()),
+            asyncio.ensure_future(self._clock.sleep(self._settings.poll_seconds)),
+        ]
+        if self._wake is not None:
+            waiters.append(asyncio.ensure_future(self._wake.wait()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+
+
+def worker_ids(name: str, count: int) -> list[str]:
+    return [name if count == 1 else f"{name}/{i}" for i in range(count)]
