@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from safelight.work.fakeclock import FakeClock
 
 from safelight.db.database import open_database
+from safelight.work.fakeclock import FakeClock
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
 
