@@ -98,7 +98,7 @@ async def test_a_generated_library_is_crawled_as_its_manifest_says(
         config,
     )
     by_asset: dict[str, set[str]] = {}
-    for file_path, media_type, proxy_type, path, size, width_px, value in proxies:
+    for file_path, _media_type, proxy_type, path, size, width_px, value in proxies:
         by_asset.setdefault(file_path, set()).add(proxy_type)
         if proxy_type == "blurhash":
             assert value
@@ -345,8 +345,7 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     write(root, "not-really.jpg", b"this is text, not a JPEG")
     write(root, "cut.jpg", jpeg(2, size=(200, 200))[:400])
     bad_name = os.fsencode(root) + b"/caf\xe9.jpg"  # Latin-1, not UTF-8
-    with open(bad_name, "wb") as out:
-        out.write(jpeg(3))
+    Path(os.fsdecode(bad_name)).write_bytes(jpeg(3))
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)

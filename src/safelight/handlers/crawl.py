@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,16 +55,17 @@ from safelight.library.crawl import (
     RootUnavailable,
     WalkedFile,
     Walker,
-    ingest_video,
     new_asset,
     proxy_spec,
     publish_image_proxies,
+    publish_video_proxies,
 )
 from safelight.library.errors import FileChangedWhileHashing, MediaError
 from safelight.library.hashing import HashedFile, hash_file
 from safelight.library.images import ProxySpec, make_image_proxies
 from safelight.library.metadata import file_time, read_image_metadata
-from safelight.library.paths import confined
+from safelight.library.paths import confined, proxy_dir
+from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
 
 COUNTERS = (
@@ -318,7 +321,7 @@ class _Crawl:
     async def _ingest(self, walked: WalkedFile, source: Path, hashed: HashedFile) -> None:
         h = hashed.content_hash
         try:
-            row, proxies = await asyncio.to_thread(self._make, walked, source, hashed)
+            row, proxies = await self._make(walked, source, hashed)
             async with self.decide:
                 # Re-read under the lock: a move may have taken the old asset away.
                 known = self.index.at_path(walked.path)
@@ -338,38 +341,62 @@ class _Crawl:
         finally:
             self.inflight.pop(h, None)
 
-    def _make(
+    async def _make(
         self, walked: WalkedFile, source: Path, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
-        """Metadata and proxies of one new original. Blocking: runs in a thread."""
+        """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
-            meta = read_image_metadata(source)
-            proxies = make_image_proxies(source, self.spec)
-            self.alive.check()
-            records = publish_image_proxies(
+            row, records = await asyncio.to_thread(self._make_image, walked, source, hashed)
+        else:
+            row, records = await self._make_video(walked, source, hashed)
+        # The original was read again after it was hashed; if it changed since, the
+        # proxies may show another version than the hash names.
+        st = await asyncio.to_thread(os.stat, source, follow_symlinks=False)
+        if (st.st_size, st.st_mtime_ns) != (hashed.size, hashed.mtime_ns):
+            raise FileChangedWhileHashing("file changed while its proxies were made")
+        return row, records
+
+    def _make_image(
+        self, walked: WalkedFile, source: Path, hashed: HashedFile
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        """Blocking (decode, encode, write): runs in a thread."""
+        meta = read_image_metadata(source)
+        proxies = make_image_proxies(source, self.spec)
+        self.alive.check()
+        records = publish_image_proxies(
+            proxies, self.proxy_root, self.config_id, hashed.content_hash, self.alive.ensure_alive
+        )
+        return new_asset(walked, hashed, meta), records
+
+    async def _make_video(
+        self, walked: WalkedFile, source: Path, hashed: HashedFile
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        folder = proxy_dir(self.proxy_root, self.config_id, hashed.content_hash)
+        self.ctx.ensure_alive()
+        await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+        # ffmpeg writes into a hidden temporary folder beside the proxies (same file
+        # system, so publishing is a rename). Left behind by a crash, the sweep removes
+        # it once it is an hour old.
+        temp = Path(
+            await asyncio.to_thread(tempfile.mkdtemp, dir=folder, prefix=".video-", suffix=".tmp")
+        )
+        try:
+            proxies = await make_video_proxies(
+                source, temp, VideoProxySpec(image=self.spec), self.ctx.ensure_alive
+            )
+            records = await asyncio.to_thread(
+                publish_video_proxies,
                 proxies,
                 self.proxy_root,
                 self.config_id,
                 hashed.content_hash,
                 self.alive.ensure_alive,
             )
-            row = new_asset(walked, hashed, meta)
-        else:
-            meta_v, records = ingest_video(
-                source,
-                self.proxy_root,
-                self.config_id,
-                hashed.content_hash,
-                self.spec,
-                self.alive.ensure_alive,
-            )
-            row = new_asset(walked, hashed, meta_v)
-        # The original was read again after it was hashed; if it changed since, the
-        # proxies may show another version than the hash names.
-        st = os.stat(source, follow_symlinks=False)
-        if (st.st_size, st.st_mtime_ns) != (hashed.size, hashed.mtime_ns):
-            raise FileChangedWhileHashing("file changed while its proxies were made")
-        return row, records
+        finally:
+            # Only this attempt's own temporary files: removing them is safe even once
+            # the attempt has stopped, and leaves nothing for the sweep.
+            await asyncio.to_thread(shutil.rmtree, temp, True)
+        return new_asset(walked, hashed, proxies.metadata), records
 
     # --- helpers ---------------------------------------------------------------------
 

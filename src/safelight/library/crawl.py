@@ -26,12 +26,18 @@ from pathlib import Path, PurePosixPath
 from uuid import UUID
 
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
-from safelight.library.errors import MediaError, UnsupportedMedia
+from safelight.library.errors import MediaError
 from safelight.library.hashing import HashedFile
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.mediatypes import MediaType, is_ignored_name, media_type
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
-from safelight.library.paths import describe_os_error, proxy_path, write_atomically
+from safelight.library.paths import (
+    describe_os_error,
+    move_into_place,
+    proxy_path,
+    write_atomically,
+)
+from safelight.library.video import VideoProxies
 
 WALK_FOLDERS_PER_STEP = 200
 """Folders listed per walk step: each step is one short trip to a thread."""
@@ -289,13 +295,28 @@ def publish_image_proxies(
     return records
 
 
-def ingest_video(
-    source: Path,
+def publish_video_proxies(
+    proxies: VideoProxies,
     proxy_root: Path,
     config_id: UUID,
     content_hash: str,
-    spec: ProxySpec,
     ensure_alive: Callable[[], None],
-) -> tuple[VideoMetadata, list[ProxyRecord]]:
-    """Metadata and proxies (poster thumbnail and preview, BlurHash, web video) of a video."""
-    raise UnsupportedMedia("video proxies are not available yet")
+) -> list[ProxyRecord]:
+    """Publish a video's poster proxies and its web video (made in a temporary folder by
+    ``video.make_video_proxies``), each atomically, ``ensure_alive`` right before each
+    rename; return the rows that name them. Blocking: run it in a thread."""
+    records = publish_image_proxies(
+        proxies.poster, proxy_root, config_id, content_hash, ensure_alive
+    )
+    target = proxy_path(proxy_root, config_id, content_hash, "web_video", "mp4")
+    move_into_place(proxies.web_video, target, ensure_alive)
+    records.append(
+        ProxyRecord(
+            proxy_type="web_video",
+            path=target.relative_to(proxy_root).as_posix(),
+            size_bytes=target.stat().st_size,
+            width=proxies.web_video_width,
+            height=proxies.web_video_height,
+        )
+    )
+    return records
