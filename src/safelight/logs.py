@@ -34,6 +34,10 @@ _KEYWORD_PASSWORD = re.compile(
 # words); the patterns above still catch it in a URL or keyword string.
 _MIN_LITERAL_SECRET = 4
 
+# Libraries that narrate routine work at INFO (the embedded server's every pg_ctl call,
+# the pool's every reconnection): their lines show at debug level only.
+CHATTY_LIBRARIES = ("pgserver", "psycopg.pool")
+
 # The attributes every LogRecord has; anything else was passed as ``extra=``.
 _STANDARD_ATTRIBUTES = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys()
@@ -177,6 +181,7 @@ def configure_logging(
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {log_format!r}")
     if level.lower() not in LOG_LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    level = level.lower()
     for secret in secrets:
         masker.add(secret)
     root = logging.getLogger()
@@ -187,4 +192,6 @@ def configure_logging(
     handler.setFormatter(JsonFormatter(masker) if log_format == "json" else TextFormatter(masker))
     root.addHandler(handler)
     root.setLevel(level.upper())
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.NOTSET if level == "debug" else logging.WARNING)
     return handler

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from safelight.logs import (
+    CHATTY_LIBRARIES,
     MaskingFilter,
     SecretMasker,
     StderrHandler,
@@ -24,7 +25,10 @@ from safelight.logs import (
 def restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    chatty = {name: logging.getLogger(name).level for name in CHATTY_LIBRARIES}
     yield
+    for name, chatty_level in chatty.items():
+        logging.getLogger(name).setLevel(chatty_level)
     for handler in list(root.handlers):
         if handler not in handlers:
             root.removeHandler(handler)
@@ -158,3 +162,10 @@ def test_unknown_formats_and_levels_are_refused(fmt: str, level: str) -> None:
 def test_the_process_masker_learns_the_configured_secrets(stderr: Stderr) -> None:
     configure_logging("text", "info", secrets=["learned-secret"])
     assert masker.mask("x learned-secret y") == "x *** y"
+
+
+def test_chatty_libraries_are_quiet_unless_debugging() -> None:
+    configure_logging("text", "INFO")
+    assert logging.getLogger("pgserver").getEffectiveLevel() == logging.WARNING
+    configure_logging("text", "debug")
+    assert logging.getLogger("pgserver").getEffectiveLevel() == logging.DEBUG

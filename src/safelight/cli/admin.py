@@ -1,0 +1,165 @@
+"""``safelight db migrate`` and ``safelight config add|list|disable``."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from safelight.cli.output import console, print_json, table
+from safelight.cli.state import CliState, pass_state
+from safelight.db.database import Database, open_database
+from safelight.db.migrate import migrate
+from safelight.library.configs import StorageConfig, StorageConfigs
+from safelight.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def os_user() -> str:
+    """The owner of a folder when ``--user`` is not given: who runs the command."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no $USER (some containers)
+        return "owner"
+
+
+def user_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--user",
+        metavar="NAME",
+        default=None,
+        help=f"{help_text} Default: the OS user name running the command.",
+    )
+
+
+def json_option(
+    help_text: str = "Print one JSON document on stdout instead.",
+) -> Callable[[F], F]:
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def config_document(config: StorageConfig) -> dict[str, Any]:
+    return {
+        "id": config.id,
+        "owner": config.owner,
+        "root": config.root_path,
+        "active": config.active,
+        "created_at": config.created_at,
+    }
+
+
+@click.group("db")
+def db_group() -> None:
+    """The database: its schema."""
+
+
+@db_group.command("migrate")
+@pass_state
+def db_migrate(state: CliState) -> None:
+    """Apply the migrations not yet applied (every command also does this on start).
+
+    Safe to run from several machines at once: they take turns under a lock.
+    """
+    settings = state.settings()
+
+    async def main() -> list[str]:
+        database = await open_database(
+            settings.database_url, settings.home, run_migrations=False, max_size=1
+        )
+        try:
+            async with database.pool.connection() as conn:
+                return await migrate(conn)
+        finally:
+            await database.close()
+
+    applied = asyncio.run(main())
+    if applied:
+        click.echo(f"applied {len(applied)} migration(s) to {settings.database_display}:")
+        for name in applied:
+            click.echo(f"  {name}")
+    else:
+        click.echo(f"{settings.database_display} is up to date")
+
+
+@click.group("config")
+def config_group() -> None:
+    """Storage configs: the folders of originals that Workers serve."""
+
+
+@config_group.command("add")
+@click.argument("path", type=click.Path(path_type=str))
+@user_option("Owner of the folder.")
+@json_option("Print the config as a JSON object (with its id) instead.")
+@pass_state
+def config_add(state: CliState, path: str, user: str | None, as_json: bool) -> None:
+    """Register the folder PATH for a user and print the config's id.
+
+    Adding a folder the user already has prints the same id (and re-enables it if it
+    was disabled).
+    """
+    owner = user or os_user()
+
+    async def body(database: Database, settings: Settings) -> Any:
+        return await StorageConfigs(database.pool, state.clock).add(owner, path)
+
+    added = state.with_database(body)
+    if as_json:
+        print_json(
+            {
+                **config_document(added.config),
+                "created": added.created,
+                "reactivated": added.reactivated,
+            }
+        )
+        return
+    what = (
+        "added" if added.created else ("re-enabled" if added.reactivated else "already registered")
+    )
+    click.echo(f"{what}: {added.config.root_path} for {added.config.owner}", err=True)
+    click.echo(str(added.config.id))
+
+
+@config_group.command("list")
+@json_option()
+@pass_state
+def config_list(state: CliState, as_json: bool) -> None:
+    """List every storage config."""
+
+    async def body(database: Database, settings: Settings) -> list[StorageConfig]:
+        return await StorageConfigs(database.pool, state.clock).list_configs()
+
+    configs = state.with_database(body)
+    if as_json:
+        print_json([config_document(c) for c in configs])
+        return
+    console().print(
+        table(
+            "storage configs",
+            ("id", "owner", "root", "active", "created"),
+            ((c.id, c.owner, c.root_path, c.active, c.created_at) for c in configs),
+            empty="none yet; add one with 'safelight config add PATH'",
+        )
+    )
+
+
+@config_group.command("disable")
+@click.argument("config_id", metavar="ID")
+@pass_state
+def config_disable(state: CliState, config_id: str) -> None:
+    """Stop serving a config: Workers claim none of its work, and no new work is queued
+    for it. Its queued items wait; 'safelight config add' of its folder re-enables it."""
+
+    async def body(database: Database, settings: Settings) -> tuple[StorageConfig, bool]:
+        configs = StorageConfigs(database.pool, state.clock)
+        found = await configs.resolve_id(config_id)
+        return await configs.disable(found.id)
+
+    config, was_active = state.with_database(body)
+    if was_active:
+        click.echo(f"disabled {config.id} ({config.root_path}, {config.owner})")
+    else:
+        click.echo(f"{config.id} ({config.root_path}) was already disabled")

@@ -1,0 +1,95 @@
+"""The library: ``assets`` lists what crawls found, ``purge`` removes what went."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from safelight.cli.admin import json_option
+from safelight.cli.output import console, print_json, short_id, table
+from safelight.cli.queries import list_assets
+from safelight.cli.queue import config_option, resolve_config
+from safelight.cli.state import CliState, pass_state
+from safelight.db.database import Database
+from safelight.library.configs import StorageConfigs
+from safelight.settings import Settings
+
+PURGE_KIND = "purge"
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return ""
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
+
+
+@click.command("assets")
+@config_option("Only assets of this storage config.")
+@click.option(
+    "--deleted", is_flag=True, help="The soft-deleted assets (files that went), with when."
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@json_option()
+@pass_state
+def assets(
+    state: CliState, config_ref: str | None, deleted: bool, limit: int | None, as_json: bool
+) -> None:
+    """List the live assets crawls found, or with --deleted those whose file went."""
+
+    async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
+        config_id = await resolve_config(database, state, config_ref)
+        return await list_assets(database.pool, config_id=config_id, deleted=deleted, limit=limit)
+
+    rows = state.with_database(body)
+    if as_json:
+        print_json(rows)
+        return
+    columns = ["id", "config", "path", "type", "size", "captured", "camera", "proxies"]
+    if deleted:
+        columns.append("deleted")
+    console().print(
+        table(
+            "soft-deleted assets" if deleted else "assets",
+            columns,
+            (
+                (
+                    r["id"],
+                    short_id(r["storage_config_id"]),
+                    r["file_path"],
+                    r["media_type"],
+                    _size(r["size_bytes"]),
+                    r["captured_at"],
+                    " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
+                    r["proxies"],
+                    *((r["deleted_at"],) if deleted else ()),
+                )
+                for r in rows
+            ),
+            empty="none",
+        )
+    )
+
+
+@click.command("purge")
+@click.argument("config_ref", metavar="CONFIG")
+@pass_state
+def purge(state: CliState, config_ref: str) -> None:
+    """Queue a purge of CONFIG: delete its soft-deleted assets' proxies and rows.
+
+    Prints the item's id (the queued purge's, if one is already waiting).
+    """
+
+    async def body(database: Database, settings: Settings) -> int:
+        from safelight.app import app_store
+
+        config = await StorageConfigs(database.pool, state.clock).resolve_id(config_ref)
+        store = app_store(database, settings, state.clock)
+        return await store.enqueue(PURGE_KIND, config_id=config.id, dedup_key=f"purge:{config.id}")
+
+    click.echo(str(state.with_database(body)))

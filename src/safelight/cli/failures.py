@@ -1,0 +1,93 @@
+"""Exit codes, and how an error a user can cause becomes one line on stderr.
+
+Every failure leaves the CLI as ``safelight: error: <what went wrong>`` and an exit code
+from the table below, never as a traceback: a traceback is for bugs, and even then it
+goes to the log (at debug level), masked, rather than into the user's face.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import IO, Any
+
+import click
+
+from safelight.db.database import DatabaseUnavailable
+from safelight.db.embedded import EmbeddedDatabaseError
+from safelight.library.configs import ConfigError
+from safelight.logs import masker
+from safelight.settings import SettingsError
+from safelight.work.errors import InvalidWorkItem
+
+_log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_WORK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_DATABASE = 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: a bug in safelight
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 work failed (an item failed); 2 invalid input or settings "
+    "(bad path, unknown kind or id, malformed JSON); 3 database unavailable; "
+    "70 internal error (a bug); 130 interrupted (Ctrl-C or SIGTERM; running items "
+    "were released and run again next time)."
+)
+
+
+class Failure(click.ClickException):
+    """An error to report as one line, with its exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        # click declares exit_code on the class; each Failure carries its own.
+        self.exit_code = exit_code  # type: ignore[misc]
+
+    def format_message(self) -> str:
+        return masker.mask(self.message)
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        # Masked once more on the way out: a message can quote a connection string.
+        click.echo(f"safelight: error: {self.format_message()}", file=file, err=file is None)
+
+
+def from_usage_error(error: click.UsageError) -> Failure:
+    """click's usage errors in the same one-line form, with a pointer to the help."""
+    where = error.ctx.command_path if error.ctx is not None else "safelight"
+    message = error.format_message().rstrip(".")
+    return Failure(f"{message} (see '{where} --help')", EXIT_USAGE)
+
+
+# The errors a user can cause, by what they mean: the exception type and its exit code.
+USER_ERRORS: Mapping[type[BaseException], int] = {
+    SettingsError: EXIT_USAGE,
+    ConfigError: EXIT_USAGE,
+    InvalidWorkItem: EXIT_USAGE,
+    DatabaseUnavailable: EXIT_DATABASE,
+    EmbeddedDatabaseError: EXIT_DATABASE,
+}
+
+
+def translate(error: BaseException) -> click.ClickException:
+    """The one-line failure for any exception that escaped a command."""
+    if isinstance(error, Failure):
+        return error
+    if isinstance(error, click.UsageError):
+        return from_usage_error(error)
+    if isinstance(error, click.ClickException):
+        return Failure(error.format_message(), error.exit_code)
+    if isinstance(error, KeyboardInterrupt):
+        return Failure("interrupted", EXIT_INTERRUPTED)
+    for kind, code in USER_ERRORS.items():
+        if isinstance(error, kind):
+            return Failure(str(error), code)
+    # A bug. The traceback goes to the log (masked by its handler); the user gets a line.
+    _log.debug("internal error", exc_info=error)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    detail = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return Failure(
+        f"internal error ({detail}); run with --log-level debug for the traceback",
+        EXIT_INTERNAL,
+    )

@@ -1,0 +1,115 @@
+"""How commands print: rich tables for people, one ``json.dumps`` for scripts.
+
+With ``--json`` a command prints exactly one JSON document on stdout and nothing else;
+UUIDs, datetimes, paths and enums become strings. Text a user or the database wrote
+(error messages, paths) is printed without rich markup interpretation, and masked.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from safelight.logs import masker
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, UUID | Path | Decimal):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def to_json(document: Any) -> str:
+    return masker.mask(json.dumps(document, default=_json_default, ensure_ascii=False, indent=2))
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(to_json(document) + "\n")
+    sys.stdout.flush()
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on the current stdout (or stderr); made per command, so a test runner's
+    swapped streams are the ones written to. Not a terminal: no colour, wide lines."""
+    stream = sys.stderr if stderr else sys.stdout
+    terminal = stream.isatty()
+    return Console(
+        file=stream,
+        highlight=False,
+        soft_wrap=not terminal,
+        width=None if terminal else 200,
+    )
+
+
+def cell(value: Any) -> Text:
+    """A table cell: empty for None, dates to the second in local ISO form, masked text."""
+    if value is None:
+        return Text("")
+    if isinstance(value, datetime):
+        return Text(value.astimezone().strftime("%Y-%m-%d %H:%M:%S"))
+    if isinstance(value, bool):
+        return Text("yes" if value else "no")
+    if isinstance(value, enum.Enum):
+        return Text(str(value.value))
+    return Text(masker.mask(str(value)))
+
+
+def short_id(value: UUID | None) -> str:
+    """The first eight characters of a config id: enough to tell configs apart, and
+    accepted back by every ``--config`` option."""
+    return "" if value is None else str(value)[:8]
+
+
+def table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    empty: str = "nothing to show",
+) -> Table | Text:
+    built = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in columns:
+        built.add_column(name, overflow="fold")
+    count = 0
+    for row in rows:
+        built.add_row(*(cell(v) for v in row))
+        count += 1
+    if count == 0:
+        return Text(f"{title}: {empty}" if title else empty)
+    return built
+
+
+def key_values(pairs: Mapping[str, Any]) -> Table:
+    """A two-column table of labelled values, for one record."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    for key, value in pairs.items():
+        grid.add_row(key, cell(value))
+    return grid
+
+
+def truncate(text: str | None, limit: int = 80) -> str | None:
+    if text is None:
+        return None
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,272 @@
+"""What ``safelight run`` shows while it works.
+
+On a terminal: a live display (rich) with a bar per running item, files found and done,
+hashed, ingested, proxies made, errors, the rate and an estimate of the time left. Not a
+terminal (a log file, CI, a pipe): a plain line every second or so, never one per file.
+With ``--json`` and no terminal on stderr: nothing, so stdout holds only the summary.
+
+Progress arrives as the crawl's cumulative counters (``total``: files the walk found,
+known once it ends; ``found``: how many of those have been dealt with so far). Each
+view keeps only the latest counters of each item, so a burst of reports costs nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from safelight.work.clock import Clock
+
+PLAIN_LINE_EVERY_SECONDS = 1.0
+# Counters shown besides the bar, in this order, with their labels.
+SHOWN_COUNTERS = (
+    ("hashed", "hashed"),
+    ("ingested", "new"),
+    ("moved", "moved"),
+    ("proxies", "proxies"),
+    ("errors", "errors"),
+)
+
+
+class Finished(Protocol):
+    """What the views need of ``safelight.app.FinishedItem``."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class Started(Protocol):
+    """What the views need of a work item."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+
+
+class ProgressView(Protocol):
+    def __enter__(self) -> ProgressView: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+    def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None: ...
+    def on_finished(self, item: Finished) -> None: ...
+
+
+def _int(counters: Mapping[str, Any], key: str) -> int:
+    value = counters.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def detail(counters: Mapping[str, Any]) -> str:
+    return " · ".join(f"{_int(counters, key)} {label}" for key, label in SHOWN_COUNTERS)
+
+
+def finished_line(item: Finished, label: str) -> str:
+    line = f"{label}: {item.outcome}"
+    if item.error:
+        line += f" ({item.error.strip().splitlines()[0]})"
+    return line
+
+
+@dataclass
+class _Track:
+    label: str
+    started: float
+    counters: Mapping[str, Any] = field(default_factory=dict)
+
+
+class PlainProgress:
+    """A line per running item every ``interval`` seconds, and one when an item ends."""
+
+    def __init__(
+        self,
+        out: IO[str],
+        clock: Clock,
+        label: Callable[[Started], str],
+        *,
+        interval: float = PLAIN_LINE_EVERY_SECONDS,
+    ) -> None:
+        self._out = out
+        self._clock = clock
+        self._label = label
+        self._interval = interval
+        self._tracks: dict[int, _Track] = {}
+        self._last_line = float("-inf")
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            track = self._tracks.get(item.id)
+            if track is None:
+                track = self._tracks[item.id] = _Track(self._label(item), now)
+            track.counters = dict(counters)
+            if now - self._last_line < self._interval:
+                return
+            self._last_line = now
+            self._write(self.line(track, now))
+
+    def on_finished(self, item: Finished) -> None:
+        with self._lock:
+            track = self._tracks.pop(item.id, None)
+            label = track.label if track else self._label(item)
+            self._write(finished_line(item, label))
+
+    def _write(self, line: str) -> None:
+        self._out.write(line + "\n")
+        self._out.flush()
+
+    @staticmethod
+    def line(track: _Track, now: float) -> str:
+        total, done = _int(track.counters, "total"), _int(track.counters, "found")
+        parts = [track.label]
+        if total:
+            parts.append(f"{done}/{total} files ({100 * done // total}%)")
+        else:
+            parts.append("looking for files")
+        parts.append(detail(track.counters))
+        elapsed = now - track.started
+        if done and elapsed > 0:
+            rate = done / elapsed
+            parts.append(f"{rate:.1f} files/s")
+            if total > done:
+                parts.append(f"about {_duration((total - done) / rate)} left")
+        return " · ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.1f} files/s", style="progress.data.speed")
+
+
+class _TwoLineProgress(Progress):
+    """Each task on two lines: the bar, count, rate and time left; under it the counters
+    (one line of everything would not fit an 80-column terminal)."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        for task in self.tasks:
+            if task.visible:
+                yield self.make_tasks_table([task])
+                yield Text("  " + str(task.fields.get("detail", "")), style="dim")
+
+
+class LiveProgress:
+    """A rich live display: one bar per running item, finished items printed above it."""
+
+    def __init__(self, console: Console, clock: Clock, label: Callable[[Started], str]) -> None:
+        self._label = label
+        self._progress = _TwoLineProgress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            _RateColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            get_time=clock.monotonic,
+            transient=True,
+        )
+        self._tasks: dict[int, TaskID] = {}
+
+    def __enter__(self) -> LiveProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._progress.stop()
+
+    def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None:
+        task = self._tasks.get(item.id)
+        total = _int(counters, "total") or None
+        if task is None:
+            task = self._tasks[item.id] = self._progress.add_task(
+                self._label(item), total=total, detail=""
+            )
+        self._progress.update(
+            task, total=total, completed=_int(counters, "found"), detail=detail(counters)
+        )
+
+    def on_finished(self, item: Finished) -> None:
+        task = self._tasks.pop(item.id, None)
+        label = self._label(item)
+        if task is not None:
+            self._progress.remove_task(task)
+        self._progress.console.print(Text(finished_line(item, label)), highlight=False)
+
+
+class NoProgress:
+    def __enter__(self) -> NoProgress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None:
+        return None
+
+    def on_finished(self, item: Finished) -> None:
+        return None
+
+
+def choose_view(
+    *,
+    as_json: bool,
+    stdout: IO[str],
+    stderr: IO[str],
+    clock: Clock,
+    label: Callable[[Started], str],
+) -> ProgressView:
+    """Live on a terminal; plain lines on a non-terminal stdout; with ``--json`` only a
+    live display on a terminal stderr (stdout is the summary's alone)."""
+    if as_json:
+        if stderr.isatty():
+            return LiveProgress(Console(file=stderr), clock, label)
+        return NoProgress()
+    if stdout.isatty():
+        return LiveProgress(Console(file=stdout), clock, label)
+    return PlainProgress(stdout, clock, label)

@@ -1,0 +1,88 @@
+"""The operator's read-only views of the queue and the library (``queries.sql``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.work.sql import load_queries
+
+QUERIES = load_queries("safelight.cli", "queries.sql")
+
+Row = dict[str, Any]
+
+
+async def _rows(
+    pool: AsyncConnectionPool[Any], name: str, params: Mapping[str, Any] | None = None
+) -> list[Row]:
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(QUERIES[name], dict(params or {}))
+        return list(await cur.fetchall())
+
+
+async def _row(
+    pool: AsyncConnectionPool[Any], name: str, params: Mapping[str, Any] | None = None
+) -> Row:
+    rows = await _rows(pool, name, params)
+    if len(rows) != 1:  # pragma: no cover - the queries used here return one row
+        raise RuntimeError(f"{name} returned {len(rows)} rows, not one")
+    return rows[0]
+
+
+async def list_items(
+    pool: AsyncConnectionPool[Any],
+    *,
+    status: str | None = None,
+    config_id: UUID | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+) -> list[Row]:
+    return await _rows(
+        pool,
+        "items_list",
+        {"status": status, "config_id": config_id, "kind": kind, "limit": limit},
+    )
+
+
+async def queue_status(pool: AsyncConnectionPool[Any], now: datetime, *, limit: int) -> Row:
+    """Everything ``safelight status`` shows, as one document."""
+    counts = await _rows(pool, "status_counts")
+    totals: dict[str, int] = {}
+    for row in counts:
+        totals[row["status"]] = totals.get(row["status"], 0) + int(row["count"])
+    return {
+        "totals": totals,
+        "counts": counts,
+        "running": await _rows(pool, "status_running", {"now": now}),
+        "stalls": {
+            **await _row(pool, "status_stall_count"),
+            "recent": await _rows(pool, "status_stalls", {"limit": limit}),
+        },
+        "failures": await _rows(pool, "status_failures", {"limit": limit}),
+    }
+
+
+async def list_assets(
+    pool: AsyncConnectionPool[Any],
+    *,
+    config_id: UUID | None = None,
+    deleted: bool = False,
+    limit: int | None = None,
+) -> list[Row]:
+    return await _rows(
+        pool, "assets_list", {"config_id": config_id, "deleted": deleted, "limit": limit}
+    )
+
+
+async def library_counts(pool: AsyncConnectionPool[Any], config_id: UUID) -> Row:
+    return await _row(pool, "library_counts_of_config", {"config_id": config_id})
+
+
+async def asset_errors(pool: AsyncConnectionPool[Any], config_id: UUID) -> list[Row]:
+    return await _rows(pool, "asset_errors_of_config", {"config_id": config_id})

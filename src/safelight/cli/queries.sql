@@ -1,0 +1,94 @@
+-- The read-only queries of the operator commands (items, status, assets) and of the
+-- summary `run` prints, as named blocks: "-- name --" then a line that says what it
+-- does. Loaded once by safelight.cli.queries. Nothing here writes; every filter is a
+-- parameter, NULL meaning "any".
+
+-- items_list --
+-- Work items, newest first, filtered by status, config and kind.
+SELECT w.id, w.kind, w.status::text AS status, w.storage_config_id, w.dedup_key,
+       w.attempt, w.stalls, w.worker_id, w.requested_at, w.started_at, w.finished_at,
+       w.lease_expires_at, w.cancel_requested, w.error
+FROM work_items w
+WHERE (%(status)s::text IS NULL OR w.status = %(status)s::text::work_status)
+  AND (%(config_id)s::uuid IS NULL OR w.storage_config_id = %(config_id)s::uuid)
+  AND (%(kind)s::text IS NULL OR w.kind = %(kind)s::text)
+ORDER BY w.id DESC
+LIMIT %(limit)s
+
+-- status_counts --
+-- How many items there are of each kind in each status.
+SELECT kind, status::text AS status, count(*) AS count
+FROM work_items
+GROUP BY kind, status
+ORDER BY kind, status
+
+-- status_running --
+-- Running items with their config, Worker and lease; lease_expired: recovery may take it back.
+SELECT w.id, w.kind, w.storage_config_id, c.owner, c.root_path, w.worker_id, w.attempt,
+       w.stalls, w.started_at, w.heartbeat_at, w.lease_expires_at, w.cancel_requested,
+       w.lease_expires_at < %(now)s AS lease_expired
+FROM work_items w
+LEFT JOIN storage_configs c ON c.id = w.storage_config_id
+WHERE w.status = 'running'
+ORDER BY c.root_path NULLS LAST, w.id
+
+-- status_stalls --
+-- The most recent stalled attempts (leases that expired and were recovered).
+SELECT a.work_item_id AS id, w.kind, a.storage_config_id, a.attempt, a.worker_id,
+       a.claimed_at, a.ended_at, w.status::text AS status, w.stalls
+FROM work_attempts a
+JOIN work_items w ON w.id = a.work_item_id
+WHERE a.outcome = 'stalled'
+ORDER BY a.ended_at DESC, a.work_item_id DESC
+LIMIT %(limit)s
+
+-- status_stall_count --
+-- How many attempts have ever stalled, and how many items waiting or running have stalled.
+SELECT
+    (SELECT count(*) FROM work_attempts WHERE outcome = 'stalled') AS stalled_attempts,
+    (SELECT count(*) FROM work_items
+     WHERE status IN ('queued', 'running') AND stalls > 0) AS unfinished_items_with_stalls
+
+-- status_failures --
+-- The most recently failed items, with their error.
+SELECT id, kind, storage_config_id, attempt, stalls, finished_at, error
+FROM work_items
+WHERE status = 'failed'
+ORDER BY finished_at DESC, id DESC
+LIMIT %(limit)s
+
+-- assets_list --
+-- Assets of one config or all, live or soft-deleted, with how many proxies each has.
+SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.captured_at,
+       a.camera_make, a.camera_model, a.width, a.height, a.burst_id, a.paired_asset_id,
+       a.is_deleted, a.deleted_at,
+       (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
+FROM assets a
+WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
+  AND a.is_deleted = %(deleted)s
+ORDER BY a.storage_config_id, a.file_path, a.id
+LIMIT %(limit)s
+
+-- library_counts_of_config --
+-- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies.
+SELECT
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'video') AS videos,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND is_deleted) AS soft_deleted,
+    (SELECT count(*) FROM bursts WHERE storage_config_id = %(config_id)s) AS bursts,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND burst_id IS NOT NULL) AS burst_assets,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND paired_asset_id IS NOT NULL) AS live_photos,
+    (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
+     WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
+
+-- asset_errors_of_config --
+-- The files of a config the last crawls could not ingest, with their reason.
+SELECT file_path, reason, failures, first_seen_at, last_seen_at
+FROM asset_errors
+WHERE storage_config_id = %(config_id)s
+ORDER BY file_path

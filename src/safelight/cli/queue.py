@@ -1,0 +1,399 @@
+"""The queue: ``enqueue``, ``worker``, ``items``, ``items show``, ``cancel``, ``status``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+from uuid import UUID
+
+import click
+from rich.console import Group
+
+from safelight.cli.admin import F, json_option
+from safelight.cli.failures import Failure
+from safelight.cli.output import console, key_values, print_json, short_id, table, truncate
+from safelight.cli.queries import list_items, queue_status
+from safelight.cli.state import CliState, pass_state
+from safelight.db.database import Database
+from safelight.library.configs import StorageConfigs
+from safelight.settings import Settings
+from safelight.work.model import CancelResult, Status, WorkItem
+
+STATUS_LIMIT = 10
+
+
+def config_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--config",
+        "config_ref",
+        metavar="ID",
+        default=None,
+        help=f"{help_text} A config id, or its first 8 characters.",
+    )
+
+
+async def resolve_config(database: Database, state: CliState, ref: str | None) -> UUID | None:
+    if ref is None:
+        return None
+    return (await StorageConfigs(database.pool, state.clock).resolve_id(ref)).id
+
+
+def parse_payload(text: str | None) -> dict[str, Any] | None:
+    """The ``--payload`` option: a JSON object. Raises a one-line :class:`Failure`."""
+    if text is None:
+        return None
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Failure(f"--payload is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    if not isinstance(payload, dict):
+        raise Failure(f"--payload must be a JSON object, not {type(payload).__name__}")
+    return payload
+
+
+def item_document(item: WorkItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "status": item.status.value,
+        "storage_config_id": item.storage_config_id,
+        "dedup_key": item.dedup_key,
+        "payload": item.payload,
+        "attempt": item.attempt,
+        "stalls": item.stalls,
+        "worker_id": item.worker_id,
+        "requested_at": item.requested_at,
+        "started_at": item.started_at,
+        "heartbeat_at": item.heartbeat_at,
+        "lease_expires_at": item.lease_expires_at,
+        "finished_at": item.finished_at,
+        "cancel_requested": item.cancel_requested,
+        "error": item.error,
+        "result": item.result,
+    }
+
+
+@click.command("enqueue")
+@click.argument("kind")
+@config_option("Scope the item to this storage config.")
+@click.option(
+    "--dedup-key",
+    metavar="KEY",
+    default=None,
+    help="Add nothing if an item with this key is queued.",
+)
+@click.option(
+    "--payload",
+    metavar="JSON",
+    default=None,
+    help="A JSON object, e.g. '{\"seconds\": 2}' for noop.",
+)
+@pass_state
+def enqueue(
+    state: CliState,
+    kind: str,
+    config_ref: str | None,
+    dedup_key: str | None,
+    payload: str | None,
+) -> None:
+    """Queue a work item of KIND and print its id (as the last line).
+
+    With a dedup key that already has a queued item, prints that item's id instead.
+    """
+    body_payload = parse_payload(payload)
+
+    async def body(database: Database, settings: Settings) -> int:
+        from safelight.app import app_store
+
+        config_id = await resolve_config(database, state, config_ref)
+        store = app_store(database, settings, state.clock)
+        return await store.enqueue(
+            kind, config_id=config_id, dedup_key=dedup_key, payload=body_payload
+        )
+
+    click.echo(str(state.with_database(body)))
+
+
+@click.command("worker")
+@click.option(
+    "--user",
+    metavar="NAME",
+    default=None,
+    help="Serve only this user's configs (and unscoped work). Default: every config.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Workers in this process, sharing one pool.",
+)
+@click.option(
+    "--until-idle",
+    is_flag=True,
+    help="Exit once no item these Workers could run is queued or running.",
+)
+@click.option(
+    "--name",
+    metavar="NAME",
+    default=None,
+    help="The Worker's name in the queue (default: host and process id).",
+)
+@pass_state
+def worker(
+    state: CliState, user: str | None, concurrency: int, until_idle: bool, name: str | None
+) -> None:
+    """Run Workers: claim work, run it, recover expired leases, schedule periodic work.
+
+    Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit;
+    a second signal exits at once.
+    """
+    from safelight.app import RunReport, WorkerOptions, run_workers
+
+    options = WorkerOptions(concurrency=concurrency, user=user, until_idle=until_idle, name=name)
+
+    async def body(database: Database, settings: Settings) -> RunReport:
+        return await run_workers(settings, options, database=database)
+
+    report = state.with_database(body, default_log_level="info", concurrency=concurrency)
+    # A Worker stopped by its first signal released its items and stopped cleanly: 0, as a
+    # service manager expects. A second signal stops it at once: 130.
+    raise click.exceptions.Exit(report.exit_code)
+
+
+@click.group("items", invoke_without_command=True)
+@click.option(
+    "--status",
+    type=click.Choice([s.value for s in Status]),
+    default=None,
+    help="Only items in this status.",
+)
+@config_option("Only items of this storage config.")
+@click.option("--kind", metavar="KIND", default=None, help="Only items of this kind.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="At most this many, newest first.",
+)
+@json_option()
+@click.pass_context
+def items(
+    ctx: click.Context,
+    status: str | None,
+    config_ref: str | None,
+    kind: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List work items, newest first; 'items show ID' shows one with its attempts."""
+    if ctx.invoked_subcommand is not None:
+        return
+    state = ctx.find_object(CliState)
+    assert state is not None
+
+    async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
+        config_id = await resolve_config(database, state, config_ref)
+        return await list_items(
+            database.pool, status=status, config_id=config_id, kind=kind, limit=limit
+        )
+
+    rows = state.with_database(body)
+    if as_json:
+        print_json(rows)
+        return
+    console().print(
+        table(
+            "work items",
+            (
+                "id",
+                "kind",
+                "status",
+                "config",
+                "attempt",
+                "stalls",
+                "requested",
+                "finished",
+                "worker",
+                "error",
+            ),
+            (
+                (
+                    r["id"],
+                    r["kind"],
+                    r["status"] + (" (cancel requested)" if r["cancel_requested"] else ""),
+                    short_id(r["storage_config_id"]),
+                    r["attempt"],
+                    r["stalls"],
+                    r["requested_at"],
+                    r["finished_at"],
+                    r["worker_id"],
+                    truncate(r["error"], 60),
+                )
+                for r in rows
+            ),
+            empty="none",
+        )
+    )
+
+
+@items.command("show")
+@click.argument("item_id", metavar="ID", type=int)
+@json_option()
+@pass_state
+def items_show(state: CliState, item_id: int, as_json: bool) -> None:
+    """Show one work item with every attempt."""
+
+    async def body(
+        database: Database, settings: Settings
+    ) -> tuple[WorkItem | None, list[dict[str, Any]]]:
+        from safelight.app import app_store
+
+        store = app_store(database, settings, state.clock)
+        return await store.get(item_id), await store.attempts(item_id)
+
+    item, attempts = state.with_database(body)
+    if item is None:
+        raise Failure(f"there is no work item {item_id}")
+    if as_json:
+        print_json({**item_document(item), "attempts": attempts})
+        return
+    document = item_document(item)
+    for key in ("payload", "result"):
+        document[key] = None if document[key] is None else json.dumps(document[key])
+    console().print(
+        Group(
+            key_values(document),
+            "",
+            table(
+                "attempts",
+                ("attempt", "worker", "claimed", "ended", "outcome"),
+                (
+                    (a["attempt"], a["worker_id"], a["claimed_at"], a["ended_at"], a["outcome"])
+                    for a in attempts
+                ),
+                empty="not claimed yet",
+            ),
+        )
+    )
+
+
+@click.command("cancel")
+@click.argument("item_id", metavar="ID", type=int)
+@pass_state
+def cancel(state: CliState, item_id: int) -> None:
+    """Cancel a work item: a queued one at once, a running one at its next heartbeat."""
+
+    async def body(database: Database, settings: Settings) -> CancelResult:
+        from safelight.app import app_store
+
+        return await app_store(database, settings, state.clock).request_cancel(item_id)
+
+    result = state.with_database(body)
+    messages: Mapping[CancelResult, str] = {
+        CancelResult.CANCELLED: f"cancelled item {item_id}",
+        CancelResult.REQUESTED: (
+            f"asked item {item_id} to stop: it is running, and its attempt stops at its "
+            "next heartbeat"
+        ),
+        CancelResult.FINISHED: f"item {item_id} had already finished; nothing to cancel",
+    }
+    if result is CancelResult.NOT_FOUND:
+        raise Failure(f"there is no work item {item_id}")
+    click.echo(messages[result])
+
+
+@click.command("status")
+@json_option()
+@pass_state
+def status(state: CliState, as_json: bool) -> None:
+    """The queue at a glance: counts by status and kind, running items per config with
+    their Worker and lease expiry, stalls, and the last failures."""
+
+    async def body(database: Database, settings: Settings) -> dict[str, Any]:
+        document = await queue_status(database.pool, state.clock.now(), limit=STATUS_LIMIT)
+        return {"database": settings.database_display, **document}
+
+    document = state.with_database(body)
+    if as_json:
+        print_json(document)
+        return
+    statuses = [s.value for s in Status]
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in document["counts"]:
+        by_kind.setdefault(row["kind"], {})[row["status"]] = int(row["count"])
+    totals = document["totals"]
+    stalls = document["stalls"]
+    console().print(
+        Group(
+            f"database: {document['database']}",
+            "",
+            table(
+                "items by kind and status",
+                ("kind", *statuses),
+                (
+                    (kind, *(counts.get(s, 0) for s in statuses))
+                    for kind, counts in sorted(by_kind.items())
+                ),
+                empty="the queue is empty",
+            ),
+            "total: " + ", ".join(f"{totals.get(s, 0)} {s}" for s in statuses),
+            "",
+            table(
+                "running",
+                ("item", "kind", "config", "root", "owner", "worker", "attempt", "lease expires"),
+                (
+                    (
+                        r["id"],
+                        r["kind"],
+                        short_id(r["storage_config_id"]),
+                        r["root_path"],
+                        r["owner"],
+                        r["worker_id"],
+                        r["attempt"],
+                        r["lease_expires_at"] if not r["lease_expired"] else "expired",
+                    )
+                    for r in document["running"]
+                ),
+                empty="nothing",
+            ),
+            "",
+            f"stalls: {stalls['stalled_attempts']} stalled attempt(s) in all; "
+            f"{stalls['unfinished_items_with_stalls']} queued or running item(s) have stalled",
+            table(
+                "recent stalls",
+                ("item", "kind", "config", "attempt", "worker", "recovered", "now"),
+                (
+                    (
+                        r["id"],
+                        r["kind"],
+                        short_id(r["storage_config_id"]),
+                        r["attempt"],
+                        r["worker_id"],
+                        r["ended_at"],
+                        r["status"],
+                    )
+                    for r in stalls["recent"]
+                ),
+                empty="none",
+            ),
+            "",
+            table(
+                "last failures",
+                ("item", "kind", "config", "failed", "error"),
+                (
+                    (
+                        r["id"],
+                        r["kind"],
+                        short_id(r["storage_config_id"]),
+                        r["finished_at"],
+                        truncate(r["error"], 100),
+                    )
+                    for r in document["failures"]
+                ),
+                empty="none",
+            ),
+        )
+    )

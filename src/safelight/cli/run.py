@@ -1,0 +1,210 @@
+"""``safelight run PATH`` and ``safelight demo``: from a folder of photos to proxies.
+
+``run`` registers the folder (once), queues its crawl (deduplicated, so a crawl a
+previous run left queued is the one that runs), runs Workers in this process until the
+queue is idle, and prints a summary. Ctrl-C stops claiming and releases the running
+items back to the queue, so the next ``run`` continues where this one stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from safelight.cli.admin import json_option, os_user, user_option
+from safelight.cli.failures import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORK_FAILED
+from safelight.cli.output import console, print_json
+from safelight.cli.progress import Started, choose_view
+from safelight.cli.queries import asset_errors, library_counts
+from safelight.cli.state import CliState, pass_state
+from safelight.cli.summary import FAILED, INTERRUPTED, SUCCEEDED, build_summary, render_summary
+from safelight.db.database import Database
+from safelight.library.configs import StorageConfigs, resolve_root
+from safelight.settings import Settings
+from safelight.work.model import Status
+
+CRAWL_KIND = "crawl"
+DEFAULT_WORKERS = 2
+DEMO_FOLDER = "demo-library"
+DEMO_SEED = 2024
+# Outcomes of an attempt (safelight.app.FinishedItem.outcome) that mean the item failed.
+FAILED_OUTCOMES = frozenset({"failed", "unknownkind"})
+
+
+def crawl_dedup_key(config_id: object) -> str:
+    return f"crawl:{config_id}"
+
+
+def run_folder(
+    state: CliState, path: str | Path, *, owner: str, workers: int, as_json: bool
+) -> int:
+    """Crawl ``path`` to the end (or a Ctrl-C), print the summary, return the exit code."""
+    state.settings()  # invalid settings are reported before anything else
+    root = resolve_root(path)  # a bad path is a usage error before the database opens
+    clock = state.clock
+
+    def label(item: Started) -> str:
+        if item.kind == CRAWL_KIND:
+            return f"crawl {root.name or root}"
+        return f"{item.kind.replace('_', ' ')} #{item.id}"
+
+    async def body(database: Database, settings: Settings) -> dict[str, Any]:
+        from safelight.app import WorkerOptions, app_store, run_workers
+
+        added = await StorageConfigs(database.pool, clock).add(owner, root)
+        config = added.config
+        store = app_store(database, settings, clock)
+        crawl_id = await store.enqueue(
+            CRAWL_KIND, config_id=config.id, dedup_key=crawl_dedup_key(config.id)
+        )
+        view = choose_view(
+            as_json=as_json, stdout=sys.stdout, stderr=sys.stderr, clock=clock, label=label
+        )
+        started = clock.monotonic()
+        with view:
+            report = await run_workers(
+                settings,
+                WorkerOptions(concurrency=workers, user=owner, until_idle=True),
+                database=database,
+                on_progress=view.on_progress,
+                on_finished=view.on_finished,
+            )
+        seconds = clock.monotonic() - started
+
+        crawl = await store.get(crawl_id)
+        items = [
+            {
+                "id": f.id,
+                "kind": f.kind,
+                "storage_config_id": f.storage_config_id,
+                "outcome": f.outcome,
+                "error": f.error,
+            }
+            for f in report.finished
+        ]
+        failed_here = any(
+            i["storage_config_id"] == config.id and i["outcome"] in FAILED_OUTCOMES for i in items
+        )
+        crawl_status = crawl.status.value if crawl is not None else "missing"
+        crawl_error = crawl.error if crawl is not None else "the crawl item was deleted"
+        if report.interrupted:
+            status, code = INTERRUPTED, EXIT_INTERRUPTED
+        elif crawl_status == Status.SUCCEEDED.value and not failed_here:
+            status, code = SUCCEEDED, EXIT_OK
+        else:
+            status, code = FAILED, EXIT_WORK_FAILED
+            if crawl_status in (Status.QUEUED.value, Status.RUNNING.value):
+                crawl_error = f"the crawl is still {crawl_status} (another Worker may have it)"
+        return build_summary(
+            status=status,
+            exit_code=code,
+            database=settings.database_display,
+            config={
+                "id": config.id,
+                "owner": config.owner,
+                "root": config.root_path,
+                "created": added.created,
+            },
+            crawl={
+                "item_id": crawl_id,
+                "status": crawl_status,
+                "error": crawl_error,
+                "result": crawl.result if crawl is not None else None,
+            },
+            library=await library_counts(database.pool, config.id),
+            stored_errors=await asset_errors(database.pool, config.id),
+            proxy_folder=settings.proxies / str(config.id),
+            seconds=seconds,
+            items=items,
+        )
+
+    summary = state.with_database(body, concurrency=workers)
+    if as_json:
+        print_json(summary)
+    else:
+        render_summary(console(), summary)
+    return int(summary["exit_code"])
+
+
+@click.command("run")
+@click.argument("path", type=click.Path(path_type=str))
+@user_option("Owner of the folder (and the user whose work the Workers run).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    help="Workers to run in this process.",
+)
+@json_option("Print the summary as one JSON object on stdout (logs stay on stderr).")
+@pass_state
+def run(state: CliState, path: str, user: str | None, workers: int, as_json: bool) -> None:
+    """Crawl the folder PATH: index every photo and video, make proxies, find bursts and
+    Live Photos, and print a summary.
+
+    The folder is registered as a storage config once; a second run reuses it and only
+    does what changed. Ctrl-C stops cleanly, and the next run continues from there.
+    Exits 1 if the crawl failed.
+    """
+    code = run_folder(state, path, owner=user or os_user(), workers=workers, as_json=as_json)
+    raise click.exceptions.Exit(code)
+
+
+def ensure_demo_library(home: Path) -> tuple[Path, Any]:
+    """``<home>/demo-library``, generated on first use; returns it and the generator's
+    manifest (None when an earlier run made it). Generated beside it and renamed into
+    place, so an interrupted generation never leaves half a library to reuse."""
+    root = home / DEMO_FOLDER
+    if root.is_dir() and any(root.iterdir()):
+        return root, None
+    from safelight.library.samplegen import generate_library
+
+    home.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{DEMO_FOLDER}-", dir=home))
+    try:
+        manifest = generate_library(scratch, seed=DEMO_SEED)
+        try:
+            os.rename(scratch, root)
+        except OSError:
+            if not (root.is_dir() and any(root.iterdir())):
+                raise
+            # Another demo made it meanwhile: theirs is as good as ours.
+            shutil.rmtree(scratch, ignore_errors=True)
+            return root, None
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return root, manifest
+
+
+@click.command("demo")
+@json_option("Print the summary as one JSON object on stdout (logs stay on stderr).")
+@pass_state
+def demo(state: CliState, as_json: bool) -> None:
+    """Make a small demo library (once) and run on it: generated photos from several
+    cameras, a burst, a Live Photo pair, a video and a broken file, to see the whole
+    job, and how failures are reported, before pointing safelight at your own photos."""
+    settings = state.settings()
+    root, manifest = ensure_demo_library(settings.home)
+    if not as_json:
+        if manifest is None:
+            click.echo(f"Using the demo library in {root}")
+        else:
+            videos = (
+                f"{len(manifest.videos)} videos"
+                if manifest.video_skipped_reason is None
+                else f"no videos ({manifest.video_skipped_reason})"
+            )
+            click.echo(
+                f"Made a demo library in {root}: {len(manifest.photos)} photos, {videos}, "
+                f"{len(manifest.bursts)} bursts, {len(manifest.live_pairs)} Live Photo pair(s), "
+                f"and {len(manifest.errors)} broken files to show how failures are reported."
+            )
+    code = run_folder(state, root, owner=os_user(), workers=DEFAULT_WORKERS, as_json=as_json)
+    raise click.exceptions.Exit(code)

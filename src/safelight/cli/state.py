@@ -1,0 +1,74 @@
+"""What every command shares: the settings (built once, from the group's flags, the
+environment and the defaults), logging, and the database for the length of a command."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+
+from safelight.db.database import Database
+from safelight.logs import configure_logging, secrets_of_url
+from safelight.settings import Settings
+from safelight.work.clock import Clock, SystemClock
+
+T = TypeVar("T")
+
+
+@dataclass
+class CliState:
+    """The group's options, and the settings built from them on first use.
+
+    Settings are built lazily, by the command that needs them, so ``safelight items
+    --help`` works even when an environment variable holds a value safelight cannot use.
+    """
+
+    overrides: Mapping[str, Any]
+    log_level: str | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    _settings: Settings | None = None
+
+    def settings(self, *, default_log_level: str = "warning") -> Settings:
+        """The validated settings; logging is set up on the first call. Raises
+        :class:`~safelight.settings.SettingsError` naming the setting."""
+        if self._settings is None:
+            settings = Settings.load(self.overrides)
+            configure_logging(
+                settings.log_format,
+                (self.log_level or default_log_level).lower(),
+                secrets=secrets_of_url(settings.database_url),
+            )
+            self._settings = settings
+        return self._settings
+
+    def with_database(
+        self,
+        body: Callable[[Database, Settings], Awaitable[T]],
+        *,
+        default_log_level: str = "warning",
+        concurrency: int = 1,
+    ) -> T:
+        """Run ``body`` on an open, migrated database in a fresh event loop, and close it.
+
+        ``concurrency``: the Workers this command runs, which size the pool.
+        """
+        settings = self.settings(default_log_level=default_log_level)
+
+        async def main() -> T:
+            # Imported here: the app module pulls in every handler and the media layer,
+            # which commands that never open the database have no need for.
+            from safelight.app import open_app_database
+
+            database = await open_app_database(settings, concurrency=concurrency)
+            try:
+                return await body(database, settings)
+            finally:
+                await database.close()
+
+        return asyncio.run(main())
+
+
+pass_state = click.make_pass_decorator(CliState)

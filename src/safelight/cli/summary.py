@@ -1,0 +1,174 @@
+"""The summary ``safelight run`` prints at the end, as a document and as text.
+
+The document is the ``--json`` output, a contract for scripts: its keys only ever get
+added to. Numbers of "this run" come from the crawl's result; what the library holds
+now (assets by type, bursts, Live Photos, proxy files) from the database, so a second
+run that found nothing new still says what is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from safelight.cli.output import short_id
+
+# The statuses of a run, by exit code meaning.
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+
+
+def _count(result: Mapping[str, Any] | None, key: str) -> int:
+    if not result:
+        return 0
+    value = result.get(key, 0)
+    if isinstance(value, list):
+        # A capped list ends with {"path": "...", "reason": "and N more"}; count it whole.
+        return len(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def build_summary(
+    *,
+    status: str,
+    exit_code: int,
+    database: str,
+    config: Mapping[str, Any],
+    crawl: Mapping[str, Any],
+    library: Mapping[str, Any],
+    stored_errors: Sequence[Mapping[str, Any]],
+    proxy_folder: Path,
+    seconds: float,
+    items: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """``crawl``: item_id, status, error, result (None when it did not finish)."""
+    result: Mapping[str, Any] | None = crawl.get("result")
+    files = _count(result, "total")
+    if result is not None and isinstance(result.get("errors"), list):
+        errors = [{"path": e.get("path"), "reason": e.get("reason")} for e in result["errors"]]
+    else:
+        # The crawl did not finish: what the last crawls recorded is the best we know.
+        errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
+    images, videos = int(library["images"]), int(library["videos"])
+    return {
+        "status": status,
+        "exit_code": exit_code,
+        "database": database,
+        "config": dict(config),
+        "crawl": {
+            "item_id": crawl["item_id"],
+            "status": crawl["status"],
+            "error": crawl.get("error"),
+        },
+        "files": files,
+        "assets": {"image": images, "video": videos, "total": images + videos},
+        "new": _count(result, "ingested"),
+        "unchanged": _count(result, "unchanged"),
+        "moved": _count(result, "moved"),
+        "duplicates": _count(result, "duplicates"),
+        "deleted": _count(result, "deleted"),
+        "soft_deleted_total": int(library["soft_deleted"]),
+        "proxies": {
+            "made": _count(result, "proxies"),
+            "files": int(library["proxy_files"]),
+            "folder": proxy_folder,
+        },
+        "bursts": int(library["bursts"]),
+        "burst_assets": int(library["burst_assets"]),
+        "live_photos": int(library["live_photos"]),
+        "errors": errors,
+        "seconds": round(seconds, 3),
+        "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
+        "items": list(items),
+    }
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
+    config = summary["config"]
+    crawl = summary["crawl"]
+    assets = summary["assets"]
+    proxies = summary["proxies"]
+    seconds = summary["seconds"]
+    rate = summary["files_per_second"]
+
+    if summary["status"] == INTERRUPTED:
+        headline = Text(
+            f"Interrupted after {seconds:.1f} s. Running work was released; run the same "
+            "command again to continue where this one stopped.",
+            style="bold yellow",
+        )
+    elif summary["status"] == FAILED:
+        reason = crawl["error"] or "an item of this folder failed (see below)"
+        headline = Text(f"The crawl did not succeed: {reason}", style="bold red")
+    else:
+        speed = f", {rate:.1f} files/s" if rate else ""
+        headline = Text(
+            f"Done in {seconds:.1f} s ({_plural(summary['files'], 'file')}{speed}).",
+            style="bold green",
+        )
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    grid.add_row(
+        "folder",
+        Text(f"{config['root']} (config {short_id(config['id'])}, owner {config['owner']})"),
+    )
+    grid.add_row(
+        "assets",
+        f"{_plural(assets['image'], 'photo')}, {_plural(assets['video'], 'video')}",
+    )
+    grid.add_row(
+        "this run",
+        f"{summary['new']} new, {summary['moved']} moved, "
+        f"{_plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
+        f"{summary['deleted']} soft-deleted",
+    )
+    grid.add_row(
+        "proxies",
+        Text(
+            f"{proxies['made']} made (thumbnails, previews, BlurHashes); "
+            f"{proxies['files']} files in {proxies['folder']}"
+        ),
+    )
+    grid.add_row(
+        "bursts",
+        f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
+        f"{_plural(summary['live_photos'], 'Live Photo')}",
+    )
+    if summary["soft_deleted_total"]:
+        grid.add_row(
+            "gone",
+            f"{summary['soft_deleted_total']} soft-deleted asset(s) wait for "
+            f"'safelight purge {short_id(config['id'])}'",
+        )
+    failed_items = [i for i in summary["items"] if i["outcome"] not in ("succeeded", "released")]
+    for item in failed_items:
+        grid.add_row(
+            "failed", Text(f"{item['kind']} #{item['id']}: {item['error'] or item['outcome']}")
+        )
+
+    parts: list[Any] = [headline, grid]
+    errors = summary["errors"]
+    if errors:
+        listing = Table.grid(padding=(0, 2))
+        listing.add_column(overflow="fold")
+        listing.add_column(overflow="fold")
+        for error in errors:
+            listing.add_row(Text(str(error["path"])), Text(str(error["reason"])))
+        parts += [
+            Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
+            listing,
+        ]
+    parts.append(Text(f"database: {summary['database']}", style="dim"))
+    console.print(Group(*parts), highlight=False)
