@@ -1,4 +1,5 @@
-"""A small, bounds-checked EXIF (TIFF IFD) reader for the few tags safelight needs.
+"""A small, bounds-checked EXIF (TIFF IFD) reader for the few tags safelight needs, and
+the matching writer that ``samplegen`` uses to make test photos.
 
 Why not Pillow's ``getexif()``: it parses every tag, warns (``UserWarning``) on the
 malformed blocks real cameras write, and does not read Apple's maker note. Here every
@@ -19,14 +20,18 @@ SubsecTime and OffsetTime (Exif IFD); and from maker notes:
 - Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
   endian): 0x1101 SequenceNumber when non-zero.
 
-Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables.
+Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables. ``exif_bytes`` and
+``apple_maker_note`` write the same tags (ExifTool reads what they write).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from datetime import datetime
 from typing import IO, Protocol
+
+from PIL import Image
 
 _TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4}
 _INT_FORMATS = {1: "B", 3: "H", 4: "I", 6: "b", 8: "h", 9: "i", 13: "I"}
@@ -268,3 +273,63 @@ def _ints(src: _Source, entry: _Entry | None, endian: str) -> tuple[int, ...]:
 def _first_int(src: _Source, entry: _Entry | None, endian: str) -> int | None:
     values = _ints(src, entry, endian)
     return values[0] if values else None
+
+
+# --- writing (test and demo photos) ---------------------------------------------------------
+
+
+def exif_bytes(
+    *,
+    make: str | None = None,
+    model: str | None = None,
+    orientation: int | None = None,
+    captured_at: datetime | None = None,
+    maker_note: bytes | None = None,
+) -> bytes:
+    """An EXIF block (``Exif\\0\\0`` + TIFF) for ``Image.save(exif=...)``: IFD0 Make, Model,
+    Orientation; Exif IFD DateTimeOriginal = DateTimeDigitized with SubsecTime* (ms) and,
+    when ``captured_at`` is aware, OffsetTime*; and the maker note."""
+    exif = Image.Exif()
+    for tag, value in ((_TAG_MAKE, make), (_TAG_MODEL, model), (_TAG_ORIENTATION, orientation)):
+        if value is not None:
+            exif[tag] = value
+    sub = exif.get_ifd(_TAG_EXIF_IFD)
+    if captured_at is not None:
+        sub[_TAG_DATE_ORIGINAL] = sub[_TAG_DATE_DIGITIZED] = captured_at.strftime(
+            "%Y:%m:%d %H:%M:%S"
+        )
+        sub[_TAG_SUBSEC_ORIGINAL] = sub[_TAG_SUBSEC_DIGITIZED] = (
+            f"{captured_at.microsecond // 1000:03d}"
+        )
+        offset = captured_at.utcoffset()
+        if offset is not None:
+            minutes = int(offset.total_seconds()) // 60
+            text = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+            sub[_TAG_OFFSET_ORIGINAL] = sub[_TAG_OFFSET_DIGITIZED] = text
+    if maker_note is not None:
+        sub[_TAG_MAKER_NOTE] = maker_note
+    return exif.tobytes()
+
+
+def apple_maker_note(
+    *, burst_id: str | None = None, content_identifier: str | None = None
+) -> bytes:
+    """An Apple maker note: header, big-endian IFD at 14 with MakerNoteVersion, BurstUUID
+    and MediaGroupUUID, string values after it (offsets relative to the note)."""
+    strings = [
+        (tag, value.encode("ascii") + b"\0")
+        for tag, value in (
+            (_APPLE_BURST_UUID, burst_id),
+            (_APPLE_MEDIA_GROUP_UUID, content_identifier),
+        )
+        if value
+    ]
+    count = 1 + len(strings)
+    data_start = 14 + 2 + 12 * count + 4
+    table = struct.pack(">HHIi", 0x0001, 9, 1, 14)  # MakerNoteVersion 14, as recent iPhones
+    data = b""
+    for tag, raw in strings:
+        table += struct.pack(">HHII", tag, 2, len(raw), data_start + len(data))
+        data += raw
+    header = b"Apple iOS\0" + b"\x00\x01" + b"MM" + struct.pack(">H", count)
+    return header + table + b"\0" * 4 + data

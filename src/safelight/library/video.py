@@ -1,0 +1,227 @@
+"""Proxies of a video: a poster frame (thumbnail, preview, BlurHash, made like a photo's)
+and a web video (H.264 in MP4, at most 720 px on the short side), with ffprobe/ffmpeg.
+
+Every ffmpeg/ffprobe runs as an asyncio subprocess in a session (process group) of its
+own. If the awaiting task is cancelled (the attempt self-stops, loses its item, or the
+worker shuts down), the whole group is SIGKILLed and reaped before the cancellation
+propagates: no encoder keeps burning a NAS's CPU, or writing, for an attempt that ended.
+
+ffmpeg reads originals only through the ``file`` protocol and known demuxers (see
+``metadata.ffmpeg_input_options``), and writes only into the caller's temporary folder;
+publishing the web video is the caller's ``paths.move_into_place``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+
+from safelight.library.errors import CorruptMedia, MediaError, UnsupportedMedia
+from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
+from safelight.library.metadata import (
+    VideoMetadata,
+    ffmpeg_input_options,
+    ffprobe_command,
+    last_lines,
+    parse_ffprobe_output,
+)
+from safelight.library.paths import open_original
+
+WEB_VIDEO_NAME = "video.mp4"
+
+
+@dataclass(frozen=True, slots=True)
+class VideoProxySpec:
+    image: ProxySpec = field(default_factory=ProxySpec)
+    """Sizes and qualities of the poster's thumbnail and preview."""
+    web_video_short_side: int = 720
+    """Height of a landscape web video, width of a portrait one; never upscaled."""
+    crf: int = 23
+    preset: str = "veryfast"
+    audio_bitrate_kbps: int = 128
+    max_fps: int = 60
+    """Slow-motion (120/240 fps) sources are played back at this rate at most."""
+    poster_at_seconds: float = 1.0
+    """Poster time, capped at half the duration (first frames are often black)."""
+    ffmpeg: str = "ffmpeg"
+    ffprobe: str = "ffprobe"
+
+    def __post_init__(self) -> None:
+        if self.web_video_short_side < 2 or self.web_video_short_side % 2:
+            raise ValueError("web_video_short_side must be a positive even number")
+        if not 0 <= self.crf <= 51:
+            raise ValueError("crf must be within 0..51")
+
+
+@dataclass(frozen=True, slots=True)
+class VideoProxies:
+    metadata: VideoMetadata
+    poster: ImageProxies
+    """Thumbnail, preview and BlurHash of the poster frame (upright)."""
+    web_video: Path
+    """The encoded MP4 inside ``out_dir_tmp``; publish it with ``paths.move_into_place``."""
+    web_video_width: int
+    web_video_height: int
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+async def run_killable(args: Sequence[str]) -> Completed:
+    """Run ``args`` in its own process group and collect its output.
+
+    On cancellation (or any other exception while waiting) the whole process group is
+    SIGKILLed and the child reaped, then the exception propagates unchanged. A missing
+    executable is ``UnsupportedMedia``.
+    """
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError as error:
+        raise UnsupportedMedia(f"{args[0]} is not installed") from error
+    try:
+        stdout, stderr = await process.communicate()
+    except BaseException:
+        _kill_group(process.pid)
+        await _reap(process)
+        raise
+    assert process.returncode is not None
+    return Completed(process.returncode, stdout, stderr)
+
+
+def _kill_group(pid: int) -> None:
+    # The group id is the child's pid (start_new_session). While any member of the
+    # group lives, Linux does not hand that id to a new process; once none does, the
+    # kill finds no group (a new group would need the pid to wrap around meanwhile).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Wait for the killed child even if cancelled again meanwhile (it takes
+    milliseconds); the caller re-raises the first cancellation afterwards."""
+    waiter = asyncio.ensure_future(process.wait())
+    while not waiter.done():
+        try:
+            await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            continue
+
+
+async def probe_video(src: Path, ffprobe: str = "ffprobe") -> VideoMetadata:
+    """``metadata.read_video_metadata``, async and cancellable."""
+    mtime_ns = await asyncio.to_thread(_original_mtime_ns, src)
+    result = await run_killable(ffprobe_command(src, ffprobe))
+    return parse_ffprobe_output(result.returncode, result.stdout, result.stderr, mtime_ns)
+
+
+def _original_mtime_ns(src: Path) -> int:
+    with open_original(src) as original:  # read-only, no symlink, no FIFO
+        return os.fstat(original.fileno()).st_mtime_ns
+
+
+async def make_video_proxies(
+    src: Path,
+    out_dir_tmp: Path,
+    spec: VideoProxySpec | None,
+    ensure_alive: Callable[[], None],
+) -> VideoProxies:
+    """Probe ``src``, make its poster proxies and encode its web video into
+    ``out_dir_tmp`` (an existing folder on the proxy filesystem, owned by the caller).
+
+    ``ensure_alive()`` is called before each step; what it raises propagates unchanged.
+    Raises ``MediaError`` when the file is not a readable video or ffmpeg fails (with the
+    last lines of ffmpeg's stderr), ``UnsupportedMedia`` when ffmpeg/ffprobe is missing.
+    """
+    spec = spec or VideoProxySpec()
+    ensure_alive()
+    metadata = await probe_video(src, spec.ffprobe)
+    ensure_alive()
+    poster = await _poster(src, metadata, spec)
+    ensure_alive()
+    output = out_dir_tmp / WEB_VIDEO_NAME
+    result = await run_killable(_web_video_command(src, output, metadata, spec))
+    if result.returncode != 0:
+        output.unlink(missing_ok=True)
+        raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
+    ensure_alive()
+    encoded = await probe_video(output, spec.ffprobe)
+    return VideoProxies(
+        metadata=metadata,
+        poster=poster,
+        web_video=output,
+        web_video_width=encoded.width,
+        web_video_height=encoded.height,
+    )
+
+
+async def _poster(src: Path, metadata: VideoMetadata, spec: VideoProxySpec) -> ImageProxies:
+    """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
+    ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo)."""
+    duration = metadata.duration_seconds or 0.0
+    at = max(0.0, min(spec.poster_at_seconds, duration / 2))
+    command = [
+        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
+        *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{src}",
+        "-map", "0:v:0", "-frames:v", "1",
+        "-vf", f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos",
+        "-f", "image2pipe", "-c:v", "bmp", "-",
+    ]  # fmt: skip
+    result = await run_killable(command)
+    if result.returncode != 0 or not result.stdout:
+        raise CorruptMedia(f"ffmpeg could not extract a poster frame: {last_lines(result.stderr)}")
+    return await asyncio.to_thread(_poster_proxies, result.stdout, spec.image)
+
+
+def _poster_proxies(bmp: bytes, spec: ProxySpec) -> ImageProxies:
+    try:
+        with Image.open(io.BytesIO(bmp)) as frame:
+            frame.load()
+            return proxies_from_upright_image(frame.convert("RGB"), spec)
+    except (OSError, ValueError, SyntaxError) as error:
+        raise MediaError(f"unreadable poster frame from ffmpeg: {error}") from error
+
+
+def _web_video_command(
+    src: Path, output: Path, metadata: VideoMetadata, spec: VideoProxySpec
+) -> list[str]:
+    short = spec.web_video_short_side
+    # Expressions see the frames after autorotation. Landscape: height = min(720, ih);
+    # portrait: width = min(720, iw); the other side keeps the aspect (-2: even, as
+    # yuv420p needs). Never upscaled.
+    scale = (
+        f"scale=w='if(gte(iw,ih),-2,min({short},trunc(iw/2)*2))'"
+        f":h='if(gte(iw,ih),min({short},trunc(ih/2)*2),-2)'"
+    )
+    command = [
+        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
+        *ffmpeg_input_options(), "-i", f"file:{src}",
+        "-map", "0:v:0", "-map", "0:a:0?",
+        "-vf", scale, "-fpsmax", str(spec.max_fps),
+        "-c:v", "libx264", "-preset", spec.preset, "-crf", str(spec.crf),
+        "-pix_fmt", "yuv420p", "-profile:v", "high",
+    ]  # fmt: skip
+    if metadata.has_audio:
+        command += ["-c:a", "aac", "-b:a", f"{spec.audio_bitrate_kbps}k", "-ac", "2"]
+    command += [
+        "-map_metadata", "-1", "-map_chapters", "-1",  # no GPS or names in the proxy
+        "-movflags", "+faststart", "-f", "mp4", str(output),
+    ]  # fmt: skip
+    return command
