@@ -1,0 +1,176 @@
+"""Purge on real PostgreSQL: files and rows of soft-deleted assets, the shared-content
+re-check, and the race of #337 (a purge and a crawl of one config, two Workers)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.handlers.contract import Handler, HandlerContext
+from safelight.work.executor import Executor, ExecutorSettings
+from safelight.work.model import Status
+from tests.integration.handlerfixtures import KINDS, LEASE, Harness, jpeg, make_harness, write
+
+pytestmark = pytest.mark.integration
+
+
+async def proxy_files_of(h: Harness, asset_id: int) -> list[Path]:
+    rows = await h.rows(
+        "SELECT path FROM proxy_files WHERE asset_id = %s AND path IS NOT NULL", asset_id
+    )
+    return [h.proxy_root / p for (p,) in rows]
+
+
+async def asset_at(h: Harness, path: str, *, deleted: bool = False) -> int:
+    return int(
+        await h.value(
+            "SELECT id FROM assets WHERE file_path = %s AND is_deleted = %s", path, deleted
+        )
+    )
+
+
+async def crawled(h: Harness, root: Path) -> UUID:
+    config = await h.add_config(root)
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    return config
+
+
+async def test_purge_deletes_the_files_and_rows_of_soft_deleted_assets_only(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "keep.jpg", jpeg(1))
+    write(root, "gone.jpg", jpeg(2))
+    config = await crawled(h, root)
+    kept, gone = await asset_at(h, "keep.jpg"), await asset_at(h, "gone.jpg")
+    gone_files, kept_files = await proxy_files_of(h, gone), await proxy_files_of(h, kept)
+    (root / "gone.jpg").unlink()
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+
+    item = await h.run("purge", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result == {"purged": 1, "files_deleted": 2, "kept_shared": 0}
+    assert not any(f.exists() for f in gone_files)
+    assert not gone_files[0].parent.exists()  # the emptied proxy folder went too
+    assert all(f.exists() for f in kept_files)
+    assert await h.value("SELECT count(*) FROM assets WHERE id = %s", gone) == 0
+    assert await h.value("SELECT count(*) FROM proxy_files WHERE asset_id = %s", gone) == 0
+    assert await h.value("SELECT count(*) FROM assets WHERE id = %s", kept) == 1
+    # Nothing left to purge: a rerun does nothing.
+    again = await h.run("purge", config_id=config)
+    assert again.result == {"purged": 0, "files_deleted": 0, "kept_shared": 0}
+
+
+async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "a.jpg", jpeg(3))
+    write(root, "b.jpg", jpeg(6))
+    config = await crawled(h, root)
+    dead = await asset_at(h, "a.jpg")
+    (root / "a.jpg").unlink()
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    # The same content comes back under another name: a new live asset, same folder.
+    write(root, "back/a again.jpg", jpeg(3))
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    live = await asset_at(h, "back/a again.jpg")
+    live_files = await proxy_files_of(h, live)
+    assert {f.parent for f in live_files} == {f.parent for f in await proxy_files_of(h, dead)}
+
+    item = await h.run("purge", config_id=config)
+
+    assert item.result == {"purged": 1, "files_deleted": 0, "kept_shared": 1}
+    assert all(f.exists() for f in live_files)
+    assert await h.value("SELECT count(*) FROM assets WHERE id = %s", dead) == 0
+    assert await h.value("SELECT count(*) FROM proxy_files WHERE asset_id = %s", live) == 3
+
+
+def tracking(
+    handlers: dict[str, Handler], running: Counter[UUID], peak: list[int]
+) -> dict[str, Handler]:
+    """Handlers that record how many items of one config run at once."""
+
+    def wrap(inner: Handler) -> Handler:
+        async def handler(ctx: HandlerContext) -> dict[str, Any] | None:
+            config = ctx.item.storage_config_id
+            if config is None:
+                return await inner(ctx)
+            running[config] += 1
+            peak[0] = max(peak[0], running[config])
+            try:
+                await asyncio.sleep(0.01)  # widen the window a second claim would use
+                return await inner(ctx)
+            finally:
+                running[config] -= 1
+
+        return handler
+
+    return {kind: wrap(handler) for kind, handler in handlers.items()}
+
+
+@pytest.mark.parametrize("purge_first", [True, False])
+async def test_a_purge_and_a_crawl_of_one_config_on_two_workers_leave_the_new_asset_its_proxies(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, purge_first: bool
+) -> None:
+    running: Counter[UUID] = Counter()
+    peak = [0]
+    base = make_harness(pool, tmp_path)
+    handlers = tracking(base.handlers, running, peak)
+    h = make_harness(pool, tmp_path, clock=base.clock, handlers=handlers)
+    second = Executor(
+        h.store,
+        h.clock,
+        handlers,
+        ExecutorSettings(lease_seconds=LEASE, heartbeat_seconds=10.0, shutdown_grace_seconds=5.0),
+        logging.getLogger("tests.handlers.w2"),
+    )
+    root = tmp_path / "library"
+    write(root, "2024/beach.jpg", jpeg(4))
+    write(root, "2024/other.jpg", jpeg(5))
+    config = await crawled(h, root)
+    (root / "2024/beach.jpg").unlink()
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    # The deleted photo's content comes back: the next crawl ingests it as new, into the
+    # very proxy folder the purge is about to empty.
+    write(root, "restored/beach.jpg", jpeg(4))
+    for kind in ("purge", "crawl") if purge_first else ("crawl", "purge"):
+        await h.store.enqueue(kind, config_id=config)
+    ours = {r[0] for r in await h.rows("SELECT id FROM work_items WHERE status = 'queued'")}
+
+    async def worker(name: str, executor: Executor) -> None:
+        while True:
+            states = await h.rows(
+                "SELECT status::text FROM work_items WHERE id = ANY(%s)", list(ours)
+            )
+            if all(s not in ("queued", "running") for (s,) in states):
+                return
+            item = await h.store.claim(name, KINDS, lease_seconds=LEASE)
+            if item is None:
+                await asyncio.sleep(0.002)
+                continue
+            await executor.run(item)
+
+    await asyncio.wait_for(
+        asyncio.gather(worker("w1", h.executor), worker("w2", second)), timeout=60
+    )
+
+    assert peak[0] == 1, "two items of one config ran at once"
+    statuses = await h.rows(
+        "SELECT kind, status::text FROM work_items WHERE id = ANY(%s)", list(ours)
+    )
+    assert {s for _, s in statuses} == {"succeeded"}
+    new = await asset_at(h, "restored/beach.jpg")
+    files = await proxy_files_of(h, new)
+    assert len(files) == 2 and all(f.is_file() and f.stat().st_size > 0 for f in files)
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
