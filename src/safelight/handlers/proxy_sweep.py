@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from safelight.handlers.contract import HandlerContext, payload_keys, stop_if_cancelled
 from safelight.handlers.services import Services
@@ -18,6 +21,18 @@ from safelight.library.assets import QUERIES
 from safelight.library.sweep import is_old, scan_proxy_root
 
 _BATCH = 500
+
+
+async def still_orphan(
+    conn: psycopg.AsyncConnection[Any], root: Path, relative: str, now_timestamp: float
+) -> bool:
+    """The re-check right before a delete: still no row names the file, and it is still
+    older than the floor. A crawl renames its proxy into place (fresh ctime) before it
+    inserts the row, so the age is checked last: a rename that beat this check is seen."""
+    cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": [relative]})
+    if await cur.fetchone() is not None:
+        return False
+    return is_old(root / relative, now_timestamp)
 
 
 async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, Any]:
@@ -37,17 +52,11 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
         deleted = 0
         for relative in orphans:
             stop_if_cancelled(ctx)
-            # The re-check: a row may have appeared, or the file been replaced, since
-            # the scan. Only then, with the attempt alive, the delete.
-            cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": [relative]})
-            if await cur.fetchone() is not None:
-                continue
-            path = root / relative
-            if not is_old(path, ctx.clock.now().timestamp()):
+            if not await still_orphan(conn, root, relative, ctx.clock.now().timestamp()):
                 continue
             ctx.ensure_alive()
             try:
-                path.unlink()
+                (root / relative).unlink()
             except FileNotFoundError:
                 continue
             deleted += 1

@@ -1,0 +1,180 @@
+"""Proxy deletion (confined to its root) and the proxy sweep (age floor, re-check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.handlers import proxy_sweep
+from safelight.work.model import Status
+from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
+
+pytestmark = pytest.mark.integration
+
+
+async def library(h: Harness, root: Path, count: int = 2) -> UUID:
+    for i in range(count):
+        write(root, f"p{i}.jpg", jpeg(30 + i))
+    config = await h.add_config(root)
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    return config
+
+
+async def proxy_rows(h: Harness, file_path: str) -> dict[str, str]:
+    rows = await h.rows(
+        "SELECT p.proxy_type, p.path FROM proxy_files p JOIN assets a ON a.id = p.asset_id"
+        " WHERE a.file_path = %s AND p.path IS NOT NULL",
+        file_path,
+    )
+    return dict(rows)
+
+
+async def test_proxy_deletion_by_path_deletes_the_file_and_its_row(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    config = await library(h, tmp_path / "library")
+    thumb = (await proxy_rows(h, "p0.jpg"))["thumbnail"]
+
+    item = await h.run("proxy_deletion", config_id=config, payload={"paths": [thumb, thumb]})
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result == {"files_deleted": 1, "rows_deleted": 1, "missing": 0}
+    assert not (h.proxy_root / thumb).exists()
+    assert "thumbnail" not in await proxy_rows(h, "p0.jpg")
+    # Unscoped, the same works for any config's files; a file already gone is "missing".
+    preview = (await proxy_rows(h, "p0.jpg"))["full_preview"]
+    (h.proxy_root / preview).unlink()
+    item = await h.run("proxy_deletion", payload={"paths": [preview]})
+    assert item.result == {"files_deleted": 0, "rows_deleted": 1, "missing": 1}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"paths": ["../outside.txt"]}, "outside"),
+        ({"paths": ["/etc/passwd"]}, "relative"),
+        ({"paths": ["escape/secret.txt"]}, "outside"),
+        ({"paths": ["00000000-0000-0000-0000-000000000000/ab/x.jpg"]}, "storage config"),
+        ({"paths": ["CONFIG"]}, "not a file under"),
+        ({"paths": "p0.jpg"}, "list of strings"),
+        ({"paths": [3]}, "list of strings"),
+        ({"asset_ids": ["1"]}, "positive integers"),
+        ({"asset_ids": [True]}, "positive integers"),
+        ({}, "exactly one of"),
+        ({"paths": [], "asset_ids": []}, "exactly one of"),
+        ({"paths": [], "force": True}, "does not take 'force'"),
+    ],
+)
+async def test_proxy_deletion_refuses_a_bad_payload_and_deletes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, payload: dict[str, Any], message: str
+) -> None:
+    h = make_harness(pool, tmp_path)
+    config = await library(h, tmp_path / "library")
+    (tmp_path / "outside.txt").write_text("not a proxy")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text("not a proxy either")
+    (h.proxy_root / "escape").symlink_to(tmp_path / "elsewhere")
+    good = (await proxy_rows(h, "p1.jpg"))["thumbnail"]
+    if "paths" in payload and isinstance(payload["paths"], list):
+        paths = [str(config) if p == "CONFIG" else p for p in payload["paths"]]
+        payload = {**payload, "paths": [good, *paths]}
+    before = sorted(p.relative_to(h.proxy_root) for p in h.proxy_root.rglob("*"))
+
+    item = await h.run("proxy_deletion", config_id=config, payload=payload)
+
+    assert item.status is Status.FAILED
+    assert item.error is not None and "MalformedPayload" in item.error and message in item.error
+    assert sorted(p.relative_to(h.proxy_root) for p in h.proxy_root.rglob("*")) == before
+    assert (tmp_path / "outside.txt").exists() and (tmp_path / "elsewhere/secret.txt").exists()
+    assert "thumbnail" in await proxy_rows(h, "p1.jpg")
+
+
+async def test_proxy_deletion_by_asset_keeps_a_file_another_asset_still_names(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await library(h, root)
+    dead = await h.value("SELECT id FROM assets WHERE file_path = 'p0.jpg'")
+    # The dead asset's content comes back under another name: a live asset with the
+    # same proxy files.
+    (root / "p0.jpg").rename(root / "gone.tmp")
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    (root / "gone.tmp").rename(root / "p0 again.jpg")
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    shared = await proxy_rows(h, "p0 again.jpg")
+    p1 = await h.value("SELECT id FROM assets WHERE file_path = 'p1.jpg'")
+    p1_files = await proxy_rows(h, "p1.jpg")
+    other_config = await library(h, tmp_path / "other", count=1)
+    foreign = await h.value("SELECT id FROM assets WHERE storage_config_id = %s", other_config)
+
+    refused = await h.run("proxy_deletion", config_id=config, payload={"asset_ids": [foreign]})
+    assert refused.status is Status.FAILED and refused.error is not None
+    assert "not of storage config" in refused.error
+
+    item = await h.run("proxy_deletion", config_id=config, payload={"asset_ids": [dead]})
+    assert item.result == {"files_deleted": 0, "rows_deleted": 3, "missing": 0}
+    assert all((h.proxy_root / f).exists() for f in shared.values())
+
+    item = await h.run("proxy_deletion", config_id=config, payload={"asset_ids": [p1, 999999]})
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result == {"files_deleted": 2, "rows_deleted": 3, "missing": 1}
+    assert not any((h.proxy_root / f).exists() for f in p1_files.values())
+
+
+async def test_the_sweep_deletes_old_orphans_only_and_rechecks_before_each_delete(
+    pool: AsyncConnectionPool[Any],
+    tmp_path: Path,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crawler = make_harness(pool, tmp_path)
+    await library(crawler, tmp_path / "library")
+    root = crawler.proxy_root
+    named = sorted(p for p in root.rglob("*") if p.is_file())
+    orphan = root / "stray" / "ab" / "orphan.jpg"
+    temp = root / "stray" / "cd" / ".thumbnail.jpg.x1y2.tmp"
+    claimed = root / "stray" / "ef" / "about-to-be-named.jpg"
+    for path in (orphan, temp, claimed):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"x")
+    (root / "empty" / "deeper").mkdir(parents=True)
+
+    # Half an hour on: everything is too young.
+    young = make_harness(pool, tmp_path, clock=later(0.5))
+    item = await young.run("proxy_sweep")
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["deleted"] == 0
+    assert orphan.exists() and temp.exists() and (root / "empty/deeper").exists()
+
+    # Two hours on: old orphans go, named files stay, and a file that a row names by the
+    # time of the re-check right before its delete stays too.
+    real_recheck = proxy_sweep.still_orphan
+
+    async def recheck(conn: Any, root_: Path, relative: str, now: float) -> bool:
+        if relative.endswith("about-to-be-named.jpg"):
+            with psycopg.connect(database_url, autocommit=True) as other:
+                other.execute(
+                    "INSERT INTO proxy_files (asset_id, proxy_type, path, created_at)"
+                    " SELECT min(id), 'web_video', %s, now() FROM assets",
+                    (relative,),
+                )
+        return await real_recheck(conn, root_, relative, now)
+
+    monkeypatch.setattr(proxy_sweep, "still_orphan", recheck)
+    old = make_harness(pool, tmp_path, clock=later(2))
+    item = await old.run("proxy_sweep")
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["deleted"] == 2
+    assert not orphan.exists() and not temp.exists()
+    assert claimed.exists()
+    assert all(p.exists() for p in named)
+    assert not (root / "empty").exists()
+    assert not orphan.parent.exists()
