@@ -15,8 +15,8 @@ SubsecTime and OffsetTime (Exif IFD); and from maker notes:
 - Canon (plain IFD, offsets relative to the TIFF header): ShotInfo (0x0004) index 9
   SequenceNumber, reported only when CameraSettings (0x0001) index 5 ContinuousDrive
   says the shot was not a single frame.
-- Panasonic (``Panasonic\\0\\0\\0``, IFD at +12, TIFF-relative): 0x002b SequenceNumber,
-  reported only when 0x002a BurstMode is not off.
+- Panasonic (``Panasonic\\0\\0\\0``, IFD at +12, TIFF-relative, byte order guessed):
+  0x002b SequenceNumber, reported only when 0x002a BurstMode is not off.
 - Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
   endian): 0x1101 SequenceNumber when non-zero.
 
@@ -193,9 +193,10 @@ def _read_maker_note(
             None,
         )
     if head.startswith(b"Panasonic\0"):
-        ifd = _read_ifd(src, note.offset + 12, endian, base=0)
-        burst_mode = _first_int(src, ifd.get(_PANASONIC_BURST_MODE), endian)
-        number = _first_int(src, ifd.get(_PANASONIC_SEQUENCE_NUMBER), endian)
+        note_endian = _guess_endian(src, note.offset + 12, endian)
+        ifd = _read_ifd(src, note.offset + 12, note_endian, base=0)
+        burst_mode = _first_int(src, ifd.get(_PANASONIC_BURST_MODE), note_endian)
+        number = _first_int(src, ifd.get(_PANASONIC_SEQUENCE_NUMBER), note_endian)
         return None, None, number if burst_mode not in (None, 0) else None
     if head.startswith(b"FUJIFILM") and len(head) >= 12:
         (ifd_offset,) = struct.unpack("<I", head[8:12])
@@ -210,6 +211,18 @@ def _read_maker_note(
         if continuous != 0 and len(shot_info) > 9:
             return None, None, shot_info[9]
     return None, None, None
+
+
+def _guess_endian(src: _Source, start: int, default: str) -> str:
+    """Byte order of a maker-note IFD that does not declare one (as ExifTool's
+    "Unknown"): the one whose entry count is plausible, preferring the TIFF's."""
+    raw = src.read_at(start, 2)
+    if len(raw) < 2:
+        return default
+    for endian in (default, "<" if default == ">" else ">"):
+        if 0 < struct.unpack(endian + "H", raw)[0] <= 256:
+            return endian
+    return default
 
 
 def _read_ifd(src: _Source, offset: int, endian: str, base: int) -> dict[int, _Entry]:
@@ -329,7 +342,10 @@ def apple_maker_note(
     table = struct.pack(">HHIi", 0x0001, 9, 1, 14)  # MakerNoteVersion 14, as recent iPhones
     data = b""
     for tag, raw in strings:
-        table += struct.pack(">HHII", tag, 2, len(raw), data_start + len(data))
-        data += raw
+        if len(raw) <= 4:  # TIFF keeps values of up to 4 bytes in the entry itself
+            table += struct.pack(">HHI4s", tag, 2, len(raw), raw)
+        else:
+            table += struct.pack(">HHII", tag, 2, len(raw), data_start + len(data))
+            data += raw
     header = b"Apple iOS\0" + b"\x00\x01" + b"MM" + struct.pack(">H", count)
     return header + table + b"\0" * 4 + data
