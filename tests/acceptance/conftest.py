@@ -1,0 +1,70 @@
+"""Running the real ``safelight`` command: in-process with click's CliRunner (fast), or as
+a real process (exit codes, signals, "no traceback") through ``python -m safelight``.
+
+Every command runs against the test's own migrated database (``database_url``) and its
+own ``SAFELIGHT_HOME``, so proxies and demo libraries never leak between tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from safelight.cli.main import cli
+from safelight.library.samplegen import generate_library
+from tests.acceptance.harness import Sample
+
+SAMPLE_SEED = 7
+# Settings a developer's shell might export, which must not leak into a test's commands.
+_FOREIGN = [name for name in os.environ if name.startswith("SAFELIGHT_")]
+
+
+@pytest.fixture(scope="session")
+def sample_library(tmp_path_factory: pytest.TempPathFactory) -> Sample:
+    """A generated library (photos with EXIF, bursts, a Live Photo, videos, broken files),
+    made once: crawls only read it."""
+    root = tmp_path_factory.mktemp("library")
+    return Sample(root, generate_library(root, seed=SAMPLE_SEED))
+
+
+@pytest.fixture
+def small_library(sample_library: Sample, tmp_path: Path) -> Path:
+    """Three photos of the sample library in a folder of this test's own, to change."""
+    root = tmp_path / "small"
+    photos = [p.path for p in sample_library.manifest.photos if p.path.lower().endswith(".jpg")]
+    for relative in photos[:3]:
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(sample_library.root / relative, target)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def cli_env(database_url: str, home: Path) -> dict[str, str | None]:
+    env: dict[str, str | None] = dict.fromkeys(_FOREIGN)
+    env.update({"SAFELIGHT_DATABASE_URL": database_url, "SAFELIGHT_HOME": str(home)})
+    return env
+
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def invoke(cli_env: dict[str, str | None]) -> Invoke:
+    """``invoke("items", "--json", env={...})``: run a command in this process."""
+
+    def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
+        merged = {**cli_env, **(env or {})}
+        return CliRunner().invoke(cli, list(args), env=merged, catch_exceptions=False)
+
+    return run

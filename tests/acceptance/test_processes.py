@@ -1,0 +1,150 @@
+"""The real ``safelight`` process: exit codes, one-line errors without a traceback or a
+password, Ctrl-C in the middle of a crawl, and a run on the embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.acceptance.harness import Sample, safelight_process, start_safelight
+
+pytestmark = pytest.mark.acceptance
+
+
+def assert_one_line_error(stderr: str, *needles: str) -> None:
+    assert "Traceback" not in stderr
+    (line,) = stderr.splitlines()
+    assert line.startswith("safelight: error: ")
+    for needle in needles:
+        assert needle in line
+
+
+def test_an_unreachable_database_is_exit_3_without_its_password(tmp_path: Path) -> None:
+    url = "postgresql://u:secret@127.0.0.1:1/x"
+    for args, env in (
+        (("--database-url", url, "status"), {}),
+        (("items",), {"SAFELIGHT_DATABASE_URL": url}),
+        (("run", str(tmp_path)), {"SAFELIGHT_DATABASE_URL": url}),
+    ):
+        done = safelight_process(*args, env={"SAFELIGHT_HOME": str(tmp_path / "h"), **env})
+        assert done.returncode == 3, done.stderr
+        assert done.stdout == ""
+        assert_one_line_error(done.stderr, "cannot reach the database", "u:***@127.0.0.1:1")
+        assert "secret" not in done.stderr + done.stdout
+
+
+def test_invalid_settings_name_the_setting_before_anything_starts(tmp_path: Path) -> None:
+    env = {
+        "SAFELIGHT_HOME": str(tmp_path),
+        "SAFELIGHT_DATABASE_URL": "postgresql://u@127.0.0.1:1/x",
+    }
+    done = safelight_process("status", env={**env, "SAFELIGHT_LEASE_SECONDS": "abc"})
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr, "lease_seconds", "SAFELIGHT_LEASE_SECONDS", "'abc'")
+    done = safelight_process("--heartbeat-seconds", "30", "status", env=env)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr, "heartbeat_seconds", "quarter")
+    # Help still works with a broken setting in the environment.
+    done = safelight_process("items", "--help", env={**env, "SAFELIGHT_LEASE_SECONDS": "abc"})
+    assert done.returncode == 0 and "Usage: safelight items" in done.stdout
+
+
+def test_help_documents_the_exit_codes() -> None:
+    done = safelight_process("--help", env={})
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    for code in (
+        "0 ok",
+        "1 work failed",
+        "2 invalid input",
+        "3 database unavailable",
+        "130 interrupted",
+    ):
+        assert code in text
+
+
+def test_bad_paths_are_exit_2_in_a_real_process(tmp_path: Path, database_url: str) -> None:
+    env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
+    done = safelight_process("run", str(tmp_path / "missing"), env=env)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr, "does not exist")
+    (tmp_path / "a-file").write_text("x")
+    done = safelight_process("run", str(tmp_path / "a-file"), "--json", env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_line_error(done.stderr, "is not a folder")
+
+
+def _crawl_status(database_url: str) -> str | None:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT status::text FROM work_items WHERE kind = 'crawl' ORDER BY id LIMIT 1"
+        ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
+    sample_library: Sample, database_url: str, tmp_path: Path
+) -> None:
+    env = {
+        "SAFELIGHT_HOME": str(tmp_path),
+        "SAFELIGHT_DATABASE_URL": database_url,
+        # One file at a time, so the crawl is still running when the signal lands.
+        "SAFELIGHT_MAX_CONCURRENT_FILES": "1",
+    }
+    process = start_safelight("run", str(sample_library.root), "--workers", "1", "--json", env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while _crawl_status(database_url) != "running":
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the crawl never started"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    first = json.loads(stdout)
+    assert first["status"] == "interrupted" and first["exit_code"] == 130
+    assert first["crawl"]["status"] == "queued"
+    with psycopg.connect(database_url) as conn:
+        outcomes = conn.execute(
+            "SELECT outcome::text FROM work_attempts WHERE work_item_id = %s",
+            (first["crawl"]["item_id"],),
+        ).fetchall()
+    assert outcomes == [("released",)]
+
+    done = safelight_process("run", str(sample_library.root), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    second = json.loads(done.stdout)
+    # The same crawl item, run again from the queue, with everything ingested by the end.
+    assert second["crawl"]["item_id"] == first["crawl"]["item_id"]
+    assert second["status"] == "succeeded"
+    manifest = sample_library.manifest
+    assert second["assets"]["total"] == len(manifest.photos) + len(manifest.videos)
+
+
+def test_run_on_the_embedded_database_with_no_url(sample_library: Sample, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = safelight_process(
+        "run", str(sample_library.root), "--json", env={"SAFELIGHT_HOME": str(home)}, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "succeeded"
+    assert summary["database"] == f"embedded PostgreSQL in {home / 'pgdata'}"
+    assert summary["assets"]["image"] == len(sample_library.manifest.photos)
+    assert "Traceback" not in done.stderr
+    # pgserver stops the server when the last process using it exits.
+    pid_file = home / "pgdata" / "postmaster.pid"
+    deadline = time.monotonic() + 20
+    while pid_file.exists():
+        assert time.monotonic() < deadline, "the embedded PostgreSQL is still running"
+        time.sleep(0.1)

@@ -1,0 +1,204 @@
+"""``safelight run`` and ``safelight demo`` end to end: a generated library in, a summary
+and proxy files out, checked against the files on disk and the generator's manifest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from safelight.db.pool import connect
+from tests.acceptance.conftest import Invoke
+from tests.acceptance.harness import Sample, json_of
+
+pytestmark = pytest.mark.acceptance
+
+
+def proxy_paths(database_url: str, config_id: str) -> list[str]:
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT p.path FROM proxy_files p JOIN assets a ON a.id = p.asset_id"
+            " WHERE a.storage_config_id = %s AND p.path IS NOT NULL",
+            (config_id,),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_run_indexes_a_library_and_a_second_run_reuses_it(
+    invoke: Invoke, sample_library: Sample, database_url: str, home: Path
+) -> None:
+    manifest = sample_library.manifest
+    first = invoke("run", str(sample_library.root), "--json")
+    assert first.exit_code == 0, first.output
+    summary = json_of(first)  # stdout is the one JSON document and nothing else
+
+    assert summary["status"] == "succeeded"
+    assert summary["config"]["root"] == str(sample_library.root.resolve())
+    assert summary["config"]["created"] is True
+    assert summary["assets"] == {
+        "image": len(manifest.photos),
+        "video": len(manifest.videos),
+        "total": len(manifest.photos) + len(manifest.videos),
+    }
+    assert summary["files"] == len(manifest.photos) + len(manifest.videos) + len(manifest.errors)
+    assert summary["new"] == len(manifest.photos) + len(manifest.videos)
+    assert summary["bursts"] == len(manifest.bursts)
+    assert summary["burst_assets"] == sum(len(b.paths) for b in manifest.bursts)
+    assert summary["live_photos"] == sum(1 for p in manifest.live_pairs if p.video)
+    # Each broken file is listed with its reason; nothing else failed.
+    assert sorted(e["path"] for e in summary["errors"]) == sorted(e.path for e in manifest.errors)
+    assert all(e["reason"] for e in summary["errors"])
+    assert {i["kind"]: i["outcome"] for i in summary["items"]} == {
+        "crawl": "succeeded",
+        "burst_detection": "succeeded",
+    }
+    assert summary["seconds"] > 0 and summary["files_per_second"] > 0
+    assert "secret" not in first.output
+
+    # Every proxy the database knows is a file on disk, where the summary says.
+    folder = Path(summary["proxies"]["folder"])
+    assert folder == (home / "proxies" / summary["config"]["id"]).resolve()
+    paths = proxy_paths(database_url, summary["config"]["id"])
+    assert summary["proxies"]["made"] >= len(paths) == summary["proxies"]["files"] > 0
+    for relative in paths:
+        assert (home / "proxies" / relative).is_file(), relative
+
+    second = invoke("run", str(sample_library.root), "--json")
+    assert second.exit_code == 0, second.output
+    again = json_of(second)
+    assert again["config"]["id"] == summary["config"]["id"]
+    assert again["config"]["created"] is False
+    assert again["new"] == 0 and again["proxies"]["made"] == 0
+    assert again["unchanged"] == summary["assets"]["total"]
+    assert again["assets"] == summary["assets"]
+    assert again["crawl"]["item_id"] != summary["crawl"]["item_id"]
+
+
+def test_run_prints_progress_lines_and_a_readable_summary(
+    invoke: Invoke, small_library: Path
+) -> None:
+    result = invoke("run", str(small_library))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    # Not a terminal: plain progress lines, then the summary.
+    assert "crawl small ·" in out
+    assert "crawl small: succeeded" in out
+    assert "Done in" in out and "files/s" in out
+    assert "3 photos, 0 videos" in out
+    assert "3 new, 0 moved" in out
+    assert "proxies" in out and str(small_library.name) in out
+    assert "Traceback" not in result.output
+
+
+def test_a_gone_file_is_soft_deleted_listed_and_purged(invoke: Invoke, small_library: Path) -> None:
+    first = json_of(invoke("run", str(small_library), "--json"))
+    config_id = first["config"]["id"]
+    gone = sorted(small_library.rglob("*.*"))[0]
+    gone.unlink()
+    second = json_of(invoke("run", str(small_library), "--json"))
+    assert second["deleted"] == 1 and second["soft_deleted_total"] == 1
+    assert second["assets"]["total"] == 2
+
+    deleted = json_of(invoke("assets", "--deleted", "--json", "--config", config_id[:8]))
+    assert [a["file_path"] for a in deleted] == [gone.relative_to(small_library).as_posix()]
+    assert deleted[0]["deleted_at"] is not None
+    live = json_of(invoke("assets", "--json"))
+    assert len(live) == 2 and all(a["deleted_at"] is None for a in live)
+    listing = invoke("assets", "--deleted")
+    assert gone.name in listing.stdout and "soft-deleted assets" in listing.stdout
+
+    purge = invoke("purge", config_id)
+    assert purge.exit_code == 0, purge.output
+    item_id = int(purge.stdout.strip().splitlines()[-1])
+    assert invoke("purge", config_id).stdout.strip() == str(item_id)  # deduplicated
+    assert invoke("worker", "--until-idle").exit_code == 0
+    assert json_of(invoke("items", "show", str(item_id), "--json"))["status"] == "succeeded"
+    assert json_of(invoke("assets", "--deleted", "--json")) == []
+
+
+def test_run_exits_1_when_the_crawl_fails(invoke: Invoke, small_library: Path) -> None:
+    assert invoke("run", str(small_library), "--json").exit_code == 0
+    # A folder that suddenly holds no media while the library has some looks like an
+    # unmounted share: the crawl fails and deletes nothing.
+    for file in small_library.rglob("*.*"):
+        file.unlink()
+    result = invoke("run", str(small_library), "--json")
+    assert result.exit_code == 1
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "failed" and summary["crawl"]["status"] == "failed"
+    assert "mounted" in summary["crawl"]["error"]
+    assert summary["assets"]["total"] == 3 and summary["deleted"] == 0
+    text = invoke("run", str(small_library))
+    assert text.exit_code == 1
+    assert "The crawl did not succeed" in text.stdout
+
+
+@pytest.mark.parametrize("what", ["missing", "file"])
+def test_run_refuses_a_path_that_is_not_a_folder(invoke: Invoke, tmp_path: Path, what: str) -> None:
+    target = tmp_path / what
+    if what == "file":
+        target.write_text("not a folder")
+    result = invoke("run", str(target))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("safelight: error: ") and str(target) in line
+    assert json_of(invoke("config", "list", "--json")) == []
+
+
+def test_run_with_another_owner_registers_the_folder_for_them(
+    invoke: Invoke, small_library: Path
+) -> None:
+    summary = json_of(invoke("run", str(small_library), "--user", "carol", "--json"))
+    assert summary["config"]["owner"] == "carol" and summary["status"] == "succeeded"
+    configs = json_of(invoke("config", "list", "--json"))
+    assert [(c["owner"], c["id"]) for c in configs] == [("carol", summary["config"]["id"])]
+
+
+def test_demo_makes_its_library_once_and_runs_on_it(invoke: Invoke, home: Path) -> None:
+    first = invoke("demo", "--json")
+    assert first.exit_code == 0, first.output
+    summary = json_of(first)
+    library = home / "demo-library"
+    assert summary["config"]["root"] == str(library.resolve())
+    assert summary["status"] == "succeeded"
+    assert summary["assets"]["image"] > 10 and summary["bursts"] >= 1
+    assert {e["path"] for e in summary["errors"]} >= {"broken/truncated.jpg"}
+    marker = library / "left-by-the-test"
+    marker.write_text("the demo library is reused, not made again")
+
+    second = invoke("demo")
+    assert second.exit_code == 0, second.output
+    assert f"Using the demo library in {library}" in second.stdout
+    assert marker.exists()
+    assert "could not be ingested" in second.stdout
+
+
+def test_db_migrate_reports_an_up_to_date_database(invoke: Invoke) -> None:
+    result = invoke("db", "migrate")
+    assert result.exit_code == 0, result.output
+    assert "up to date" in result.stdout
+
+
+async def _count(database_url: str, sql: str) -> Any:
+    conn = await connect(database_url)
+    try:
+        cur = await conn.execute(sql)
+        row = await cur.fetchone()
+        return None if row is None else row[0]
+    finally:
+        await conn.close()
+
+
+def test_nothing_is_left_running_after_a_run(
+    invoke: Invoke, small_library: Path, database_url: str
+) -> None:
+    assert invoke("run", str(small_library), "--json").exit_code == 0
+    running = asyncio.run(
+        _count(database_url, "SELECT count(*) FROM work_items WHERE status <> 'succeeded'")
+    )
+    assert running == 0
