@@ -22,7 +22,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from uuid import UUID
@@ -54,7 +54,8 @@ class HandlerContext(Protocol):
     def fenced(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]: ...
 
 
-Handler = Callable[[HandlerContext], Awaitable[dict[str, Any] | None]]
+Handler = Callable[[HandlerContext], Coroutine[Any, Any, dict[str, Any] | None]]
+"""``async def handler(ctx) -> dict | None``, as the executor runs it (in a task of its own)."""
 
 
 class MalformedPayload(WorkError, ValueError):
