@@ -203,7 +203,7 @@ def _flatten(image: Image.Image) -> Image.Image:
     """Transparent areas onto white (JPEG has no alpha; black would hide dark content)."""
     if image.mode not in ("RGBA", "LA"):
         return image
-    base = Image.new(image.mode[:-1], image.size, 255)
+    base = Image.new(image.mode[:-1], image.size, "white")
     base.paste(image, mask=image.getchannel("A"))
     return base
 
