@@ -344,8 +344,7 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     write(root, "zero.jpg", b"")
     write(root, "not-really.jpg", b"this is text, not a JPEG")
     write(root, "cut.jpg", jpeg(2, size=(200, 200))[:400])
-    bad_name = os.fsencode(root) + b"/caf\xe9.jpg"  # Latin-1, not UTF-8
-    Path(os.fsdecode(bad_name)).write_bytes(jpeg(3))
+    write(root, os.fsdecode(b"caf\xe9.jpg"), jpeg(3))  # Latin-1, not UTF-8
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
@@ -368,3 +367,21 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     assert again.result is not None and again.result["ingested"] == 1
     rows = await h.rows("SELECT file_path, failures FROM asset_errors ORDER BY file_path")
     assert rows == [("caf\\xe9.jpg", 2), ("not-really.jpg", 2)]
+
+
+async def test_a_file_overwritten_with_broken_content_loses_its_asset_and_is_reported(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    old = (await live_paths(h, config))["2024/img_1.jpg"]
+    touch_later(write(root, "2024/img_1.jpg", b"\xff\xd8\xff garbage, not a photo"))
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert item.result["deleted"] == 1 and item.result["ingested"] == 0
+    assert [e["path"] for e in item.result["errors"]] == ["2024/img_1.jpg"]
+    assert await h.value("SELECT is_deleted FROM assets WHERE id = %s", old) is True

@@ -321,7 +321,16 @@ class _Crawl:
     async def _ingest(self, walked: WalkedFile, source: Path, hashed: HashedFile) -> None:
         h = hashed.content_hash
         try:
-            row, proxies = await self._make(walked, source, hashed)
+            try:
+                row, proxies = await self._make(walked, source, hashed)
+            except MediaError:
+                # The new content cannot be ingested (yet); the old content is gone from
+                # this path all the same, so its asset must not stay live with it.
+                async with self.decide:
+                    known = self.index.at_path(walked.path)
+                    if known is not None and known.content_hash != h:
+                        await self._soft_delete(known)
+                raise
             async with self.decide:
                 # Re-read under the lock: a move may have taken the old asset away.
                 known = self.index.at_path(walked.path)
