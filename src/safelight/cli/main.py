@@ -41,6 +41,7 @@ class SafelightGroup(click.Group):
 
 
 @click.group(
+    "safelight",
     cls=SafelightGroup,
     epilog=EXIT_CODES_HELP,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},

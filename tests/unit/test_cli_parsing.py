@@ -1,0 +1,384 @@
+"""The CLI without a database: parsing, settings from flags, one-line errors and their
+exit codes, JSON output, progress lines and the run summary."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+from rich.console import Console
+
+from safelight.cli import admin
+from safelight.cli.failures import (
+    EXIT_DATABASE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    Failure,
+    translate,
+)
+from safelight.cli.main import cli
+from safelight.cli.output import short_id, to_json
+from safelight.cli.progress import NoProgress, PlainProgress, choose_view
+from safelight.cli.queue import parse_payload
+from safelight.cli.run import ensure_demo_library
+from safelight.cli.state import CliState
+from safelight.cli.summary import build_summary, render_summary
+from safelight.db.database import DatabaseUnavailable
+from safelight.library.configs import ConfigError
+from safelight.logs import masker
+from safelight.settings import Settings, SettingsError
+from safelight.work.errors import InvalidWorkItem
+from safelight.work.fakeclock import FakeClock
+
+UNREACHABLE = "postgresql://u:pw-unit@127.0.0.1:1/x"
+
+
+@pytest.fixture
+def env() -> dict[str, str | None]:
+    """No setting from the developer's shell; a database nothing can reach."""
+    cleared: dict[str, str | None] = {k: None for k in os.environ if k.startswith("SAFELIGHT_")}
+    return {**cleared, "SAFELIGHT_DATABASE_URL": UNREACHABLE}
+
+
+def run(args: list[str], env: dict[str, str | None]) -> Result:
+    return CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+
+
+# --- help and usage errors ----------------------------------------------------------
+
+
+def all_command_paths() -> Iterator[list[str]]:
+    for name, command in cli.commands.items():
+        yield [name]
+        if isinstance(command, click.Group):
+            for sub in command.commands:
+                yield [name, sub]
+
+
+@pytest.mark.parametrize("path", list(all_command_paths()), ids=" ".join)
+def test_every_command_has_help_even_with_a_broken_setting(
+    path: list[str], env: dict[str, str | None]
+) -> None:
+    result = run([*path, "--help"], {**env, "SAFELIGHT_LEASE_SECONDS": "abc"})
+    assert result.exit_code == 0, result.output
+    assert f"Usage: safelight {' '.join(path)}" in result.stdout
+
+
+def test_the_group_help_lists_commands_and_exit_codes(env: dict[str, str | None]) -> None:
+    text = " ".join(run(["--help"], env).stdout.split())
+    for command in ("run", "demo", "worker", "status", "items", "config", "enqueue", "purge"):
+        assert f" {command} " in text
+    assert "Exit codes: 0 ok; 1 work failed" in text and "130 interrupted" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bogus", "status"], "No such option '--bogus' (see 'safelight --help')"),
+        (["--log-format", "xml", "status"], "Invalid value for '--log-format'"),
+        (["--lease-seconds", "abc", "status"], "'abc' is not a valid float"),
+        (["--max-stalls", "1.5", "status"], "'1.5' is not a valid integer"),
+        (["run"], "Missing argument 'PATH' (see 'safelight run --help')"),
+        (["run", ".", "--workers", "0"], "Invalid value for '--workers'"),
+        (["worker", "--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["config"], None),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    args: list[str], message: str | None, env: dict[str, str | None]
+) -> None:
+    result = run(args, env)
+    if message is None:  # a group without a subcommand shows its help
+        assert result.exit_code in (0, 2) and "Usage:" in result.output
+        return
+    assert result.exit_code == EXIT_USAGE, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("safelight: error: ") and message in line
+
+
+@pytest.mark.parametrize(
+    ("env_name", "value", "named"),
+    [
+        ("SAFELIGHT_LEASE_SECONDS", "abc", "lease_seconds (SAFELIGHT_LEASE_SECONDS)"),
+        ("SAFELIGHT_MAX_CONCURRENT_FILES", "0", "max_concurrent_files"),
+        ("SAFELIGHT_LOG_FORMAT", "yaml", "log_format"),
+    ],
+)
+def test_invalid_settings_stop_before_the_database_is_touched(
+    env: dict[str, str | None], env_name: str, value: str, named: str
+) -> None:
+    result = run(["status"], {**env, env_name: value})
+    assert result.exit_code == EXIT_USAGE
+    (line,) = result.stderr.splitlines()
+    assert named in line and "database" not in line
+
+
+def test_flags_become_the_settings(
+    env: dict[str, str | None], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[Settings] = []
+
+    def fake_with_database(self: CliState, body: Any, **_: Any) -> list[Any]:
+        seen.append(self.settings())
+        return []
+
+    monkeypatch.setattr(CliState, "with_database", fake_with_database)
+    result = run(
+        [
+            "--home",
+            str(tmp_path),
+            "--proxy-root",
+            str(tmp_path / "px"),
+            "--lease-seconds",
+            "120",
+            "--heartbeat-seconds",
+            "20",
+            "--poll-seconds",
+            "1.5",
+            "--max-stalls",
+            "7",
+            "--max-concurrent-files",
+            "2",
+            "--log-format",
+            "json",
+            "--database-url",
+            "postgresql://flag@h/db",
+            "config",
+            "list",
+            "--json",
+        ],
+        {**env, "SAFELIGHT_LEASE_SECONDS": "300", "SAFELIGHT_POLL_SECONDS": "9"},
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
+    (settings,) = seen
+    assert (settings.lease_seconds, settings.heartbeat_seconds, settings.poll_seconds) == (
+        120.0,
+        20.0,
+        1.5,
+    )
+    assert (settings.max_stalls, settings.max_concurrent_files) == (7, 2)
+    assert settings.home == tmp_path and settings.proxies == (tmp_path / "px").resolve()
+    assert settings.log_format == "json"
+    assert settings.database_url == "postgresql://flag@h/db"
+
+
+# --- errors become one line ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (SettingsError("lease_seconds must be greater than 0"), EXIT_USAGE),
+        (ConfigError("/x does not exist"), EXIT_USAGE),
+        (InvalidWorkItem("unknown kind 'x'"), EXIT_USAGE),
+        (DatabaseUnavailable("cannot reach the database at postgresql://u:***@h/x"), EXIT_DATABASE),
+        (KeyboardInterrupt(), EXIT_INTERRUPTED),
+        (click.UsageError("No such option: --x"), EXIT_USAGE),
+        (Failure("no such item", 2), EXIT_USAGE),
+    ],
+)
+def test_user_errors_map_to_their_exit_code(error: BaseException, code: int) -> None:
+    failure = translate(error)
+    assert failure.exit_code == code
+    assert "\n" not in failure.format_message()
+
+
+def test_a_bug_is_exit_70_with_a_hint_and_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    failure = translate(ZeroDivisionError("division by zero"))
+    assert failure.exit_code == EXIT_INTERNAL
+    failure.show()
+    err = capsys.readouterr().err
+    assert err == (
+        "safelight: error: internal error (ZeroDivisionError: division by zero); "
+        "run with --log-level debug for the traceback\n"
+    )
+
+
+def test_a_failure_never_prints_a_password(capsys: pytest.CaptureFixture[str]) -> None:
+    masker.add("s3cr3t-pw")
+    Failure("could not connect to postgresql://u:s3cr3t-pw@h/x (password=s3cr3t-pw)").show()
+    err = capsys.readouterr().err
+    assert "s3cr3t-pw" not in err and "u:***@h/x" in err
+
+
+# --- payloads and JSON ----------------------------------------------------------------
+
+
+def test_parse_payload() -> None:
+    assert parse_payload(None) is None
+    assert parse_payload('{"seconds": 2}') == {"seconds": 2}
+    with pytest.raises(Failure, match="not valid JSON"):
+        parse_payload("{seconds: 2}")
+    with pytest.raises(Failure, match="must be a JSON object, not list"):
+        parse_payload("[1]")
+
+
+def test_json_output_writes_ids_times_and_paths_as_strings() -> None:
+    document = {
+        "id": UUID(int=1),
+        "at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "path": Path("/photos"),
+        "url": "postgresql://u:pw-in-json@h/db",
+    }
+    assert json.loads(to_json(document)) == {
+        "id": "00000000-0000-0000-0000-000000000001",
+        "at": "2026-01-02T03:04:05+00:00",
+        "path": "/photos",
+        "url": "postgresql://u:***@h/db",
+    }
+    with pytest.raises(TypeError):
+        to_json({"x": object()})
+    assert short_id(UUID(int=1)) == "00000000" and short_id(None) == ""
+
+
+# --- progress -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class Done:
+    id: int
+    kind: str
+    outcome: str
+    error: str | None
+
+
+def test_plain_progress_prints_a_line_a_second_with_rate_and_time_left() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+    view = PlainProgress(out, clock, lambda item: f"{item.kind} photos")
+    crawl = Item(1, "crawl")
+    with view:
+        view.on_progress(crawl, {"total": 0, "found": 0})
+        for found in range(1, 11):
+            clock.jump(0.25)
+            view.on_progress(crawl, {"total": 100, "found": found, "hashed": found, "errors": 1})
+        view.on_finished(Done(1, "crawl", "succeeded", None))
+        view.on_finished(Done(2, "burst_detection", "failed", "boom\nmore"))
+    lines = out.getvalue().splitlines()
+    # One at the start, one a second later (4 reports of 0.25 s), one more after two.
+    assert len(lines) == 5
+    assert (
+        lines[0]
+        == "crawl photos · looking for files · 0 hashed · 0 new · 0 moved · 0 proxies · 0 errors"
+    )
+    assert lines[1].startswith("crawl photos · 4/100 files (4%) · 4 hashed")
+    assert "4.0 files/s" in lines[1] and "about 24s left" in lines[1]
+    assert lines[3] == "crawl photos: succeeded"
+    assert lines[4] == "burst_detection photos: failed (boom)"
+
+
+def test_the_view_depends_on_the_terminal_and_json() -> None:
+    clock = FakeClock()
+    plain = io.StringIO()
+    assert isinstance(
+        choose_view(as_json=True, stdout=plain, stderr=plain, clock=clock, label=str), NoProgress
+    )
+    assert isinstance(
+        choose_view(as_json=False, stdout=plain, stderr=plain, clock=clock, label=str),
+        PlainProgress,
+    )
+
+
+# --- the run summary ------------------------------------------------------------------
+
+
+def summary(run_status: str = "succeeded", **crawl: Any) -> dict[str, Any]:
+    result = {
+        "total": 5,
+        "ingested": 3,
+        "unchanged": 1,
+        "moved": 0,
+        "duplicates": [],
+        "deleted": 1,
+        "proxies": 9,
+        "errors": [{"path": "bad.jpg", "reason": "corrupt"}],
+    }
+    return build_summary(
+        status=run_status,
+        exit_code={"succeeded": 0, "failed": 1, "interrupted": 130}[run_status],
+        database="postgresql://u:***@h/db",
+        config={"id": UUID(int=7), "owner": "alice", "root": Path("/photos"), "created": True},
+        crawl={"item_id": 1, "status": "succeeded", "error": None, "result": result, **crawl},
+        library={
+            "images": 3,
+            "videos": 1,
+            "soft_deleted": 1,
+            "bursts": 1,
+            "burst_assets": 3,
+            "live_photos": 0,
+            "proxy_files": 6,
+        },
+        stored_errors=[{"file_path": "old.jpg", "reason": "stored"}],
+        proxy_folder=Path("/proxies/7"),
+        seconds=2.0,
+        items=[{"id": 2, "kind": "burst_detection", "outcome": "failed", "error": "no"}],
+    )
+
+
+def rendered(document: dict[str, Any]) -> str:
+    out = io.StringIO()
+    render_summary(Console(file=out, width=120), document)
+    return " ".join(out.getvalue().split())
+
+
+def test_the_summary_counts_this_run_and_the_library() -> None:
+    document = summary()
+    assert document["files"] == 5 and document["files_per_second"] == 2.5
+    assert document["assets"] == {"image": 3, "video": 1, "total": 4}
+    assert (document["new"], document["deleted"], document["soft_deleted_total"]) == (3, 1, 1)
+    assert document["proxies"] == {"made": 9, "files": 6, "folder": Path("/proxies/7")}
+    assert document["errors"] == [{"path": "bad.jpg", "reason": "corrupt"}]
+    text = rendered(document)
+    assert "Done in 2.0 s (5 files, 2.5 files/s)" in text
+    assert "3 photos, 1 video" in text and "3 new, 0 moved" in text
+    assert "1 burst (3 photos); 0 Live Photos" in text
+    assert "bad.jpg corrupt" in text and "1 file could not be ingested" in text
+    assert "burst_detection #2: no" in text
+    assert "safelight purge 00000000" in text
+
+
+def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:
+    document = summary("failed", status="failed", error="root missing", result=None)
+    assert document["errors"] == [{"path": "old.jpg", "reason": "stored"}]
+    assert document["files"] == 0 and document["new"] == 0
+    assert "The crawl did not succeed: root missing" in rendered(document)
+    assert "Interrupted after 2.0 s" in rendered(summary("interrupted"))
+
+
+# --- odds and ends ------------------------------------------------------------------
+
+
+def test_the_owner_falls_back_when_the_os_has_no_user_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_user() -> str:
+        raise KeyError("uid not found")
+
+    monkeypatch.setattr(admin.getpass, "getuser", no_user)
+    assert admin.os_user() == "owner"
+
+
+def test_an_existing_demo_library_is_reused_untouched(tmp_path: Path) -> None:
+    library = tmp_path / "demo-library"
+    library.mkdir()
+    (library / "mine.jpg").write_bytes(b"x")
+    assert ensure_demo_library(tmp_path) == (library, None)
+    assert [p.name for p in library.iterdir()] == ["mine.jpg"]

@@ -1,0 +1,97 @@
+"""Settings: flags over SAFELIGHT_* environment over defaults, validated, never showing
+the database password."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safelight.settings import Settings, SettingsError
+
+
+def test_defaults_with_an_empty_environment() -> None:
+    settings = Settings.load({}, {})
+    assert settings.database_url is None
+    assert settings.lease_seconds == 60.0 and settings.heartbeat_seconds == 10.0
+    assert settings.max_stalls == 3 and settings.max_concurrent_files == 4
+    assert settings.log_format == "text"
+    assert settings.home == Path.home() / ".local" / "share" / "safelight"
+    assert settings.proxies == (settings.home / "proxies").resolve()
+
+
+def test_flags_override_the_environment_which_overrides_defaults(tmp_path: Path) -> None:
+    env = {
+        "SAFELIGHT_LEASE_SECONDS": "120",
+        "SAFELIGHT_POLL_SECONDS": "2.5",
+        "SAFELIGHT_MAX_STALLS": "5",
+        "SAFELIGHT_HOME": str(tmp_path / "from-env"),
+    }
+    settings = Settings.load({"lease_seconds": 90.0, "max_stalls": None}, env)
+    assert settings.lease_seconds == 90.0  # the flag
+    assert settings.poll_seconds == 2.5  # the environment
+    assert settings.max_stalls == 5  # a flag left unset (None) does not override
+    assert settings.heartbeat_seconds == 10.0  # the default
+    assert settings.home == tmp_path / "from-env"
+
+
+def test_an_empty_environment_variable_counts_as_unset() -> None:
+    assert Settings.load({}, {"SAFELIGHT_LEASE_SECONDS": ""}).lease_seconds == 60.0
+
+
+def test_paths_expand_the_home_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = Settings.load({}, {"SAFELIGHT_HOME": "~/sl", "SAFELIGHT_PROXY_ROOT": "~/px"})
+    assert settings.home == tmp_path / "sl"
+    assert settings.proxies == (tmp_path / "px").resolve()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"SAFELIGHT_LEASE_SECONDS": "abc"},
+            "lease_seconds (SAFELIGHT_LEASE_SECONDS) must be a number",
+        ),
+        (
+            {"SAFELIGHT_MAX_STALLS": "2.5"},
+            "max_stalls (SAFELIGHT_MAX_STALLS) must be a whole number",
+        ),
+        ({"SAFELIGHT_POLL_SECONDS": "nan"}, "poll_seconds"),
+        ({"SAFELIGHT_LEASE_SECONDS": "inf"}, "lease_seconds"),
+        ({"SAFELIGHT_LEASE_SECONDS": "0"}, "lease_seconds must be greater than 0"),
+        ({"SAFELIGHT_MAX_CONCURRENT_FILES": "-1"}, "max_concurrent_files must be greater than 0"),
+        ({"SAFELIGHT_HEARTBEAT_SECONDS": "20"}, "heartbeat_seconds (20) must be at most a quarter"),
+        ({"SAFELIGHT_LOG_FORMAT": "xml"}, "log_format must be 'text' or 'json'"),
+        ({"SAFELIGHT_THUMBNAIL_QUALITY": "100"}, "thumbnail_quality must be between 1 and 95"),
+    ],
+)
+def test_an_invalid_value_is_an_error_naming_the_setting(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.load({}, env)
+    assert message in str(raised.value)
+
+
+def test_an_invalid_flag_value_is_named_too() -> None:
+    with pytest.raises(SettingsError, match="max_stalls"):
+        Settings.load({"max_stalls": 1.5}, {})
+
+
+def test_the_database_url_is_never_shown_with_its_password() -> None:
+    url = "postgresql://alice:hunter2@db.example:5432/library"
+    settings = Settings.load({}, {"SAFELIGHT_DATABASE_URL": url})
+    assert settings.database_url == url
+    assert settings.database_display == "postgresql://alice:***@db.example:5432/library"
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings)
+    assert "alice:***@db.example" in repr(settings)
+
+
+def test_the_embedded_database_is_shown_by_its_folder(tmp_path: Path) -> None:
+    settings = Settings.load({"home": tmp_path}, {})
+    assert settings.database_display == f"embedded PostgreSQL in {tmp_path / 'pgdata'}"
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings.load({}, {})
+    with pytest.raises(AttributeError):
+        settings.lease_seconds = 1.0  # type: ignore[misc]
