@@ -148,3 +148,43 @@ def test_run_on_the_embedded_database_with_no_url(sample_library: Sample, tmp_pa
     while pid_file.exists():
         assert time.monotonic() < deadline, "the embedded PostgreSQL is still running"
         time.sleep(0.1)
+
+
+def test_a_worker_stopped_by_sigterm_releases_its_item_and_exits_0(
+    database_url: str, tmp_path: Path
+) -> None:
+    env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
+    enqueued = safelight_process("enqueue", "noop", "--payload", '{"seconds": 60}', env=env)
+    assert enqueued.returncode == 0, enqueued.stderr
+    item_id = int(enqueued.stdout.strip().splitlines()[-1])
+    process = start_safelight("worker", "--name", "sigterm-test", env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with psycopg.connect(database_url) as conn:
+                row = conn.execute(
+                    "SELECT status::text FROM work_items WHERE id = %s", (item_id,)
+                ).fetchone()
+            if row is not None and row[0] == "running":
+                break
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the worker never claimed the item"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert stdout == "" and "Traceback" not in stderr
+    assert "SIGTERM" in stderr  # the Worker says what it is doing, on stderr
+    with psycopg.connect(database_url) as conn:
+        status = conn.execute("SELECT status::text FROM work_items WHERE id = %s", (item_id,))
+        assert status.fetchone() == ("queued",)
+        outcome = conn.execute(
+            "SELECT worker_id, outcome::text FROM work_attempts WHERE work_item_id = %s",
+            (item_id,),
+        ).fetchall()
+    assert [o for _, o in outcome] == ["released"]
+    assert outcome[0][0].startswith("sigterm-test")

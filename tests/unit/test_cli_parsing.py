@@ -382,3 +382,10 @@ def test_an_existing_demo_library_is_reused_untouched(tmp_path: Path) -> None:
     (library / "mine.jpg").write_bytes(b"x")
     assert ensure_demo_library(tmp_path) == (library, None)
     assert [p.name for p in library.iterdir()] == ["mine.jpg"]
+
+
+def test_a_second_signal_is_told_apart_from_a_clean_interruption() -> None:
+    document = summary("interrupted")
+    assert document["stopped_at_once"] is False
+    document["stopped_at_once"] = True
+    assert "Stopped at once" in rendered(document)

@@ -30,10 +30,11 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: a bug in safelight
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 work failed (an item failed); 2 invalid input or settings "
+    "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
     "(bad path, unknown kind or id, malformed JSON); 3 database unavailable; "
-    "70 internal error (a bug); 130 interrupted (Ctrl-C or SIGTERM; running items "
-    "were released and run again next time)."
+    "70 internal error (a bug); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
+    "items were released and the next run continues; worker: a second signal). A worker "
+    "stopped by one signal releases its items and exits 0."
 )
 
 

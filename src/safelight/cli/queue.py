@@ -146,8 +146,8 @@ def worker(
 ) -> None:
     """Run Workers: claim work, run it, recover expired leases, schedule periodic work.
 
-    Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit;
-    a second signal exits at once.
+    Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit 0;
+    a second signal exits at once (130), leaving its items to lease recovery.
     """
     from safelight.app import RunReport, WorkerOptions, run_workers
 

@@ -122,6 +122,8 @@ def run_folder(
             proxy_folder=settings.proxies / str(config.id),
             seconds=seconds,
             items=items,
+            # The first signal releases running items; a second stops without waiting.
+            stopped_at_once=report.interrupted and report.exit_code == EXIT_INTERRUPTED,
         )
 
     summary = state.with_database(body, concurrency=workers)

@@ -46,8 +46,10 @@ def build_summary(
     proxy_folder: Path,
     seconds: float,
     items: Sequence[Mapping[str, Any]],
+    stopped_at_once: bool = False,
 ) -> dict[str, Any]:
-    """``crawl``: item_id, status, error, result (None when it did not finish)."""
+    """``crawl``: item_id, status, error, result (None when it did not finish).
+    ``stopped_at_once``: a second signal stopped the Workers without releasing their items."""
     result: Mapping[str, Any] | None = crawl.get("result")
     files = _count(result, "total")
     if result is not None and isinstance(result.get("errors"), list):
@@ -59,6 +61,7 @@ def build_summary(
     return {
         "status": status,
         "exit_code": exit_code,
+        "stopped_at_once": stopped_at_once,
         "database": database,
         "config": dict(config),
         "crawl": {
@@ -101,7 +104,13 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     seconds = summary["seconds"]
     rate = summary["files_per_second"]
 
-    if summary["status"] == INTERRUPTED:
+    if summary["status"] == INTERRUPTED and summary.get("stopped_at_once"):
+        headline = Text(
+            f"Stopped at once after {seconds:.1f} s. Running work goes back to the queue "
+            "when its lease expires; run the same command again to continue.",
+            style="bold yellow",
+        )
+    elif summary["status"] == INTERRUPTED:
         headline = Text(
             f"Interrupted after {seconds:.1f} s. Running work was released; run the same "
             "command again to continue where this one stopped.",
