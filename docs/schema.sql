@@ -282,7 +282,7 @@ CREATE UNIQUE INDEX ix_work_items_dedup_key_queued ON public.work_items USING bt
 
 CREATE INDEX ix_work_items_finished ON public.work_items USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
-CREATE INDEX ix_work_items_queued ON public.work_items USING btree (requested_at, id) WHERE (status = 'queued'::public.work_status);
+CREATE INDEX ix_work_items_queue_order ON public.work_items USING btree (requested_at, id) WHERE ((status = 'queued'::public.work_status) AND (attempt >= 0));
 
 CREATE INDEX ix_work_items_queued_by_config ON public.work_items USING btree (storage_config_id, requested_at, id) WHERE (status = 'queued'::public.work_status);
 

@@ -25,8 +25,9 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- (a NOT EXISTS filter over the whole queue walks every item of a busy config that
 -- waits ahead, 100 ms and more at 100k of them) nor probes every config when any
 -- config's item would do (one index probe per config, ~15 ms at 1,000 configs):
--- 1. fast: the oldest 16 queued items in queue order (ix_work_items_queued); the first
---    eligible one among them is the oldest eligible item of all.
+-- 1. fast: the oldest 16 queued items in queue order (ix_work_items_queue_order, which
+--    only a query naming attempt >= 0 can use); the first eligible one among them is
+--    the oldest eligible item of all.
 -- 2. only when none of those is eligible (busy configs' items fill the head of the
 --    queue): the head of unscoped work, and the head of each active config with no
 --    running item (ix_work_items_queued_by_config), so the cost is one probe per idle
@@ -41,7 +42,7 @@ WITH fast AS (
       AND w.id IN (
         SELECT q.id
         FROM work_items q
-        WHERE q.status = 'queued' AND q.kind = ANY(%(kinds)s)
+        WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
         ORDER BY q.requested_at, q.id
         LIMIT 16
       )
