@@ -52,7 +52,7 @@ async def test_the_same_folder_for_two_owners_is_two_configs(
     a = await configs.add("alice", tmp_path)
     b = await configs.add("bob", tmp_path)
     assert a.config.id != b.config.id
-    assert [c.owner for c in await configs.find_by_root(tmp_path)] == ["alice", "bob"]
+    assert sorted(c.owner for c in await configs.find_by_root(tmp_path)) == ["alice", "bob"]
     assert [c.id for c in await configs.find_by_root(tmp_path, owner="bob")] == [b.config.id]
     assert await configs.find_by_root(tmp_path / "missing") == []
     assert [c.owner for c in await configs.list_configs(owner="alice")] == ["alice"]

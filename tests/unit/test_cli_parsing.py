@@ -389,3 +389,8 @@ def test_a_second_signal_is_told_apart_from_a_clean_interruption() -> None:
     assert document["stopped_at_once"] is False
     document["stopped_at_once"] = True
     assert "Stopped at once" in rendered(document)
+
+
+def test_a_multi_line_error_is_cut_to_its_first_line(capsys: pytest.CaptureFixture[str]) -> None:
+    translate(DatabaseUnavailable("could not start (initdb failed:\nstdout:\n...)")).show()
+    assert capsys.readouterr().err == "safelight: error: could not start (initdb failed: …\n"

@@ -47,11 +47,20 @@ class Failure(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
     def format_message(self) -> str:
-        return masker.mask(self.message)
+        return masker.mask(one_line(self.message))
 
     def show(self, file: IO[Any] | None = None) -> None:
         # Masked once more on the way out: a message can quote a connection string.
         click.echo(f"safelight: error: {self.format_message()}", file=file, err=file is None)
+
+
+def one_line(text: str) -> str:
+    """The first line of ``text``, marked when more followed (a library's error can carry
+    a whole command output; the log has it, the user gets one line)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return lines[0] if len(lines) == 1 else f"{lines[0]} …"
 
 
 def from_usage_error(error: click.UsageError) -> Failure:
