@@ -5,6 +5,8 @@ This runs in every test run, whichever server the rest of the suite uses.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,11 @@ from tests.integration.storefixtures import TEST_KINDS
 pytestmark = pytest.mark.integration
 
 
-async def test_embedded_database_starts_migrates_and_persists(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+async def test_embedded_database_starts_migrates_and_persists() -> None:
+    # Not pytest's tmp_path: pytest resets its base folder to mode 0700 at every session
+    # start, and when tests run as root the embedded server runs as another user, who
+    # must be able to traverse to its data folder.
+    home = Path(tempfile.mkdtemp(prefix="safelight-embedded-")) / "home"
     clock = FakeClock()
     db = await open_database(None, home)
     try:
@@ -39,3 +44,4 @@ async def test_embedded_database_starts_migrates_and_persists(tmp_path: Path) ->
     finally:
         await db.close()
         db.embedded_handle.cleanup()
+        shutil.rmtree(home.parent, ignore_errors=True)
