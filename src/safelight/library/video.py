@@ -96,6 +96,8 @@ async def run_killable(args: Sequence[str]) -> Completed:
         )
     except FileNotFoundError as error:
         raise UnsupportedMedia(f"{args[0]} is not installed") from error
+    # (A cancellation during the spawn above is handled by asyncio, which kills the new
+    # child; it has had no time to start children of its own.)
     try:
         stdout, stderr = await process.communicate()
     except BaseException:

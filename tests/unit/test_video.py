@@ -1,0 +1,337 @@
+"""Video proxies with ffmpeg: poster and web video, upright and at most 720p; failures as
+MediaError; and no ffmpeg left running when the task is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from safelight.library.errors import CorruptMedia, UnsupportedMedia
+from safelight.library.samplegen import (
+    GREEN,
+    RED,
+    Manifest,
+    generate_library,
+    marker_picture,
+    set_mp4_rotation,
+)
+from safelight.library.video import (
+    VideoProxySpec,
+    make_video_proxies,
+    probe_video,
+    run_killable,
+)
+
+FFMPEG = shutil.which("ffmpeg")
+pytestmark = pytest.mark.skipif(
+    FFMPEG is None or shutil.which("ffprobe") is None, reason="ffmpeg/ffprobe not installed"
+)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
+    manifest = generate_library(tmp_path_factory.mktemp("library"), seed=9)
+    assert manifest.video_skipped_reason is None
+    return manifest
+
+
+def alive() -> None:
+    pass
+
+
+def streams(path: Path) -> list[dict[str, object]]:
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", str(path)],
+        capture_output=True,
+        check=True,
+    ).stdout
+    result: list[dict[str, object]] = json.loads(out)["streams"]
+    return result
+
+
+def top_level_boxes(path: Path) -> list[bytes]:
+    data, names, position = path.read_bytes(), [], 0
+    while position + 8 <= len(data):
+        size = int.from_bytes(data[position : position + 4], "big")
+        names.append(data[position + 4 : position + 8])
+        if size < 8:
+            break
+        position += size
+    return names
+
+
+def frame_of(video: Path, tmp_path: Path) -> Image.Image:
+    png = tmp_path / "frame.png"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-y", "-i", str(video), "-frames:v", "1", str(png)], check=True
+    )
+    return Image.open(png).convert("RGB")
+
+
+def assert_upright(image: Image.Image) -> None:
+    def near(xy: tuple[float, float], colour: tuple[int, int, int]) -> bool:
+        value = image.getpixel((int(image.width * xy[0]), int(image.height * xy[1])))
+        assert isinstance(value, tuple)
+        return all(abs(a - b) <= 45 for a, b in zip(value[:3], colour, strict=True))
+
+    assert near((0.08, 0.08), RED), "red block not top-left"
+    assert near((0.92, 0.08), GREEN), "green block not top-right"
+
+
+def marker_video(path: Path, size: tuple[int, int], rotation: int = 0) -> Path:
+    """A short marker video of ``size`` as displayed; rotated ones are stored sideways."""
+    upright = marker_picture(*size, seed=1)
+    stored = upright.transpose(Image.Transpose.ROTATE_90) if rotation == 90 else upright
+    frame = path.with_suffix(".png")
+    stored.save(frame)
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-y", "-loop", "1", "-framerate", "10", "-i", str(frame),
+         "-t", "0.4", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(path)],
+        check=True,
+    )  # fmt: skip
+    if rotation:
+        set_mp4_rotation(path, 90)
+    return path
+
+
+# --- proxies ------------------------------------------------------------------------------
+
+
+async def test_clip_with_audio(library: Manifest, tmp_path: Path) -> None:
+    calls = 0
+
+    def counting() -> None:
+        nonlocal calls
+        calls += 1
+
+    result = await make_video_proxies(
+        library.root / "2022/videos/clip.mp4", tmp_path, None, counting
+    )
+    assert calls >= 4
+    assert result.web_video == tmp_path / "video.mp4"
+    assert (result.web_video_width, result.web_video_height) == (320, 240)  # not upscaled
+    video, audio = streams(result.web_video)
+    assert (video["codec_name"], video["pix_fmt"], video["profile"]) == ("h264", "yuv420p", "High")
+    assert audio["codec_name"] == "aac"
+    boxes = top_level_boxes(result.web_video)
+    assert boxes.index(b"moov") < boxes.index(b"mdat")  # faststart: playable while loading
+    assert result.metadata.has_audio and result.metadata.duration_seconds == pytest.approx(
+        2, abs=0.1
+    )
+    poster = Image.open(io.BytesIO(result.poster.preview.data))
+    assert poster.size == (320, 240)
+    assert_upright(poster.convert("RGB"))
+    assert result.poster.thumbnail.width == 300
+    assert result.poster.blurhash.startswith("L")
+    assert_upright(frame_of(result.web_video, tmp_path))
+
+
+async def test_rotated_portrait_video_comes_out_upright(library: Manifest, tmp_path: Path) -> None:
+    result = await make_video_proxies(
+        library.root / "2022/videos/portrait.mp4", tmp_path, None, alive
+    )
+    assert result.metadata.rotation == 90
+    assert (result.web_video_width, result.web_video_height) == (240, 320)
+    (video,) = streams(result.web_video)
+    assert not video.get("side_data_list")  # rotation applied to the pixels, not flagged
+    assert_upright(Image.open(io.BytesIO(result.poster.preview.data)).convert("RGB"))
+    assert_upright(frame_of(result.web_video, tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("size", "rotation", "expected"),
+    [((1280, 960), 0, (960, 720)), ((1080, 1440), 90, (720, 960))],
+)
+async def test_large_videos_are_scaled_to_720_on_the_short_side(
+    tmp_path: Path, size: tuple[int, int], rotation: int, expected: tuple[int, int]
+) -> None:
+    source = marker_video(tmp_path / "big.mp4", size, rotation)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, None, alive)
+    assert (result.web_video_width, result.web_video_height) == expected
+    assert (result.poster.preview.width, result.poster.preview.height) == size  # < 1920 wide
+    assert_upright(frame_of(result.web_video, tmp_path))
+
+
+async def test_live_photo_video_keeps_its_identifier_in_metadata(
+    library: Manifest, tmp_path: Path
+) -> None:
+    pair = library.live_pairs[0]
+    assert pair.video is not None
+    result = await make_video_proxies(library.root / pair.video, tmp_path, None, alive)
+    assert result.metadata.content_identifier == pair.content_identifier
+    probed = await probe_video(result.web_video)
+    assert probed.content_identifier is None  # no metadata copied into the proxy
+
+
+async def test_ensure_alive_stops_the_work(library: Manifest, tmp_path: Path) -> None:
+    class Lost(Exception):
+        pass
+
+    calls = 0
+
+    def lost_after_probe() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise Lost
+
+    with pytest.raises(Lost):
+        await make_video_proxies(
+            library.root / "2022/videos/clip.mp4", tmp_path, None, lost_after_probe
+        )
+    assert not (tmp_path / "video.mp4").exists()
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+
+def fake_tool(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "fake-ffmpeg"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+async def test_ffmpeg_failure_reports_its_stderr(library: Manifest, tmp_path: Path) -> None:
+    ffmpeg = fake_tool(tmp_path, "echo 'first line' >&2\necho 'boom: codec exploded' >&2\nexit 1")
+    spec = VideoProxySpec(ffmpeg=ffmpeg)
+    with pytest.raises(CorruptMedia, match="boom: codec exploded"):
+        await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
+
+
+async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
+    data = (library.root / "2022/videos/clip.mp4").read_bytes()
+    source = tmp_path / "cut.mp4"
+    source.write_bytes(data[: len(data) * 4 // 10])
+    with pytest.raises(CorruptMedia) as caught:
+        await make_video_proxies(source, tmp_path, None, alive)
+    assert "ffprobe" in caught.value.reason
+
+
+@pytest.mark.parametrize("tool", ["ffmpeg", "ffprobe"])
+async def test_missing_tools(library: Manifest, tmp_path: Path, tool: str) -> None:
+    spec = VideoProxySpec(**{tool: str(tmp_path / f"no-{tool}")})
+    with pytest.raises(UnsupportedMedia, match="not installed"):
+        await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
+
+
+def test_spec_is_validated() -> None:
+    with pytest.raises(ValueError):
+        VideoProxySpec(web_video_short_side=719)
+    with pytest.raises(ValueError):
+        VideoProxySpec(crf=60)
+
+
+# --- cancellation kills the process group ---------------------------------------------------
+
+
+def running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (an orphan's zombie may linger if
+    this container's init does not reap; it runs no code either way)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def children_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)
+            comm = fields[0].split("(", 1)[1]
+            ppid = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and comm == name:
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_for(condition: Callable[[], object], seconds: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def cancel_within(task: asyncio.Task[object], group: int, seconds: float = 10.0) -> None:
+    """Cancel ``task``; it must end (cancelled) within ``seconds``. If it does not, the
+    test kills the group itself so nothing outlives the failure."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        pytest.fail("the cancelled task did not end: its process group was not killed")
+    assert task.cancelled()
+
+
+async def test_cancel_kills_a_real_ffmpeg() -> None:
+    assert FFMPEG is not None
+    before = set(children_named("ffmpeg"))
+    task = asyncio.create_task(
+        run_killable([FFMPEG, "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i",
+                      "testsrc=size=320x240:duration=600", "-f", "null", "-"])
+    )  # fmt: skip
+    await wait_for(lambda: set(children_named("ffmpeg")) - before)
+    (pid,) = set(children_named("ffmpeg")) - before
+    # Let create_subprocess_exec() return, so the cancel lands in communicate(): during
+    # the spawn itself asyncio kills the (only) child on its own.
+    await asyncio.sleep(0.3)
+    assert os.getpgid(pid) == pid  # its own process group
+    assert running(pid)
+    await cancel_within(task, pid)
+    assert not running(pid)
+
+
+async def test_cancel_kills_the_whole_group_of_make_video_proxies(
+    library: Manifest, tmp_path: Path
+) -> None:
+    """The 'ffmpeg' here is a shell that starts a grandchild; both must die."""
+    pids = tmp_path / "pids"
+    ffmpeg = fake_tool(
+        tmp_path, f"sleep 600 &\necho $$ $! > {pids}.tmp\nmv {pids}.tmp {pids}\nwait"
+    )
+    spec = VideoProxySpec(ffmpeg=ffmpeg)
+    task = asyncio.create_task(
+        make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
+    )
+    await wait_for(pids.exists)
+    shell, grandchild = (int(p) for p in pids.read_text().split())
+    assert running(shell) and running(grandchild)
+    assert os.getpgid(grandchild) == shell
+    await cancel_within(task, shell)
+    assert not running(shell)
+    await wait_for(lambda: not running(grandchild), seconds=5)
+
+
+async def test_a_second_cancel_while_reaping_still_reaps(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    task = asyncio.create_task(run_killable(["sh", "-c", f"touch {started}; exec sleep 600"]))
+    await wait_for(started.exists)
+    (pid,) = children_named("sleep")
+    task.cancel()
+    await asyncio.sleep(0)
+    await cancel_within(task, pid)  # cancelled again while the first cancel is reaping
+    assert not running(pid)
