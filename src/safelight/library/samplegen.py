@@ -25,6 +25,7 @@ import struct
 import subprocess
 import tempfile
 import uuid
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
@@ -186,7 +187,7 @@ class _Library:
         heif: bool = False,
     ) -> str:
         """Write a marker photo stored so that ``orientation`` turns it upright."""
-        upright = marker_picture(*size, seed=self.files)
+        upright = marker_picture(*size, seed=zlib.crc32(relative.encode()))
         stored = upright.transpose(INVERSE_TRANSPOSE[orientation]) if orientation > 1 else upright
         note = None
         if burst_id or content_identifier:
@@ -238,7 +239,7 @@ class _Library:
             return None
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        upright = marker_picture(*size, seed=self.files)
+        upright = marker_picture(*size, seed=zlib.crc32(relative.encode()))
         stored = upright.transpose(Image.Transpose.ROTATE_90) if rotation == 90 else upright
         tags = ["-metadata", f"creation_time={captured_at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"]
         local = f"{captured_at:%Y-%m-%dT%H:%M:%S%z}"
