@@ -7,9 +7,10 @@ own ``SAFELIGHT_HOME``, so proxies and demo libraries never leak between tests.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,26 @@ from click.testing import CliRunner, Result
 
 from safelight.cli.main import cli
 from safelight.library.samplegen import generate_library
+from safelight.logs import CHATTY_LIBRARIES
 from tests.acceptance.harness import Sample
 
 SAMPLE_SEED = 7
 # Settings a developer's shell might export, which must not leak into a test's commands.
 _FOREIGN = [name for name in os.environ if name.startswith("SAFELIGHT_")]
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Commands set up logging on the root logger; leave it as the next test expects."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    chatty = {name: logging.getLogger(name).level for name in CHATTY_LIBRARIES}
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    for name, chatty_level in chatty.items():
+        logging.getLogger(name).setLevel(chatty_level)
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,12 +37,26 @@ from safelight.cli.state import CliState
 from safelight.cli.summary import build_summary, render_summary
 from safelight.db.database import DatabaseUnavailable
 from safelight.library.configs import ConfigError
-from safelight.logs import masker
+from safelight.logs import CHATTY_LIBRARIES, masker
 from safelight.settings import Settings, SettingsError
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.fakeclock import FakeClock
 
 UNREACHABLE = "postgresql://u:pw-unit@127.0.0.1:1/x"
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Commands set up logging on the root logger; leave it as the next test expects."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    chatty = {name: logging.getLogger(name).level for name in CHATTY_LIBRARIES}
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    for name, chatty_level in chatty.items():
+        logging.getLogger(name).setLevel(chatty_level)
 
 
 @pytest.fixture
