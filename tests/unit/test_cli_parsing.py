@@ -30,7 +30,7 @@ from safelight.cli.failures import (
 )
 from safelight.cli.main import cli
 from safelight.cli.output import short_id, to_json
-from safelight.cli.progress import NoProgress, PlainProgress, choose_view
+from safelight.cli.progress import LiveProgress, NoProgress, PlainProgress, choose_view
 from safelight.cli.queue import parse_payload
 from safelight.cli.run import ensure_demo_library
 from safelight.cli.state import CliState
@@ -409,3 +409,15 @@ def test_a_second_signal_is_told_apart_from_a_clean_interruption() -> None:
 def test_a_multi_line_error_is_cut_to_its_first_line(capsys: pytest.CaptureFixture[str]) -> None:
     translate(DatabaseUnavailable("could not start (initdb failed:\nstdout:\n...)")).show()
     assert capsys.readouterr().err == "safelight: error: could not start (initdb failed: …\n"
+
+
+def test_the_live_display_drops_a_finished_item_before_printing_its_outcome() -> None:
+    out = io.StringIO()
+    view = LiveProgress(
+        Console(file=out, force_terminal=True, width=100), FakeClock(), lambda i: f"{i.kind} x"
+    )
+    with view:
+        view.on_progress(Item(1, "crawl"), {"total": 10, "found": 5, "hashed": 5, "errors": 1})
+        view.on_finished(Done(1, "crawl", "succeeded", None))
+    after = out.getvalue().split("crawl x: succeeded", 1)[1]
+    assert "crawl x" not in after  # no stale frame of the finished crawl under its line

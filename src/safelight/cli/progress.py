@@ -236,6 +236,9 @@ class LiveProgress:
         label = self._label(item)
         if task is not None:
             self._progress.remove_task(task)
+            # The live display re-draws its last frame under a print; draw one without
+            # the finished task first, or it would linger until the next refresh.
+            self._progress.refresh()
         self._progress.console.print(Text(finished_line(item, label)), highlight=False)
 
 

@@ -110,6 +110,7 @@ def run_folder(
                 "owner": config.owner,
                 "root": config.root_path,
                 "created": added.created,
+                "reactivated": added.reactivated,
             },
             crawl={
                 "item_id": crawl_id,
