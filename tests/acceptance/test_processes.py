@@ -4,7 +4,9 @@ password, Ctrl-C in the middle of a crawl, and a run on the embedded PostgreSQL.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,8 +133,18 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
     assert second["assets"]["total"] == len(manifest.photos) + len(manifest.videos)
 
 
-def test_run_on_the_embedded_database_with_no_url(sample_library: Sample, tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_run_on_the_embedded_database_with_no_url(sample_library: Sample) -> None:
+    # Not pytest's tmp_path: pytest resets its base folder to mode 0700 whenever a session
+    # starts, and as root the embedded server runs as another user, who must be able to
+    # reach its data folder for the whole run.
+    scratch = Path(tempfile.mkdtemp(prefix="safelight-cli-embedded-"))
+    try:
+        _run_on_the_embedded_database(sample_library, scratch / "home")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_on_the_embedded_database(sample_library: Sample, home: Path) -> None:
     done = safelight_process(
         "run", str(sample_library.root), "--json", env={"SAFELIGHT_HOME": str(home)}, timeout=180
     )
