@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from safelight.app import app_store
 from safelight.cli.admin import json_option
 from safelight.cli.output import console, print_json, short_id, table
 from safelight.cli.queries import list_assets
@@ -86,8 +87,6 @@ def purge(state: CliState, config_ref: str) -> None:
     """
 
     async def body(database: Database, settings: Settings) -> int:
-        from safelight.app import app_store
-
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_ref)
         store = app_store(database, settings, state.clock)
         return await store.enqueue(PURGE_KIND, config_id=config.id, dedup_key=f"purge:{config.id}")

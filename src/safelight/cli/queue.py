@@ -10,6 +10,7 @@ from uuid import UUID
 import click
 from rich.console import Group
 
+from safelight.app import RunReport, WorkerOptions, app_store, run_workers
 from safelight.cli.admin import F, json_option
 from safelight.cli.failures import Failure
 from safelight.cli.output import console, key_values, print_json, short_id, table, truncate
@@ -104,8 +105,6 @@ def enqueue(
     body_payload = parse_payload(payload)
 
     async def body(database: Database, settings: Settings) -> int:
-        from safelight.app import app_store
-
         config_id = await resolve_config(database, state, config_ref)
         store = app_store(database, settings, state.clock)
         return await store.enqueue(
@@ -149,8 +148,6 @@ def worker(
     Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit 0;
     a second signal exits at once (130), leaving its items to lease recovery.
     """
-    from safelight.app import RunReport, WorkerOptions, run_workers
-
     options = WorkerOptions(concurrency=concurrency, user=user, until_idle=until_idle, name=name)
 
     async def body(database: Database, settings: Settings) -> RunReport:
@@ -249,8 +246,6 @@ def items_show(state: CliState, item_id: int, as_json: bool) -> None:
     async def body(
         database: Database, settings: Settings
     ) -> tuple[WorkItem | None, list[dict[str, Any]]]:
-        from safelight.app import app_store
-
         store = app_store(database, settings, state.clock)
         return await store.get(item_id), await store.attempts(item_id)
 
@@ -287,8 +282,6 @@ def cancel(state: CliState, item_id: int) -> None:
     """Cancel a work item: a queued one at once, a running one at its next heartbeat."""
 
     async def body(database: Database, settings: Settings) -> CancelResult:
-        from safelight.app import app_store
-
         return await app_store(database, settings, state.clock).request_cancel(item_id)
 
     result = state.with_database(body)

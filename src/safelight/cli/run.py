@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from safelight.app import WorkerOptions, app_store, run_workers
 from safelight.cli.admin import json_option, os_user, user_option
 from safelight.cli.failures import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORK_FAILED
 from safelight.cli.output import console, print_json
@@ -55,8 +56,6 @@ def run_folder(
         return f"{item.kind.replace('_', ' ')} #{item.id}"
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
-        from safelight.app import WorkerOptions, app_store, run_workers
-
         added = await StorageConfigs(database.pool, clock).add(owner, root)
         config = added.config
         store = app_store(database, settings, clock)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from safelight.app import open_app_database
 from safelight.db.database import Database
 from safelight.logs import configure_logging, secrets_of_url
 from safelight.settings import Settings
@@ -58,10 +59,6 @@ class CliState:
         settings = self.settings(default_log_level=default_log_level)
 
         async def main() -> T:
-            # Imported here: the app module pulls in every handler and the media layer,
-            # which commands that never open the database have no need for.
-            from safelight.app import open_app_database
-
             database = await open_app_database(settings, concurrency=concurrency)
             try:
                 return await body(database, settings)
