@@ -28,6 +28,7 @@ from safelight.library.images import (
     encode_blurhash,
     make_image_proxies,
 )
+from safelight.library.metadata import read_image_metadata
 from safelight.library.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 
 
@@ -317,13 +318,28 @@ def test_truncated_jpeg_is_refused(library: Manifest) -> None:
     assert isinstance(caught.value, MediaError)
 
 
-def test_truncated_heic_is_refused(library: Manifest, tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep", [0.5, 0.99])
+def test_truncated_heic_is_refused(library: Manifest, tmp_path: Path, keep: float) -> None:
     data = (library.root / "2020/live/IMG_0200.HEIC").read_bytes()
     path = tmp_path / "cut.heic"
-    path.write_bytes(data[: len(data) // 2])
+    path.write_bytes(data[: int(len(data) * keep)])
     with pytest.raises(MediaError) as caught:
         make_image_proxies(path)
     assert caught.value.reason
+
+
+@pytest.mark.parametrize("tail", [struct.pack(">I4s", 4096, b"free") + bytes(100), b"\0\0\0\x04"])
+def test_heic_whose_last_box_is_cut_is_refused(
+    library: Manifest, tmp_path: Path, tail: bytes
+) -> None:
+    """libheif decodes a file cut inside its pixel data with the missing tiles painted
+    green (seen on a real iPhone HEIC cut in half, see test_samples_folder): the box
+    structure is what tells a cut file. Here the image is whole but a box is not."""
+    path = tmp_path / "cut.heic"
+    path.write_bytes((library.root / "2020/live/IMG_0200.HEIC").read_bytes() + tail)
+    read_image_metadata(path)  # libheif itself is happy with it
+    with pytest.raises(CorruptMedia, match=r"runs past the end|corrupt file"):
+        make_image_proxies(path)
 
 
 @pytest.mark.parametrize(

@@ -279,6 +279,7 @@ async def cancel_within(task: asyncio.Task[object], group: int, seconds: float =
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if not done:
+        assert group > 1 and group != os.getpgid(0)  # never this test run's own group
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(asyncio.CancelledError):
@@ -296,9 +297,6 @@ async def test_cancel_kills_a_real_ffmpeg() -> None:
     )  # fmt: skip
     await wait_for(lambda: set(children_named("ffmpeg")) - before)
     (pid,) = set(children_named("ffmpeg")) - before
-    # Let create_subprocess_exec() return, so the cancel lands in communicate(): during
-    # the spawn itself asyncio kills the (only) child on its own.
-    await asyncio.sleep(0.3)
     assert os.getpgid(pid) == pid  # its own process group
     assert running(pid)
     await cancel_within(task, pid)
@@ -326,11 +324,45 @@ async def test_cancel_kills_the_whole_group_of_make_video_proxies(
     await wait_for(lambda: not running(grandchild), seconds=5)
 
 
-async def test_a_second_cancel_while_reaping_still_reaps(tmp_path: Path) -> None:
-    started = tmp_path / "started"
-    task = asyncio.create_task(run_killable(["sh", "-c", f"touch {started}; exec sleep 600"]))
-    await wait_for(started.exists)
-    (pid,) = children_named("sleep")
+def processes_with_argument(argument: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argument.encode() in arguments and running(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+async def test_cancel_right_at_the_spawn_leaves_nothing_running(tmp_path: Path) -> None:
+    """Cancelled while the child is still being spawned: the spawn is allowed to finish
+    and its whole group is killed, so neither the shell nor its sleep survives."""
+    script = fake_tool(tmp_path, "sleep 613 &\nsleep 614")
+    task = asyncio.create_task(run_killable([script]))
+    await asyncio.sleep(0)  # the task is inside create_subprocess_exec()
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=10)
+    if not done:  # clean up what the failing code left, then fail
+        for pid in processes_with_argument("614"):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        pytest.fail("the cancelled spawn did not end: its process group was not killed")
+    assert task.cancelled()
+    for _ in range(30):  # anything that escaped the kill would show up meanwhile
+        assert processes_with_argument("613") == processes_with_argument("614") == []
+        await asyncio.sleep(0.01)
+
+
+async def test_a_second_cancel_while_reaping_still_reaps() -> None:
+    before = set(children_named("sleep"))
+    task = asyncio.create_task(run_killable(["sleep", "600"]))
+    await wait_for(lambda: set(children_named("sleep")) - before)
+    (pid,) = set(children_named("sleep")) - before
     task.cancel()
     await asyncio.sleep(0)
     await cancel_within(task, pid)  # cancelled again while the first cancel is reaping

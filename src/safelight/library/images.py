@@ -7,7 +7,9 @@ Pipeline, and why each step is where it is:
 2. JPEG: ``draft`` asks libjpeg for a DCT-scaled decode (1/2, 1/4, 1/8) that is still at
    least the preview size, so a 48 MP photo decodes as ~3 MP: the largest saving here.
    HEIF: libheif decodes at full size (it has no scaled decode), already rotated.
-3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False).
+3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False;
+   HEIF/AVIF, which libheif would decode with missing tiles painted green, are checked
+   for completeness first).
 4. Turn upright with the EXIF orientation read by ``exif`` (the same value
    ``metadata`` reports, so sizes and pixels always agree).
 5. Resize to the preview size (Lanczos; never upscale), flatten transparency onto white,
@@ -24,6 +26,7 @@ run it in a worker thread.
 from __future__ import annotations
 
 import io
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,7 @@ _TRANSPOSE = {
 """EXIF orientation -> the operation that turns stored pixels upright (as
 ``ImageOps.exif_transpose``, which is not used because it re-parses EXIF with warnings)."""
 
+_MAX_TOP_LEVEL_BOXES = 1000  # real HEIF/AVIF files have about five
 _DECODE_ERRORS = (
     OSError,
     SyntaxError,
@@ -125,16 +129,41 @@ def make_image_proxies(src: Path, spec: ProxySpec | None = None) -> ImageProxies
         swaps = (orientation or 1) in (5, 6, 7, 8)
         display = (stored_height, stored_width) if swaps else (stored_width, stored_height)
         icc_profile = image.info.get("icc_profile")
+        if image.format in ("HEIF", "AVIF"):
+            _check_boxes_complete(original)
         if image.format in ("JPEG", "MPO"):
             target = _fit(display, spec.preview_width)
             image.draft("RGB", (target[1], target[0]) if swaps else target)
         try:
             image.load()
-        except _DECODE_ERRORS as error:
+        except (*_DECODE_ERRORS, UserWarning) as error:  # UserWarning: see open_image
             raise CorruptMedia(f"cannot decode image: {error}") from error
         decoded = _to_resizable(image)
     upright = decoded.transpose(_TRANSPOSE[orientation]) if orientation in _TRANSPOSE else decoded
     return _proxies(upright, icc_profile if isinstance(icc_profile, bytes) else None, display, spec)
+
+
+def _check_boxes_complete(original: io.BufferedReader) -> None:
+    """Refuse a HEIF/AVIF file cut short. libheif decodes one with the missing tiles
+    painted in (flat green), which would become a broken proxy that is never retried.
+    Every top-level ISO BMFF box must end within the file; a copy still in progress or
+    cut by a full disk fails this, as its last box (``mdat``) declares its whole size."""
+    fd = original.fileno()
+    size = os.fstat(fd).st_size
+    position = 0
+    for _ in range(_MAX_TOP_LEVEL_BOXES):
+        if position == size:
+            return
+        header = os.pread(fd, 16, position)
+        box_size = int.from_bytes(header[:4], "big") if len(header) >= 8 else -1
+        if box_size == 1:
+            box_size = int.from_bytes(header[8:16], "big") if len(header) == 16 else -1
+        elif box_size == 0:
+            return  # the last box, running to the end of the file by definition
+        if box_size < 8 or position + box_size > size:
+            raise CorruptMedia("truncated or corrupt file: a box runs past the end of the file")
+        position += box_size
+    raise CorruptMedia("corrupt file: too many top-level boxes")
 
 
 def proxies_from_upright_image(image: Image.Image, spec: ProxySpec | None = None) -> ImageProxies:

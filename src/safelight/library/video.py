@@ -21,6 +21,7 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -83,26 +84,36 @@ async def run_killable(args: Sequence[str]) -> Completed:
     """Run ``args`` in its own process group and collect its output.
 
     On cancellation (or any other exception while waiting) the whole process group is
-    SIGKILLed and the child reaped, then the exception propagates unchanged. A missing
-    executable is ``UnsupportedMedia``.
+    SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
+    from the first instant: a cancellation that arrives while the process is being
+    spawned lets the spawn finish, then kills what it started. A missing executable is
+    ``UnsupportedMedia``.
     """
-    try:
-        process = await asyncio.create_subprocess_exec(
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
             *args,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
+    )
+    try:
+        process = await asyncio.shield(spawn)
     except FileNotFoundError as error:
         raise UnsupportedMedia(f"{args[0]} is not installed") from error
-    # (A cancellation during the spawn above is handled by asyncio, which kills the new
-    # child; it has had no time to start children of its own.)
+    except BaseException:
+        await _settle(spawn)
+        if not spawn.cancelled() and spawn.exception() is None:
+            started = spawn.result()
+            _kill_group(started.pid)
+            await _settle(asyncio.ensure_future(started.wait()))
+        raise
     try:
         stdout, stderr = await process.communicate()
     except BaseException:
         _kill_group(process.pid)
-        await _reap(process)
+        await _settle(asyncio.ensure_future(process.wait()))
         raise
     assert process.returncode is not None
     return Completed(process.returncode, stdout, stderr)
@@ -116,15 +127,13 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    """Wait for the killed child even if cancelled again meanwhile (it takes
-    milliseconds); the caller re-raises the first cancellation afterwards."""
-    waiter = asyncio.ensure_future(process.wait())
-    while not waiter.done():
-        try:
-            await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            continue
+async def _settle(future: asyncio.Future[Any]) -> None:
+    """Wait for ``future`` to finish, even if cancelled again meanwhile (spawning or
+    reaping a killed child takes milliseconds); the caller then re-raises the first
+    cancellation. Its outcome is left in the future."""
+    while not future.done():
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(future)
 
 
 async def probe_video(src: Path, ffprobe: str = "ffprobe") -> VideoMetadata:
