@@ -65,7 +65,8 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
         stop_if_cancelled(ctx)
         folder = root / relative
         # A folder's mtime moves whenever an entry is added or removed, so an old empty
-        # folder is not one a crawl has just made to write into.
+        # folder is not one a crawl has just made to write into. (A folder this very
+        # sweep emptied is young again by that rule, and goes at the next sweep.)
         if not is_old(folder, ctx.clock.now().timestamp()):
             continue
         ctx.ensure_alive()
