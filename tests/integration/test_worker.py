@@ -157,7 +157,7 @@ async def test_schedules_enqueue_each_period_once_across_workers(
     )
     schedulers = [Scheduler(stack.store, settings) for _ in range(4)]
     first = await asyncio.gather(*(s.run_once() for s in schedulers))
-    assert sorted(len(ids) for ids in first) == [0, 0, 0, 3]
+    assert sum(len(ids) for ids in first) == 3  # whichever Worker took each schedule
     kinds = "SELECT kind, count(*) FROM work_items GROUP BY kind ORDER BY kind"
     async with pool.connection() as conn:
         rows = await (await conn.execute(kinds)).fetchall()
@@ -171,5 +171,5 @@ async def test_schedules_enqueue_each_period_once_across_workers(
     assert [await s.run_once() for s in schedulers] == [[], [], [], []]
     await stack.clock.advance(1)
     again = await asyncio.gather(*(s.run_once() for s in schedulers))
-    assert sorted(len(ids) for ids in again) == [0, 0, 0, 1]
+    assert sum(len(ids) for ids in again) == 1
     assert await count(pool, "SELECT count(*) FROM work_items WHERE kind = 'proxy_sweep'") == 2

@@ -39,7 +39,9 @@ def start_embedded(home: Path, *, stop_on_exit: bool = True) -> tuple[str, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_on_exit else None)
+            server = pgserver.get_server(  # type: ignore[attr-defined]
+                pgdata, cleanup_mode="stop" if stop_on_exit else None
+            )
     except Exception as exc:
         log = pgdata / "log"
         raise EmbeddedDatabaseError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from importlib import resources
 
 import psycopg
@@ -40,7 +41,7 @@ def available_migrations() -> list[Migration]:
     return found
 
 
-async def migrate(conn: psycopg.AsyncConnection[object]) -> list[str]:
+async def migrate(conn: psycopg.AsyncConnection[Any]) -> list[str]:
     """Apply every migration not yet applied; return the names applied now.
 
     ``conn`` must be in autocommit mode: the lock is a session lock, and each
