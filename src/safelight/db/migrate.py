@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 from importlib import resources
+from typing import Any
 
 import psycopg
 
