@@ -364,3 +364,14 @@ def test_result_types(library: Manifest) -> None:
     proxies = make_image_proxies(library.root / "orientation/orientation_1.jpg")
     assert isinstance(proxies, ImageProxies)
     assert proxies.preview.data[:2] == proxies.thumbnail.data[:2] == b"\xff\xd8"
+
+
+def test_threads_give_the_same_proxies(library: Manifest) -> None:
+    """The crawl runs several files at once in threads: results must not mix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [library.root / p.path for p in library.photos if not p.path.startswith("2021/large")]
+    sequential = [make_image_proxies(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(make_image_proxies, paths * 2))
+    assert concurrent == sequential * 2

@@ -35,9 +35,13 @@ from safelight.library.video import (
 )
 
 FFMPEG = shutil.which("ffmpeg")
-pytestmark = pytest.mark.skipif(
-    FFMPEG is None or shutil.which("ffprobe") is None, reason="ffmpeg/ffprobe not installed"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        FFMPEG is None or shutil.which("ffprobe") is None, reason="ffmpeg/ffprobe not installed"
+    ),
+    # Killing and reaping must leave no orphaned task or unretrieved exception behind.
+    pytest.mark.usefixtures("loop_errors"),
+]
 
 
 @pytest.fixture(scope="module")

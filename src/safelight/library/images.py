@@ -66,7 +66,6 @@ _DECODE_ERRORS = (
     IndexError,
     RuntimeError,
 )
-_SRGB = ImageCms.createProfile("sRGB")
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +246,7 @@ def _to_srgb(image: Image.Image, icc_profile: bytes | None) -> Image.Image:
                 converted = ImageCms.profileToProfile(
                     image,
                     source,
-                    _SRGB,
+                    ImageCms.createProfile("sRGB"),  # per call: lcms handles are not shared
                     renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC,
                     outputMode="RGB",
                     flags=ImageCms.Flags.BLACKPOINTCOMPENSATION,
