@@ -19,7 +19,9 @@ from safelight.db.database import Database, open_database
 from safelight.handlers import KIND_SPECS, Services, build_handlers
 from safelight.settings import Settings
 from safelight.work.clock import Clock, SystemClock
+from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.journal import Journal, attempt_scope
 from safelight.work.maintenance import (
     LeaseRecovery,
     Periodic,
@@ -101,6 +103,21 @@ def schedule_settings(settings: Settings) -> ScheduleSettings:
     )
 
 
+def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[str, Handler]:
+    """Each handler runs with its attempt as the journal's current one (a no-op without)."""
+    if journal is None:
+        return dict(handlers)
+
+    def wrap(handler: Handler) -> Handler:
+        async def with_journal(ctx: HandlerContext) -> dict[str, Any] | None:
+            with attempt_scope(journal, ctx.item):
+                return await handler(ctx)
+
+        return with_journal
+
+    return {kind: wrap(handler) for kind, handler in handlers.items()}
+
+
 def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
     outcome = result.outcome
     body: dict[str, Any] | None = outcome.result if isinstance(outcome, Succeeded) else None
@@ -134,7 +151,8 @@ async def run_workers(
     shutdown = shutdown or asyncio.Event()
     store = app_store(database, settings, clock)
     services = Services(pool=database.pool, store=store, clock=clock, settings=settings)
-    handlers = build_handlers(services)
+    journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
+    handlers = journaled(build_handlers(services), journal)
     executor = Executor(
         store,
         clock,
@@ -241,4 +259,6 @@ async def run_workers(
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        if journal is not None:
+            journal.close()
     return report

@@ -56,6 +56,9 @@ class Settings:
     preview_quality: int = 85
 
     log_format: str = "text"
+    # Fault-injection runs only: a file that gets a JSON line before and after every
+    # file side effect of every attempt (safelight.work.journal). None: off.
+    side_effect_log: Path | None = None
 
     def __post_init__(self) -> None:
         def positive(name: str) -> None:

@@ -1,0 +1,103 @@
+"""The side-effect journal: a line before and after every file side effect of an attempt.
+
+Off unless ``SAFELIGHT_SIDE_EFFECT_LOG`` (the ``side_effect_log`` setting) names a file.
+The fault-injection suite turns it on in every Worker process and reads all the files
+afterwards to prove that no two attempts of one storage config ever had side effects
+at overlapping times (ADR 0008). Each line is one JSON object, appended with
+``O_APPEND`` and fsynced before the side effect proceeds, so a Worker killed mid-step
+leaves at worst a "before" with no "after", which the checker treats as still open.
+
+Times are ``time.monotonic_ns()``-comparable across processes of one machine (Linux
+``CLOCK_MONOTONIC`` is system-wide); they come from the injected clock.
+
+The current attempt travels in a context variable set around the handler, so library
+code deep in a thread (``asyncio.to_thread`` copies the context) reports its effects
+without every function taking one more parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+from safelight.work.clock import Clock
+from safelight.work.model import WorkItem
+
+
+class Journal:
+    """Appends JSON lines to one file; safe to share between threads of a process."""
+
+    def __init__(self, path: Path, clock: Clock) -> None:
+        self._path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def write(self, entry: dict[str, object]) -> None:
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            os.write(self._fd, line)
+            os.fsync(self._fd)
+
+    def stamp(self) -> float:
+        return self._clock.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            os.close(self._fd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    journal: Journal
+    item: WorkItem
+
+
+_current: ContextVar[_Attempt | None] = ContextVar("safelight_attempt", default=None)
+
+
+@contextmanager
+def attempt_scope(journal: Journal | None, item: WorkItem) -> Iterator[None]:
+    """Route the side effects reported inside this block to ``journal``, as ``item``'s."""
+    token = _current.set(None if journal is None else _Attempt(journal, item))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def side_effect(action: str, target: Path | str) -> Iterator[None]:
+    """Report a file side effect around the block (a no-op when no journal is set).
+
+    Call it after ``ensure_alive()`` passed and before touching the file: the "before"
+    line is durable before the file changes.
+    """
+    current = _current.get()
+    if current is None:
+        yield
+        return
+    item = current.item
+    base: dict[str, object] = {
+        "pid": os.getpid(),
+        "config": None if item.storage_config_id is None else str(item.storage_config_id),
+        "item": item.id,
+        "attempt": item.attempt,
+        "action": action,
+        "target": str(target),
+    }
+    current.journal.write({**base, "phase": "before", "t": current.journal.stamp()})
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        # Written also when the effect failed: the interval ends either way.
+        current.journal.write({**base, "phase": "after", "ok": ok, "t": current.journal.stamp()})

@@ -1,0 +1,81 @@
+"""The side-effect journal: lines before and after each effect, only inside an attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from safelight.work.fakeclock import FakeClock
+from safelight.work.journal import Journal, attempt_scope, side_effect
+from safelight.work.model import Status, WorkItem
+
+CONFIG = UUID("00000000-0000-0000-0000-0000000000c1")
+ITEM = WorkItem(
+    id=7,
+    kind="crawl",
+    storage_config_id=CONFIG,
+    dedup_key=None,
+    payload={},
+    status=Status.RUNNING,
+    requested_at=datetime(2026, 1, 1, tzinfo=UTC),
+    attempt=3,
+    stalls=0,
+)
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_effects_inside_an_attempt_are_journalled_before_and_after(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock(monotonic_start=100.0)
+    journal = Journal(tmp_path / "j" / "effects.jsonl", clock)
+    with attempt_scope(journal, ITEM):
+        with side_effect("write", tmp_path / "a.jpg"):
+            await clock.advance(2)
+        # Library code in a thread still knows its attempt: to_thread copies the context.
+        await asyncio.to_thread(_delete_in_thread, tmp_path / "b.jpg")
+    journal.close()
+    lines = _lines(tmp_path / "j" / "effects.jsonl")
+    assert [(x["action"], x["phase"], x["t"]) for x in lines] == [
+        ("write", "before", 100.0),
+        ("write", "after", 102.0),
+        ("delete", "before", 102.0),
+        ("delete", "after", 102.0),
+    ]
+    assert all(x["config"] == str(CONFIG) and x["item"] == 7 and x["attempt"] == 3 for x in lines)
+    assert lines[0]["target"] == str(tmp_path / "a.jpg")
+    assert lines[1]["ok"] is True
+
+
+def _delete_in_thread(path: Path) -> None:
+    with side_effect("delete", path):
+        pass
+
+
+def test_a_failed_effect_still_closes_its_interval(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    with attempt_scope(journal, ITEM), pytest.raises(OSError), side_effect("delete", "x"):
+        raise OSError("gone")
+    journal.close()
+    assert [(x["phase"], x.get("ok")) for x in _lines(tmp_path / "effects.jsonl")] == [
+        ("before", None),
+        ("after", False),
+    ]
+
+
+def test_outside_an_attempt_or_without_a_journal_nothing_is_written(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    with side_effect("write", "x"):
+        pass
+    with attempt_scope(None, ITEM), side_effect("write", "y"):
+        pass
+    journal.close()
+    assert (tmp_path / "effects.jsonl").read_text() == ""
