@@ -438,3 +438,12 @@ def test_probe_without_video_stream_or_size() -> None:
         video_metadata_from_probe(cover_art, 0)
     with pytest.raises(CorruptMedia):
         video_metadata_from_probe(probe({"width": 0}), 0)
+
+
+@pytest.mark.parametrize(
+    ("transfer", "hdr"),
+    [("arib-std-b67", True), ("smpte2084", True), ("bt709", False), (None, False)],
+)
+def test_probe_hdr(transfer: str | None, hdr: bool) -> None:
+    stream = {"color_transfer": transfer} if transfer else {}
+    assert video_metadata_from_probe(probe(stream), 0).hdr is hdr

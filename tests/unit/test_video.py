@@ -170,6 +170,44 @@ async def test_large_videos_are_scaled_to_720_on_the_short_side(
     assert_upright(frame_of(result.web_video, tmp_path))
 
 
+def hlg_video(path: Path) -> Path:
+    """A 10-bit HEVC clip tagged BT.2020 HLG, as an iPhone records by default."""
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:d=0.4",
+         "-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le",
+         "-color_primaries", "bt2020", "-color_trc", "arib-std-b67", "-colorspace", "bt2020nc",
+         "-tag:v", "hvc1", str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
+async def test_hdr_video_is_tone_mapped_to_sdr(tmp_path: Path) -> None:
+    source = hlg_video(tmp_path / "hlg.mov")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, None, alive)
+    assert result.metadata.hdr and result.metadata.codec == "hevc"
+    (video,) = streams(result.web_video)
+    assert (video["color_transfer"], video["color_primaries"]) == ("bt709", "bt709")
+    assert video["pix_fmt"] == "yuv420p"
+
+
+async def test_hdr_without_zscale_falls_back_to_plain_scaling(tmp_path: Path) -> None:
+    assert FFMPEG is not None
+    ffmpeg = fake_tool(
+        tmp_path,
+        f'case "$*" in *zscale=t*) echo "No such filter: \'zscale\'" >&2; exit 1;; esac\n'
+        f'exec {FFMPEG} "$@"',
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    source = hlg_video(tmp_path / "hlg.mov")
+    result = await make_video_proxies(source, out, VideoProxySpec(ffmpeg=ffmpeg), alive)
+    assert (result.web_video_width, result.web_video_height) == (320, 240)
+    assert result.poster.preview.width == 320
+
+
 async def test_live_photo_video_keeps_its_identifier_in_metadata(
     library: Manifest, tmp_path: Path
 ) -> None:

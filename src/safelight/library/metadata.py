@@ -61,6 +61,7 @@ CapturedAtSource = Literal["exif", "video", "file"]
 _SWAPS_AXES = frozenset({5, 6, 7, 8})  # EXIF orientations that rotate by 90 degrees
 _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+_HDR_TRANSFERS = frozenset({"smpte2084", "arib-std-b67"})  # PQ (HDR10, Dolby Vision), HLG
 _QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})  # an unset creation time, not a date
 _VIDEO_FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg"
 """Demuxers ffprobe/ffmpeg may use on originals. A file named .mp4 that really is an HLS
@@ -109,6 +110,8 @@ class VideoMetadata:
     model: str | None
     content_identifier: str | None
     """``com.apple.quicktime.content.identifier``: pairs a Live Photo video with its photo."""
+    hdr: bool = False
+    """PQ or HLG transfer (every iPhone video since the 12): proxies are tone-mapped."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -356,6 +359,7 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         make=_str(tags.get("com.apple.quicktime.make") or tags.get("make")),
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),
+        hdr=video.get("color_transfer") in _HDR_TRANSFERS,
     )
 
 

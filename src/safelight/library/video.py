@@ -1,6 +1,9 @@
 """Proxies of a video: a poster frame (thumbnail, preview, BlurHash, made like a photo's)
 and a web video (H.264 in MP4, at most 720 px on the short side), with ffprobe/ffmpeg.
 
+HDR sources (PQ or HLG, as every recent iPhone records) are tone-mapped to SDR BT.709 for
+both, when ffmpeg has the zscale filter.
+
 Every ffmpeg/ffprobe runs as an asyncio subprocess in a session (process group) of its
 own. If the awaiting task is cancelled (the attempt self-stops, loses its item, or the
 worker shuts down), the whole group is SIGKILLed and reaped before the cancellation
@@ -168,7 +171,10 @@ async def make_video_proxies(
     poster = await _poster(src, metadata, spec)
     ensure_alive()
     output = out_dir_tmp / WEB_VIDEO_NAME
-    result = await run_killable(_web_video_command(src, output, metadata, spec))
+    result = await _run_filtered(
+        metadata, lambda filters: _web_video_command(src, output, filters, metadata, spec),
+        _web_video_scale(spec),
+    )  # fmt: skip
     if result.returncode != 0:
         output.unlink(missing_ok=True)
         raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
@@ -183,19 +189,42 @@ async def make_video_proxies(
     )
 
 
+_TONE_MAP = (
+    "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
+    "tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p"
+)
+"""HDR (PQ/HLG, BT.2020) to SDR BT.709: without it an iPhone video's poster and web
+video look washed out. Needs ffmpeg's zscale (libzimg, in Debian's ffmpeg)."""
+
+
+async def _run_filtered(
+    metadata: VideoMetadata, build: Callable[[str], list[str]], scale: str
+) -> Completed:
+    """Run ``build(filters)``, tone-mapping HDR first; an ffmpeg without zscale gets a
+    second run without it (washed out beats missing)."""
+    if metadata.hdr:
+        result = await run_killable(build(f"{_TONE_MAP},{scale}"))
+        if result.returncode == 0 or b"zscale" not in result.stderr:
+            return result
+    return await run_killable(build(scale))
+
+
 async def _poster(src: Path, metadata: VideoMetadata, spec: VideoProxySpec) -> ImageProxies:
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
     ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo)."""
     duration = metadata.duration_seconds or 0.0
     at = max(0.0, min(spec.poster_at_seconds, duration / 2))
-    command = [
-        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
-        *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{src}",
-        "-map", "0:v:0", "-frames:v", "1",
-        "-vf", f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos",
-        "-f", "image2pipe", "-c:v", "bmp", "-",
-    ]  # fmt: skip
-    result = await run_killable(command)
+
+    def command(filters: str) -> list[str]:
+        return [
+            spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
+            *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{src}",
+            "-map", "0:v:0", "-frames:v", "1", "-vf", filters,
+            "-f", "image2pipe", "-c:v", "bmp", "-",
+        ]  # fmt: skip
+
+    scale = f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos"
+    result = await _run_filtered(metadata, command, scale)
     if result.returncode != 0 or not result.stdout:
         raise CorruptMedia(f"ffmpeg could not extract a poster frame: {last_lines(result.stderr)}")
     return await asyncio.to_thread(_poster_proxies, result.stdout, spec.image)
@@ -210,22 +239,25 @@ def _poster_proxies(bmp: bytes, spec: ProxySpec) -> ImageProxies:
         raise MediaError(f"unreadable poster frame from ffmpeg: {error}") from error
 
 
-def _web_video_command(
-    src: Path, output: Path, metadata: VideoMetadata, spec: VideoProxySpec
-) -> list[str]:
+def _web_video_scale(spec: VideoProxySpec) -> str:
+    """Expressions see the frames after autorotation. Landscape: height = min(720, ih);
+    portrait: width = min(720, iw); the other side keeps the aspect (-2: even, as yuv420p
+    needs). Never upscaled."""
     short = spec.web_video_short_side
-    # Expressions see the frames after autorotation. Landscape: height = min(720, ih);
-    # portrait: width = min(720, iw); the other side keeps the aspect (-2: even, as
-    # yuv420p needs). Never upscaled.
-    scale = (
+    return (
         f"scale=w='if(gte(iw,ih),-2,min({short},trunc(iw/2)*2))'"
         f":h='if(gte(iw,ih),min({short},trunc(ih/2)*2),-2)'"
     )
+
+
+def _web_video_command(
+    src: Path, output: Path, filters: str, metadata: VideoMetadata, spec: VideoProxySpec
+) -> list[str]:
     command = [
         spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
         *ffmpeg_input_options(), "-i", f"file:{src}",
         "-map", "0:v:0", "-map", "0:a:0?",
-        "-vf", scale, "-fpsmax", str(spec.max_fps),
+        "-vf", filters, "-fpsmax", str(spec.max_fps),
         "-c:v", "libx264", "-preset", spec.preset, "-crf", str(spec.crf),
         "-pix_fmt", "yuv420p", "-profile:v", "high",
     ]  # fmt: skip
