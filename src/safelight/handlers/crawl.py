@@ -67,6 +67,7 @@ from safelight.library.metadata import file_time, read_image_metadata
 from safelight.library.paths import confined, proxy_dir
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
+from safelight.work.journal import side_effect
 
 COUNTERS = (
     "total",
@@ -381,14 +382,12 @@ class _Crawl:
         self, walked: WalkedFile, source: Path, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         folder = proxy_dir(self.proxy_root, self.config_id, hashed.content_hash)
-        self.ctx.ensure_alive()
-        await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
         # ffmpeg writes into a hidden temporary folder beside the proxies (same file
-        # system, so publishing is a rename). Left behind by a crash, the sweep removes
-        # it once it is an hour old.
-        temp = Path(
-            await asyncio.to_thread(tempfile.mkdtemp, dir=folder, prefix=".video-", suffix=".tmp")
-        )
+        # system, so publishing is a rename). Left behind by a crash or a stopped
+        # attempt, the sweep removes it once it is an hour old.
+        self.ctx.ensure_alive()
+        with side_effect("mkdir", folder):
+            temp = Path(await asyncio.to_thread(_make_temp_folder, folder))
         try:
             proxies = await make_video_proxies(
                 source, temp, VideoProxySpec(image=self.spec), self.ctx.ensure_alive
@@ -402,9 +401,12 @@ class _Crawl:
                 self.alive.ensure_alive,
             )
         finally:
-            # Only this attempt's own temporary files: removing them is safe even once
-            # the attempt has stopped, and leaves nothing for the sweep.
-            await asyncio.to_thread(shutil.rmtree, temp, True)
+            # Only while the attempt is alive: a stopped attempt touches no file at all,
+            # not even its own leftovers (the sweep takes those).
+            if not self.ctx.cancelled.is_set():
+                self.ctx.ensure_alive()
+                with side_effect("delete", temp):
+                    await asyncio.to_thread(shutil.rmtree, temp, True)
         return new_asset(walked, hashed, proxies.metadata), records
 
     # --- helpers ---------------------------------------------------------------------
@@ -483,6 +485,11 @@ class _Crawl:
             self._since_progress = 0
             self._last_progress = now
             self.ctx.progress(**self.tally.counts)
+
+
+def _make_temp_folder(parent: Path) -> str:
+    parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkdtemp(dir=parent, prefix=".video-", suffix=".tmp")
 
 
 def _capped(entries: list[dict[str, str]], first: str, second: str) -> list[dict[str, str]]:

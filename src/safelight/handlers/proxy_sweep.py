@@ -19,6 +19,7 @@ from safelight.handlers.contract import HandlerContext, payload_keys, stop_if_ca
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.sweep import is_old, scan_proxy_root
+from safelight.work.journal import side_effect
 
 _BATCH = 500
 
@@ -56,7 +57,8 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
                 continue
             ctx.ensure_alive()
             try:
-                (root / relative).unlink()
+                with side_effect("delete", root / relative):
+                    (root / relative).unlink()
             except FileNotFoundError:
                 continue
             deleted += 1
@@ -71,7 +73,8 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
             continue
         ctx.ensure_alive()
         try:
-            os.rmdir(folder)
+            with side_effect("rmdir", folder):
+                os.rmdir(folder)
         except OSError as error:
             if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                 continue

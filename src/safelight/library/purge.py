@@ -24,6 +24,7 @@ import psycopg
 from safelight.library.assets import QUERIES
 from safelight.library.errors import PathOutsideRoot
 from safelight.library.paths import confined, proxy_dir
+from safelight.work.journal import side_effect
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,8 @@ def delete_proxy_file(proxy_root: Path, relative: str, ensure_alive: Callable[[]
         raise PathOutsideRoot(f"{relative!r} is the proxy root itself")
     ensure_alive()
     try:
-        target.unlink()
+        with side_effect("delete", target):
+            target.unlink()
     except FileNotFoundError:
         return False
     return True
@@ -90,7 +92,8 @@ def remove_empty_folders(folder: Path, proxy_root: Path, ensure_alive: Callable[
     while current != root and current.is_relative_to(root):
         ensure_alive()
         try:
-            current.rmdir()
+            with side_effect("rmdir", current):
+                current.rmdir()
         except FileNotFoundError:
             pass
         except OSError as error:
