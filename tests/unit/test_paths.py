@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -18,9 +20,25 @@ from safelight.library.paths import (
     proxy_path,
     write_atomically,
 )
+from safelight.work.errors import AttemptStopped
+from safelight.work.fakeclock import FakeClock
+from safelight.work.journal import Journal, attempt_scope
+from safelight.work.model import Status, WorkItem
 
 CONFIG = UUID("6f1c2d3e-4a5b-4c6d-8e7f-901234567890")
 HASH = "0123456789abcdef"
+
+JOURNAL_ITEM = WorkItem(
+    id=1,
+    kind="crawl",
+    storage_config_id=None,
+    dedup_key=None,
+    payload={},
+    status=Status.RUNNING,
+    requested_at=datetime(2026, 1, 1, tzinfo=UTC),
+    attempt=1,
+    stalls=0,
+)
 
 
 @pytest.fixture
@@ -180,7 +198,9 @@ def test_write_atomically_publishes_bytes_and_writer(tmp_path: Path) -> None:
     assert leftovers(target.parent) == []
 
 
-def test_write_atomically_calls_ensure_alive_after_the_data_is_complete(tmp_path: Path) -> None:
+def test_write_atomically_calls_ensure_alive_before_any_write_and_after_the_data_is_complete(
+    tmp_path: Path,
+) -> None:
     target = tmp_path / "preview.jpg"
     seen: list[list[bytes]] = []
 
@@ -190,7 +210,9 @@ def test_write_atomically_calls_ensure_alive_after_the_data_is_complete(tmp_path
         assert not target.exists()
 
     write_atomically(target, b"complete", check)
-    assert seen == [[b"complete"]]
+    # Once before the temporary file exists (a stopped attempt leaves nothing behind),
+    # once right before the rename, with the data complete.
+    assert seen == [[], [b"complete"]]
 
 
 def test_write_atomically_publishes_nothing_when_not_alive(tmp_path: Path) -> None:
@@ -228,3 +250,27 @@ def test_move_into_place(tmp_path: Path) -> None:
         move_into_place(temp, target, stopped)
     assert target.read_bytes() == b"mp4"
     assert not temp.exists()
+
+
+def test_a_stopped_attempt_leaves_not_even_a_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "thumbnail.jpg"
+
+    def stopped() -> None:
+        raise AttemptStopped("self-stopped")
+
+    with pytest.raises(AttemptStopped):
+        write_atomically(target, b"data", stopped)
+    assert not (tmp_path / "sub").exists()
+
+
+def test_writes_are_journalled_around_the_publish(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    target = tmp_path / "p" / "preview.jpg"
+    with attempt_scope(journal, JOURNAL_ITEM):
+        write_atomically(target, b"data", lambda: None)
+    journal.close()
+    lines = [json.loads(x) for x in (tmp_path / "effects.jsonl").read_text().splitlines()]
+    assert [(x["action"], x["phase"], x["target"]) for x in lines] == [
+        ("write", "before", str(target)),
+        ("write", "after", str(target)),
+    ]

@@ -29,6 +29,7 @@ from typing import BinaryIO
 from uuid import UUID
 
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
+from safelight.work.journal import side_effect
 
 CONTENT_HASH_HEX_LENGTH = 16
 """Length of a content hash in hex digits (XXH3-64, see ``hashing``)."""
@@ -141,24 +142,28 @@ def write_atomically(path: Path, data: bytes | Writer, ensure_alive: Callable[[]
     failure, including ``ensure_alive()`` raising or cancellation, the temporary file is
     removed and the error propagates unchanged; an existing file at ``path`` is untouched.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    temp = Path(temp_name)
-    try:
-        with open(fd, "wb", closefd=True) as out:
-            if isinstance(data, bytes | bytearray | memoryview):
-                out.write(data)
-            else:
-                data(out)
-            out.flush()
-            os.fchmod(out.fileno(), PROXY_FILE_MODE)
-            os.fsync(out.fileno())
-        ensure_alive()
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    # Checked before the first byte lands in the proxy folder, and again right before
+    # the rename: a stopped attempt leaves not even a temporary file behind.
+    ensure_alive()
+    with side_effect("write", path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        temp = Path(temp_name)
+        try:
+            with open(fd, "wb", closefd=True) as out:
+                if isinstance(data, bytes | bytearray | memoryview):
+                    out.write(data)
+                else:
+                    data(out)
+                out.flush()
+                os.fchmod(out.fileno(), PROXY_FILE_MODE)
+                os.fsync(out.fileno())
+            ensure_alive()
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
 
 
 def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) -> None:
@@ -169,19 +174,21 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
     ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a configuration error).
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fchmod(fd, PROXY_FILE_MODE)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         ensure_alive()
-        os.replace(temp, path)
+        with side_effect("write", path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fchmod(fd, PROXY_FILE_MODE)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            ensure_alive()
+            os.replace(temp, path)
+            _fsync_dir(path.parent)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:
