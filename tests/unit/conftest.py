@@ -1,15 +1,20 @@
-"""Unit-test fixtures: a fake clock, and a check that the event loop reported no error."""
+"""Unit-test fixtures: a fake clock, a scripted store, a work item, and a check that the
+event loop reported no error."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from safelight.work.fakeclock import FakeClock
+from safelight.work.model import Beat, Status, WorkItem
 
 
 @pytest.fixture
@@ -38,3 +43,105 @@ async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
     await asyncio.sleep(0)
     loop.set_exception_handler(None)
     assert errors == []
+
+
+# --- a scripted AttemptStore -------------------------------------------------------------
+
+HANG: Any = "hang"
+"""A scripted reply that never comes: the call waits until it is cancelled.
+
+Compared by equality, not identity: pytest imports this file as ``conftest`` (there is
+no ``tests/unit/__init__.py``) while test modules import ``tests.unit.conftest``, so
+module-level objects exist twice. For the same reason tests compare ``ITEM`` with ``==``.
+"""
+
+
+def at(clock: FakeClock) -> float:
+    """Seconds since the fake clock's start, rounded to the microsecond for comparisons."""
+    return round(clock.monotonic() - 1000.0, 6)
+
+
+class ScriptedStore:
+    """A fake :class:`~safelight.work.context.AttemptStore` that records every call.
+
+    ``calls`` holds ``(seconds since start, name, *arguments)`` in call order. Heartbeats
+    answer from ``beats`` in order, then ``beat_default``; writes answer ``writes``. A
+    reply may be a value, an exception to raise, an ``asyncio.Future`` to await (the
+    test resolves it), or :data:`HANG`. ``abandoned`` records when a hanging call was
+    cancelled.
+    """
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls: list[tuple[Any, ...]] = []
+        self.beats: list[Any] = []
+        self.beat_default: Any = Beat.ALIVE
+        self.writes: Any = True
+        self.fenced_error: BaseException | None = None
+        self.connection: Any = object()
+        self.abandoned: list[tuple[float, str]] = []
+
+    async def _answer(self, name: str, reply: Any) -> Any:
+        if isinstance(reply, str) and reply == HANG:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.abandoned.append((at(self.clock), name))
+                raise
+        if isinstance(reply, asyncio.Future):
+            return await reply
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
+        self.calls.append((at(self.clock), "heartbeat", item_id, attempt, lease_seconds))
+        reply = self.beats.pop(0) if self.beats else self.beat_default
+        beat: Beat = await self._answer("heartbeat", reply)
+        return beat
+
+    async def _write(self, name: str, *args: Any) -> bool:
+        self.calls.append((at(self.clock), name, *args))
+        applied: bool = await self._answer(name, self.writes)
+        return applied
+
+    async def complete(self, item_id: int, attempt: int, result: dict[str, Any] | None) -> bool:
+        return await self._write("complete", item_id, attempt, result)
+
+    async def fail(self, item_id: int, attempt: int, error: str) -> bool:
+        return await self._write("fail", item_id, attempt, error)
+
+    async def cancel(self, item_id: int, attempt: int) -> bool:
+        return await self._write("cancel", item_id, attempt)
+
+    async def release(self, item_id: int, attempt: int) -> bool:
+        return await self._write("release", item_id, attempt)
+
+    def fenced(self, item_id: int, attempt: int) -> AbstractAsyncContextManager[Any]:
+        self.calls.append((at(self.clock), "fenced", item_id, attempt))
+        return self._fenced()
+
+    @asynccontextmanager
+    async def _fenced(self) -> AsyncIterator[Any]:
+        if self.fenced_error is not None:
+            raise self.fenced_error
+        yield self.connection
+
+
+@pytest.fixture
+def store(clock: FakeClock) -> ScriptedStore:
+    return ScriptedStore(clock)
+
+
+ITEM = WorkItem(
+    id=7,
+    kind="crawl",
+    storage_config_id=UUID("00000000-0000-4000-8000-000000000001"),
+    dedup_key=None,
+    payload={"root": "/photos/ann"},
+    status=Status.RUNNING,
+    requested_at=datetime(2025, 12, 31, 23, 0, tzinfo=UTC),
+    attempt=3,
+    stalls=0,
+    worker_id="worker-a",
+)

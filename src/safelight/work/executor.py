@@ -1,0 +1,461 @@
+"""The executor: runs one claimed work item's attempt and records how it ended.
+
+One attempt, from claim to outcome (docs/executor.md has the whole story):
+
+1. The handler for the item's kind runs in a task of its own. Beside it, heartbeats
+   renew the lease every ``heartbeat_seconds``, each call limited to one interval by a
+   timer on the injected clock, so a hung call does not hold up the next one.
+2. A self-stop deadline, also a timer on the clock, falls half a lease after the last
+   heartbeat that succeeded (the claim counts as the first). It does not depend on any
+   heartbeat call returning: with every call hanging it still fires. Lease recovery
+   elsewhere needs the whole lease to expire, so a cut-off attempt has stopped at least
+   half a lease before anyone else can claim work on its storage config.
+3. The attempt stops when a heartbeat says the item is lost or cancel-requested, when
+   the self-stop deadline passes, or when the Worker shuts down. Stopping cancels the
+   handler's task; cancellation is cooperative (see :mod:`safelight.work.context`), so
+   the executor waits up to ``shutdown_grace_seconds`` for the handler to finish.
+4. The outcome follows from why the attempt stopped, never from what the handler raised
+   while stopping. A handler cancelled because its attempt stopped never reaches
+   ``fail`` (design review of #337, finding 1): a self-stopped attempt that failed its
+   item once the database was back would end the item for good with no retry.
+5. :func:`~safelight.work.outcome.record` makes the outcome's one store call, if any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from safelight.work.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
+from safelight.work.context import (
+    AttemptStore,
+    Handler,
+    HandlerContext,
+    ProgressCallback,
+)
+from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
+from safelight.work.model import Beat, WorkItem
+from safelight.work.outcome import (
+    Abandoned,
+    Cancelled,
+    Failed,
+    Lost,
+    Outcome,
+    Released,
+    SelfStopped,
+    Succeeded,
+    UnknownKind,
+    Write,
+    record,
+    write_for,
+)
+
+__all__ = ["AttemptStore", "Executor", "ExecutorSettings", "RunResult"]
+
+# A later reason replaces an earlier one only if it is graver: a request to stop gives
+# way to a loss of ownership, which nothing undoes.
+_ESCALATION = (
+    StopReason.SHUTDOWN,
+    StopReason.CANCEL_REQUESTED,
+    StopReason.SELF_STOPPED,
+    StopReason.LOST,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorSettings:
+    """Timing of one attempt, in seconds.
+
+    ``heartbeat_seconds`` is at most a quarter lease, so that at least two heartbeats
+    fall inside the self-stop margin (half a lease) and one failed beat never stops an
+    attempt by itself. ``shutdown_grace_seconds`` is how long a stopped attempt waits
+    for its handler to finish before abandoning it.
+    """
+
+    lease_seconds: float = 60.0
+    heartbeat_seconds: float = 10.0
+    shutdown_grace_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("lease_seconds", "heartbeat_seconds", "shutdown_grace_seconds"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+        if self.lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
+        if self.heartbeat_seconds <= 0:
+            raise ValueError(f"heartbeat_seconds must be > 0, got {self.heartbeat_seconds!r}")
+        if self.heartbeat_seconds * 4 > self.lease_seconds:
+            raise ValueError(
+                f"heartbeat_seconds must be at most lease_seconds / 4 "
+                f"({self.lease_seconds / 4:g}), got {self.heartbeat_seconds!r}"
+            )
+        if self.shutdown_grace_seconds < 0:
+            raise ValueError(
+                f"shutdown_grace_seconds must be >= 0, got {self.shutdown_grace_seconds!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How one attempt ended and what became of its store call.
+
+    ``write`` is the call the outcome made (``None``: nothing to write). ``applied`` is
+    ``True`` only if that call was made and the store confirmed it; ``False`` with a
+    ``write`` means the attempt had lost the item, or the call failed or timed out, and
+    lease recovery will take the item back.
+    """
+
+    outcome: Outcome
+    write: Write | None
+    applied: bool
+
+
+class Executor:
+    """Runs claimed work items, one :meth:`run` per attempt; holds no state between runs."""
+
+    def __init__(
+        self,
+        store: AttemptStore,
+        clock: Clock,
+        handlers: Mapping[str, Handler],
+        settings: ExecutorSettings,
+        logger: logging.Logger,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._handlers = handlers
+        self._settings = settings
+        self._logger = logger
+        self._on_progress = on_progress
+
+    async def run(self, item: WorkItem, shutdown: asyncio.Event | None = None) -> RunResult:
+        """Run the attempt ``item.attempt`` of the claimed ``item`` and record its outcome.
+
+        Call it right after the claim: the claim's lease counts as the first heartbeat.
+        Setting ``shutdown`` asks the attempt to stop; the item is released (back to the
+        queue, no stall) once the handler has stopped. Nothing is left running when it
+        returns, except a handler that ignored its cancellation for the whole grace
+        period, which is cancelled and abandoned (:class:`~safelight.work.outcome.Abandoned`).
+
+        Cancelling ``run`` itself is not a shutdown: the handler is cancelled and
+        abandoned, nothing is written, and lease recovery takes the item back.
+        """
+        log = logging.LoggerAdapter(
+            self._logger, {"item_id": item.id, "kind": item.kind, "attempt": item.attempt}
+        )
+        handler = self._handlers.get(item.kind)
+        if handler is None:
+            log.error("work item %d: no handler for kind %s", item.id, item.kind)
+            outcome: Outcome = UnknownKind(item.kind)
+        else:
+            outcome = await _Attempt(self, item, handler, log, shutdown).finish()
+        return await self._record(item, outcome, log)
+
+    async def _record(
+        self, item: WorkItem, outcome: Outcome, log: logging.LoggerAdapter[logging.Logger]
+    ) -> RunResult:
+        write = write_for(outcome)
+        if write is None:
+            return RunResult(outcome, None, False)
+        call = type(write).__name__.lower()
+        # Limited like a heartbeat: a write hung on a dead connection must not hold the
+        # Worker forever. If it did not apply, the lease expires and recovery requeues.
+        seconds = self._settings.heartbeat_seconds
+        try:
+            applied = await wait_with_timeout(
+                self._clock, record(self._store, item, outcome), seconds
+            )
+        except TimeoutError:
+            log.error(
+                "work item %d attempt %d: %s timed out after %g s; "
+                "lease recovery will requeue the item",
+                item.id,
+                item.attempt,
+                call,
+                seconds,
+            )
+            return RunResult(outcome, write, False)
+        except Exception as exc:
+            log.error(
+                "work item %d attempt %d: %s failed: %s; lease recovery will requeue the item",
+                item.id,
+                item.attempt,
+                call,
+                _describe(exc),
+            )
+            return RunResult(outcome, write, False)
+        if not applied:
+            log.warning(
+                "work item %d attempt %d: %s not applied: the attempt had lost the item",
+                item.id,
+                item.attempt,
+                call,
+            )
+        return RunResult(outcome, write, applied)
+
+
+class _Attempt:
+    """The live state of one attempt: its handler, heartbeats and self-stop timer.
+
+    Everything here runs on the event loop's thread, so no locks: a stop is one
+    synchronous step that records the reason, sets ``cancelled`` and cancels the handler.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        item: WorkItem,
+        handler: Handler,
+        log: logging.LoggerAdapter[logging.Logger],
+        shutdown: asyncio.Event | None,
+    ) -> None:
+        self._store = executor._store
+        self._clock = executor._clock
+        self._settings = executor._settings
+        self._item = item
+        self._log = log
+        self._half_lease = self._settings.lease_seconds / 2
+        self._reason: StopReason | None = None
+        self._misses = 0  # heartbeat calls in a row that failed or timed out
+        self._cancelled = asyncio.Event()
+        self._stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # The claim just set the lease: the attempt's start counts as the first success.
+        self._last_beat = self._clock.monotonic()
+        self._self_stop: TimerHandle = self._clock.call_later(self._half_lease, self._self_stop_due)
+        context = HandlerContext(
+            item=item,
+            clock=self._clock,
+            store=self._store,
+            logger=log,
+            cancelled=self._cancelled,
+            ensure_alive=self.ensure_alive,
+            on_progress=executor._on_progress,
+        )
+        # The shutdown watcher is created before the handler so that it runs first: with
+        # ``shutdown`` already set, the handler is cancelled before its first step.
+        self._helpers: list[asyncio.Task[None]] = []
+        if shutdown is not None:
+            self._helpers.append(asyncio.create_task(self._watch(shutdown)))
+        self._handler = asyncio.create_task(handler(context))
+        self._beats = asyncio.create_task(self._heartbeats())
+        self._helpers.append(self._beats)
+
+    async def finish(self) -> Outcome:
+        """Wait for the handler (with a grace period once stopped), then clean up."""
+        try:
+            either: set[asyncio.Future[Any]] = {self._handler, self._stopped}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            grace = self._settings.shutdown_grace_seconds
+            if not self._handler.done() and not await wait_done(self._clock, self._handler, grace):
+                assert self._reason is not None  # only a stop starts the grace period
+                self._log.error(
+                    "work item %d attempt %d: the handler did not stop within %g s of being "
+                    "asked (%s); writing nothing, lease recovery will requeue the item",
+                    self._item.id,
+                    self._item.attempt,
+                    grace,
+                    self._reason,
+                )
+                return Abandoned(self._reason)
+            return self._verdict()
+        finally:
+            self._self_stop.cancel()
+            for helper in self._helpers:
+                helper.cancel()
+            if not self._handler.done():
+                abandon(self._handler)
+            # Our own helpers honour cancellation at once (a hung heartbeat call is
+            # abandoned, not awaited), so this does not wait on the database.
+            await asyncio.wait(self._helpers)
+
+    def ensure_alive(self) -> None:
+        """Raise :class:`AttemptStopped` if the attempt must stop; see HandlerContext.
+
+        Checks the self-stop deadline against the monotonic clock itself: after a freeze
+        (SIGSTOP, a long GC pause) the handler may run before the overdue timer does.
+        """
+        if self._overdue():
+            self._stop(StopReason.SELF_STOPPED)
+        if self._reason is not None:
+            raise AttemptStopped(self._reason)
+
+    # --- stopping --------------------------------------------------------------------
+
+    def _overdue(self) -> bool:
+        return self._clock.monotonic() - self._last_beat >= self._half_lease
+
+    def _self_stop_due(self) -> None:
+        self._stop(StopReason.SELF_STOPPED)
+
+    def _stop(self, reason: StopReason) -> None:
+        held = self._reason
+        if held is not None and _ESCALATION.index(reason) <= _ESCALATION.index(held):
+            return
+        self._reason = reason
+        item = self._item
+        if reason is StopReason.SELF_STOPPED:
+            self._log.warning(
+                "work item %d attempt %d self-stopped: no successful heartbeat for %g s "
+                "(half the %g s lease); writing nothing, lease recovery will requeue it",
+                item.id,
+                item.attempt,
+                self._clock.monotonic() - self._last_beat,
+                self._settings.lease_seconds,
+            )
+        elif reason is StopReason.LOST:
+            self._log.warning(
+                "work item %d attempt %d lost the item; stopping the handler, writing nothing",
+                item.id,
+                item.attempt,
+            )
+        else:
+            self._log.info(
+                "work item %d attempt %d: %s, stopping the handler", item.id, item.attempt, reason
+            )
+        if held is None:
+            # Cancelled once: a graver reason arriving later changes the outcome but
+            # does not interrupt the handler's clean-up with a second cancellation.
+            self._cancelled.set()
+            self._stopped.set_result(None)
+            self._handler.cancel()
+        if reason is StopReason.SELF_STOPPED or reason is StopReason.LOST:
+            # The claim is gone or given up: no more heartbeats, which are writes too.
+            # After a cancel request or during shutdown they go on, keeping the lease
+            # while the handler winds down.
+            self._self_stop.cancel()
+            self._beats.cancel()
+
+    async def _watch(self, shutdown: asyncio.Event) -> None:
+        await shutdown.wait()
+        self._stop(StopReason.SHUTDOWN)
+
+    # --- heartbeats ------------------------------------------------------------------
+
+    async def _heartbeats(self) -> None:
+        """Beat every interval until the attempt ends; never fatal by itself.
+
+        Each beat starts one interval after the previous one started. A call is limited
+        to one interval, so a hung call times out just as the next beat is due.
+        """
+        interval = self._settings.heartbeat_seconds
+        item = self._item
+        due = self._last_beat + interval
+        while True:
+            await self._clock.sleep(due - self._clock.monotonic())
+            if self._overdue():  # frozen past the deadline before the timer could fire
+                self._stop(StopReason.SELF_STOPPED)
+                return
+            sent = self._clock.monotonic()
+            due = sent + interval
+            try:
+                beat = await wait_with_timeout(
+                    self._clock,
+                    self._store.heartbeat(item.id, item.attempt, self._settings.lease_seconds),
+                    interval,
+                )
+            except TimeoutError:
+                self._misses += 1
+                self._log.warning(
+                    "work item %d attempt %d: heartbeat timed out after %g s (%d in a row)",
+                    item.id,
+                    item.attempt,
+                    interval,
+                    self._misses,
+                )
+                continue
+            except Exception as exc:
+                self._misses += 1
+                self._log.warning(
+                    "work item %d attempt %d: heartbeat failed (%d in a row): %s",
+                    item.id,
+                    item.attempt,
+                    self._misses,
+                    _describe(exc),
+                )
+                continue
+            self._misses = 0
+            if self._overdue():  # the answer came after the deadline had passed
+                self._stop(StopReason.SELF_STOPPED)
+                return
+            if beat is Beat.LOST:
+                self._stop(StopReason.LOST)
+                return
+            if beat is Beat.CANCEL_REQUESTED:
+                self._stop(StopReason.CANCEL_REQUESTED)
+            else:
+                self._renewed(sent)
+
+    def _renewed(self, sent: float) -> None:
+        """The lease was renewed by the beat sent at ``sent``: re-arm the self-stop.
+
+        The deadline counts from when the beat was sent, not answered: the database
+        renewed the lease somewhere in between, so this keeps the full half-lease margin
+        however slow the answer was. Only ALIVE renews it here; after a cancel request
+        the attempt is stopping anyway and the grace period is far shorter.
+        """
+        self._last_beat = sent
+        self._self_stop.cancel()
+        self._self_stop = self._clock.call_later(
+            sent + self._half_lease - self._clock.monotonic(), self._self_stop_due
+        )
+
+    # --- the outcome -----------------------------------------------------------------
+
+    def _verdict(self) -> Outcome:
+        """The outcome of a finished handler, decided by why the attempt stopped."""
+        handler = self._handler
+        error = None if handler.cancelled() else handler.exception()
+        if isinstance(error, AttemptLost):
+            self._stop(StopReason.LOST)  # a fenced transaction found the item taken
+        reason = self._reason
+        item = self._item
+        if reason is None:
+            if handler.cancelled():
+                return self._failed(
+                    "CancelledError: the handler was cancelled while its attempt was not stopped",
+                    None,
+                )
+            if error is None:
+                return Succeeded(handler.result())
+            return self._failed(_describe(error), error)
+        if error is not None and not isinstance(error, AttemptStopped):
+            self._log.warning(
+                "work item %d attempt %d: the handler raised while stopping (%s): %s",
+                item.id,
+                item.attempt,
+                reason,
+                _describe(error),
+                exc_info=error,
+            )
+        if reason is StopReason.LOST:
+            return Lost()
+        if reason is StopReason.SELF_STOPPED:
+            return SelfStopped()
+        if not handler.cancelled() and error is None:
+            # It finished before it noticed the request to stop: keep the work.
+            return Succeeded(handler.result())
+        if reason is StopReason.CANCEL_REQUESTED:
+            return Cancelled()
+        return Released()
+
+    def _failed(self, text: str, error: BaseException | None) -> Failed:
+        self._log.error(
+            "work item %d attempt %d failed: %s",
+            self._item.id,
+            self._item.attempt,
+            text,
+            exc_info=error,
+        )
+        return Failed(text)
+
+
+def _describe(error: BaseException) -> str:
+    """An exception as stored in a work item's error: its type and message, no traceback."""
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -1,0 +1,142 @@
+"""How an attempt ended, as a value, and the one store call each ending makes.
+
+The executor decides an :data:`Outcome`; :func:`write_for` maps it, purely, to the
+:data:`Write` to make (or none), and :func:`record` makes it. Keeping the mapping one
+small function makes the rule that matters most easy to check: an attempt that lost
+its claim (lost, self-stopped) or whose handler would not stop (abandoned) writes
+nothing, and never reaches ``fail``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from safelight.work.context import AttemptStore
+from safelight.work.errors import StopReason
+from safelight.work.model import WorkItem
+
+# --- outcomes --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    """The handler returned; its result is stored with the item."""
+
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The handler raised while nobody had asked it to stop: the item fails for good."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownKind:
+    """No handler is registered for the item's kind: the item fails for good."""
+
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """An operator cancelled the running item and the handler stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """The Worker shut down and the handler stopped: the item goes back to the queue
+    without counting a stall."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """The database says the item is no longer this attempt's. Writes nothing: a
+    fenced write could not apply anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelfStopped:
+    """No heartbeat succeeded for half a lease, so the attempt stopped itself. Writes
+    nothing, as a lost attempt does: lease recovery requeues the item and counts a stall.
+    Writing ``fail`` here would end the item for good once the database is back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Abandoned:
+    """The attempt was stopped (for ``reason``) but the handler did not finish within the
+    grace period. Writes nothing, not even ``release`` or ``cancel``: either would let
+    another attempt start on the same storage config while this handler may still touch
+    its files. The lease expires and recovery requeues the item, counting a stall."""
+
+    reason: StopReason
+
+
+Outcome: TypeAlias = (
+    Succeeded | Failed | UnknownKind | Cancelled | Released | Lost | SelfStopped | Abandoned
+)
+
+# --- writes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    pass
+
+
+Write: TypeAlias = Complete | Fail | Cancel | Release
+
+
+def write_for(outcome: Outcome) -> Write | None:
+    """The store call an outcome makes, or ``None`` for an outcome that writes nothing."""
+    match outcome:
+        case Succeeded(result):
+            return Complete(result)
+        case Failed(error):
+            return Fail(error)
+        case UnknownKind(kind):
+            return Fail(f"no handler for kind {kind}")
+        case Cancelled():
+            return Cancel()
+        case Released():
+            return Release()
+        case Lost() | SelfStopped() | Abandoned():
+            return None
+
+
+async def record(store: AttemptStore, item: WorkItem, outcome: Outcome) -> bool:
+    """Make the outcome's store call for ``item``'s attempt.
+
+    Returns ``True`` only if a write was made and applied; ``False`` when the outcome
+    writes nothing or the store answered that the attempt no longer owns the item.
+    Store errors propagate.
+    """
+    write = write_for(outcome)
+    match write:
+        case None:
+            return False
+        case Complete(result):
+            return await store.complete(item.id, item.attempt, result)
+        case Fail(error):
+            return await store.fail(item.id, item.attempt, error)
+        case Cancel():
+            return await store.cancel(item.id, item.attempt)
+        case Release():
+            return await store.release(item.id, item.attempt)

@@ -1,0 +1,1096 @@
+"""The executor, on a FakeClock with a scripted store: every store call is asserted
+exactly, with the second it was made at, and so is every log line.
+
+The spec's tests (#337): heartbeats failing continuously cancel the handler at half a
+lease and not before; one successful heartbeat resets the deadline; a heartbeat call
+that never returns still cancels at half a lease; a self-stopped attempt writes
+nothing even once the database answers again, and is logged as self-stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+from tests.unit.conftest import HANG, ITEM, ScriptedStore, at
+
+from safelight.work.context import HandlerContext
+from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
+from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.fakeclock import FakeClock
+from safelight.work.model import Beat, WorkItem
+from safelight.work.outcome import (
+    Abandoned,
+    Cancel,
+    Cancelled,
+    Complete,
+    Fail,
+    Failed,
+    Lost,
+    Release,
+    Released,
+    SelfStopped,
+    Succeeded,
+    UnknownKind,
+)
+
+pytestmark = pytest.mark.usefixtures("loop_errors")
+
+LOGGER = "test.executor"
+DB_DOWN = psycopg.OperationalError("server closed the connection unexpectedly")
+DOWN = "OperationalError: server closed the connection unexpectedly"
+SELF_STOPPED_30 = (
+    "WARNING",
+    "work item 7 attempt 3 self-stopped: no successful heartbeat for 30 s "
+    "(half the 60 s lease); writing nothing, lease recovery will requeue it",
+)
+
+
+def failed_beat(n: int) -> tuple[str, str]:
+    return ("WARNING", f"work item 7 attempt 3: heartbeat failed ({n} in a row): {DOWN}")
+
+
+def hb(t: float, lease: float = 60.0) -> tuple[Any, ...]:
+    return (t, "heartbeat", 7, 3, lease)
+
+
+@pytest.fixture(autouse=True)
+def _capture(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+
+
+@pytest.fixture(autouse=True)
+async def _unwind(clock: FakeClock) -> AsyncIterator[None]:
+    """After a failed test, end what it left running, so that closing the event loop
+    (which waits for every task) cannot hang on a handler parked on the fake clock."""
+    yield
+    for _ in range(3):
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()
+        await clock.advance(3600)
+
+
+def logs(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    """The executor's log lines as (level, message); each must carry the item's ids."""
+    records = [r for r in caplog.records if r.name == LOGGER]
+    for r in records:
+        assert (r.item_id, r.kind, r.attempt) == (7, "crawl", 3), r.getMessage()  # type: ignore[attr-defined]
+    return [(r.levelname, r.getMessage()) for r in records]
+
+
+def log_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER]
+
+
+class Probe:
+    """A handler that records what happens to it and returns when the test says so.
+
+    ``stop_after`` makes it slow to honour cancellation: it keeps working that many
+    seconds on the clock before it lets the cancellation through; ``None`` makes it
+    ignore cancellation until ``let_go`` is set (or it is cancelled a third time).
+    """
+
+    def __init__(self, clock: FakeClock, stop_after: float | None = 0.0) -> None:
+        self.clock = clock
+        self.stop_after = stop_after
+        self.events: list[tuple[float, str]] = []
+        self.go = asyncio.Event()
+        self.let_go = asyncio.Event()
+        self.result: dict[str, Any] | None = {"files": 3}
+        self.contexts: list[HandlerContext] = []
+
+    @property
+    def ctx(self) -> HandlerContext:
+        return self.contexts[0]
+
+    async def __call__(self, ctx: HandlerContext) -> dict[str, Any] | None:
+        self.contexts.append(ctx)
+        self.events.append((at(self.clock), "started"))
+        try:
+            await self.go.wait()
+        except asyncio.CancelledError:
+            self.events.append((at(self.clock), "cancelled"))
+            if self.stop_after is None:
+                while not self.let_go.is_set():
+                    try:
+                        await self.let_go.wait()
+                    except asyncio.CancelledError:
+                        self.events.append((at(self.clock), "cancelled again"))
+                        if len(self.events) > 3:
+                            raise  # a third cancellation: only a failed test's clean-up
+            elif self.stop_after:
+                await self.clock.sleep(self.stop_after)
+                self.events.append((at(self.clock), "stopped"))
+            raise
+        self.events.append((at(self.clock), "finished"))
+        return self.result
+
+
+def make(
+    store: ScriptedStore,
+    clock: FakeClock,
+    handler: Any,
+    settings: ExecutorSettings | None = None,
+    on_progress: Any = None,
+) -> Executor:
+    return Executor(
+        store,
+        clock,
+        {"crawl": handler},
+        settings or ExecutorSettings(),
+        logging.getLogger(LOGGER),
+        on_progress,
+    )
+
+
+async def start(
+    executor: Executor, item: WorkItem = ITEM, shutdown: asyncio.Event | None = None
+) -> asyncio.Task[RunResult]:
+    task = asyncio.create_task(executor.run(item, shutdown))
+    await asyncio.sleep(0)
+    return task
+
+
+def finished(task: asyncio.Task[RunResult]) -> RunResult:
+    assert task.done(), "run() has not returned"
+    return task.result()
+
+
+async def assert_quiet(clock: FakeClock) -> None:
+    """Nothing of the attempt is left: no timer, and (after the loop settles) no task."""
+    assert clock.deadlines() == []
+    await clock.settle()
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+# --- settings --------------------------------------------------------------------------
+
+
+def test_the_default_settings() -> None:
+    settings = ExecutorSettings()
+    assert (settings.lease_seconds, settings.heartbeat_seconds) == (60.0, 10.0)
+    assert settings.shutdown_grace_seconds == 10.0
+
+
+def test_a_heartbeat_of_exactly_a_quarter_lease_and_no_grace_are_allowed() -> None:
+    settings = ExecutorSettings(lease_seconds=40, heartbeat_seconds=10, shutdown_grace_seconds=0)
+    assert settings.heartbeat_seconds == 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lease_seconds": 0}, "lease_seconds must be > 0, got 0"),
+        ({"lease_seconds": -60}, "lease_seconds must be > 0, got -60"),
+        ({"heartbeat_seconds": 0}, "heartbeat_seconds must be > 0, got 0"),
+        ({"heartbeat_seconds": -1}, "heartbeat_seconds must be > 0, got -1"),
+        (
+            {"heartbeat_seconds": 15.001},
+            "heartbeat_seconds must be at most lease_seconds / 4 (15), got 15.001",
+        ),
+        (
+            {"lease_seconds": 30, "heartbeat_seconds": 10},
+            "heartbeat_seconds must be at most lease_seconds / 4 (7.5), got 10",
+        ),
+        ({"shutdown_grace_seconds": -0.5}, "shutdown_grace_seconds must be >= 0, got -0.5"),
+        (
+            {"lease_seconds": math.inf},
+            "lease_seconds must be a finite number of seconds, got inf",
+        ),
+        (
+            {"heartbeat_seconds": math.nan},
+            "heartbeat_seconds must be a finite number of seconds, got nan",
+        ),
+        (
+            {"shutdown_grace_seconds": math.inf},
+            "shutdown_grace_seconds must be a finite number of seconds, got inf",
+        ),
+    ],
+)
+def test_settings_are_validated_with_a_message_naming_the_field(
+    kwargs: dict[str, float], message: str
+) -> None:
+    with pytest.raises(ValueError) as raised:
+        ExecutorSettings(**kwargs)
+    assert str(raised.value) == message
+
+
+# --- handler ends on its own -----------------------------------------------------------
+
+
+async def test_a_handler_that_returns_completes_the_item(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        return {"files": 3}
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    assert finished(task) == RunResult(Succeeded({"files": 3}), Complete({"files": 3}), True)
+    assert store.calls == [(0.0, "complete", 7, 3, {"files": 3})]
+    assert logs(caplog) == []
+    await assert_quiet(clock)
+
+
+async def test_heartbeats_renew_the_lease_every_interval_while_the_handler_runs(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.settle()
+    # The first beat one interval after the start; the self-stop half a lease after it.
+    assert clock.deadlines() == [1010.0, 1030.0]
+    await clock.advance(10)
+    assert clock.deadlines() == [1020.0, 1040.0]
+    await clock.advance(15)
+    probe.go.set()
+    await clock.settle()
+    assert finished(task) == RunResult(Succeeded({"files": 3}), Complete({"files": 3}), True)
+    assert store.calls == [hb(10.0), hb(20.0), (25.0, "complete", 7, 3, {"files": 3})]
+    assert probe.events == [(0.0, "started"), (25.0, "finished")]
+    assert logs(caplog) == []
+    await assert_quiet(clock)
+
+
+async def test_a_handler_that_raises_fails_the_item_with_type_and_message(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    error = ValueError("bad EXIF in IMG_0001.HEIC")
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        await clock.sleep(4)
+        raise error
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(4)
+    text = "ValueError: bad EXIF in IMG_0001.HEIC"
+    assert finished(task) == RunResult(Failed(text), Fail(text), True)
+    assert store.calls == [(4.0, "fail", 7, 3, text)]
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    exc_info = log_records(caplog)[0].exc_info
+    assert exc_info is not None and exc_info[1] is error  # the traceback is logged
+    await assert_quiet(clock)
+
+
+async def test_an_exception_without_a_message_is_written_as_its_type(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        raise RuntimeError
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    assert finished(task) == RunResult(Failed("RuntimeError"), Fail("RuntimeError"), True)
+    assert store.calls == [(0.0, "fail", 7, 3, "RuntimeError")]
+    assert logs(caplog) == [("ERROR", "work item 7 attempt 3 failed: RuntimeError")]
+
+
+async def test_a_handler_that_cancels_itself_fails_the_item(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nobody stopped the attempt, so this is the handler's own error (and not an
+    ``OperationCanceledException`` to be mistaken for a stop)."""
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        raise asyncio.CancelledError
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    text = "CancelledError: the handler was cancelled while its attempt was not stopped"
+    assert finished(task) == RunResult(Failed(text), Fail(text), True)
+    assert store.calls == [(0.0, "fail", 7, 3, text)]
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    assert log_records(caplog)[0].exc_info is None
+
+
+async def test_an_unknown_kind_fails_the_item_without_running_anything(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    probe = Probe(clock)
+    purge = WorkItem(**{**{f: getattr(ITEM, f) for f in ITEM.__slots__}, "kind": "purge"})
+    task = await start(make(store, clock, probe), purge)
+    await clock.settle()
+    assert finished(task) == RunResult(
+        UnknownKind("purge"), Fail("no handler for kind purge"), True
+    )
+    assert store.calls == [(0.0, "fail", 7, 3, "no handler for kind purge")]
+    assert probe.events == []
+    records = [r for r in caplog.records if r.name == LOGGER]
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("ERROR", "work item 7: no handler for kind purge")
+    ]
+    assert (records[0].item_id, records[0].kind) == (7, "purge")  # type: ignore[attr-defined]
+    await assert_quiet(clock)
+
+
+# --- the self-stop (#337) --------------------------------------------------------------
+
+
+async def test_heartbeats_failing_continuously_cancel_the_handler_at_half_a_lease_not_before(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(29.999)
+    assert probe.events == [(0.0, "started")]
+    assert not probe.ctx.cancelled.is_set()
+    probe.ctx.ensure_alive()  # still alive: no exception
+    await clock.advance(0.001)
+    assert probe.events == [(0.0, "started"), (30.0, "cancelled")]
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert logs(caplog) == [failed_beat(1), failed_beat(2), SELF_STOPPED_30]
+    await assert_quiet(clock)
+
+
+async def test_one_heartbeat_that_succeeds_resets_the_self_stop_clock(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [DB_DOWN, Beat.ALIVE]
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(49.999)
+    assert probe.events == [(0.0, "started")]
+    await clock.advance(0.001)
+    assert probe.events == [(0.0, "started"), (50.0, "cancelled")]
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert store.calls == [hb(10.0), hb(20.0), hb(30.0), hb(40.0)]
+    # The count of failures in a row starts over after the success at 20 s.
+    assert logs(caplog) == [failed_beat(1), failed_beat(1), failed_beat(2), SELF_STOPPED_30]
+    await assert_quiet(clock)
+
+
+async def test_a_heartbeat_call_that_never_completes_still_cancels_at_half_a_lease(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beat_default = HANG
+    probe = Probe(clock, stop_after=5)  # takes 5 s to stop: the grace period is 10 s
+    task = await start(make(store, clock, probe))
+    await clock.advance(29.999)
+    assert probe.events == [(0.0, "started")]
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert store.abandoned == [(20.0, "heartbeat")]  # timed out after one interval
+    await clock.advance(0.001)
+    assert probe.events == [(0.0, "started"), (30.0, "cancelled")]
+    # The call in flight is abandoned at once: no more heartbeats after a self-stop.
+    assert store.abandoned == [(20.0, "heartbeat"), (30.0, "heartbeat")]
+    await clock.advance(4.999)
+    assert not task.done()
+    await clock.advance(0.001)
+    assert probe.events[-1] == (35.0, "stopped")
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert logs(caplog) == [
+        ("WARNING", "work item 7 attempt 3: heartbeat timed out after 10 s (1 in a row)"),
+        SELF_STOPPED_30,
+    ]
+    await assert_quiet(clock)
+
+
+async def test_a_self_stopped_attempt_writes_nothing_once_the_database_answers_again(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 1: the handler's cancellation surfaces as its own error; with the database
+    back it must still not reach fail (which would end the item for good)."""
+    store.beats = [DB_DOWN, DB_DOWN]  # then the database answers again: ALIVE, writes apply
+    interrupted = RuntimeError("crawl interrupted")
+
+    async def crawl(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise interrupted from None
+        return {}
+
+    task = await start(make(store, clock, crawl))
+    await clock.advance(30)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    await clock.advance(120)
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert logs(caplog) == [
+        failed_beat(1),
+        failed_beat(2),
+        SELF_STOPPED_30,
+        (
+            "WARNING",
+            "work item 7 attempt 3: the handler raised while stopping (self-stopped): "
+            "RuntimeError: crawl interrupted",
+        ),
+    ]
+    exc_info = log_records(caplog)[-1].exc_info
+    assert exc_info is not None and exc_info[1] is interrupted
+    await assert_quiet(clock)
+
+
+async def test_a_handler_surfacing_attempt_stopped_after_a_self_stop_writes_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beat_default = DB_DOWN
+    raised: list[AttemptStopped] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            try:
+                ctx.ensure_alive()
+            except AttemptStopped as exc:
+                raised.append(exc)
+                raise
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(30)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert [exc.reason for exc in raised] == [StopReason.SELF_STOPPED]
+    assert str(raised[0]) == "self-stopped"
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert logs(caplog) == [failed_beat(1), failed_beat(2), SELF_STOPPED_30]
+
+
+async def test_a_timed_out_heartbeat_does_not_delay_the_next_one(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [HANG, Beat.ALIVE]
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(19.999)
+    assert store.calls == [hb(10.0)]
+    await clock.advance(0.001)
+    # Timed out at 20 s, exactly when the next beat was due: it went out at once,
+    # succeeded, and moved the self-stop to 20 + 30 s.
+    assert store.calls == [hb(10.0), hb(20.0)]
+    assert store.abandoned == [(20.0, "heartbeat")]
+    assert clock.deadlines() == [1030.0, 1050.0]
+    assert logs(caplog) == [
+        ("WARNING", "work item 7 attempt 3: heartbeat timed out after 10 s (1 in a row)")
+    ]
+    probe.go.set()
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({"files": 3})
+
+
+async def test_the_self_stop_counts_from_when_the_successful_beat_was_sent(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database renewed the lease somewhere between sending and answering, so the
+    deadline counts from the send: a slow answer does not eat into the margin."""
+    answer: asyncio.Future[Beat] = asyncio.get_running_loop().create_future()
+    store.beats = [answer]
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(14)
+    answer.set_result(Beat.ALIVE)
+    await clock.settle()
+    assert clock.deadlines() == [1020.0, 1040.0]
+    await clock.advance(25.999)
+    assert probe.events == [(0.0, "started")]
+    await clock.advance(0.001)
+    assert probe.events == [(0.0, "started"), (40.0, "cancelled")]
+    assert finished(task).outcome == SelfStopped()
+    assert store.calls == [hb(10.0), hb(20.0), hb(30.0)]
+    assert logs(caplog)[-1] == SELF_STOPPED_30
+
+
+async def test_settings_drive_the_heartbeat_interval_the_lease_and_the_self_stop(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    settings = ExecutorSettings(lease_seconds=40, heartbeat_seconds=5, shutdown_grace_seconds=3)
+    task = await start(make(store, clock, probe, settings))
+    await clock.advance(19.999)
+    assert not probe.ctx.cancelled.is_set()
+    await clock.advance(0.001)
+    assert finished(task).outcome == SelfStopped()
+    assert store.calls == [hb(5.0, 40.0), hb(10.0, 40.0), hb(15.0, 40.0)]
+    assert logs(caplog)[-1] == (
+        "WARNING",
+        "work item 7 attempt 3 self-stopped: no successful heartbeat for 20 s "
+        "(half the 40 s lease); writing nothing, lease recovery will requeue it",
+    )
+
+
+# --- a frozen process -----------------------------------------------------------------
+
+
+async def test_ensure_alive_after_a_frozen_jump_past_half_a_lease_stops_before_writing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGSTOP for 30 s: on waking, the handler runs before any overdue timer does.
+    ensure_alive() must see the deadline on the monotonic clock itself."""
+    written: list[str] = []
+    raised: list[AttemptStopped] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        await go.wait()
+        try:
+            ctx.ensure_alive()
+        except AttemptStopped as exc:
+            raised.append(exc)
+            raise
+        written.append("thumbnail.webp")
+        return {}
+
+    go = asyncio.Event()
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    clock.jump(30)
+    go.set()
+    await clock.settle()
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert written == []
+    assert [exc.reason for exc in raised] == [StopReason.SELF_STOPPED]
+    assert store.calls == []
+    assert logs(caplog) == [SELF_STOPPED_30]
+    await assert_quiet(clock)
+
+
+async def test_ensure_alive_just_before_half_a_lease_lets_the_write_happen(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    written: list[str] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        await go.wait()
+        ctx.ensure_alive()
+        written.append("thumbnail.webp")
+        return {"written": 1}
+
+    go = asyncio.Event()
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    clock.jump(29.999)
+    go.set()
+    await clock.settle()
+    assert written == ["thumbnail.webp"]
+    assert finished(task).outcome == Succeeded({"written": 1})
+    assert store.calls == [(29.999, "complete", 7, 3, {"written": 1})]
+    assert logs(caplog) == []
+
+
+async def test_a_frozen_process_sends_no_heartbeat_once_past_the_deadline(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On waking, the overdue heartbeat (due at 10 s) fires before the self-stop timer
+    (due at 30 s); it must stop the attempt rather than renew a claim it gave up."""
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.settle()
+    clock.jump(31)
+    await clock.advance(0)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert store.calls == []
+    assert probe.events == [(0.0, "started"), (31.0, "cancelled")]
+    assert logs(caplog) == [
+        (
+            "WARNING",
+            "work item 7 attempt 3 self-stopped: no successful heartbeat for 31 s "
+            "(half the 60 s lease); writing nothing, lease recovery will requeue it",
+        )
+    ]
+    await assert_quiet(clock)
+
+
+async def test_an_answer_that_arrives_after_the_deadline_does_not_revive_the_attempt(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer: asyncio.Future[Beat] = asyncio.get_running_loop().create_future()
+    store.beats = [answer]
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(10)
+    clock.jump(25)  # frozen with the beat in flight; no timer has run since
+    answer.set_result(Beat.ALIVE)
+    await clock.settle()
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert store.calls == [hb(10.0)]
+    assert probe.events == [(0.0, "started"), (35.0, "cancelled")]
+    assert logs(caplog) == [
+        (
+            "WARNING",
+            "work item 7 attempt 3 self-stopped: no successful heartbeat for 35 s "
+            "(half the 60 s lease); writing nothing, lease recovery will requeue it",
+        )
+    ]
+    await assert_quiet(clock)
+
+
+# --- lost and cancelled -----------------------------------------------------------------
+
+
+async def test_a_lost_item_cancels_the_handler_and_writes_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [Beat.LOST]
+    probe = Probe(clock, stop_after=4)
+    task = await start(make(store, clock, probe))
+    await clock.advance(10)
+    assert probe.ctx.cancelled.is_set()
+    with pytest.raises(AttemptStopped) as raised:
+        probe.ctx.ensure_alive()
+    assert raised.value.reason is StopReason.LOST
+    await clock.advance(4)
+    assert finished(task) == RunResult(Lost(), None, False)
+    assert probe.events == [(0.0, "started"), (10.0, "cancelled"), (14.0, "stopped")]
+    assert store.calls == [hb(10.0)]  # no more heartbeats while the handler stopped
+    assert logs(caplog) == [
+        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing")
+    ]
+    await assert_quiet(clock)
+
+
+async def test_a_fenced_transaction_that_finds_the_item_lost_ends_the_attempt_as_lost(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.fenced_error = AttemptLost()
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        async with ctx.fenced():
+            pass
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    assert finished(task) == RunResult(Lost(), None, False)
+    assert store.calls == [(0.0, "fenced", 7, 3)]
+    assert logs(caplog) == [
+        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing")
+    ]
+    await assert_quiet(clock)
+
+
+async def test_a_cancel_request_cancels_the_handler_and_writes_cancel_not_fail(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [Beat.CANCEL_REQUESTED]
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(10)
+    assert finished(task) == RunResult(Cancelled(), Cancel(), True)
+    assert probe.events == [(0.0, "started"), (10.0, "cancelled")]
+    assert store.calls == [hb(10.0), (10.0, "cancel", 7, 3)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler")
+    ]
+    await assert_quiet(clock)
+
+
+async def test_heartbeats_go_on_while_a_cancelled_handler_winds_down(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The handler needs 12 s to stop and then raises: the item is still cancelled,
+    not failed, and the lease is kept meanwhile (the request is logged once)."""
+    store.beat_default = Beat.CANCEL_REQUESTED
+    interrupted = RuntimeError("interrupted")
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await clock.sleep(12)
+            raise interrupted from None
+        return {}
+
+    settings = ExecutorSettings(shutdown_grace_seconds=15)
+    task = await start(make(store, clock, handler, settings))
+    await clock.advance(21.999)
+    assert not task.done()
+    await clock.advance(0.001)
+    assert finished(task) == RunResult(Cancelled(), Cancel(), True)
+    assert store.calls == [hb(10.0), hb(20.0), (22.0, "cancel", 7, 3)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler"),
+        (
+            "WARNING",
+            "work item 7 attempt 3: the handler raised while stopping (cancel requested): "
+            "RuntimeError: interrupted",
+        ),
+    ]
+    exc_info = log_records(caplog)[-1].exc_info
+    assert exc_info is not None and exc_info[1] is interrupted
+    await assert_quiet(clock)
+
+
+async def test_a_cancel_request_does_not_renew_the_self_stop(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only ALIVE re-arms the self-stop; a handler slow to honour a cancel request that
+    outlives the deadline self-stops, and then nothing is written, not even cancel."""
+    store.beat_default = Beat.CANCEL_REQUESTED
+    probe = Probe(clock, stop_after=12)
+    settings = ExecutorSettings(lease_seconds=20, heartbeat_seconds=5, shutdown_grace_seconds=15)
+    task = await start(make(store, clock, probe, settings))
+    await clock.advance(9.999)
+    assert store.calls == [hb(5.0, 20.0)]
+    await clock.advance(0.001)
+    await clock.advance(7)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled"), (17.0, "stopped")]
+    assert store.calls == [hb(5.0, 20.0)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler"),
+        (
+            "WARNING",
+            "work item 7 attempt 3 self-stopped: no successful heartbeat for 10 s "
+            "(half the 20 s lease); writing nothing, lease recovery will requeue it",
+        ),
+    ]
+    await assert_quiet(clock)
+
+
+async def test_a_handler_that_finishes_despite_a_cancel_request_keeps_its_work(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [Beat.CANCEL_REQUESTED]
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return {"files": 9}  # its last step completed as the request came in
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(10)
+    assert finished(task) == RunResult(Succeeded({"files": 9}), Complete({"files": 9}), True)
+    assert store.calls == [hb(10.0), (10.0, "complete", 7, 3, {"files": 9})]
+
+
+# --- shutdown --------------------------------------------------------------------------
+
+
+async def test_shutdown_cancels_the_handler_and_releases_the_item(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(5)
+    shutdown.set()
+    await clock.settle()
+    assert finished(task) == RunResult(Released(), Release(), True)
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled")]
+    assert store.calls == [(5.0, "release", 7, 3)]
+    assert logs(caplog) == [("INFO", "work item 7 attempt 3: shutting down, stopping the handler")]
+    await assert_quiet(clock)
+
+
+async def test_shutdown_waits_on_the_clock_for_a_handler_slow_to_stop(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    probe = Probe(clock, stop_after=7)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(5)
+    shutdown.set()
+    await clock.advance(6.999)
+    assert not task.done()
+    assert store.calls == [hb(10.0)]  # the lease is kept while it stops
+    await clock.advance(0.001)
+    assert finished(task) == RunResult(Released(), Release(), True)
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled"), (12.0, "stopped")]
+    assert store.calls == [hb(10.0), (12.0, "release", 7, 3)]
+    await assert_quiet(clock)
+
+
+async def test_shutdown_abandons_a_handler_that_outlasts_the_grace_and_writes_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Releasing now would let another attempt start on this config while the handler
+    may still touch its files; the lease expires instead and recovery requeues it."""
+    shutdown = asyncio.Event()
+    probe = Probe(clock, stop_after=None)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(5)
+    shutdown.set()
+    await clock.advance(9.999)
+    assert not task.done()
+    await clock.advance(0.001)
+    assert finished(task) == RunResult(Abandoned(StopReason.SHUTDOWN), None, False)
+    assert store.calls == [hb(10.0)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: shutting down, stopping the handler"),
+        (
+            "ERROR",
+            "work item 7 attempt 3: the handler did not stop within 10 s of being asked "
+            "(shutting down); writing nothing, lease recovery will requeue the item",
+        ),
+    ]
+    # Still running, cancelled once more, and told it is stopped if it looks.
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled"), (15.0, "cancelled again")]
+    with pytest.raises(AttemptStopped) as raised:
+        probe.ctx.ensure_alive()
+    assert raised.value.reason is StopReason.SHUTDOWN
+    assert clock.deadlines() == []
+    probe.let_go.set()
+    await assert_quiet(clock)
+    assert store.calls == [hb(10.0)]
+
+
+async def test_a_shutdown_already_set_releases_without_starting_the_handler(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    shutdown.set()
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.settle()
+    assert finished(task) == RunResult(Released(), Release(), True)
+    assert probe.events == []
+    assert store.calls == [(0.0, "release", 7, 3)]
+    await assert_quiet(clock)
+
+
+async def test_a_handler_that_finishes_before_noticing_the_shutdown_records_success(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return {"files": 1}
+        return {}
+
+    task = await start(make(store, clock, handler), shutdown=shutdown)
+    await clock.advance(3)
+    shutdown.set()
+    await clock.settle()
+    assert finished(task) == RunResult(Succeeded({"files": 1}), Complete({"files": 1}), True)
+    assert store.calls == [(3.0, "complete", 7, 3, {"files": 1})]
+
+
+async def test_a_cancel_request_during_shutdown_cancels_rather_than_releases(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    store.beats = [Beat.CANCEL_REQUESTED]
+    probe = Probe(clock, stop_after=7)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(5)
+    shutdown.set()
+    await clock.advance(7)
+    assert finished(task) == RunResult(Cancelled(), Cancel(), True)
+    assert store.calls == [hb(10.0), (12.0, "cancel", 7, 3)]
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled"), (12.0, "stopped")]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: shutting down, stopping the handler"),
+        ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler"),
+    ]
+
+
+async def test_a_shutdown_during_a_cancel_request_still_cancels(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    store.beats = [Beat.CANCEL_REQUESTED]
+    probe = Probe(clock, stop_after=7)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(12)
+    shutdown.set()
+    await clock.advance(5)
+    assert finished(task) == RunResult(Cancelled(), Cancel(), True)
+    assert store.calls == [hb(10.0), (17.0, "cancel", 7, 3)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler")
+    ]
+
+
+async def test_an_item_lost_during_shutdown_is_not_released(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    shutdown = asyncio.Event()
+    store.beats = [Beat.LOST]
+    probe = Probe(clock, stop_after=7)
+    task = await start(make(store, clock, probe), shutdown=shutdown)
+    await clock.advance(5)
+    shutdown.set()
+    await clock.advance(7)
+    assert finished(task) == RunResult(Lost(), None, False)
+    assert store.calls == [hb(10.0)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: shutting down, stopping the handler"),
+        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing"),
+    ]
+
+
+async def test_cancelling_run_itself_abandons_the_attempt_and_writes_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.advance(5)
+    task.cancel()
+    await clock.settle()
+    assert task.cancelled()
+    assert probe.events == [(0.0, "started"), (5.0, "cancelled")]
+    assert store.calls == []
+    assert logs(caplog) == []
+    await assert_quiet(clock)
+
+
+# --- the store's answer to the outcome ---------------------------------------------------
+
+
+async def test_a_write_the_store_does_not_apply_is_logged_as_lost(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.writes = False
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        return {"files": 3}
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    assert finished(task) == RunResult(Succeeded({"files": 3}), Complete({"files": 3}), False)
+    assert logs(caplog) == [
+        (
+            "WARNING",
+            "work item 7 attempt 3: complete not applied: the attempt had lost the item",
+        )
+    ]
+
+
+async def test_a_write_that_fails_is_logged_and_left_to_lease_recovery(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.writes = DB_DOWN
+    shutdown = asyncio.Event()
+    shutdown.set()
+    task = await start(make(store, clock, Probe(clock)), shutdown=shutdown)
+    await clock.settle()
+    assert finished(task) == RunResult(Released(), Release(), False)
+    assert store.calls == [(0.0, "release", 7, 3)]
+    assert logs(caplog) == [
+        ("INFO", "work item 7 attempt 3: shutting down, stopping the handler"),
+        (
+            "ERROR",
+            f"work item 7 attempt 3: release failed: {DOWN}; lease recovery will requeue the item",
+        ),
+    ]
+
+
+async def test_a_write_that_hangs_gives_up_after_one_heartbeat_interval(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.writes = HANG
+    store.beats = [Beat.CANCEL_REQUESTED]
+    task = await start(make(store, clock, Probe(clock)))
+    await clock.advance(19.999)
+    assert not task.done()
+    await clock.advance(0.001)
+    assert finished(task) == RunResult(Cancelled(), Cancel(), False)
+    assert store.calls == [hb(10.0), (10.0, "cancel", 7, 3)]
+    assert store.abandoned == [(20.0, "cancel")]
+    assert logs(caplog)[-1] == (
+        "ERROR",
+        "work item 7 attempt 3: cancel timed out after 10 s; lease recovery will requeue the item",
+    )
+    await assert_quiet(clock)
+
+
+# --- the handler's context ---------------------------------------------------------------
+
+
+async def test_the_context_carries_the_item_clock_and_an_item_logger(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.settle()
+    ctx = probe.ctx
+    assert ctx.item == ITEM
+    assert ctx.clock is clock
+    assert not ctx.cancelled.is_set()
+    ctx.logger.info("hashing %d files", 12)
+    assert logs(caplog) == [("INFO", "hashing 12 files")]
+    probe.go.set()
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({"files": 3})
+
+
+async def test_progress_is_forwarded_with_the_item(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[tuple[WorkItem, dict[str, int]]] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.progress(files=5, bytes=2048)
+        ctx.progress(files=6)
+        return {}
+
+    on_progress = lambda item, counters: seen.append((item, dict(counters)))  # noqa: E731
+    task = await start(make(store, clock, handler, on_progress=on_progress))
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({})
+    assert seen == [(ITEM, {"files": 5, "bytes": 2048}), (ITEM, {"files": 6})]
+
+
+async def test_a_failing_progress_callback_is_logged_and_ignored(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.progress(files=5)
+        return {"files": 5}
+
+    def on_progress(item: WorkItem, counters: Any) -> None:
+        raise KeyError("no such gauge")
+
+    task = await start(make(store, clock, handler, on_progress=on_progress))
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({"files": 5})
+    assert logs(caplog) == [("WARNING", "progress callback failed")]
+    exc_info = log_records(caplog)[0].exc_info
+    assert exc_info is not None and isinstance(exc_info[1], KeyError)
+
+
+async def test_progress_without_a_callback_does_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.progress(files=5)
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({})
+    assert logs(caplog) == []
+
+
+async def test_fenced_checks_the_attempt_then_opens_the_stores_transaction(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    connections: list[Any] = []
+    store.beats = [Beat.CANCEL_REQUESTED]
+    refused: list[AttemptStopped] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        async with ctx.fenced() as conn:
+            connections.append(conn)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            try:
+                ctx.fenced()
+            except AttemptStopped as exc:
+                refused.append(exc)
+            raise
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(10)
+    assert connections == [store.connection]
+    assert [exc.reason for exc in refused] == [StopReason.CANCEL_REQUESTED]
+    # The stopped attempt did not even open a transaction.
+    assert store.calls == [(0.0, "fenced", 7, 3), hb(10.0), (10.0, "cancel", 7, 3)]
+    assert finished(task).outcome == Cancelled()

@@ -1,0 +1,87 @@
+"""The outcome → store-call mapping, for every outcome, and record() making the call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.unit.conftest import ITEM, ScriptedStore
+
+from safelight.work.errors import StopReason
+from safelight.work.outcome import (
+    Abandoned,
+    Cancel,
+    Cancelled,
+    Complete,
+    Fail,
+    Failed,
+    Lost,
+    Outcome,
+    Release,
+    Released,
+    SelfStopped,
+    Succeeded,
+    UnknownKind,
+    Write,
+    record,
+    write_for,
+)
+
+pytestmark = pytest.mark.usefixtures("loop_errors")
+
+CASES: list[tuple[Outcome, Write | None, tuple[Any, ...] | None]] = [
+    (Succeeded({"files": 3}), Complete({"files": 3}), ("complete", 7, 3, {"files": 3})),
+    (Succeeded(None), Complete(None), ("complete", 7, 3, None)),
+    (Failed("ValueError: bad"), Fail("ValueError: bad"), ("fail", 7, 3, "ValueError: bad")),
+    (
+        UnknownKind("purge"),
+        Fail("no handler for kind purge"),
+        ("fail", 7, 3, "no handler for kind purge"),
+    ),
+    (Cancelled(), Cancel(), ("cancel", 7, 3)),
+    (Released(), Release(), ("release", 7, 3)),
+    (Lost(), None, None),
+    (SelfStopped(), None, None),
+    (Abandoned(StopReason.SHUTDOWN), None, None),
+    (Abandoned(StopReason.LOST), None, None),
+]
+
+
+@pytest.mark.parametrize(("outcome", "write", "call"), CASES)
+def test_each_outcome_maps_to_one_write_or_none(
+    outcome: Outcome, write: Write | None, call: tuple[Any, ...] | None
+) -> None:
+    assert write_for(outcome) == write
+
+
+@pytest.mark.parametrize(("outcome", "write", "call"), CASES)
+@pytest.mark.parametrize("applied", [True, False])
+async def test_record_makes_exactly_that_call_and_returns_whether_it_applied(
+    store: ScriptedStore,
+    outcome: Outcome,
+    write: Write | None,
+    call: tuple[Any, ...] | None,
+    applied: bool,
+) -> None:
+    store.writes = applied
+    result = await record(store, ITEM, outcome)
+    if call is None:
+        assert store.calls == []
+        assert result is False
+    else:
+        assert store.calls == [(0.0, *call)]
+        assert result is applied
+
+
+async def test_record_lets_a_store_error_through(store: ScriptedStore) -> None:
+    store.writes = ConnectionError("database is down")
+    with pytest.raises(ConnectionError, match=r"^database is down$"):
+        await record(store, ITEM, Failed("ValueError: bad"))
+    assert store.calls == [(0.0, "fail", 7, 3, "ValueError: bad")]
+
+
+def test_no_outcome_of_a_stopped_attempt_reaches_fail() -> None:
+    """Finding 1 of the design review, as a rule of the mapping: only an outcome that
+    says the handler itself failed writes ``fail``."""
+    failing = [outcome for outcome, write, _ in CASES if isinstance(write, Fail)]
+    assert failing == [Failed("ValueError: bad"), UnknownKind("purge")]
