@@ -1,0 +1,259 @@
+"""What every benchmark shares: a throw-away database, statistics, versions, results.
+
+Each benchmark makes its own database (``bench_<name>_<pid>`` on the server of
+``BENCH_DATABASE_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``),
+migrates it with ``safelight.db.migrate`` and drops it when it ends, even on failure.
+Results go to ``bench/results/<name>.json`` and are printed as a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from safelight.db.migrate import migrate
+from safelight.db.pool import connect, with_database
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+PEERS_VENV = BENCH / ".venv-peers"
+PEERS_PYTHON = PEERS_VENV / "bin" / "python"
+ADMIN_URL = os.environ.get("BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+# --- databases -------------------------------------------------------------------------
+
+
+def create_database(name: str, *, migrated: bool = True) -> str:
+    """Create database ``name`` (dropping a leftover of that name) and return its URL."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = database_url(name)
+    if migrated:
+
+        async def _migrate() -> None:
+            conn = await connect(url, "bench-migrate")
+            try:
+                await migrate(conn)
+            finally:
+                await conn.close()
+
+        # In a thread of its own, so that async benchmarks can call this too.
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, _migrate()).result()
+    return url
+
+
+def database_url(name: str) -> str:
+    """A URL (not a keyword string: asyncpg takes only URLs) of database ``name``."""
+    if "://" not in ADMIN_URL:
+        return with_database(ADMIN_URL, name)
+    return urlunsplit(urlsplit(ADMIN_URL)._replace(path="/" + name))
+
+
+def drop_database(name: str) -> None:
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def bench_database(label: str, *, migrated: bool = True) -> Iterator[str]:
+    """A fresh database of this run's own, dropped afterwards."""
+    name = f"bench_{label}_{os.getpid()}"
+    url = create_database(name, migrated=migrated)
+    try:
+        yield url
+    finally:
+        drop_database(name)
+
+
+# --- processes -------------------------------------------------------------------------
+
+
+class Processes:
+    """Child processes this benchmark started; all stopped (by their pid) on exit."""
+
+    def __init__(self) -> None:
+        self._children: list[subprocess.Popen[Any]] = []
+
+    def start(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+        child = subprocess.Popen(list(argv), start_new_session=True, **kwargs)
+        self._children.append(child)
+        return child
+
+    def stop_all(self, grace_seconds: float = 10.0) -> None:
+        for child in self._children:
+            if child.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        for child in self._children:
+            try:
+                child.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
+                child.wait()
+
+    def __enter__(self) -> Processes:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop_all()
+
+
+def peers_python() -> str:
+    """The benchmark venv's Python (procrastinate, PgQueuer, py-spy); made if missing."""
+    if not PEERS_PYTHON.exists():
+        print(f"creating {PEERS_VENV.relative_to(ROOT)} (bench/requirements.txt) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+        subprocess.run(
+            [
+                str(PEERS_PYTHON),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "-r",
+                str(BENCH / "requirements.txt"),
+            ],
+            check=True,
+        )
+    return str(PEERS_PYTHON)
+
+
+# --- statistics ------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile (0..100), linear between the closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p / 100
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """n, median, p5/p95/p99, min, max of ``values``."""
+    return {
+        "n": len(values),
+        "median": statistics.median(values) if values else float("nan"),
+        "p5": percentile(values, 5),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "min": min(values) if values else float("nan"),
+        "max": max(values) if values else float("nan"),
+    }
+
+
+def spread(values: Sequence[float]) -> str:
+    """``median [min..max]`` of a few runs, for tables."""
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.3g} [{min(values):.3g}..{max(values):.3g}]"
+
+
+# --- provenance and results -------------------------------------------------------------
+
+
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+def versions(extra: dict[str, str] | None = None) -> dict[str, str]:
+    with psycopg.connect(ADMIN_URL) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    dirty = _git("status", "--porcelain", "--", "src")
+    found = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "safelight": _git("rev-parse", "--short", "HEAD") + (" (src modified)" if dirty else ""),
+        "python": platform.python_version(),
+        "postgresql": str(row[0]) if row else "?",
+        "psycopg": psycopg.__version__,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+    }
+    found.update(extra or {})
+    return found
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"results: {path.relative_to(ROOT)}")
+    return path
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A Markdown table on stdout (pasteable into docs/benchmarks.md)."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(" --- " for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+
+
+# --- safelight Worker processes ------------------------------------------------------
+
+SAFELIGHT_CLI = ROOT / ".venv" / "bin" / "safelight"
+# Used when the CLI is not installed: the same assembly the CLI's ``worker`` runs.
+_RUN_WORKERS = """
+import asyncio, sys
+from safelight.app import WorkerOptions, open_app_database, run_workers
+from safelight.settings import Settings
+
+async def main():
+    settings = Settings.load()
+    options = WorkerOptions(
+        concurrency=int(sys.argv[1]), until_idle=sys.argv[2] == "1", name=sys.argv[3]
+    )
+    database = await open_app_database(settings, concurrency=options.concurrency)
+    try:
+        await run_workers(settings, options, database=database)
+    finally:
+        await database.close()
+
+asyncio.run(main())
+"""
+
+
+def worker_argv(concurrency: int, *, until_idle: bool, name: str) -> list[str]:
+    """``safelight worker`` (or its equivalent through safelight.app.run_workers)."""
+    if SAFELIGHT_CLI.exists():
+        argv = [str(SAFELIGHT_CLI), "--log-level", "warning", "worker"]
+        argv += ["--concurrency", str(concurrency), "--name", name]
+        return argv + (["--until-idle"] if until_idle else [])
+    return [sys.executable, "-c", _RUN_WORKERS, str(concurrency), "1" if until_idle else "0", name]
+
+
+def worker_env(url: str, home: Path, **settings: object) -> dict[str, str]:
+    """The environment of a Worker process: its database, its home, any SAFELIGHT_*."""
+    env = dict(os.environ)
+    env["SAFELIGHT_DATABASE_URL"] = url
+    env["SAFELIGHT_HOME"] = str(home)
+    env.setdefault("SAFELIGHT_LOG_LEVEL", "warning")
+    for name, value in settings.items():
+        env["SAFELIGHT_" + name.upper()] = str(value)
+    return env
