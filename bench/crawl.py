@@ -1,0 +1,273 @@
+"""Benchmark 5: crawl speed against the fastest loop Pillow allows, on the same files.
+
+    .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
+                                    [--folder PATH]
+
+Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
+kept in ``--folder`` if given, else a temporary folder removed afterwards), then, in
+each round, in turns:
+
+- read: every file read whole in 1 MiB chunks, one thread (the raw read rate);
+- hash: every file through ``hashing.hash_file`` (XXH3-64), one thread, and two;
+- loop: the fastest path the image library allows, on both cores: a pool of 2
+  processes, each file opened, ``draft``-decoded to at least the preview size, resized
+  to the preview (1920 px, Lanczos) and the thumbnail (300 px, from the preview), both
+  encoded as JPEG (quality 85 and 75): the same two JPEGs a crawl makes, and nothing
+  else (no hash, metadata, BlurHash, colour management, files or database);
+- crawl: a fresh database and proxy folder, one storage config on the folder, one
+  ``crawl`` item, drained by one Worker process (``safelight worker --until-idle``,
+  default settings: max_concurrent_files 4). Files per second = count / (the crawl
+  item's finished_at - started_at). Sampled every 0.2 s: the Worker's peak RSS
+  (VmHWM), its CPU time, and the whole machine's busy CPU over the crawl.
+
+The page cache is warm for every pass (the files are read before): the rates are
+CPU-bound, as on a NAS whose disks keep up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    Processes,
+    bench_database,
+    print_table,
+    spread,
+    versions,
+    worker_argv,
+    worker_env,
+    write_result,
+)
+
+from safelight.db.pool import open_pool
+from safelight.handlers import KIND_SPECS
+from safelight.library.configs import StorageConfigs
+from safelight.library.hashing import hash_file
+from safelight.library.samplegen import generate_jpegs
+from safelight.work.clock import SystemClock
+from safelight.work.store import WorkStore
+
+CHUNK = 1 << 20
+PREVIEW_WIDTH, PREVIEW_QUALITY = 1920, 85
+THUMBNAIL_WIDTH, THUMBNAIL_QUALITY = 300, 75
+
+
+def read_all(paths: list[Path]) -> float:
+    buffer = bytearray(CHUNK)
+    start = time.perf_counter()
+    for path in paths:
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+    return time.perf_counter() - start
+
+
+def hash_all(paths: list[Path], threads: int) -> float:
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(hash_file, paths, chunksize=16))
+    return time.perf_counter() - start
+
+
+def _fit(width: int, height: int, max_width: int) -> tuple[int, int]:
+    scale = min(1.0, max_width / width)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def two_jpegs(path: Path) -> int:
+    """The loop's work on one file: draft decode, preview and thumbnail, both encoded."""
+    with Image.open(path) as image:
+        preview_size = _fit(*image.size, PREVIEW_WIDTH)
+        image.draft("RGB", preview_size)
+        preview = image.convert("RGB").resize(
+            preview_size, Image.Resampling.LANCZOS, reducing_gap=3.0
+        )
+    thumbnail = preview.resize(
+        _fit(*preview.size, THUMBNAIL_WIDTH), Image.Resampling.LANCZOS, reducing_gap=3.0
+    )
+    size = 0
+    for picture, quality in ((preview, PREVIEW_QUALITY), (thumbnail, THUMBNAIL_QUALITY)):
+        out = io.BytesIO()
+        picture.save(out, "JPEG", quality=quality)
+        size += out.tell()
+    return size
+
+
+def loop_all(paths: list[Path]) -> float:
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        list(pool.imap_unordered(two_jpegs, paths, chunksize=4))
+    return time.perf_counter() - start
+
+
+class Sampler:
+    """Peak RSS and CPU time of one process, and the machine's busy CPU, every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss_kib = 0
+        self.cpu_seconds = 0.0
+        self._ticks = os.sysconf("SC_CLK_TCK")
+        self._machine: list[tuple[float, int, int]] = []
+
+    def sample(self) -> None:
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+            stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                self.peak_rss_kib = max(self.peak_rss_kib, int(line.split()[1]))
+        # utime, stime, cutime, cstime: fields 14-17 of stat (11-14 after the name).
+        self.cpu_seconds = sum(int(x) for x in stat[11:15]) / self._ticks
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]
+        self._machine.append((time.time(), sum(fields) - idle, sum(fields)))
+
+    def machine_busy_cores(self, start: float, end: float) -> float:
+        inside = [m for m in self._machine if start <= m[0] <= end]
+        if len(inside) < 2:
+            return float("nan")
+        busy = inside[-1][1] - inside[0][1]
+        total = inside[-1][2] - inside[0][2]
+        return (os.cpu_count() or 1) * busy / total if total else float("nan")
+
+
+async def add_crawl(url: str, folder: Path) -> int:
+    pool = await open_pool(url, min_size=1, max_size=2)
+    try:
+        clock = SystemClock()
+        config = (await StorageConfigs(pool, clock).add("bench", folder)).config.id
+        return await WorkStore(pool, clock, KIND_SPECS).enqueue("crawl", config_id=config)
+    finally:
+        await pool.close()
+
+
+def crawl_once(folder: Path, count: int) -> dict[str, Any]:
+    with (
+        bench_database("crawl") as url,
+        tempfile.TemporaryDirectory(prefix="safelight-bench-home-") as home,
+    ):
+        item = asyncio.run(add_crawl(url, folder))
+        with Processes() as procs:
+            child = procs.start(
+                worker_argv(1, until_idle=True, name="crawler"), env=worker_env(url, Path(home))
+            )
+            sampler = Sampler(child.pid)
+            while child.poll() is None:
+                sampler.sample()
+                time.sleep(0.2)
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT status::text, started_at, finished_at, result FROM work_items"
+                " WHERE id = %s",
+                (item,),
+            ).fetchone()
+        assert row is not None
+        status, started, finished, result = row
+        if status != "succeeded" or result["ingested"] != count:
+            raise SystemExit(f"the crawl ended {status}: {result}")
+        span = (finished - started).total_seconds()
+    return {
+        "files_per_second": count / span,
+        "span_seconds": span,
+        "peak_rss_mib": sampler.peak_rss_kib / 1024,
+        "worker_cores": sampler.cpu_seconds / span,
+        "machine_busy_cores": sampler.machine_busy_cores(started.timestamp(), finished.timestamp()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--megapixels", type=float, default=12.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--folder", type=Path, help="keep the generated files here")
+    args = parser.parse_args()
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="safelight-bench-jpegs-"))
+    try:
+        started = time.monotonic()
+        existing = sorted(folder.rglob("*.jpg"))
+        if len(existing) != args.count:
+            shutil.rmtree(folder, ignore_errors=True)
+            existing = sorted(generate_jpegs(folder, args.count, args.megapixels))
+        paths = existing
+        total_bytes = sum(p.stat().st_size for p in paths)
+        print(
+            f"{len(paths)} files, {total_bytes / 1e9:.2f} GB "
+            f"({time.monotonic() - started:.0f} s to generate or find)",
+            flush=True,
+        )
+        read_all(paths)  # warm the page cache
+        runs: dict[str, list[Any]] = {"read": [], "hash1": [], "hash2": [], "loop": [], "crawl": []}
+        for r in range(args.rounds):
+            runs["read"].append(len(paths) / read_all(paths))
+            runs["hash1"].append(len(paths) / hash_all(paths, 1))
+            runs["hash2"].append(len(paths) / hash_all(paths, 2))
+            runs["loop"].append(len(paths) / loop_all(paths))
+            runs["crawl"].append(crawl_once(folder, len(paths)))
+            print(
+                f"round {r + 1}: loop {runs['loop'][-1]:.1f} files/s, "
+                f"crawl {runs['crawl'][-1]['files_per_second']:.1f} files/s",
+                flush=True,
+            )
+    finally:
+        if args.folder is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    mean_mb = total_bytes / len(paths) / 1e6
+    out = {
+        "versions": versions({"pillow": Image.__version__}),
+        "settings": {**vars(args), "folder": str(args.folder), "mean_file_mb": mean_mb},
+        "runs": runs,
+    }
+    write_result("crawl", out)
+    crawl = runs["crawl"]
+    loop = statistics.median(runs["loop"])
+    read = statistics.median(runs["read"])
+    rows = [
+        ("read (1 thread)", spread(runs["read"]), f"{read * mean_mb:.0f} MB/s", ""),
+        (
+            "hash (1 thread)",
+            spread(runs["hash1"]),
+            "",
+            f"{statistics.median(runs['hash1']) / read:.2f}x read",
+        ),
+        (
+            "hash (2 threads)",
+            spread(runs["hash2"]),
+            "",
+            f"{statistics.median(runs['hash2']) / read:.2f}x read",
+        ),
+        ("Pillow loop (2 processes)", spread(runs["loop"]), "", "1.00x"),
+        (
+            "safelight crawl",
+            spread([c["files_per_second"] for c in crawl]),
+            f"peak RSS {spread([c['peak_rss_mib'] for c in crawl])} MiB; Worker "
+            f"{spread([c['worker_cores'] for c in crawl])} cores; machine "
+            f"{spread([c['machine_busy_cores'] for c in crawl])} cores busy",
+            f"{statistics.median(c['files_per_second'] for c in crawl) / loop:.2f}x loop",
+        ),
+    ]
+    print_table(("pass", "files/s, median [min..max]", "notes", "ratio"), rows)
+
+
+if __name__ == "__main__":
+    main()
