@@ -21,20 +21,16 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- claim_item --
 -- Take the oldest eligible queued item and make it this attempt's, with a lease.
 -- Eligible: a kind this Worker runs; unscoped, or of an active config it serves that
--- has no running item. Two looks, so that no claim walks a long run of blocked items
--- (a NOT EXISTS filter over the whole queue walks every item of a busy config that
--- waits ahead, 100 ms and more at 100k of them) nor probes every config when any
--- config's item would do (one index probe per config, ~15 ms at 1,000 configs):
--- 1. fast: the oldest 16 queued items in queue order (ix_work_items_queue_order, which
---    only a query naming attempt >= 0 can use); the first eligible one among them is
---    the oldest eligible item of all.
--- 2. only when none of those is eligible (busy configs' items fill the head of the
---    queue): the head of unscoped work, and the head of each active config with no
---    running item (ix_work_items_queued_by_config), so the cost is one probe per idle
---    config however many items of busy configs wait ahead.
--- bench/claim.py measures both. Hazard: two claimers can pass the running check for
--- one config at once (neither sees the other's uncommitted running row);
--- ix_work_items_storage_config_running rejects the second.
+-- has no running item. Two looks, so no claim walks the items of busy configs waiting
+-- ahead (a NOT EXISTS over the queue does: 50+ ms at 100k) nor probes every config
+-- when the head of the queue would do (one probe per config: 15 ms at 1,000):
+-- 1. the oldest 16 queued items (ix_work_items_queue_order, usable only by a query
+--    naming attempt >= 0); the first eligible one is the oldest eligible of all;
+-- 2. only if none is: the unscoped head, and the head of each idle config
+--    (ix_work_items_queued_by_config). bench/claim.py measures both.
+-- Keep this block under 4096 characters: psycopg re-parses longer queries every time.
+-- Hazard: two claimers can pass the running check for one config at once (neither
+-- sees the other's uncommitted row); ix_work_items_storage_config_running rejects one.
 WITH fast AS (
     SELECT w.id, w.requested_at
     FROM work_items w
