@@ -69,8 +69,13 @@ CREATE TRIGGER bench_audit_status AFTER UPDATE OF status ON work_items
     FOR EACH ROW WHEN (NEW.storage_config_id IS NOT NULL) EXECUTE FUNCTION bench_audit_status();
 """
 
+# claimed_at and ended_at are the Workers' clocks read before each statement was sent,
+# not the moment it committed, so a claim sent just before the previous item's end
+# committed (and that found the config free only once it ran) can show an "overlap" of
+# up to one round trip. Counted and measured here; the audit above is the proof.
 OVERLAPS_BY_TIME = """
-SELECT count(*) FROM (
+SELECT count(*), coalesce(max(extract(epoch FROM previous_end - claimed_at)) * 1000, 0)
+FROM (
     SELECT claimed_at, lag(ended_at) OVER (PARTITION BY storage_config_id ORDER BY claimed_at)
         AS previous_end
     FROM work_attempts
@@ -156,6 +161,7 @@ def one_round(args: argparse.Namespace, seed: int, home: Path) -> dict[str, Any]
         "efficiency": bound / span,
         "audit_violations": violations,
         "overlaps_by_time": int(by_time[0]),
+        "max_overlap_by_time_ms": float(by_time[1]),
         "claims": int(claim_count[0]) if claim_count else 0,
     }
 
@@ -179,20 +185,28 @@ def main() -> None:
                 f"{result['efficiency']:.0%} of the bound, "
                 f"{result['audit_violations']} audit violations, "
                 f"{result['overlaps_by_time']} overlaps by time "
+                f"(at most {result['max_overlap_by_time_ms']:.1f} ms) "
                 f"({time.monotonic() - started:.0f} s)",
                 flush=True,
             )
     out = {"versions": versions(), "settings": vars(args), "rounds": rounds}
     write_result("scope", out)
     print_table(
-        ("items/s", "bound items/s", "of the bound", "audit violations", "overlaps by time"),
+        (
+            "items/s",
+            "bound items/s",
+            "of the bound",
+            "audit violations",
+            "overlaps by Worker timestamps (max ms)",
+        ),
         [
             (
                 spread([r["items_per_second"] for r in rounds]),
                 f"{args.items / statistics.median(r['bound_seconds'] for r in rounds):.0f}",
                 spread([r["efficiency"] for r in rounds]),
                 sum(r["audit_violations"] for r in rounds),
-                sum(r["overlaps_by_time"] for r in rounds),
+                f"{sum(r['overlaps_by_time'] for r in rounds)} "
+                f"({max(r['max_overlap_by_time_ms'] for r in rounds):.1f})",
             )
         ],
     )

@@ -210,7 +210,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--processes", default="1,2")
-    parser.add_argument("--queues", default=",".join(QUEUES))
+    parser.add_argument(
+        "--queues",
+        default="safelight,procrastinate,pgqueuer,pgqueuer-defaults",
+        help=f"of {', '.join(QUEUES)}",
+    )
     parser.add_argument(
         "--synchronous-commit",
         choices=("on", "off"),
