@@ -79,7 +79,9 @@ def pool_size(settings: Settings, concurrency: int) -> int:
     return concurrency * (2 + settings.max_concurrent_files) + 2
 
 
-async def open_app_database(settings: Settings, *, concurrency: int = 2) -> Database:
+async def open_app_database(
+    settings: Settings, *, concurrency: int = 2
+) -> Database:  # pragma: no mutate block
     """Open (and migrate) the configured database, or the embedded one."""
     return await open_database(
         settings.database_url,
@@ -140,7 +142,7 @@ async def run_workers(
     install_signal_handlers: bool = True,
     clock: Clock | None = None,
     shutdown: asyncio.Event | None = None,
-) -> RunReport:
+) -> RunReport:  # pragma: no mutate block
     """Run ``options.concurrency`` Workers in this process until shutdown (or idle).
 
     The first SIGINT/SIGTERM stops claiming, cancels the running handlers, waits up to

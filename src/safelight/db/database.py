@@ -49,7 +49,7 @@ async def open_database(
     run_migrations: bool = True,
     max_size: int = 8,
     application_name: str = "safelight",
-) -> Database:
+) -> Database:  # pragma: no mutate block
     url, handle = resolve_url(database_url, home)
     try:
         if run_migrations:

@@ -19,7 +19,9 @@ class EmbeddedDatabaseError(RuntimeError):
     pass
 
 
-def start_embedded(home: Path, *, stop_on_exit: bool = True) -> tuple[str, Any]:
+def start_embedded(
+    home: Path, *, stop_on_exit: bool = True
+) -> tuple[str, Any]:  # pragma: no mutate block
     """Start (or join) the embedded server under ``home`` and return its URL and handle.
 
     Keep the handle alive for as long as the database is in use: when the last

@@ -41,7 +41,7 @@ def available_migrations() -> list[Migration]:
     return found
 
 
-async def migrate(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+async def migrate(conn: psycopg.AsyncConnection[Any]) -> list[str]:  # pragma: no mutate block
     """Apply every migration not yet applied; return the names applied now.
 
     ``conn`` must be in autocommit mode: the lock is a session lock, and each

@@ -32,7 +32,7 @@ async def open_pool(
     min_size: int = 1,
     max_size: int = 8,
     application_name: str = "safelight",
-) -> AsyncConnectionPool[AsyncConnection[Any]]:
+) -> AsyncConnectionPool[AsyncConnection[Any]]:  # pragma: no mutate block
     pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
         application_conninfo(url, application_name),
         min_size=min_size,
@@ -45,7 +45,9 @@ async def open_pool(
     return pool
 
 
-async def connect(url: str, application_name: str = "safelight") -> AsyncConnection[Any]:
+async def connect(
+    url: str, application_name: str = "safelight"
+) -> AsyncConnection[Any]:  # pragma: no mutate block
     return await AsyncConnection.connect(
         application_conninfo(url, application_name), autocommit=True
     )

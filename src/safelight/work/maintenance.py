@@ -97,11 +97,11 @@ async def every(
         try:
             await action()
         except (psycopg.Error, OSError, TimeoutError) as exc:
-            _log.warning(
-                "%s failed (%s: %s); retrying in %g s",
-                name,
-                type(exc).__name__,
-                str(exc).splitlines()[0] if str(exc) else "",
-                seconds,
-            )
+            _log.warning("%s failed (%s); retrying in %g s", name, _describe(exc), seconds)
         await clock.sleep(seconds)
+
+
+def _describe(exc: BaseException) -> str:
+    """The error's type and the first line of its message (psycopg's run to several)."""
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

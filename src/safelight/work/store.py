@@ -65,7 +65,7 @@ def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
     )
 
 
-class WorkStore:
+class WorkStore:  # pragma: no mutate block
     """Async access to the queue, on a psycopg connection pool (autocommit connections)."""
 
     def __init__(

@@ -51,7 +51,7 @@ class Listener:
         self._retry_seconds = retry_seconds
         self.connected = asyncio.Event()
 
-    async def run(self) -> None:  # pragma: no mutate - LISTEN needs a server (ADR 0005)
+    async def run(self) -> None:  # pragma: no mutate block
         """Listen until cancelled, reconnecting after a lost connection."""
         while True:
             conn: psycopg.AsyncConnection[Any] | None = None

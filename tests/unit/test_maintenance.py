@@ -1,0 +1,136 @@
+"""Maintenance services with a scripted store: recovery, the scheduler, and their loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from safelight.work.fakeclock import FakeClock
+from safelight.work.maintenance import (
+    LeaseRecovery,
+    Periodic,
+    Scheduler,
+    ScheduleSettings,
+    every,
+)
+from safelight.work.model import RecoveryReport
+
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
+
+C1 = UUID("00000000-0000-0000-0000-0000000000c1")
+C2 = UUID("00000000-0000-0000-0000-0000000000c2")
+
+
+class Store:
+    def __init__(self, kinds: set[str], configs: list[UUID], due: set[str]) -> None:
+        self.kind_names = frozenset(kinds)
+        self.configs = configs
+        self.due = due
+        self.calls: list[tuple[Any, ...]] = []
+        self.report = RecoveryReport()
+
+    async def schedule_if_due(
+        self, name: str, kind: str, interval_seconds: float, *, config_id: UUID | None = None
+    ) -> int | None:
+        self.calls.append(("schedule", name, kind, interval_seconds, config_id))
+        return len(self.calls) if name in self.due else None
+
+    async def active_config_ids(self, owner: str | None = None) -> list[UUID]:
+        self.calls.append(("configs", owner))
+        return self.configs
+
+    async def recover_expired_leases(self) -> RecoveryReport:
+        self.calls.append(("recover",))
+        return self.report
+
+
+SETTINGS = ScheduleSettings(
+    crawl_interval_seconds=14400.0,
+    periodic=(Periodic("token_cleanup", 86400.0), Periodic("proxy_sweep", 3600.0)),
+)
+
+
+async def test_scheduler_enqueues_what_is_due_and_a_crawl_per_config() -> None:
+    store = Store(
+        {"token_cleanup", "proxy_sweep", "crawl"}, [C1, C2], due={"proxy_sweep", f"crawl:{C2}"}
+    )
+    enqueued = await Scheduler(store, SETTINGS, owner="bob").run_once()  # type: ignore[arg-type]
+    assert store.calls == [
+        ("schedule", "token_cleanup", "token_cleanup", 86400.0, None),
+        ("schedule", "proxy_sweep", "proxy_sweep", 3600.0, None),
+        ("configs", "bob"),
+        ("schedule", f"crawl:{C1}", "crawl", 14400.0, C1),
+        ("schedule", f"crawl:{C2}", "crawl", 14400.0, C2),
+    ]
+    assert enqueued == [2, 5]
+
+
+async def test_scheduler_skips_kinds_it_has_no_handler_for() -> None:
+    store = Store({"proxy_sweep"}, [C1], due=set())
+    assert await Scheduler(store, SETTINGS).run_once() == []  # type: ignore[arg-type]
+    assert store.calls == [("schedule", "proxy_sweep", "proxy_sweep", 3600.0, None)]
+
+
+def test_schedule_settings_defaults() -> None:
+    assert ScheduleSettings() == ScheduleSettings(crawl_interval_seconds=14400.0, periodic=())
+
+
+async def test_lease_recovery_reports_and_logs_only_when_it_took_something(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Store(set(), [], set())
+    recovery = LeaseRecovery(store)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="safelight.work.maintenance"):
+        assert await recovery.run_once() == RecoveryReport()
+        assert caplog.records == []
+        store.report = RecoveryReport(requeued=2, failed=1, superseded=3)
+        assert await recovery.run_once() == store.report
+    assert [r.getMessage() for r in caplog.records] == [
+        "lease recovery: 2 requeued, 1 failed as stalled, 3 superseded"
+    ]
+
+
+async def test_every_runs_at_once_then_each_interval_and_survives_outages(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: list[float] = []
+    failures: list[BaseException | None] = [
+        psycopg.OperationalError("server closed the connection\ndetail"),
+        TimeoutError(),
+        None,
+    ]
+
+    async def action() -> None:
+        runs.append(clock.monotonic() - 1000.0)
+        failure = failures.pop(0) if failures else None
+        if failure is not None:
+            raise failure
+
+    with caplog.at_level(logging.WARNING, logger="safelight.work.maintenance"):
+        loop = asyncio.create_task(every(clock, 15.0, "lease recovery", action))
+        await clock.settle()
+        assert runs == [0.0]
+        await clock.advance(14.999)
+        assert runs == [0.0]
+        await clock.advance(0.001)
+        await clock.advance(15)
+        assert runs == [0.0, 15.0, 30.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        "lease recovery failed (OperationalError: server closed the connection); retrying in 15 s",
+        "lease recovery failed (TimeoutError); retrying in 15 s",
+    ]
+    loop.cancel()
+    await asyncio.gather(loop, return_exceptions=True)
+
+
+async def test_every_lets_a_bug_through(clock: FakeClock) -> None:
+    async def action() -> None:
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        await every(clock, 1.0, "x", action)

@@ -1,0 +1,302 @@
+"""The Worker's loop on a FakeClock, with a scripted store and executor: what it claims,
+when it waits, what wakes it, and what ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from safelight.work.executor import RunResult
+from safelight.work.fakeclock import FakeClock
+from safelight.work.model import Status, WorkItem
+from safelight.work.outcome import Succeeded
+from safelight.work.worker import Worker, WorkerSettings, worker_ids
+
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
+
+
+def item(n: int) -> WorkItem:
+    return WorkItem(
+        id=n,
+        kind="noop",
+        storage_config_id=None,
+        dedup_key=None,
+        payload={},
+        status=Status.RUNNING,
+        requested_at=datetime(2026, 1, 1, tzinfo=UTC),
+        attempt=1,
+        stalls=0,
+    )
+
+
+class Store:
+    """Claims answer from a script (an item, None, or an exception to raise)."""
+
+    def __init__(self, clock: FakeClock, claims: list[Any], pending: list[int] | None = None):
+        self.clock = clock
+        self.claims = deque(claims)
+        self.pending = deque(pending or [])
+        self.calls: list[tuple[Any, ...]] = []
+
+    async def claim(
+        self, worker_id: str, kinds: Any, *, owner: str | None, lease_seconds: float
+    ) -> WorkItem | None:
+        self.calls.append(
+            (
+                self.clock.monotonic() - 1000.0,
+                "claim",
+                worker_id,
+                sorted(kinds),
+                owner,
+                lease_seconds,
+            )
+        )
+        reply = self.claims.popleft() if self.claims else None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply  # type: ignore[no-any-return]
+
+    async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
+        self.calls.append((self.clock.monotonic() - 1000.0, "pending", sorted(kinds), owner))
+        return self.pending.popleft() if self.pending else 0
+
+
+class Executor:
+    def __init__(self) -> None:
+        self.ran: list[tuple[int, asyncio.Event | None]] = []
+
+    async def run(self, work: WorkItem, shutdown: asyncio.Event | None = None) -> RunResult:
+        self.ran.append((work.id, shutdown))
+        return RunResult(outcome=Succeeded({"id": work.id}), write=None, applied=True)
+
+
+SETTINGS = WorkerSettings(
+    worker_id="w1",
+    kinds=frozenset({"noop", "crawl"}),
+    owner="alice",
+    lease_seconds=60.0,
+    poll_seconds=5.0,
+)
+
+
+def make(clock: FakeClock, store: Store, **kwargs: Any) -> tuple[Worker, Executor, list[Any]]:
+    executor = Executor()
+    finished: list[Any] = []
+    settings = kwargs.pop("settings", SETTINGS)
+    worker = Worker(
+        store,
+        executor,
+        clock,
+        settings,  # type: ignore[arg-type]
+        on_finished=lambda i, r: finished.append((i.id, r.outcome)),
+        **kwargs,
+    )
+    return worker, executor, finished
+
+
+async def test_run_once_claims_runs_and_reports(clock: FakeClock) -> None:
+    store = Store(clock, [item(1)])
+    pokes: list[str] = []
+    worker, executor, finished = make(clock, store, after_item=lambda: pokes.append("poke"))
+    shutdown = asyncio.Event()
+    result = await worker.run_once(shutdown)
+    assert result is not None and result.outcome == Succeeded({"id": 1})
+    assert store.calls == [(0.0, "claim", "w1", ["crawl", "noop"], "alice", 60.0)]
+    assert executor.ran == [(1, shutdown)]
+    assert finished == [(1, Succeeded({"id": 1}))]
+    assert pokes == ["poke"]
+    assert worker.settings is SETTINGS
+
+
+async def test_run_once_with_nothing_to_claim_runs_nothing(clock: FakeClock) -> None:
+    store = Store(clock, [None])
+    worker, executor, finished = make(clock, store)
+    assert await worker.run_once() is None
+    assert executor.ran == [] and finished == []
+
+
+async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: FakeClock) -> None:
+    store = Store(clock, [item(1), item(2), None, None, item(3)])
+    worker, executor, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [1, 2]
+    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0]
+    await clock.advance(4.999)
+    assert len(store.calls) == 3
+    await clock.advance(0.001)
+    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0, 5.0]
+    await clock.advance(5)
+    assert [i for i, _ in executor.ran] == [1, 2, 3]
+    assert all(event is shutdown for _, event in executor.ran)
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+
+
+async def test_a_wake_up_claims_at_once_without_waiting_for_the_poll(clock: FakeClock) -> None:
+    store = Store(clock, [None, item(7)])
+    wake = asyncio.Event()
+    worker, executor, _ = make(clock, store, wake=wake)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert executor.ran == []
+    wake.set()
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [7]
+    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0]  # no time passed
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_a_wake_up_during_a_claim_is_not_lost(clock: FakeClock) -> None:
+    wake = asyncio.Event()
+
+    class WakingStore(Store):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            wake.set()  # a notification arrives while the claim is in flight
+            return await super().claim(*args, **kwargs)
+
+    store = WakingStore(clock, [None, item(4)])
+    worker, executor, _ = make(clock, store, wake=wake)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [4]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_shutdown_ends_a_waiting_worker_at_once(clock: FakeClock) -> None:
+    store = Store(clock, [])
+    worker, _, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+    assert clock.deadlines() == []  # its poll timer went with it
+
+
+async def test_waiting_leaves_no_waiter_behind(clock: FakeClock) -> None:
+    worker, _, _ = make(clock, Store(clock, []), wake=asyncio.Event())
+    shutdown = asyncio.Event()
+    shutdown.set()
+    await worker._wait(shutdown)
+    # Its three waiters (shutdown, poll, wake-up) are finished, not merely cancelled.
+    assert [t for t in asyncio.all_tasks() if not t.done()] == [asyncio.current_task()]
+    assert clock.deadlines() == []
+
+
+async def test_a_shut_down_worker_does_not_claim(clock: FakeClock) -> None:
+    store = Store(clock, [item(1)])
+    worker, executor, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    shutdown.set()
+    await worker.run(shutdown)
+    assert store.calls == [] and executor.ran == []
+
+
+async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock) -> None:
+    settings = WorkerSettings(
+        worker_id="w1", kinds=frozenset({"noop"}), owner="alice", until_idle=True
+    )
+    store = Store(clock, [item(1), None, None], pending=[1, 0])
+    worker, executor, _ = make(clock, store, settings=settings)
+    run = asyncio.create_task(worker.run(asyncio.Event()))
+    await clock.settle()
+    assert not run.done()  # one item still pending elsewhere
+    await clock.advance(5)
+    assert run.done() and run.exception() is None
+    assert [c[1:] for c in store.calls if c[1] == "pending"] == [
+        ("pending", ["noop"], "alice"),
+        ("pending", ["noop"], "alice"),
+    ]
+    assert [i for i, _ in executor.ran] == [1]
+
+
+async def test_without_until_idle_an_empty_queue_is_not_asked_about(clock: FakeClock) -> None:
+    store = Store(clock, [None])
+    worker, _, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+    assert [c[1] for c in store.calls] == ["claim"]
+
+
+async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(clock, [psycopg.OperationalError("down"), TimeoutError(), item(9)])
+    worker, executor, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    with caplog.at_level(logging.WARNING, logger="safelight.work.worker"):
+        await clock.settle()
+        assert executor.ran == []
+        await clock.advance(5)
+        assert executor.ran == []
+        await clock.advance(5)
+    assert [i for i, _ in executor.ran] == [9]
+    assert [c[0] for c in store.calls[:3]] == [0.0, 5.0, 10.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker w1 cannot reach the database (OperationalError); retrying in 5 s",
+        "worker w1 cannot reach the database (TimeoutError); retrying in 5 s",
+    ]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_a_bug_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:
+    store = Store(clock, [KeyError("bug")])
+    worker, _, _ = make(clock, store)
+    with pytest.raises(KeyError):
+        await worker.run(asyncio.Event())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kinds": frozenset()}, "^a Worker needs at least one kind to run$"),
+        ({"poll_seconds": 0.0}, "^poll_seconds and lease_seconds must be positive$"),
+        ({"lease_seconds": 0.0}, "^poll_seconds and lease_seconds must be positive$"),
+        ({"lease_seconds": -1.0}, "^poll_seconds and lease_seconds must be positive$"),
+        ({"poll_seconds": -1.0}, "^poll_seconds and lease_seconds must be positive$"),
+    ],
+)
+def test_worker_settings_are_validated(kwargs: dict[str, Any], message: str) -> None:
+    base: dict[str, Any] = {"worker_id": "w", "kinds": frozenset({"noop"})}
+    with pytest.raises(ValueError, match=message):
+        WorkerSettings(**{**base, **kwargs})
+
+
+def test_short_intervals_are_valid() -> None:
+    s = WorkerSettings(
+        worker_id="w", kinds=frozenset({"noop"}), lease_seconds=0.5, poll_seconds=0.5
+    )
+    assert (s.lease_seconds, s.poll_seconds) == (0.5, 0.5)
+
+
+def test_worker_settings_defaults() -> None:
+    s = WorkerSettings(worker_id="w", kinds=frozenset({"noop"}))
+    assert (s.owner, s.lease_seconds, s.poll_seconds, s.until_idle) == (None, 60.0, 5.0, False)
+
+
+def test_worker_ids_are_numbered_only_when_there_are_several() -> None:
+    assert worker_ids("host:1", 1) == ["host:1"]
+    assert worker_ids("host:1", 3) == ["host:1/0", "host:1/1", "host:1/2"]
