@@ -21,26 +21,34 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- claim_item --
 -- Take the oldest eligible queued item and make it this attempt's, with a lease.
 -- Eligible: a kind this Worker runs; unscoped, or of an active config it serves that
--- has no running item. Two looks, so no claim walks the items of busy configs waiting
--- ahead (a NOT EXISTS over the queue does: 50+ ms at 100k) nor probes every config
--- when the head of the queue would do (one probe per config: 15 ms at 1,000):
--- 1. the oldest 16 queued items (ix_work_items_queue_order, usable only by a query
---    naming attempt >= 0); the first eligible one is the oldest eligible of all;
--- 2. only if none is: the unscoped head, and the head of each idle config
---    (ix_work_items_queued_by_config). bench/claim.py measures both.
--- Keep this block under 4096 characters: psycopg re-parses longer queries every time.
+-- has no running item. Two looks (bench/claim.py), so no claim walks the items of busy
+-- configs waiting ahead, nor probes every config when the queue's head would do:
+-- 1. each config's first among the oldest 16 queued (ix_work_items_queue_order, only
+--    for queries naming attempt >= 0); the first eligible is the oldest of all. Not a
+--    config's second item: taking it past a head another claimer holds loses a race.
+-- 2. only if none is eligible: the unscoped head and each idle config's head.
 -- Hazard: two claimers can pass the running check for one config at once (neither
 -- sees the other's uncommitted row); ix_work_items_storage_config_running rejects one.
+-- Under 4096 characters, or psycopg re-parses it on every call.
 WITH fast AS (
     SELECT w.id, w.requested_at
     FROM work_items w
     WHERE w.status = 'queued'
       AND w.id IN (
-        SELECT q.id
-        FROM work_items q
-        WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
-        ORDER BY q.requested_at, q.id
-        LIMIT 16
+        SELECT h.id
+        FROM (
+            SELECT q.id, q.storage_config_id, row_number() OVER (
+                PARTITION BY q.storage_config_id ORDER BY q.requested_at, q.id
+            ) AS nth
+            FROM (
+                SELECT q.id, q.storage_config_id, q.requested_at
+                FROM work_items q
+                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
+                ORDER BY q.requested_at, q.id
+                LIMIT 16
+            ) q
+        ) h
+        WHERE h.nth = 1 OR h.storage_config_id IS NULL
       )
       AND (
         w.storage_config_id IS NULL
@@ -88,7 +96,6 @@ WITH fast AS (
         ) head
         WHERE c.active
           AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
-          -- A hashed NOT IN: the running configs are read once, not once per config.
           AND c.id NOT IN (SELECT b.storage_config_id FROM busy b)
       )
     ORDER BY w.requested_at, w.id
