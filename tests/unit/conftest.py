@@ -4,6 +4,7 @@ event loop reported no error."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -38,11 +39,32 @@ async def loop_errors() -> AsyncIterator[list[dict[str, Any]]]:
     loop = asyncio.get_running_loop()
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    # Only what this test creates needs collecting: freezing the rest keeps the full
+    # collection below at a millisecond instead of scanning every module ever loaded.
+    gc.freeze()
     yield errors
     gc.collect()
     await asyncio.sleep(0)
     loop.set_exception_handler(None)
     assert errors == []
+
+
+@pytest.fixture
+async def unwind(clock: FakeClock) -> AsyncIterator[None]:
+    """After a failed test, end what it left running.
+
+    Closing the event loop cancels every task once and then waits for all of them, so
+    a handler parked on the fake clock, or one that ignores a cancellation, would hang
+    the run (and turn a mutant that a test caught into a timeout). Opt in like
+    ``loop_errors``; a passing test leaves nothing, and then this does nothing.
+    """
+    yield
+    for _ in range(3):
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()
+        # Real-time bound: a test that failed in a busy loop of timers would hang here.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(clock.advance(3600), 1)
 
 
 # --- a scripted AttemptStore -------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -39,7 +38,7 @@ from safelight.work.outcome import (
     UnknownKind,
 )
 
-pytestmark = pytest.mark.usefixtures("loop_errors")
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
 LOGGER = "test.executor"
 DB_DOWN = psycopg.OperationalError("server closed the connection unexpectedly")
@@ -62,17 +61,6 @@ def hb(t: float, lease: float = 60.0) -> tuple[Any, ...]:
 @pytest.fixture(autouse=True)
 def _capture(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-
-
-@pytest.fixture(autouse=True)
-async def _unwind(clock: FakeClock) -> AsyncIterator[None]:
-    """After a failed test, end what it left running, so that closing the event loop
-    (which waits for every task) cannot hang on a handler parked on the fake clock."""
-    yield
-    for _ in range(3):
-        for task in asyncio.all_tasks() - {asyncio.current_task()}:
-            task.cancel()
-        await clock.advance(3600)
 
 
 def logs(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
@@ -180,6 +168,11 @@ def test_the_default_settings() -> None:
 def test_a_heartbeat_of_exactly_a_quarter_lease_and_no_grace_are_allowed() -> None:
     settings = ExecutorSettings(lease_seconds=40, heartbeat_seconds=10, shutdown_grace_seconds=0)
     assert settings.heartbeat_seconds == 10
+
+
+def test_sub_second_timings_are_allowed() -> None:
+    settings = ExecutorSettings(lease_seconds=0.8, heartbeat_seconds=0.2)
+    assert (settings.lease_seconds, settings.heartbeat_seconds) == (0.8, 0.2)
 
 
 @pytest.mark.parametrize(
@@ -472,6 +465,28 @@ async def test_a_timed_out_heartbeat_does_not_delay_the_next_one(
     assert logs(caplog) == [
         ("WARNING", "work item 7 attempt 3: heartbeat timed out after 10 s (1 in a row)")
     ]
+    probe.go.set()
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({"files": 3})
+
+
+async def test_heartbeat_misses_are_counted_in_a_row_across_timeouts_and_failures(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beats = [HANG, HANG, DB_DOWN, HANG]
+    probe = Probe(clock)
+    settings = ExecutorSettings(heartbeat_seconds=5)
+    task = await start(make(store, clock, probe, settings))
+    await clock.advance(25)
+    assert store.calls == [hb(5.0), hb(10.0), hb(15.0), hb(20.0), hb(25.0)]
+    assert logs(caplog) == [
+        ("WARNING", "work item 7 attempt 3: heartbeat timed out after 5 s (1 in a row)"),
+        ("WARNING", "work item 7 attempt 3: heartbeat timed out after 5 s (2 in a row)"),
+        failed_beat(3),
+        ("WARNING", "work item 7 attempt 3: heartbeat timed out after 5 s (4 in a row)"),
+    ]
+    # The beat at 25 s succeeded: the self-stop moved from 30 s to 55 s.
+    assert clock.deadlines() == [1030.0, 1055.0]
     probe.go.set()
     await clock.settle()
     assert finished(task).outcome == Succeeded({"files": 3})

@@ -4,6 +4,7 @@ waiting helpers (wait_done, wait_with_timeout, abandon)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import weakref
 from datetime import UTC, datetime, timedelta, timezone
@@ -15,7 +16,7 @@ import pytest
 from safelight.work.clock import Clock, SystemClock, abandon, wait_done, wait_with_timeout
 from safelight.work.fakeclock import FakeClock
 
-pytestmark = pytest.mark.usefixtures("loop_errors")
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -222,6 +223,63 @@ async def test_settle_lets_a_chain_of_wake_ups_run_without_moving_time(
     assert clock.monotonic() == 1000.0
 
 
+async def test_settle_and_wait_for_timers_take_no_real_time(clock: FakeClock) -> None:
+    async def parks_late() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await clock.sleep(1)
+
+    task = asyncio.create_task(parks_late())
+    # Real-time guards only: each must return at once, not after a real second.
+    await asyncio.wait_for(clock.wait_for_timers(1), 0.5)
+    await asyncio.wait_for(clock.settle(), 0.5)
+    await clock.advance(1)
+    assert task.done()
+
+
+BUSY = (
+    r"^more than 200 timers fell due at one instant: "
+    r"something keeps arming timers that are already due$"
+)
+
+
+async def test_a_busy_loop_of_timers_already_due_is_reported_not_hung(clock: FakeClock) -> None:
+    fired: list[float] = []
+
+    def again() -> None:
+        fired.append(elapsed(clock))
+        clock.call_later(0, again)
+
+    clock.call_later(0, again)
+    with pytest.raises(RuntimeError, match=BUSY):
+        await asyncio.wait_for(clock.advance(1), 1)  # the guard only matters if broken
+    assert fired == [0.0] * 200
+    assert clock.monotonic() == 1000.0
+
+
+async def test_a_busy_loop_after_time_moved_is_reported_too(clock: FakeClock) -> None:
+    fired: list[float] = []
+
+    def again() -> None:
+        fired.append(elapsed(clock))
+        clock.call_later(-1, again)
+
+    clock.call_later(2, again)
+    with pytest.raises(RuntimeError, match=BUSY):
+        await asyncio.wait_for(clock.advance(3), 1)
+    assert fired == [2.0] * 200
+    assert clock.monotonic() == 1002.0
+
+
+async def test_two_hundred_timers_at_one_instant_are_not_a_busy_loop(clock: FakeClock) -> None:
+    fired: list[int] = []
+    for i in range(200):
+        clock.call_later(2, partial(fired.append, i))
+    await clock.advance(3)
+    assert fired == list(range(200))
+    assert clock.monotonic() == 1003.0
+
+
 async def test_wait_for_timers_returns_once_enough_are_parked(clock: FakeClock) -> None:
     async def parks_late() -> None:
         for _ in range(5):
@@ -358,12 +416,12 @@ async def test_wait_with_timeout_gives_up_at_the_deadline_without_waiting_for_th
     release = asyncio.Event()
 
     async def stubborn() -> str:
-        while True:
-            try:
-                await release.wait()
-                raise ConnectionError("finally gave up")
-            except asyncio.CancelledError:
-                cancelled_at.append(elapsed(clock))
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled_at.append(elapsed(clock))  # ignored, once
+        await release.wait()
+        raise ConnectionError("finally gave up")
 
     waiter = asyncio.create_task(wait_with_timeout(clock, stubborn(), 10))
     await clock.advance(9.999)
@@ -402,7 +460,8 @@ async def test_cancelling_the_waiter_cancels_and_abandons_the_work(clock: FakeCl
             raise
 
     waiter = asyncio.create_task(wait_with_timeout(clock, work(), 10))
-    await started.wait()
+    await clock.settle()
+    assert started.is_set()
     waiter.cancel()
     await clock.settle()
     assert waiter.cancelled()
@@ -414,15 +473,11 @@ async def test_cancelling_the_waiter_cancels_and_abandons_the_work(clock: FakeCl
 async def test_an_abandoned_task_that_ignores_cancellation_is_kept_alive() -> None:
     """The loop only references tasks weakly; a stuck task with no other reference would
     be garbage-collected while pending ("Task was destroyed but it is pending!")."""
-    let_go = asyncio.Event()
 
     async def stuck() -> None:
-        while True:
-            try:
-                await asyncio.get_running_loop().create_future()
-            except asyncio.CancelledError:
-                if let_go.is_set():
-                    raise
+        with contextlib.suppress(asyncio.CancelledError):  # ignores its first cancellation
+            await asyncio.get_running_loop().create_future()
+        await asyncio.get_running_loop().create_future()
 
     task = asyncio.create_task(stuck())
     ref = weakref.ref(task)
@@ -435,8 +490,7 @@ async def test_an_abandoned_task_that_ignores_cancellation_is_kept_alive() -> No
     stuck_task = ref()
     assert stuck_task is not None
     assert not stuck_task.done()
-    # Now let it finish, and check it is let go.
-    let_go.set()
+    # Cancelled again it finishes, and is let go.
     stuck_task.cancel()
     del stuck_task
     for _ in range(3):

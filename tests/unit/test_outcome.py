@@ -27,7 +27,7 @@ from safelight.work.outcome import (
     write_for,
 )
 
-pytestmark = pytest.mark.usefixtures("loop_errors")
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
 CASES: list[tuple[Outcome, Write | None, tuple[Any, ...] | None]] = [
     (Succeeded({"files": 3}), Complete({"files": 3}), ("complete", 7, 3, {"files": 3})),

@@ -28,6 +28,10 @@ _DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 # chain of wake-ups (a timer wakes a task that cancels another whose clean-up sets an
 # event ...) needs one per link. Far more than any chain in this code base.
 _SETTLE_ROUNDS = 100
+# Timers that may fire at one instant before advance() decides the code under test is
+# in a busy loop: a timer that keeps re-arming itself already due would otherwise hang
+# the test forever, since time never moves on.
+_MAX_FIRINGS_AT_ONCE = 200
 
 
 class FakeTimer:
@@ -99,15 +103,25 @@ class FakeClock:
         deadline while it fires (never back before the present, which a :meth:`jump`
         may have put past it). After each, the event loop runs until it settles, so a
         timer armed by a woken task fires in this same advance if it falls due in time.
+        Raises ``RuntimeError`` if timers keep falling due at one instant (a busy loop).
         """
         if seconds < 0:
             raise ValueError(f"cannot advance by {seconds} s: time does not go back")
         target = self._ns + round(seconds * _NS)
         await self.settle()
+        fired_at_this_instant = 0
         while due := [timer for timer in self._timers if timer.deadline <= target]:
             timer = min(due, key=_deadline)
             self._timers.remove(timer)
-            self._ns = max(self._ns, timer.deadline)
+            if timer.deadline > self._ns:
+                self._ns = timer.deadline
+                fired_at_this_instant = 0
+            fired_at_this_instant += 1
+            if fired_at_this_instant > _MAX_FIRINGS_AT_ONCE:
+                raise RuntimeError(
+                    f"more than {_MAX_FIRINGS_AT_ONCE} timers fell due at one instant: "
+                    "something keeps arming timers that are already due"
+                )
             timer.callback()
             await self.settle()
         self._ns = max(self._ns, target)
@@ -124,7 +138,9 @@ class FakeClock:
         It yields to the event loop a fixed number of times; it never moves the clock.
         """
         for _ in range(_SETTLE_ROUNDS):
-            await asyncio.sleep(0)
+            # The one mutant here, sleep(1), costs a real second per round: the tests
+            # catch it only as a timeout, so it is not generated.
+            await asyncio.sleep(0)  # pragma: no mutate
 
     async def wait_for_timers(self, count: int) -> None:
         """Let the loop run until at least ``count`` timers or sleepers are pending.
@@ -135,7 +151,7 @@ class FakeClock:
         for _ in range(_SETTLE_ROUNDS):
             if len(self._timers) >= count:
                 return
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # pragma: no mutate (see settle)
         raise AssertionError(f"expected {count} pending timers, found {len(self._timers)}")
 
     def deadlines(self) -> list[float]:

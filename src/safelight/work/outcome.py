@@ -105,7 +105,11 @@ Write: TypeAlias = Complete | Fail | Cancel | Release
 
 
 def write_for(outcome: Outcome) -> Write | None:
-    """The store call an outcome makes, or ``None`` for an outcome that writes nothing."""
+    """The store call an outcome makes, or ``None`` for an outcome that writes nothing.
+
+    Writing nothing is the default: Lost, SelfStopped and Abandoned fall through, and
+    so would any outcome added later until it is given a write on purpose.
+    """
     match outcome:
         case Succeeded(result):
             return Complete(result)
@@ -117,8 +121,7 @@ def write_for(outcome: Outcome) -> Write | None:
             return Cancel()
         case Released():
             return Release()
-        case Lost() | SelfStopped() | Abandoned():
-            return None
+    return None
 
 
 async def record(store: AttemptStore, item: WorkItem, outcome: Outcome) -> bool:
