@@ -38,6 +38,14 @@ PEERS_PYTHON = PEERS_VENV / "bin" / "python"
 ADMIN_URL = os.environ.get("BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # A benchmark stopped by SIGTERM still runs its clean-up (processes, databases).
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
 # --- databases -------------------------------------------------------------------------
 
 
