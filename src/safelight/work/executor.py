@@ -396,8 +396,9 @@ class _Attempt:
 
         The deadline counts from when the beat was sent, not answered: the database
         renewed the lease somewhere in between, so this keeps the full half-lease margin
-        however slow the answer was. Only ALIVE renews it here; after a cancel request
-        the attempt is stopping anyway and the grace period is far shorter.
+        however slow the answer was. Only ALIVE re-arms it: after a cancel request the
+        attempt is winding down, and a handler still running half a lease after its last
+        ALIVE (the grace period is 10 s of 30 by default) self-stops and writes nothing.
         """
         self._last_beat = sent
         self._self_stop.cancel()
