@@ -10,6 +10,7 @@ nothing even once the database answers again, and is logged as self-stopped.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from typing import Any
@@ -305,7 +306,7 @@ async def test_an_unknown_kind_fails_the_item_without_running_anything(
     clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     probe = Probe(clock)
-    purge = WorkItem(**{**{f: getattr(ITEM, f) for f in ITEM.__slots__}, "kind": "purge"})
+    purge = dataclasses.replace(ITEM, kind="purge")
     task = await start(make(store, clock, probe), purge)
     await clock.settle()
     assert finished(task) == RunResult(
