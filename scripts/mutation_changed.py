@@ -15,6 +15,7 @@ leaves ``mutants/`` or a config behind.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 import os
 import re
@@ -138,7 +139,8 @@ def main(argv: list[str]) -> int:
         statuses: dict[str, str] = {}
         for line in results.splitlines():
             name, _, status = line.strip().rpartition(": ")
-            if name:
+            # mutmut lists every mutant of the files it mutated; keep the selected ones.
+            if name and any(fnmatch.fnmatchcase(name, pattern) for pattern in names):
                 statuses[name] = status
         # A mutant that made the tests hang was detected, as mutation tools count it.
         killed = sum(1 for s in statuses.values() if s in DETECTED)

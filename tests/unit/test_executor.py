@@ -1110,3 +1110,56 @@ async def test_fenced_checks_the_attempt_then_opens_the_stores_transaction(
     # The stopped attempt did not even open a transaction.
     assert store.calls == [(0.0, "fenced", 7, 3), hb(10.0), (10.0, "cancel", 7, 3)]
     assert finished(task).outcome == Cancelled()
+
+
+# --- the self-stop counts from the claim ------------------------------------------------
+
+
+async def test_the_self_stop_counts_from_when_the_claim_was_sent(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A claim whose answer took 25 s: the lease was set at most 25 s ago, so the
+    attempt has 5 s left, not 30."""
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    claimed_at = clock.monotonic()
+    await clock.advance(25)
+    task = asyncio.create_task(make(store, clock, probe).run(ITEM, claimed_at=claimed_at))
+    await clock.advance(4.999)
+    assert not probe.ctx.cancelled.is_set()
+    await clock.advance(0.001)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    assert logs(caplog)[-1] == SELF_STOPPED_30
+    await assert_quiet(clock)
+
+
+async def test_a_claim_answered_after_half_a_lease_touches_no_file(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    written: list[str] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.ensure_alive()  # its very first step, before any timer could run
+        written.append("thumbnail.jpg")
+        return {}
+
+    claimed_at = clock.monotonic()
+    clock.jump(31)
+    result = await make(store, clock, handler).run(ITEM, claimed_at=claimed_at)
+    assert result == RunResult(SelfStopped(), None, False)
+    assert written == []
+    assert store.calls == []
+
+
+async def test_a_claim_time_in_the_future_counts_as_now(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    task = asyncio.create_task(
+        make(store, clock, probe).run(ITEM, claimed_at=clock.monotonic() + 100)
+    )
+    await clock.advance(29.999)
+    assert not probe.ctx.cancelled.is_set()
+    await clock.advance(0.001)
+    assert finished(task).outcome == SelfStopped()

@@ -70,9 +70,17 @@ class Store:
 class Executor:
     def __init__(self) -> None:
         self.ran: list[tuple[int, asyncio.Event | None]] = []
+        self.claimed_at: list[float | None] = []
 
-    async def run(self, work: WorkItem, shutdown: asyncio.Event | None = None) -> RunResult:
+    async def run(
+        self,
+        work: WorkItem,
+        shutdown: asyncio.Event | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> RunResult:
         self.ran.append((work.id, shutdown))
+        self.claimed_at.append(claimed_at)
         return RunResult(outcome=Succeeded({"id": work.id}), write=None, applied=True)
 
 
@@ -112,6 +120,19 @@ async def test_run_once_claims_runs_and_reports(clock: FakeClock) -> None:
     assert finished == [(1, Succeeded({"id": 1}))]
     assert pokes == ["poke"]
     assert worker.settings is SETTINGS
+
+
+async def test_the_attempt_counts_from_when_the_claim_was_sent(clock: FakeClock) -> None:
+    class SlowStore(Store):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            clock.jump(25)  # the claim's answer comes 25 s after it was sent
+            return await super().claim(*args, **kwargs)
+
+    store = SlowStore(clock, [item(1)])
+    worker, executor, _ = make(clock, store)
+    await worker.run_once()
+    assert executor.claimed_at == [1000.0]
+    assert clock.monotonic() == 1025.0
 
 
 async def test_run_once_with_nothing_to_claim_runs_nothing(clock: FakeClock) -> None:

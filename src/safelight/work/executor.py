@@ -134,10 +134,21 @@ class Executor:
         self._logger = logger
         self._on_progress = on_progress
 
-    async def run(self, item: WorkItem, shutdown: asyncio.Event | None = None) -> RunResult:
+    async def run(
+        self,
+        item: WorkItem,
+        shutdown: asyncio.Event | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> RunResult:
         """Run the attempt ``item.attempt`` of the claimed ``item`` and record its outcome.
 
         Call it right after the claim: the claim's lease counts as the first heartbeat.
+        ``claimed_at`` is the clock's ``monotonic()`` when the claim was *sent* (default:
+        now). The database set the lease somewhere after that, so counting the self-stop
+        from it keeps the full margin even when the claim's answer came late: a claim
+        answered after half a lease starts an attempt that is already past its deadline
+        and touches no file.
         Setting ``shutdown`` asks the attempt to stop; the item is released (back to the
         queue, no stall) once the handler has stopped. Nothing is left running when it
         returns, except a handler that ignored its cancellation for the whole grace
@@ -154,7 +165,7 @@ class Executor:
             log.error("work item %d: no handler for kind %s", item.id, item.kind)
             outcome: Outcome = UnknownKind(item.kind)
         else:
-            outcome = await _Attempt(self, item, handler, log, shutdown).finish()
+            outcome = await _Attempt(self, item, handler, log, shutdown, claimed_at).finish()
         return await self._record(item, outcome, log)
 
     async def _record(
@@ -214,6 +225,7 @@ class _Attempt:
         handler: Handler,
         log: logging.LoggerAdapter[logging.Logger],
         shutdown: asyncio.Event | None,
+        claimed_at: float | None = None,
     ) -> None:
         self._store = executor._store
         self._clock = executor._clock
@@ -225,9 +237,12 @@ class _Attempt:
         self._misses = 0  # heartbeat calls in a row that failed or timed out
         self._cancelled = asyncio.Event()
         self._stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # The claim just set the lease: the attempt's start counts as the first success.
-        self._last_beat = self._clock.monotonic()
-        self._self_stop: TimerHandle = self._clock.call_later(self._half_lease, self._self_stop_due)
+        # The claim set the lease: when it was sent counts as the first success.
+        now = self._clock.monotonic()
+        self._last_beat = now if claimed_at is None else min(claimed_at, now)
+        self._self_stop: TimerHandle = self._clock.call_later(
+            self._last_beat + self._half_lease - now, self._self_stop_due
+        )
         context = HandlerContext(
             item=item,
             clock=self._clock,

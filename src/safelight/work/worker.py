@@ -80,12 +80,15 @@ class Worker:
     async def run_once(self, shutdown: asyncio.Event | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
         s = self._settings
+        # Taken before the claim is sent: the lease starts somewhere after it, and the
+        # attempt's self-stop counts from it, however late the claim's answer comes.
+        sent = self._clock.monotonic()
         item = await self._store.claim(
             s.worker_id, s.kinds, owner=s.owner, lease_seconds=s.lease_seconds
         )
         if item is None:
             return None
-        result = await self._executor.run(item, shutdown)
+        result = await self._executor.run(item, shutdown, claimed_at=sent)
         if self._on_finished is not None:
             self._on_finished(item, result)
         if self._after_item is not None:
