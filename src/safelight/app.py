@@ -87,6 +87,9 @@ async def open_app_database(
         settings.database_url,
         settings.home,
         max_size=pool_size(settings, concurrency),
+        # A transaction left open by a Worker cut off mid-write must not hold its item
+        # past half a lease: recovery (after a full lease) skips locked rows.
+        idle_in_transaction_seconds=settings.lease_seconds / 2,
     )
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
-from safelight.work.fakeclock import FakeClock
 
+from safelight.db.pool import open_pool
 from safelight.work.errors import AttemptLost
+from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Beat, CancelResult, RecoveryReport, Status
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
 
@@ -223,3 +226,31 @@ async def test_fenced_transaction_holds_recovery_off_and_refuses_a_lost_attempt(
         assert await store.recover_expired_leases() == RecoveryReport()
         await conn.execute("SELECT 1")
     assert (await store.recover_expired_leases()).requeued == 1
+
+
+async def test_a_fenced_transaction_left_open_by_a_cut_off_worker_does_not_block_recovery(
+    pool: AsyncConnectionPool[Any], database_url: str
+) -> None:
+    """A Worker cut off inside a fenced transaction keeps its row lock, and recovery
+    skips locked rows; the server ends such a session after the configured idle time."""
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    item_id = await store.enqueue("noop")
+    zombie_pool = await open_pool(database_url, max_size=1, idle_in_transaction_seconds=0.2)
+    try:
+        zombie = make_store(zombie_pool, clock)
+        assert await zombie.claim("zombie", ALL_KINDS, lease_seconds=LEASE) is not None
+        fenced = zombie.fenced(item_id, 1)
+        await fenced.__aenter__()  # ... and then the network goes quiet
+        await clock.advance(LEASE + 1)
+        report = RecoveryReport()
+        for _ in range(1000):  # the server's own timer ends the session; poll for it
+            report = await store.recover_expired_leases()
+            if report.requeued:
+                break
+            await asyncio.sleep(0.01)
+        assert report == RecoveryReport(requeued=1)
+        with pytest.raises(psycopg.errors.IdleInTransactionSessionTimeout):
+            await fenced.__aexit__(None, None, None)
+    finally:
+        await zombie_pool.close()

@@ -49,6 +49,7 @@ async def open_database(
     run_migrations: bool = True,
     max_size: int = 8,
     application_name: str = "safelight",
+    idle_in_transaction_seconds: float | None = None,
 ) -> Database:  # pragma: no mutate block
     url, handle = resolve_url(database_url, home)
     try:
@@ -58,7 +59,12 @@ async def open_database(
                 await migrate(conn)
             finally:
                 await conn.close()
-        pool = await open_pool(url, max_size=max_size, application_name=application_name)
+        pool = await open_pool(
+            url,
+            max_size=max_size,
+            application_name=application_name,
+            idle_in_transaction_seconds=idle_in_transaction_seconds,
+        )
     except (psycopg.OperationalError, TimeoutError) as exc:
         # psycopg's message can quote the connection string; never print it raw.
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -22,6 +22,13 @@ def with_database(url: str, dbname: str) -> str:
 def application_conninfo(url: str, application_name: str) -> str:
     params = conninfo_to_dict(url)
     params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
+    # A peer that vanished without closing (a cut cable, a frozen NAS) is noticed by
+    # TCP keepalives in about 25 s instead of the kernel's two hours (libpq ignores
+    # these on a Unix socket).
+    params.setdefault("keepalives", "1")
+    params.setdefault("keepalives_idle", "10")
+    params.setdefault("keepalives_interval", "5")
+    params.setdefault("keepalives_count", "3")
     params["application_name"] = application_name
     return make_conninfo("", **params)
 
@@ -32,12 +39,29 @@ async def open_pool(
     min_size: int = 1,
     max_size: int = 8,
     application_name: str = "safelight",
+    idle_in_transaction_seconds: float | None = None,
 ) -> AsyncConnectionPool[AsyncConnection[Any]]:  # pragma: no mutate block
+    """A pool of autocommit connections.
+
+    ``idle_in_transaction_seconds`` makes the server end a session that sits in an open
+    transaction that long. A Worker cut off inside a fenced transaction holds its item's
+    row lock, and lease recovery skips locked rows; without this the config would stay
+    blocked until the server noticed the dead connection.
+    """
+
+    async def configure(conn: AsyncConnection[Any]) -> None:
+        if idle_in_transaction_seconds is not None:
+            await conn.execute(
+                "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                (str(max(1, round(idle_in_transaction_seconds * 1000))),),
+            )
+
     pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
         application_conninfo(url, application_name),
         min_size=min_size,
         max_size=max_size,
         kwargs={"autocommit": True},
+        configure=configure,
         open=False,
         timeout=30,
     )
