@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+from safelight.work.errors import AttemptStopped
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope, side_effect
 from safelight.work.model import Status, WorkItem
@@ -79,3 +80,31 @@ def test_outside_an_attempt_or_without_a_journal_nothing_is_written(tmp_path: Pa
         pass
     journal.close()
     assert (tmp_path / "effects.jsonl").read_text() == ""
+
+
+def test_an_attempt_stopped_while_its_line_was_written_changes_nothing(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    touched: list[str] = []
+
+    def stopped() -> None:
+        raise AttemptStopped("self-stopped")
+
+    with attempt_scope(journal, ITEM), pytest.raises(AttemptStopped):
+        with side_effect("delete", "x", stopped):
+            touched.append("x")
+    journal.close()
+    assert touched == []
+    assert [
+        (x["phase"], x.get("ok"), x.get("refused")) for x in _lines(tmp_path / "effects.jsonl")
+    ] == [
+        ("before", None, None),
+        ("after", False, True),
+    ]
+
+
+def test_without_a_journal_the_check_still_runs(tmp_path: Path) -> None:
+    def stopped() -> None:
+        raise AttemptStopped("lost")
+
+    with pytest.raises(AttemptStopped), side_effect("write", "y", stopped):
+        raise AssertionError("the block must not run")

@@ -385,8 +385,7 @@ class _Crawl:
         # ffmpeg writes into a hidden temporary folder beside the proxies (same file
         # system, so publishing is a rename). Left behind by a crash or a stopped
         # attempt, the sweep removes it once it is an hour old.
-        self.ctx.ensure_alive()
-        with side_effect("mkdir", folder):
+        with side_effect("mkdir", folder, self.ctx.ensure_alive):
             temp = Path(await asyncio.to_thread(_make_temp_folder, folder))
         try:
             proxies = await make_video_proxies(
@@ -404,8 +403,7 @@ class _Crawl:
             # Only while the attempt is alive: a stopped attempt touches no file at all,
             # not even its own leftovers (the sweep takes those).
             if not self.ctx.cancelled.is_set():
-                self.ctx.ensure_alive()
-                with side_effect("delete", temp):
+                with side_effect("delete", temp, self.ctx.ensure_alive):
                     await asyncio.to_thread(shutil.rmtree, temp, True)
         return new_asset(walked, hashed, proxies.metadata), records
 

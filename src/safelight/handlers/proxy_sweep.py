@@ -55,9 +55,8 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
             stop_if_cancelled(ctx)
             if not await still_orphan(conn, root, relative, ctx.clock.now().timestamp()):
                 continue
-            ctx.ensure_alive()
             try:
-                with side_effect("delete", root / relative):
+                with side_effect("delete", root / relative, ctx.ensure_alive):
                     (root / relative).unlink()
             except FileNotFoundError:
                 continue
@@ -71,9 +70,8 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
         # sweep emptied is young again by that rule, and goes at the next sweep.)
         if not is_old(folder, ctx.clock.now().timestamp()):
             continue
-        ctx.ensure_alive()
         try:
-            with side_effect("rmdir", folder):
+            with side_effect("rmdir", folder, ctx.ensure_alive):
                 os.rmdir(folder)
         except OSError as error:
             if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):

@@ -142,10 +142,10 @@ def write_atomically(path: Path, data: bytes | Writer, ensure_alive: Callable[[]
     failure, including ``ensure_alive()`` raising or cancellation, the temporary file is
     removed and the error propagates unchanged; an existing file at ``path`` is untouched.
     """
-    # Checked before the first byte lands in the proxy folder, and again right before
-    # the rename: a stopped attempt leaves not even a temporary file behind.
-    ensure_alive()
-    with side_effect("write", path):
+    # Checked (by side_effect, right after its journal line) before the first byte lands
+    # in the proxy folder, and again right before the rename: a stopped attempt leaves
+    # not even a temporary file behind.
+    with side_effect("write", path, ensure_alive):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         temp = Path(temp_name)
@@ -163,7 +163,8 @@ def write_atomically(path: Path, data: bytes | Writer, ensure_alive: Callable[[]
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        _fsync_dir(path.parent)
+    # After the interval: syncing the folder changes no file.
+    _fsync_dir(path.parent)
 
 
 def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) -> None:
@@ -174,8 +175,7 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
     ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a configuration error).
     """
     try:
-        ensure_alive()
-        with side_effect("write", path):
+        with side_effect("write", path, ensure_alive):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -185,10 +185,10 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
                 os.close(fd)
             ensure_alive()
             os.replace(temp, path)
-            _fsync_dir(path.parent)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -76,9 +76,8 @@ def delete_proxy_file(proxy_root: Path, relative: str, ensure_alive: Callable[[]
     target = confined(proxy_root, relative)
     if target == Path(os.path.realpath(proxy_root)):
         raise PathOutsideRoot(f"{relative!r} is the proxy root itself")
-    ensure_alive()
     try:
-        with side_effect("delete", target):
+        with side_effect("delete", target, ensure_alive):
             target.unlink()
     except FileNotFoundError:
         return False
@@ -90,9 +89,8 @@ def remove_empty_folders(folder: Path, proxy_root: Path, ensure_alive: Callable[
     root = Path(os.path.realpath(proxy_root))
     current = Path(os.path.realpath(folder))
     while current != root and current.is_relative_to(root):
-        ensure_alive()
         try:
-            with side_effect("rmdir", current):
+            with side_effect("rmdir", current, ensure_alive):
                 current.rmdir()
         except FileNotFoundError:
             pass

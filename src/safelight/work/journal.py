@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -74,14 +74,20 @@ def attempt_scope(journal: Journal | None, item: WorkItem) -> Iterator[None]:
 
 
 @contextmanager
-def side_effect(action: str, target: Path | str) -> Iterator[None]:
+def side_effect(
+    action: str, target: Path | str, ensure_alive: Callable[[], None] | None = None
+) -> Iterator[None]:
     """Report a file side effect around the block (a no-op when no journal is set).
 
-    Call it after ``ensure_alive()`` passed and before touching the file: the "before"
-    line is durable before the file changes.
+    ``ensure_alive`` is checked right after the "before" line is durable, and the block
+    runs only if it passes: a process frozen while it wrote that line (its fsync can take
+    long on a busy disk, or SIGSTOP can land there) wakes past its deadline and changes
+    nothing. The line that then closes the interval says ``"refused": true``.
     """
     current = _current.get()
     if current is None:
+        if ensure_alive is not None:
+            ensure_alive()
         yield
         return
     item = current.item
@@ -93,11 +99,20 @@ def side_effect(action: str, target: Path | str) -> Iterator[None]:
         "action": action,
         "target": str(target),
     }
-    current.journal.write({**base, "phase": "before", "t": current.journal.stamp()})
+    journal = current.journal
+    journal.write({**base, "phase": "before", "t": journal.stamp()})
+    if ensure_alive is not None:
+        try:
+            ensure_alive()
+        except BaseException:
+            journal.write(
+                {**base, "phase": "after", "ok": False, "refused": True, "t": journal.stamp()}
+            )
+            raise
     ok = False
     try:
         yield
         ok = True
     finally:
         # Written also when the effect failed: the interval ends either way.
-        current.journal.write({**base, "phase": "after", "ok": ok, "t": current.journal.stamp()})
+        journal.write({**base, "phase": "after", "ok": ok, "t": journal.stamp()})
