@@ -89,14 +89,16 @@ def test_an_attempt_stopped_while_its_line_was_written_changes_nothing(tmp_path:
     def stopped() -> None:
         raise AttemptStopped("self-stopped")
 
-    with attempt_scope(journal, ITEM), pytest.raises(AttemptStopped):
-        with side_effect("delete", "x", stopped):
-            touched.append("x")
+    with (
+        attempt_scope(journal, ITEM),
+        pytest.raises(AttemptStopped),
+        side_effect("delete", "x", stopped),
+    ):
+        touched.append("x")
     journal.close()
     assert touched == []
-    assert [
-        (x["phase"], x.get("ok"), x.get("refused")) for x in _lines(tmp_path / "effects.jsonl")
-    ] == [
+    lines = _lines(tmp_path / "effects.jsonl")
+    assert [(x["phase"], x.get("ok"), x.get("refused")) for x in lines] == [
         ("before", None, None),
         ("after", False, True),
     ]
