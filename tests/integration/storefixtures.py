@@ -6,8 +6,8 @@ from typing import Any
 from uuid import UUID
 
 from psycopg_pool import AsyncConnectionPool
-from safelight.work.fakeclock import FakeClock
 
+from safelight.work.fakeclock import FakeClock
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.store import WorkStore
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
-from safelight.work.fakeclock import FakeClock
 
 from safelight.work.errors import InvalidWorkItem
+from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
 

@@ -9,9 +9,9 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
-from safelight.work.fakeclock import FakeClock
 
 from safelight.db.pool import connect
+from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from safelight.work.sql import QUERIES
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
-from safelight.work.fakeclock import FakeClock
 
 from safelight.db.pool import open_pool
+from safelight.work.fakeclock import FakeClock
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
 
 pytestmark = pytest.mark.integration
