@@ -17,7 +17,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.unit.conftest import HANG, ITEM, ScriptedStore, at
 
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
@@ -38,6 +37,7 @@ from safelight.work.outcome import (
     Succeeded,
     UnknownKind,
 )
+from tests.unit.conftest import HANG, ITEM, ScriptedStore, at
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.conftest import ITEM, ScriptedStore
 
 from safelight.work.errors import StopReason
 from safelight.work.outcome import (
@@ -26,6 +25,7 @@ from safelight.work.outcome import (
     record,
     write_for,
 )
+from tests.unit.conftest import ITEM, ScriptedStore
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
