@@ -1,0 +1,332 @@
+"""Two real ``safelight worker`` processes serving one storage config, on real PostgreSQL,
+and one of them frozen (SIGSTOP), killed (SIGKILL) or stopped (SIGTERM) in the middle
+of a crawl (issue #3; the rule of spec #337 / ADR 0008).
+
+Each Worker journals its file side effects (``SAFELIGHT_SIDE_EFFECT_LOG``), so a test
+can compare what each attempt did on disk with what the database recorded. Short
+leases keep them fast: lease 2 s, heartbeat 0.5 s, recovery and poll every 0.5 s. The
+tests wait on conditions, never for a fixed time, except that a frozen Worker stays
+frozen until lease recovery has given its item to the other one (that wait is the
+fault itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+
+from safelight.library.samplegen import generate_jpegs
+from tests.faults.effects import Effect, effects_of, overlaps, read_lines
+from tests.faults.processes import WorkerProcess, start_worker
+
+pytestmark = pytest.mark.acceptance
+
+LEASE_SECONDS = 2.0
+PHOTOS = 30
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@dataclass
+class Setup:
+    database_url: str
+    folder: Path
+    config_id: str
+    proxies: Path
+    env: dict[str, str]
+    workers: list[WorkerProcess]
+
+    def start(self, name: str) -> WorkerProcess:
+        worker = start_worker(name, self.folder / "workers", self.env)
+        self.workers.append(worker)
+        return worker
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.database_url) as conn:
+            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+    def enqueue_crawl(self) -> int:
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            row = conn.execute(
+                "INSERT INTO work_items (kind, storage_config_id, dedup_key, requested_at) "
+                "VALUES ('crawl', %s, %s, now()) RETURNING id",
+                (self.config_id, f"crawl:{self.config_id}"),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def attempts(self, item_id: int) -> list[tuple[Any, ...]]:
+        return self.query(
+            "SELECT attempt, worker_id, claimed_at, ended_at, outcome::text "
+            "FROM work_attempts WHERE work_item_id = %s ORDER BY attempt",
+            item_id,
+        )
+
+    def item(self, item_id: int) -> tuple[Any, ...]:
+        (row,) = self.query(
+            "SELECT status::text, attempt, stalls, worker_id, error FROM work_items WHERE id = %s",
+            item_id,
+        )
+        return row
+
+    def runner(self, item_id: int) -> WorkerProcess | None:
+        """The Worker running the item once it has journalled a side effect of it."""
+        rows = self.query(
+            "SELECT worker_id, attempt FROM work_items WHERE id = %s AND status = 'running'",
+            item_id,
+        )
+        if not rows:
+            return None
+        name, attempt = rows[0]
+        worker = next(w for w in self.workers if w.name == name)
+        done = [
+            line
+            for line in journal(worker)
+            if line["item"] == item_id and line["attempt"] == attempt and line["phase"] == "after"
+        ]
+        return worker if done else None
+
+
+def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
+    return read_lines([worker.journal])  # type: ignore[return-value]
+
+
+def between_files(worker: WorkerProcess) -> bool:
+    """The Worker's last journal line is the end of a photo's last proxy (the preview):
+    its next side effect is a whole photo's hashing and decoding away."""
+    lines = journal(worker)
+    return bool(lines) and lines[-1]["phase"] == "after" and "full_preview" in lines[-1]["target"]
+
+
+def in_a_transaction(setup: Setup) -> bool:
+    """Whether a Worker's connection is inside a transaction (a fenced write)."""
+    rows = setup.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'safelight' "
+        "AND xact_start IS NOT NULL AND pid <> pg_backend_pid()"
+    )
+    return bool(rows[0][0])
+
+
+def freeze_between_steps(setup: Setup, worker: WorkerProcess) -> None:
+    """Freeze ``worker`` while it works on a photo between two of its steps: not inside
+    a file side effect and not inside a fenced transaction (a Worker frozen inside one
+    is another case: test_faults_regressions.py).
+
+    Right after a photo's preview is published, the crawl records the asset in a short
+    fenced transaction and then decodes the next photo for a while; the freeze lands in
+    that decoding. Should it land in the transaction after all, the Worker is thawed at
+    once (well within its lease) and frozen again at the next photo.
+    """
+    for _ in range(20):
+        wait_for("the crawl to be between two photos", lambda: between_files(worker), timeout=30)
+        time.sleep(0.06)  # positioning the fault: past the asset's short transaction
+        worker.freeze()
+        if not in_a_transaction(setup) and not open_effect(worker):
+            return
+        worker.thaw()
+    raise AssertionError("could not freeze the Worker between two steps")
+
+
+def open_effect(worker: WorkerProcess) -> bool:
+    """Whether the journal ends inside an effect (a "before" with no "after" yet)."""
+    lines = journal(worker)
+    return bool(lines) and lines[-1]["phase"] == "before"
+
+
+def files_under(root: Path) -> dict[str, float]:
+    """Every file under ``root`` and the later of its mtime and ctime (wall clock)."""
+    found: dict[str, float] = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            st = os.stat(os.path.join(folder, name))
+            found[os.path.join(folder, name)] = max(st.st_mtime, st.st_ctime)
+    return found
+
+
+def all_effects(setup: Setup) -> list[Effect]:
+    died = {w.pid: w.died_at for w in setup.workers}
+    return effects_of(read_lines(w.journal for w in setup.workers), died)
+
+
+def assert_every_asset_has_its_proxies(setup: Setup) -> None:
+    rows = setup.query(
+        "SELECT a.id, p.path FROM assets a JOIN proxy_files p ON p.asset_id = a.id "
+        "WHERE NOT a.is_deleted AND p.path IS NOT NULL"
+    )
+    assert len({asset for asset, _ in rows}) == PHOTOS
+    missing = [path for _, path in rows if not (setup.proxies / path).is_file()]
+    assert missing == []
+    leftovers = [p for p in files_under(setup.proxies) if p.endswith(".tmp")]
+    assert leftovers == []
+
+
+@pytest.fixture
+def setup(database_url: str, tmp_path: Path) -> Iterator[Setup]:
+    library = tmp_path / "library"
+    # Photos big enough that each takes a while to decode and encode: the crawl is
+    # still running when a fault lands, and between two photos most of the time.
+    generate_jpegs(library, PHOTOS, 1.0, seed=5, per_folder=10)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO storage_configs (owner, root_path, created_at) "
+            "VALUES ('alice', %s, now()) RETURNING id",
+            (str(library.resolve()),),
+        ).fetchone()
+        assert row is not None
+        # The Workers' scheduler would queue a crawl of the new config at once, beside
+        # the test's own; its schedule says the config was crawled a moment ago.
+        conn.execute(
+            "INSERT INTO work_schedules (name, kind, storage_config_id, next_run_at) "
+            "VALUES (%s, 'crawl', %s, now() + interval '1 day')",
+            (f"crawl:{row[0]}", row[0]),
+        )
+    proxies = tmp_path / "proxies"
+    env = {
+        "SAFELIGHT_DATABASE_URL": database_url,
+        "SAFELIGHT_HOME": str(tmp_path / "home"),
+        "SAFELIGHT_PROXY_ROOT": str(proxies),
+        "SAFELIGHT_LEASE_SECONDS": str(LEASE_SECONDS),
+        "SAFELIGHT_HEARTBEAT_SECONDS": "0.5",
+        "SAFELIGHT_POLL_SECONDS": "0.5",
+        "SAFELIGHT_RECOVERY_INTERVAL_SECONDS": "0.5",
+        "SAFELIGHT_SHUTDOWN_GRACE_SECONDS": "2",
+        "SAFELIGHT_MAX_CONCURRENT_FILES": "1",
+    }
+    state = Setup(database_url, tmp_path, str(row[0]), proxies, env, [])
+    try:
+        yield state
+    finally:
+        for worker in state.workers:
+            worker.ensure_dead()
+
+
+def wall(monotonic: float, offset: float) -> float:
+    return monotonic + offset
+
+
+def test_a_frozen_worker_loses_the_config_to_lease_recovery_and_writes_nothing_on_waking(
+    setup: Setup,
+) -> None:
+    offset = datetime.now(UTC).timestamp() - time.monotonic()
+    item_id = setup.enqueue_crawl()
+    setup.start("one")
+    setup.start("two")
+    frozen = wait_for("a Worker to have ingested a photo", lambda: setup.runner(item_id))
+    (other,) = (w for w in setup.workers if w is not frozen)
+    freeze_between_steps(setup, frozen)
+    stopped_at = frozen.frozen_since
+    assert stopped_at is not None
+
+    # Frozen past its lease: recovery (in the other Worker) takes the item back, and the
+    # other Worker claims it and starts writing proxies of the same config.
+    wait_for("the other Worker to take the crawl over", lambda: setup.runner(item_id) is other)
+    frozen.thaw()
+    thawed_at = frozen.freezes[-1][1]
+    wait_for("the crawl to finish", lambda: setup.item(item_id)[0] == "succeeded")
+    wait_for(
+        "the woken Worker to notice it lost the item",
+        lambda: f"work item {item_id} attempt 1 self-stopped" in frozen.log_text(),
+        timeout=30,
+    )
+    for worker in setup.workers:
+        worker.request_stop()
+    for worker in setup.workers:
+        assert worker.terminate() == 0, worker.log_text()
+
+    # The database: the first attempt was ended by recovery, the other Worker's claim
+    # came after that, and the woken attempt wrote no status of its own.
+    (first, second) = setup.attempts(item_id)
+    assert first[1] == frozen.name and first[4] == "stalled"
+    assert second[1] == other.name and second[4] == "succeeded"
+    assert second[2] >= first[3], "claimed before recovery ended the first attempt"
+    assert setup.item(item_id)[:3] == ("succeeded", 2, 1)
+
+    # The journal: the frozen Worker did nothing after the freeze, not even finish an
+    # effect it had begun; its last effect ended before recovery took the item.
+    lines = journal(frozen)
+    assert [line for line in lines if line["t"] >= stopped_at] == []
+    recovered_at = first[3].timestamp() - offset
+    assert stopped_at < recovered_at < thawed_at, "the freeze did not outlast the lease"
+    assert max(line["t"] for line in lines if line["item"] == item_id) < recovered_at
+    assert overlaps(all_effects(setup)) == []
+
+    # The proxy folder: every file changed since the thaw was written by the other
+    # Worker, which journalled writing it after the thaw.
+    written_by_other = {
+        line["target"]
+        for line in journal(other)
+        if line["phase"] == "after" and line["ok"] and line["t"] > thawed_at
+    }
+    changed = [
+        path
+        for path, changed_at in files_under(setup.proxies).items()
+        if changed_at >= wall(thawed_at, offset)
+    ]
+    assert set(changed) <= written_by_other
+    assert_every_asset_has_its_proxies(setup)
+
+
+def test_a_killed_worker_s_crawl_comes_back_by_lease_recovery_and_finishes(
+    setup: Setup,
+) -> None:
+    item_id = setup.enqueue_crawl()
+    setup.start("one")
+    setup.start("two")
+    killed = wait_for("a Worker to have ingested a photo", lambda: setup.runner(item_id))
+    (other,) = (w for w in setup.workers if w is not killed)
+    killed.kill()
+    wait_for("the crawl to finish", lambda: setup.item(item_id)[0] == "succeeded")
+    assert other.terminate() == 0, other.log_text()
+
+    (first, second) = setup.attempts(item_id)
+    assert first[1] == killed.name and first[4] == "stalled"
+    assert second[1] == other.name and second[4] == "succeeded"
+    assert second[2] >= first[3]
+    assert setup.item(item_id)[:3] == ("succeeded", 2, 1)
+    # An effect the killed Worker left open ends when it died, before the other began.
+    assert overlaps(all_effects(setup)) == []
+    assert_every_asset_has_its_proxies(setup)
+
+
+def test_a_worker_stopped_by_sigterm_releases_its_crawl_to_the_other_which_finishes_it(
+    setup: Setup,
+) -> None:
+    item_id = setup.enqueue_crawl()
+    setup.start("one")
+    setup.start("two")
+    stopped = wait_for("a Worker to have ingested a photo", lambda: setup.runner(item_id))
+    (other,) = (w for w in setup.workers if w is not stopped)
+    assert stopped.terminate() == 0, stopped.log_text()
+    assert "SIGTERM" in stopped.log_text()
+    wait_for("the crawl to finish", lambda: setup.item(item_id)[0] == "succeeded")
+    assert other.terminate() == 0, other.log_text()
+
+    (first, second) = setup.attempts(item_id)
+    assert first[1] == stopped.name and first[4] == "released"
+    assert second[1] == other.name and second[4] == "succeeded"
+    assert second[2] >= first[3]
+    # Released, not recovered: no stall counted.
+    assert setup.item(item_id)[:3] == ("succeeded", 2, 0)
+    assert overlaps(all_effects(setup)) == []
+    assert_every_asset_has_its_proxies(setup)
+    summary = json.dumps(setup.query("SELECT result FROM work_items WHERE id = %s", item_id))
+    assert '"ingested"' in summary

@@ -1,0 +1,421 @@
+"""What must hold after any mix of faults, checked from the journals, the database and
+the proxy folder once every fault is healed and the Workers have drained the queue.
+
+1. ``side_effects``: no two attempts of one storage config ever had file side effects
+   at overlapping times (:mod:`tests.faults.effects`).
+2. ``items``: every item is succeeded, failed with a reason, cancelled, or queued; none
+   is stuck running past its lease and a recovery interval.
+3. ``attempts``, ``stale_writes``, ``stale_effects``: no stale attempt's write reached
+   the database or the disk.
+   Every outcome an attempt writes itself (succeeded, failed, cancelled, released)
+   belongs to the item's current attempt; each item's attempts follow one another;
+   no two attempts of one config were running at once by the database's own clock;
+   and every library row a handler wrote, seen by an audit trigger inside the writing
+   transaction, was written while exactly one item of its config was running, of a
+   kind that writes that table. And every file side effect ended while its attempt
+   still held a lease (recorded by another audit trigger, at every claim and heartbeat).
+4. ``proxies``: every live asset has its proxy files on disk, and no journalled delete
+   removed the file of an asset that was live at that moment.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from tests.faults.effects import Effect, overlaps
+
+AUDIT_SQL = """
+CREATE TABLE faults_audit (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tbl text NOT NULL,
+    op text NOT NULL,
+    config uuid,
+    row_id bigint,
+    at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    running jsonb NOT NULL
+);
+CREATE FUNCTION faults_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    cfg uuid;
+    rid bigint;
+    now_running jsonb;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        cfg := OLD.storage_config_id;
+    ELSE
+        cfg := NEW.storage_config_id;
+    END IF;
+    IF TG_TABLE_NAME IN ('assets', 'bursts') THEN
+        IF TG_OP = 'DELETE' THEN rid := OLD.id; ELSE rid := NEW.id; END IF;
+    END IF;
+    -- The writer's own item row is locked FOR SHARE by its fenced transaction, so
+    -- recovery cannot have changed it: it is among these, and the per-config rule
+    -- says it is the only one.
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'id', id, 'attempt', attempt, 'kind', kind, 'lease', lease_expires_at)),
+           '[]'::jsonb)
+    INTO now_running
+    FROM work_items WHERE storage_config_id = cfg AND status = 'running';
+    INSERT INTO faults_audit (tbl, op, config, row_id, running)
+    VALUES (TG_TABLE_NAME, TG_OP, cfg, rid, now_running);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER faults_audit_assets AFTER INSERT OR UPDATE OR DELETE ON assets
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_bursts AFTER INSERT OR UPDATE OR DELETE ON bursts
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_asset_errors AFTER INSERT OR UPDATE OR DELETE ON asset_errors
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+
+-- Every status change of an item, in the order the server made them: the identity is
+-- drawn inside the changing transaction, and a claim that conflicts with a running item
+-- of its config waits on the running index until that item's change commits.
+CREATE TABLE faults_transitions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    item bigint NOT NULL,
+    config uuid,
+    kind text NOT NULL,
+    attempt integer NOT NULL,
+    old_status text NOT NULL,
+    new_status text NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION faults_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO faults_transitions (item, config, kind, attempt, old_status, new_status)
+    VALUES (NEW.id, NEW.storage_config_id, NEW.kind, NEW.attempt, OLD.status, NEW.status);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER faults_transitions AFTER UPDATE ON work_items
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION faults_transition();
+
+-- Every lease an attempt held: set by its claim, moved by each heartbeat. "at" is when
+-- the server made the change; the lease then runs to lease_expires_at.
+CREATE TABLE faults_leases (
+    item bigint NOT NULL,
+    attempt integer NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    lease_expires_at timestamptz NOT NULL
+);
+CREATE FUNCTION faults_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO faults_leases (item, attempt, lease_expires_at)
+    VALUES (NEW.id, NEW.attempt, NEW.lease_expires_at);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER faults_leases AFTER UPDATE ON work_items
+    FOR EACH ROW WHEN (NEW.status = 'running'
+        AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at)
+    EXECUTE FUNCTION faults_lease();
+"""
+"""Test-only: installed in the suite's own database before any Worker starts."""
+
+# Which kinds may write which library table (handlers/*: crawl ingests, moves,
+# soft-deletes and records errors; burst detection groups and pairs; purge deletes).
+WRITERS: Mapping[str, frozenset[str]] = {
+    "assets": frozenset({"crawl", "burst_detection", "purge"}),
+    "bursts": frozenset({"burst_detection"}),
+    "asset_errors": frozenset({"crawl"}),
+}
+
+# An attempt's own outcomes (the others are written by lease recovery).
+OWN_OUTCOMES = frozenset({"succeeded", "failed", "cancelled", "released"})
+ENDS_ITEM = {
+    "succeeded": {"succeeded"},
+    "failed": {"failed", "stalled"},
+    "cancelled": {"cancelled", "superseded"},
+    "queued": {"released", "stalled"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.detail}"
+
+
+def install_audit(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(AUDIT_SQL)  # type: ignore[arg-type]
+
+
+# --- 1 --------------------------------------------------------------------------------
+
+
+Freezes = Mapping[int, Sequence[tuple[float, float]]]
+"""Per process id, the (SIGSTOP, SIGCONT) times of its freezes, monotonic."""
+
+
+def freeze_note(effect: Effect, freezes: Freezes) -> str:
+    """Says so when an effect's interval spans a freeze of its own process: then the
+    effect itself ran in the moment before the freeze or the moment after it (the
+    window ADR 0008 leaves to a process frozen between its check and its syscall)."""
+    spans = [
+        (stop, cont)
+        for stop, cont in freezes.get(effect.pid, ())
+        if effect.start <= stop and cont <= effect.end
+    ]
+    if not spans:
+        return ""
+    stop, cont = spans[0]
+    return f" (its interval spans its process's freeze from {stop:.4f} to {cont:.4f})"
+
+
+def check_side_effects(
+    effects: Iterable[Effect], freezes: Freezes | None = None
+) -> list[Violation]:
+    found = []
+    for overlap in overlaps(effects):
+        notes = "".join(freeze_note(e, freezes or {}) for e in (overlap.first, overlap.second))
+        found.append(Violation("side_effects", overlap.describe() + notes))
+    return found
+
+
+# --- 2 --------------------------------------------------------------------------------
+
+
+def check_items(
+    conn: psycopg.Connection[Any], *, lease_seconds: float, recovery_seconds: float
+) -> list[Violation]:
+    found: list[Violation] = []
+    slack = timedelta(seconds=recovery_seconds + 1.0)
+    rows = conn.execute(
+        "SELECT id, kind, status::text, error, lease_expires_at, clock_timestamp() "
+        "FROM work_items ORDER BY id"
+    ).fetchall()
+    for item_id, kind, status, error, lease_expires_at, now in rows:
+        if status == "failed" and not error:
+            found.append(Violation("items", f"item {item_id} ({kind}) failed with no reason"))
+        if status == "running" and lease_expires_at + slack < now:
+            found.append(
+                Violation(
+                    "items",
+                    f"item {item_id} ({kind}) still running {now - lease_expires_at} after its "
+                    f"lease expired (recovery runs every {recovery_seconds:g} s)",
+                )
+            )
+    return found
+
+
+# --- 3 --------------------------------------------------------------------------------
+
+
+def check_attempts(conn: psycopg.Connection[Any]) -> list[Violation]:
+    found: list[Violation] = []
+    cur = conn.cursor(row_factory=dict_row)
+    items = {
+        r["id"]: r
+        for r in cur.execute("SELECT id, kind, status::text AS status, attempt FROM work_items")
+    }
+    attempts: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in cur.execute(
+        "SELECT work_item_id, attempt, worker_id, storage_config_id, claimed_at, ended_at, "
+        "outcome::text AS outcome FROM work_attempts ORDER BY work_item_id, attempt"
+    ):
+        attempts[row["work_item_id"]].append(row)
+    for item_id, rows in attempts.items():
+        item = items[item_id]
+        numbers = [r["attempt"] for r in rows]
+        if numbers != list(range(1, item["attempt"] + 1)):
+            found.append(
+                Violation(
+                    "attempts", f"item {item_id}: attempts {numbers}, item at {item['attempt']}"
+                )
+            )
+            continue
+        # Times are the Workers' clocks, read before each statement waited for its
+        # connection, so they are not compared here; check_transitions orders the
+        # changes by the server instead.
+        for earlier, later in itertools.pairwise(rows):
+            if earlier["outcome"] not in ("released", "stalled"):
+                found.append(
+                    Violation(
+                        "attempts",
+                        f"item {item_id}: attempt {earlier['attempt']} ended {earlier['outcome']} "
+                        f"but the item was claimed again (attempt {later['attempt']})",
+                    )
+                )
+        last = rows[-1]
+        status = item["status"]
+        if status == "running":
+            if last["outcome"] is not None:
+                found.append(
+                    Violation("attempts", f"item {item_id} running, its last attempt ended")
+                )
+        elif last["outcome"] not in ENDS_ITEM.get(status, set()):
+            found.append(
+                Violation(
+                    "attempts",
+                    f"item {item_id} is {status} but its last attempt {last['attempt']} "
+                    f"ended {last['outcome']}",
+                )
+            )
+    return found
+
+
+def check_transitions(conn: psycopg.Connection[Any]) -> list[Violation]:
+    """Per config, in the server's order: an item becomes running only while no other
+    item of the config is, and only the running one leaves running."""
+    found: list[Violation] = []
+    running: dict[Any, tuple[int, int]] = {}
+    for item, config, attempt, old, new, at in conn.execute(
+        "SELECT item, config, attempt, old_status, new_status, at FROM faults_transitions "
+        "WHERE config IS NOT NULL ORDER BY id"
+    ):
+        if new == "running":
+            if config in running:
+                other = running[config]
+                found.append(
+                    Violation(
+                        "attempts",
+                        f"config {config}: item {item} attempt {attempt} started at {at} while "
+                        f"item {other[0]} attempt {other[1]} was running",
+                    )
+                )
+            running[config] = (item, attempt)
+        elif old == "running":
+            if running.get(config) != (item, attempt):
+                found.append(
+                    Violation(
+                        "attempts",
+                        f"config {config}: item {item} attempt {attempt} left running at {at}, "
+                        f"but the running one was {running.get(config)}",
+                    )
+                )
+            running.pop(config, None)
+    return found
+
+
+def check_stale_writes(conn: psycopg.Connection[Any]) -> list[Violation]:
+    found: list[Violation] = []
+    for tbl, op, config, row_id, at, running in conn.execute(
+        "SELECT tbl, op, config, row_id, at, running FROM faults_audit ORDER BY id"
+    ):
+        what = f"{op} on {tbl} (row {row_id}) of config {config} at {at}"
+        if len(running) != 1:
+            found.append(
+                Violation(
+                    "stale_writes",
+                    f"{what}: {len(running)} items of the config running ({running})",
+                )
+            )
+            continue
+        (owner,) = running
+        if owner["kind"] not in WRITERS[tbl]:
+            found.append(
+                Violation(
+                    "stale_writes",
+                    f"{what}: the config's running item is a {owner['kind']} "
+                    f"(item {owner['id']} attempt {owner['attempt']}), which never writes {tbl}",
+                )
+            )
+    return found
+
+
+def check_effects_within_lease(
+    conn: psycopg.Connection[Any],
+    effects: Iterable[Effect],
+    wall_minus_monotonic: float,
+    freezes: Freezes | None = None,
+) -> list[Violation]:
+    """No attempt touched a file outside its lease.
+
+    Once an attempt's lease has expired, lease recovery may give its config to another
+    attempt at any moment; the self-stop is meant to have stopped it half a lease
+    before that. So every effect must end while some lease the attempt held by then
+    (its claim's, or one a heartbeat had renewed before the effect ended) still ran.
+    """
+    leases: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+    for item, attempt, at, expires in conn.execute(
+        "SELECT item, attempt, at, lease_expires_at FROM faults_leases ORDER BY at"
+    ):
+        leases[(item, attempt)].append((at.timestamp(), expires.timestamp()))
+    found: list[Violation] = []
+    reported: set[tuple[int, int]] = set()
+    for effect in sorted(effects, key=lambda e: e.start):
+        if effect.owner in reported:
+            continue
+        end = effect.end + wall_minus_monotonic
+        held = [expires for at, expires in leases.get(effect.owner, []) if at <= end]
+        until = max(held, default=None)
+        if until is not None and end <= until:
+            continue
+        reported.add(effect.owner)
+        if until is None:
+            why = "no lease of that attempt was recorded before it"
+        else:
+            why = f"the attempt's lease had expired {end - until:.3f} s before it ended"
+        note = freeze_note(effect, freezes or {})
+        found.append(Violation("stale_effects", f"{effect.describe()}: {why}{note}"))
+    return found
+
+
+# --- 4 --------------------------------------------------------------------------------
+
+
+def check_proxies(
+    conn: psycopg.Connection[Any],
+    proxy_root: Path,
+    effects: Iterable[Effect],
+    wall_minus_monotonic: float,
+) -> list[Violation]:
+    """Live assets' proxy files exist; no delete hit the file of an asset live then.
+
+    Journal times are monotonic; asset times are wall-clock (the Workers' clock.now()).
+    ``wall_minus_monotonic`` maps one onto the other on this machine.
+    """
+    found: list[Violation] = []
+    live: dict[str, tuple[int, datetime]] = {}
+    for asset_id, path, created_at in conn.execute(
+        "SELECT a.id, p.path, a.created_at FROM assets a JOIN proxy_files p ON p.asset_id = a.id "
+        "WHERE NOT a.is_deleted AND p.path IS NOT NULL"
+    ):
+        live[path] = (asset_id, created_at)
+        if not (proxy_root / path).is_file():
+            found.append(
+                Violation("proxies", f"live asset {asset_id}: its proxy {path} is not on disk")
+            )
+    missing_rows = conn.execute(
+        "SELECT a.id FROM assets a WHERE NOT a.is_deleted AND NOT EXISTS "
+        "(SELECT 1 FROM proxy_files p WHERE p.asset_id = a.id AND p.proxy_type = 'thumbnail')"
+    ).fetchall()
+    for (asset_id,) in missing_rows:
+        found.append(Violation("proxies", f"live asset {asset_id} has no thumbnail row"))
+    root = proxy_root.resolve()
+    margin = timedelta(milliseconds=50)
+    for effect in effects:
+        if effect.action != "delete" or effect.ok is False:
+            continue
+        try:
+            relative = Path(effect.target).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if relative not in live:
+            continue
+        asset_id, created_at = live[relative]
+        deleted_at = datetime.fromtimestamp(effect.start + wall_minus_monotonic, created_at.tzinfo)
+        if deleted_at > created_at + margin:
+            found.append(
+                Violation(
+                    "proxies",
+                    f"{effect.describe()} deleted the proxy of asset {asset_id}, live since "
+                    f"{created_at} (the delete at about {deleted_at})",
+                )
+            )
+    return found

@@ -1,0 +1,68 @@
+"""The fault-injection suite runs on a PostgreSQL cluster of its own, which it may cut off
+and restart; it needs no database URL (and never uses one it is given)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from safelight.db.migrate import migrate
+from safelight.db.pool import connect
+from tests.faults import checker
+from tests.faults.cluster import PrivateCluster
+
+pytestmark = pytest.mark.faults
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def private_cluster() -> Iterator[PrivateCluster]:
+    cluster = PrivateCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def fault_database(private_cluster: PrivateCluster) -> Iterator[str]:
+    """A fresh, migrated database in the private cluster, with the checker's audit
+    triggers; its URL (TCP, 127.0.0.1)."""
+    name = f"faults_{next(_names)}"
+    with psycopg.connect(private_cluster.url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    url = private_cluster.url(name)
+
+    async def migrated() -> None:
+        conn = await connect(url)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+
+    asyncio.run(migrated())
+    checker.install_audit(url)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(private_cluster.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A folder outside pytest's temp base (which a concurrent session may reset)."""
+    folder = Path(tempfile.mkdtemp(prefix="safelight-faults-test-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
