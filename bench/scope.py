@@ -4,7 +4,9 @@
                                     [--concurrency 4] [--rounds 3]
 
 Per round, on a database of its own: ``--items`` ``noop`` items spread round-robin
-over ``--configs`` storage configs, each sleeping 5-20 ms (uniform, seeded), are
+over ``--configs`` storage configs (``--order interleaved``, queued in that order; or
+``grouped``: each config's items together, config after config), each sleeping 5-20 ms
+(uniform, seeded), are
 drained by ``--processes`` Worker processes (``safelight worker --concurrency N
 --until-idle``). Throughput is items / (last finish - first start), beside the bound
 the rule and the slots allow: max(total sleep / slots, the busiest config's sleep).
@@ -96,7 +98,9 @@ def audit_violations(conn: psycopg.Connection[Any]) -> int:
     return bad
 
 
-async def enqueue(url: str, home: Path, items: int, configs: int, seed: int) -> float:
+async def enqueue(
+    url: str, home: Path, items: int, configs: int, seed: int, order: str
+) -> tuple[float, float]:
     """Queue the items; return their total sleep in seconds."""
     rng = random.Random(seed)
     pool = await open_pool(url, min_size=1, max_size=2)
@@ -110,12 +114,22 @@ async def enqueue(url: str, home: Path, items: int, configs: int, seed: int) -> 
             root.mkdir(exist_ok=True)
             ids.append((await registry.add("bench", root)).config.id)
         sleeps = [rng.uniform(0.005, 0.020) for _ in range(items)]
-        by_config: dict[int, list[dict[str, Any]]] = {}
+        per_config: dict[int, float] = {}
+        if order == "grouped":
+            # Each config's items together, config after config (as a crawl's follow-ups
+            # arrive): the oldest-first claim then works through a few configs at a time.
+            batches: dict[int, list[dict[str, Any]]] = {}
+            for i, seconds in enumerate(sleeps):
+                batches.setdefault(i % configs, []).append({"seconds": seconds})
+            for n, payloads in batches.items():
+                await store.enqueue_many("noop", payloads, config_id=ids[n])
         for i, seconds in enumerate(sleeps):
-            by_config.setdefault(i % configs, []).append({"seconds": seconds})
-        for n, payloads in by_config.items():
-            await store.enqueue_many("noop", payloads, config_id=ids[n])
-        busiest = max(sum(p["seconds"] for p in payloads) for payloads in by_config.values())
+            per_config[i % configs] = per_config.get(i % configs, 0.0) + seconds
+            if order == "interleaved":
+                await store.enqueue(
+                    "noop", config_id=ids[i % configs], payload={"seconds": seconds}
+                )
+        busiest = max(per_config.values())
         return sum(sleeps), busiest
     finally:
         await pool.close()
@@ -125,7 +139,9 @@ def one_round(args: argparse.Namespace, seed: int, home: Path) -> dict[str, Any]
     with bench_database("scope") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(AUDIT.encode())
-        total_sleep, busiest = asyncio.run(enqueue(url, home, args.items, args.configs, seed))
+        total_sleep, busiest = asyncio.run(
+            enqueue(url, home, args.items, args.configs, seed, args.order)
+        )
         with Processes() as procs:
             children = [
                 procs.start(
@@ -173,6 +189,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--order",
+        choices=("interleaved", "grouped"),
+        default="interleaved",
+        help="items queued round-robin over the configs, or each config's together",
+    )
     args = parser.parse_args()
     rounds = []
     with tempfile.TemporaryDirectory(prefix="safelight-bench-") as home:
