@@ -16,7 +16,6 @@ pytestmark = pytest.mark.faults
 SHORT = Settings(duration_seconds=90.0, seed=20261130)
 
 
-FROZEN_MID_EFFECT = "spans its process's freeze"
 """How the checker marks an effect whose journalled interval spans a freeze of its own
 process (tests/faults/checker.py, freeze_note)."""
 
@@ -31,11 +30,4 @@ async def test_no_fault_lets_two_attempts_of_one_config_touch_its_files_at_once(
     assert report.faults["pg_restart_fast"] + report.faults["pg_restart_immediate"] >= 1, summary
     assert report.effects > 100, summary
     found = [str(v) for v in report.violations]
-    if found and all(FROZEN_MID_EFFECT in v for v in found):
-        # Bug 4 (docs/reliability.md) is open, its fix proposed, its regression test
-        # strict (test_regressions_journal.py): a Worker frozen while it writes a
-        # proxy's temporary file in its config's folder finishes and deletes that file
-        # on waking. A run hits it when a freeze lands in those milliseconds. Remove
-        # this branch with the fix: from then on every violation fails the test.
-        pytest.xfail(f"open bug 4, a Worker frozen mid-effect:\n{summary}")
     assert found == [], summary

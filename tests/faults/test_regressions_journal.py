@@ -141,12 +141,6 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug 4: a proxy's temporary file is written inside its config's folder and "
-    "interval; frozen there, the attempt finishes and deletes it on waking (fix "
-    "proposed: stage proxies under <proxy root>/.staging, docs/reliability.md)",
-)
 def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_config_no_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -190,10 +190,10 @@ def leftovers(folder: Path) -> list[str]:
 
 def test_write_atomically_publishes_bytes_and_writer(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b" / "thumbnail.jpg"
-    write_atomically(target, b"hello", alive)
+    write_atomically(target, b"hello", alive, tmp_path / ".staging")
     assert target.read_bytes() == b"hello"
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
-    write_atomically(target, lambda out: out.write(b"again"), alive)
+    write_atomically(target, lambda out: out.write(b"again"), alive, tmp_path / ".staging")
     assert target.read_bytes() == b"again"
     assert leftovers(target.parent) == []
 
@@ -202,24 +202,27 @@ def test_write_atomically_calls_ensure_alive_before_any_write_and_after_the_data
     tmp_path: Path,
 ) -> None:
     target = tmp_path / "preview.jpg"
+    staging = tmp_path / ".staging"
     seen: list[list[bytes]] = []
 
     def check() -> None:
-        temps = [p for p in tmp_path.iterdir() if p.name.startswith(".preview.jpg.")]
+        temps = list(staging.glob(".preview.jpg.*"))
         seen.append([p.read_bytes() for p in temps])
         assert not target.exists()
 
-    write_atomically(target, b"complete", check)
+    write_atomically(target, b"complete", check, staging)
     # Once before the temporary file exists (a stopped attempt leaves nothing behind),
-    # once right before the rename, with the data complete.
-    assert seen == [[], [b"complete"]]
+    # then with the data complete: before its fsync, and right before the rename.
+    assert seen == [[], [b"complete"], [b"complete"]]
+    # Written in the staging folder, never beside the target.
+    assert leftovers(tmp_path) == [".staging"] and leftovers(staging) == []
 
 
 def test_write_atomically_publishes_nothing_when_not_alive(tmp_path: Path) -> None:
     target = tmp_path / "preview.jpg"
     target.write_bytes(b"old")
     with pytest.raises(Stopped):
-        write_atomically(target, b"new", stopped)
+        write_atomically(target, b"new", stopped, tmp_path / ".staging")
     assert target.read_bytes() == b"old"
     assert leftovers(tmp_path) == []
 
@@ -231,9 +234,9 @@ def test_write_atomically_cleans_up_when_the_writer_fails(tmp_path: Path) -> Non
         raise RuntimeError("encoder failed")
 
     with pytest.raises(RuntimeError, match="encoder failed"):
-        write_atomically(target, failing, alive)
+        write_atomically(target, failing, alive, tmp_path / ".staging")
     assert not target.exists()
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path / ".staging") == []
 
 
 def test_move_into_place(tmp_path: Path) -> None:
@@ -259,7 +262,7 @@ def test_a_stopped_attempt_leaves_not_even_a_temporary_file(tmp_path: Path) -> N
         raise AttemptStopped("self-stopped")
 
     with pytest.raises(AttemptStopped):
-        write_atomically(target, b"data", stopped)
+        write_atomically(target, b"data", stopped, tmp_path / ".staging")
     assert not (tmp_path / "sub").exists()
 
 
@@ -267,7 +270,7 @@ def test_writes_are_journalled_around_the_publish(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     target = tmp_path / "p" / "preview.jpg"
     with attempt_scope(journal, JOURNAL_ITEM):
-        write_atomically(target, b"data", lambda: None)
+        write_atomically(target, b"data", lambda: None, tmp_path / ".staging")
     journal.close()
     lines = [json.loads(x) for x in (tmp_path / "effects.jsonl").read_text().splitlines()]
     assert [(x["action"], x["phase"], x["target"]) for x in lines] == [

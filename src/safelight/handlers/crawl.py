@@ -64,10 +64,9 @@ from safelight.library.errors import FileChangedWhileHashing, MediaError
 from safelight.library.hashing import HashedFile, hash_file
 from safelight.library.images import ProxySpec, make_image_proxies
 from safelight.library.metadata import file_time, read_image_metadata
-from safelight.library.paths import confined, proxy_dir
+from safelight.library.paths import STAGING_FOLDER, confined
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
-from safelight.work.journal import side_effect
 
 COUNTERS = (
     "total",
@@ -381,12 +380,13 @@ class _Crawl:
     async def _make_video(
         self, walked: WalkedFile, source: Path, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
-        folder = proxy_dir(self.proxy_root, self.config_id, hashed.content_hash)
-        # ffmpeg writes into a hidden temporary folder beside the proxies (same file
-        # system, so publishing is a rename). Left behind by a crash or a stopped
+        # ffmpeg writes into a temporary folder of the proxy root's staging folder (the
+        # same file system, so publishing is a rename; no config's folder, so nothing of
+        # the config is touched before that). Left behind by a crash or a stopped
         # attempt, the sweep removes it once it is an hour old.
-        with side_effect("mkdir", folder, self.ctx.ensure_alive):
-            temp = Path(await asyncio.to_thread(_make_temp_folder, folder))
+        self.ctx.ensure_alive()
+        staging = self.proxy_root / STAGING_FOLDER
+        temp = Path(await asyncio.to_thread(_make_temp_folder, staging))
         try:
             proxies = await make_video_proxies(
                 source, temp, VideoProxySpec(image=self.spec), self.ctx.ensure_alive
@@ -403,8 +403,8 @@ class _Crawl:
             # Only while the attempt is alive: a stopped attempt touches no file at all,
             # not even its own leftovers (the sweep takes those).
             if not self.ctx.cancelled.is_set():
-                with side_effect("delete", temp, self.ctx.ensure_alive):
-                    await asyncio.to_thread(shutil.rmtree, temp, True)
+                self.ctx.ensure_alive()
+                await asyncio.to_thread(shutil.rmtree, temp, True)
         return new_asset(walked, hashed, proxies.metadata), records
 
     # --- helpers ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.mediatypes import MediaType, is_ignored_name, media_type
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.paths import (
+    STAGING_FOLDER,
     describe_os_error,
     move_into_place,
     proxy_path,
@@ -281,7 +282,7 @@ def publish_image_proxies(
         ("full_preview", proxies.preview),
     ):
         target = proxy_path(proxy_root, config_id, content_hash, proxy_type, "jpg")
-        write_atomically(target, encoded.data, ensure_alive)
+        write_atomically(target, encoded.data, ensure_alive, proxy_root / STAGING_FOLDER)
         records.append(
             ProxyRecord(
                 proxy_type=proxy_type,

@@ -133,61 +133,68 @@ def describe_os_error(error: OSError) -> str:
     return f"cannot read the file: {text.lower()}"
 
 
-def write_atomically(path: Path, data: bytes | Writer, ensure_alive: Callable[[], None]) -> None:
+STAGING_FOLDER = ".staging"
+"""Under the proxy root, where proxies are written before they are published. It is no
+storage config's folder, so writing there touches none of a config's files: only the
+rename into place does, right after ``ensure_alive()``. Left-overs (a crash, a stopped
+attempt) are orphans, which the proxy sweep deletes once they are an hour old."""
+
+
+def write_atomically(
+    path: Path, data: bytes | Writer, ensure_alive: Callable[[], None], staging: Path
+) -> None:
     """Publish ``data`` (bytes, or a writer filling a file) at ``path``, all or nothing.
 
-    Writes ``.<name>.<random>.tmp`` in the same folder (creating the folder), fsyncs it,
-    calls ``ensure_alive()`` right before ``os.replace`` so an attempt that lost its item
-    publishes nothing, then fsyncs the folder so the rename survives a power cut. On any
+    Writes ``.<name>.<random>.tmp`` in ``staging`` (``<proxy root>/STAGING_FOLDER``: the
+    same file system, and no config's folder), fsyncs it, then publishes it with
+    ``move_into_place``: an attempt that lost its item publishes nothing. On any
     failure, including ``ensure_alive()`` raising or cancellation, the temporary file is
     removed and the error propagates unchanged; an existing file at ``path`` is untouched.
     """
-    # Checked (by side_effect, right after its journal line) before the first byte lands
-    # in the proxy folder, and again right before the rename: a stopped attempt leaves
-    # not even a temporary file behind.
-    with side_effect("write", path, ensure_alive):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        temp = Path(temp_name)
-        try:
-            with open(fd, "wb", closefd=True) as out:
-                if isinstance(data, bytes | bytearray | memoryview):
-                    out.write(data)
-                else:
-                    data(out)
-                out.flush()
-                os.fchmod(out.fileno(), PROXY_FILE_MODE)
-                os.fsync(out.fileno())
-            ensure_alive()
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-    # After the interval: syncing the folder changes no file.
-    _fsync_dir(path.parent)
+    # Checked before the first byte is written: a stopped attempt writes no temporary
+    # file either.
+    ensure_alive()
+    staging.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(temp_name)
+    try:
+        with open(fd, "wb", closefd=True) as out:
+            if isinstance(data, bytes | bytearray | memoryview):
+                out.write(data)
+            else:
+                data(out)
+            out.flush()
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    move_into_place(temp, path, ensure_alive)
 
 
 def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) -> None:
-    """Publish a finished temporary file (e.g. ffmpeg's output) at ``path``.
+    """Publish a finished temporary file (a staged proxy, ffmpeg's output) at ``path``.
 
-    Same contract as ``write_atomically``: fsync, ``ensure_alive()``, rename, fsync the
-    folder; on failure ``temp`` is removed. ``temp`` must be on the same filesystem as
-    ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a configuration error).
+    fsyncs it; then, as one journalled side effect, checks ``ensure_alive()`` (right
+    after the journal line) and renames it into place, creating the folder; then fsyncs
+    the folder so the rename survives a power cut. Nothing of the target's folder is
+    touched before that check. On failure ``temp`` is removed. ``temp`` must be on the
+    same file system as ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a
+    configuration error).
     """
     try:
+        ensure_alive()
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, PROXY_FILE_MODE)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with side_effect("write", path, ensure_alive):
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fchmod(fd, PROXY_FILE_MODE)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            ensure_alive()
             os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    # After the interval: syncing the folder changes no file.
     _fsync_dir(path.parent)
 
 
