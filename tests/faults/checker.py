@@ -124,10 +124,11 @@ CREATE TRIGGER faults_leases AFTER UPDATE ON work_items
 """Test-only: installed in the suite's own database before any Worker starts."""
 
 # Which kinds may write which library table (handlers/*: crawl ingests, moves,
-# soft-deletes and records errors; burst detection groups and pairs; purge deletes).
+# soft-deletes and records errors; burst detection groups and pairs; purge deletes,
+# and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade).
 WRITERS: Mapping[str, frozenset[str]] = {
     "assets": frozenset({"crawl", "burst_detection", "purge"}),
-    "bursts": frozenset({"burst_detection"}),
+    "bursts": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
 }
 

@@ -16,10 +16,6 @@ pytestmark = pytest.mark.faults
 SHORT = Settings(duration_seconds=90.0, seed=20261130)
 
 
-"""How the checker marks an effect whose journalled interval spans a freeze of its own
-process (tests/faults/checker.py, freeze_note)."""
-
-
 async def test_no_fault_lets_two_attempts_of_one_config_touch_its_files_at_once() -> None:
     report = await run_scenario(SHORT)
     summary = report.summary()

@@ -7,10 +7,11 @@ their process while another attempt of the same config wrote beside them.
 - Bug 3 (fixed in 320d036): ``ensure_alive()`` came before the journal's "before" line,
   whose fsync takes milliseconds, so a process frozen during that fsync deleted or
   published on waking; and a proxy write's interval went on through its folder's fsync.
-- Bug 4 (open, fix proposed): a proxy's temporary file is written and fsynced inside
+- Bug 4 (fixed in 6f4f79f): a proxy's temporary file was written and fsynced inside
   the config's proxy folder, inside the interval, after the last check but one. A
-  process frozen there writes the rest of it, and deletes it, on waking: it touches the
-  config's folder after it lost its lease.
+  process frozen there wrote the rest of it, and deleted it, on waking: it touched the
+  config's folder after it lost its lease. Proxies are now staged under
+  ``<proxy root>/.staging`` and only renamed into the config's folder.
 
 These tests freeze the process at exactly those points, deterministically, in this
 process: the attempt becomes overdue there, as a freeze past the self-stop deadline
