@@ -1,6 +1,7 @@
 """Benchmark 5: crawl speed against the fastest loop Pillow allows, on the same files.
 
     .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
+                                    [--max-concurrent-files 4[,8...]]
                                     [--folder PATH]
 
 Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
@@ -161,7 +162,7 @@ async def add_crawl(url: str, folder: Path) -> int:
         await pool.close()
 
 
-def crawl_once(folder: Path, count: int) -> dict[str, Any]:
+def crawl_once(folder: Path, count: int, max_concurrent_files: int) -> dict[str, Any]:
     with (
         bench_database("crawl") as url,
         tempfile.TemporaryDirectory(prefix="safelight-bench-home-") as home,
@@ -169,7 +170,8 @@ def crawl_once(folder: Path, count: int) -> dict[str, Any]:
         item = asyncio.run(add_crawl(url, folder))
         with Processes() as procs:
             child = procs.start(
-                worker_argv(1, until_idle=True, name="crawler"), env=worker_env(url, Path(home))
+                worker_argv(1, until_idle=True, name="crawler"),
+                env=worker_env(url, Path(home), max_concurrent_files=max_concurrent_files),
             )
             sampler = Sampler(child.pid)
             while child.poll() is None:
@@ -201,6 +203,11 @@ def main() -> None:
     parser.add_argument("--megapixels", type=float, default=12.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--folder", type=Path, help="keep the generated files here")
+    parser.add_argument(
+        "--max-concurrent-files",
+        default="4",
+        help="the Worker setting (default 4, as shipped); a list (4,8) crawls once for each",
+    )
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="safelight-bench-jpegs-"))
     try:
@@ -217,18 +224,22 @@ def main() -> None:
             flush=True,
         )
         read_all(paths)  # warm the page cache
-        runs: dict[str, list[Any]] = {"read": [], "hash1": [], "hash2": [], "loop": [], "crawl": []}
+        settings = [int(n) for n in args.max_concurrent_files.split(",")]
+        runs: dict[str, list[Any]] = {"read": [], "hash1": [], "hash2": [], "loop": []}
+        runs.update({f"crawl-{n}": [] for n in settings})
         for r in range(args.rounds):
             runs["read"].append(len(paths) / read_all(paths))
             runs["hash1"].append(len(paths) / hash_all(paths, 1))
             runs["hash2"].append(len(paths) / hash_all(paths, 2))
             runs["loop"].append(len(paths) / loop_all(paths))
-            runs["crawl"].append(crawl_once(folder, len(paths)))
-            print(
-                f"round {r + 1}: loop {runs['loop'][-1]:.1f} files/s, "
-                f"crawl {runs['crawl'][-1]['files_per_second']:.1f} files/s",
-                flush=True,
-            )
+            for n in settings:
+                runs[f"crawl-{n}"].append(crawl_once(folder, len(paths), n))
+                print(
+                    f"round {r + 1}: loop {runs['loop'][-1]:.1f} files/s, crawl "
+                    f"(max_concurrent_files {n}) "
+                    f"{runs[f'crawl-{n}'][-1]['files_per_second']:.1f} files/s",
+                    flush=True,
+                )
     finally:
         if args.folder is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -239,33 +250,28 @@ def main() -> None:
         "runs": runs,
     }
     write_result("crawl", out)
-    crawl = runs["crawl"]
     loop = statistics.median(runs["loop"])
     read = statistics.median(runs["read"])
+    hash1 = statistics.median(runs["hash1"])
+    hash2 = statistics.median(runs["hash2"])
     rows = [
         ("read (1 thread)", spread(runs["read"]), f"{read * mean_mb:.0f} MB/s", ""),
-        (
-            "hash (1 thread)",
-            spread(runs["hash1"]),
-            "",
-            f"{statistics.median(runs['hash1']) / read:.2f}x read",
-        ),
-        (
-            "hash (2 threads)",
-            spread(runs["hash2"]),
-            "",
-            f"{statistics.median(runs['hash2']) / read:.2f}x read",
-        ),
+        ("hash (1 thread)", spread(runs["hash1"]), "", f"{hash1 / read:.2f}x read"),
+        ("hash (2 threads)", spread(runs["hash2"]), "", f"{hash2 / read:.2f}x read"),
         ("Pillow loop (2 processes)", spread(runs["loop"]), "", "1.00x"),
-        (
-            "safelight crawl",
-            spread([c["files_per_second"] for c in crawl]),
-            f"peak RSS {spread([c['peak_rss_mib'] for c in crawl])} MiB; Worker "
-            f"{spread([c['worker_cores'] for c in crawl])} cores; machine "
-            f"{spread([c['machine_busy_cores'] for c in crawl])} cores busy",
-            f"{statistics.median(c['files_per_second'] for c in crawl) / loop:.2f}x loop",
-        ),
     ]
+    for n in settings:
+        crawl = runs[f"crawl-{n}"]
+        rows.append(
+            (
+                f"safelight crawl (max_concurrent_files {n})",
+                spread([c["files_per_second"] for c in crawl]),
+                f"peak RSS {spread([c['peak_rss_mib'] for c in crawl])} MiB; Worker "
+                f"{spread([c['worker_cores'] for c in crawl])} cores; machine "
+                f"{spread([c['machine_busy_cores'] for c in crawl])} cores busy",
+                f"{statistics.median(c['files_per_second'] for c in crawl) / loop:.2f}x loop",
+            )
+        )
     print_table(("pass", "files/s, median [min..max]", "notes", "ratio"), rows)
 
 
