@@ -200,3 +200,46 @@ async def test_claim_honours_kinds_and_skips_disabled_configs(
         await conn.execute("UPDATE storage_configs SET active = true WHERE id = %s", (c,))
     got = await store.claim("w", ["crawl"], lease_seconds=LEASE)
     assert got is not None and got.id == crawl
+
+
+async def test_a_claimer_passes_over_a_config_whose_head_another_claim_holds(
+    pool: AsyncConnectionPool[Any], database_url: str
+) -> None:
+    """Claim A holds config C's head in an open transaction; claim B must take D's item,
+    not C's second one (which would block on the index and then lose)."""
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    c = await add_config(pool, clock, root="/c")
+    d = await add_config(pool, clock, root="/d")
+    c_head = await store.enqueue("noop", config_id=c)
+    for _ in range(2):
+        await clock.advance(1)
+        await store.enqueue("noop", config_id=c)
+    await clock.advance(1)
+    d_item = await store.enqueue("noop", config_id=d)
+    a_conn = await connect(database_url, "claim-a")
+    try:
+        await a_conn.execute("BEGIN")
+        cur = await a_conn.execute(
+            QUERIES["claim_item"],
+            {
+                "worker_id": "A",
+                "kinds": ALL_KINDS,
+                "owner": None,
+                "lease_seconds": LEASE,
+                "now": clock.now(),
+            },
+        )
+        row = await cur.fetchone()
+        assert row is not None and row[0] == c_head
+        # The timeout only bounds the failure (a claim blocked on the index).
+        b = await asyncio.wait_for(store.claim("B", ALL_KINDS, lease_seconds=LEASE), 30)
+        assert b is not None and b.id == d_item
+        await a_conn.execute("COMMIT")
+    finally:
+        await a_conn.close()
+
+
+def test_every_query_fits_psycopgs_parse_cache() -> None:
+    # psycopg re-parses queries longer than 4,096 characters on every call.
+    assert {name: len(sql) for name, sql in QUERIES.items() if len(sql) > 4096} == {}
