@@ -18,8 +18,6 @@ from safelight.db.pool import connect
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
 
-pytestmark = pytest.mark.faults
-
 _names = itertools.count()
 
 
