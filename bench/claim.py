@@ -60,8 +60,7 @@ from common import (
 from safelight.db.pool import open_pool
 from safelight.work.clock import SystemClock
 from safelight.work.kinds import KindSpec, Scope
-from safelight.work.sql import QUERIES
-from safelight.work.store import WorkStore
+from safelight.work.store import WorkStore, claim_query
 
 KINDS = ["crawl", "burst_detection", "purge", "proxy_deletion", "noop"]
 LEASE_SECONDS = 60.0
@@ -86,7 +85,8 @@ FOR UPDATE SKIP LOCKED
 
 def claim_params(worker: str = "bench") -> dict[str, Any]:
     return {
-        "worker_id": worker,
+        "worker_id": worker,  # the claim before 0004 (bench/sql)
+        "worker_ids": [worker],
         "kinds": KINDS,
         "owner": None,
         "lease_seconds": LEASE_SECONDS,
@@ -99,7 +99,7 @@ def time_claims(
 ) -> list[float]:
     """``samples`` claims, each rolled back; milliseconds each. ``expect``: the item id
     every claim must return (None: none)."""
-    query = sql or QUERIES["claim_item"]
+    query = sql or claim_query(1)
     times = []
     for _ in range(samples):
         params = claim_params()
@@ -197,7 +197,7 @@ def vacuum(conn: psycopg.Connection[Any]) -> None:
 def explain(conn: psycopg.Connection[Any]) -> str:
     conn.execute("BEGIN")
     rows = conn.execute(
-        "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) " + QUERIES["claim_item"], claim_params()
+        "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) " + claim_query(1), claim_params()
     ).fetchall()
     conn.execute("ROLLBACK")
     return "\n".join(r[0] for r in rows)
@@ -230,7 +230,7 @@ def measure(
     peer: Peer | None = None,
 ) -> dict[str, Any]:
     """Round medians (ms) of each claim variant (and of the peer), in turns."""
-    variants = {"safelight": QUERIES["claim_item"]}
+    variants = {"safelight": claim_query(1)}
     if not args.no_before:
         variants["before (LATERAL only)"] = BEFORE
     per_round: dict[str, list[float]] = {name: [] for name in variants}

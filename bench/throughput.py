@@ -68,10 +68,6 @@ IN_FLIGHT = 4
 # label -> (queue, concurrency argument, batch size)
 QUEUES: dict[str, tuple[str, int, int]] = {
     "safelight": ("safelight", IN_FLIGHT, 0),
-    # The same Worker with finish and next claim in one commit (bench/proto_worker.py).
-    "safelight-1commit": ("safelight", IN_FLIGHT, 0),
-    # ... and the two as one statement.
-    "safelight-1stmt": ("safelight", IN_FLIGHT, 0),
     "procrastinate": ("procrastinate", IN_FLIGHT, 0),
     "pgqueuer": ("pgqueuer", IN_FLIGHT, 2),
     "pgqueuer-defaults": ("pgqueuer", 0, 10),
@@ -160,9 +156,6 @@ def one_run(
                 if queue == "safelight":
                     argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
                     env = worker_env(url, home)
-                    if label in ("safelight-1commit", "safelight-1stmt"):
-                        argv = [sys.executable, str(BENCH / "proto_worker.py"), *argv[1:]]
-                        env["BENCH_FINISH_AND_CLAIM"] = label.rsplit("-", 1)[1]
                     if profile:
                         spy = str(Path(peers_python()).with_name("py-spy"))
                         out = RESULTS / f"profile-{label}-{n}.{profile}"

@@ -126,9 +126,10 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     try:
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_item"],
+            QUERIES["claim_items"],
             {
-                "worker_id": "A",
+                "worker_ids": ["A"],
+                "limit": 1,
                 "kinds": ["crawl"],
                 "owner": None,
                 "lease_seconds": LEASE,
@@ -221,9 +222,10 @@ async def test_a_claimer_passes_over_a_config_whose_head_another_claim_holds(
     try:
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_item"],
+            QUERIES["claim_items"],
             {
-                "worker_id": "A",
+                "worker_ids": ["A"],
+                "limit": 1,
                 "kinds": ALL_KINDS,
                 "owner": None,
                 "lease_seconds": LEASE,

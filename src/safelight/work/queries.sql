@@ -18,18 +18,23 @@ RETURNING id
 -- The queued item that holds a dedup key.
 SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 
--- claim_item --
--- Take the oldest eligible queued item and make it this attempt's, with a lease.
--- Eligible: a kind this Worker runs; unscoped, or of an active config it serves that
--- has no running item. Two looks (bench/claim.py), so no claim walks the items of busy
--- configs waiting ahead, nor probes every config when the queue's head would do:
+-- claim_items --
+-- Take the oldest eligible queued items, at most one for each Worker named, with leases.
+-- Eligible: a kind these Workers run; unscoped, or of an active config they serve that
+-- has no running item; and at most one item of a config. Two looks (bench/claim.py), so
+-- no claim walks the items of busy configs waiting ahead, nor probes every config when
+-- the queue's head would do:
 -- 1. each config's first among the oldest 16 queued (ix_work_items_queue_order, only
---    for queries naming attempt >= 0); the first eligible is the oldest of all. Not a
+--    for queries naming attempt >= 0); the first eligible are the oldest of all. Not a
 --    config's second item: taking it past a head another claimer holds loses a race.
--- 2. only if none is eligible: the unscoped head and each idle config's head.
+-- 2. only if none is eligible: the unscoped heads and each idle config's head.
+-- The nth item taken goes to the nth of worker_ids. %(limit)s is their number, written
+-- into the text by safelight.work.store (a generic plan for LIMIT $n would assume a
+-- tenth of the table, and PostgreSQL would plan every claim anew).
 -- Hazard: two claimers can pass the running check for one config at once (neither
 -- sees the other's uncommitted row); ix_work_items_storage_config_running rejects one.
--- Under 4096 characters, or psycopg re-parses it on every call.
+-- Only the description line is sent (safelight.work.sql): under 4096 characters, or
+-- psycopg re-parses it on every call.
 WITH fast AS (
     SELECT w.id, w.requested_at
     FROM work_items w
@@ -65,7 +70,7 @@ WITH fast AS (
         )
       )
     ORDER BY w.requested_at, w.id
-    LIMIT 1
+    LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), busy AS MATERIALIZED (
     SELECT r.storage_config_id
@@ -77,7 +82,7 @@ WITH fast AS (
     WHERE NOT EXISTS (SELECT 1 FROM fast)
       AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s)
     ORDER BY u.requested_at, u.id
-    LIMIT 1
+    LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), scoped AS (
     SELECT w.id, w.requested_at
@@ -99,19 +104,20 @@ WITH fast AS (
           AND c.id NOT IN (SELECT b.storage_config_id FROM busy b)
       )
     ORDER BY w.requested_at, w.id
-    LIMIT 1
+    LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), pick AS (
-    SELECT id FROM (
+    SELECT id, row_number() OVER (ORDER BY requested_at, id) AS nth
+    FROM (
         SELECT * FROM fast UNION ALL SELECT * FROM unscoped UNION ALL SELECT * FROM scoped
+        ORDER BY requested_at, id
+        LIMIT %(limit)s
     ) candidates
-    ORDER BY requested_at, id
-    LIMIT 1
 ), claimed AS (
     UPDATE work_items w
     SET status = 'running',
         attempt = w.attempt + 1,
-        worker_id = %(worker_id)s,
+        worker_id = (%(worker_ids)s::text[])[pick.nth],
         started_at = %(now)s,
         heartbeat_at = %(now)s,
         lease_expires_at = %(now)s + make_interval(secs => %(lease_seconds)s),
@@ -119,7 +125,7 @@ WITH fast AS (
         error = NULL
     FROM pick
     WHERE w.id = pick.id
-    RETURNING w.*
+    RETURNING w.*, pick.nth
 ), history AS (
     INSERT INTO work_attempts (work_item_id, attempt, worker_id, storage_config_id, claimed_at)
     SELECT id, attempt, worker_id, storage_config_id, %(now)s FROM claimed
@@ -134,23 +140,31 @@ SET heartbeat_at = %(now)s,
 WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
 RETURNING cancel_requested
 
--- finish_attempt --
--- End a running attempt: succeeded, failed or cancelled (fenced), and record it.
-WITH finished AS (
-    UPDATE work_items
-    SET status = %(status)s::work_status,
+-- finish_attempts --
+-- End running attempts: succeeded, failed or cancelled (each fenced), and record them.
+-- One row per attempt in the arrays; a row back for each attempt that still held its item.
+WITH ending AS (
+    SELECT *
+    FROM unnest(
+        %(ids)s::bigint[], %(attempts)s::integer[], %(statuses)s::text[],
+        %(results)s::jsonb[], %(errors)s::text[]
+    ) AS e(id, attempt, status, result, error)
+), finished AS (
+    UPDATE work_items w
+    SET status = e.status::work_status,
         finished_at = %(now)s,
         lease_expires_at = NULL,
-        result = %(result)s,
-        error = %(error)s
-    WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
-    RETURNING id, attempt
+        result = e.result,
+        error = e.error
+    FROM ending e
+    WHERE w.id = e.id AND w.attempt = e.attempt AND w.status = 'running'
+    RETURNING w.id, w.attempt, e.status
 )
 UPDATE work_attempts a
-SET ended_at = %(now)s, outcome = %(status)s::text::attempt_outcome
+SET ended_at = %(now)s, outcome = f.status::attempt_outcome
 FROM finished f
 WHERE a.work_item_id = f.id AND a.attempt = f.attempt
-RETURNING a.work_item_id
+RETURNING a.work_item_id, a.attempt
 
 -- release_attempt --
 -- Put a running attempt's item back to queued without a stall (graceful shutdown).

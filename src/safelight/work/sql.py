@@ -17,7 +17,9 @@ def parse_queries(text: str) -> Mapping[str, str]:
     """Split a file of ``-- name --`` blocks into ``{name: sql}``.
 
     The line after a header is the query's description (a comment) and is kept, as
-    it is harmless to the server and helpful in ``pg_stat_statements``.
+    it is harmless to the server and helpful in ``pg_stat_statements``. Further
+    whole-line comments are notes for readers of the file and are not sent: a query
+    longer than 4,096 characters misses psycopg's cache and is re-parsed on every call.
     """
     parts = _HEADER.split(text)
     queries: dict[str, str] = {}
@@ -25,11 +27,19 @@ def parse_queries(text: str) -> Mapping[str, str]:
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in queries:
             raise ValueError(f"query {name!r} is defined twice")
-        sql = body.strip()
+        sql = _drop_notes(body.strip())
         if not sql:
             raise ValueError(f"query {name!r} is empty")
         queries[name] = sql
     return MappingProxyType(queries)
+
+
+def _drop_notes(sql: str) -> str:
+    lines = sql.splitlines()
+    if not lines or not lines[0].startswith("--"):
+        return sql
+    rest = [line for line in lines[1:] if not line.lstrip().startswith("--")]
+    return "\n".join([lines[0], *rest]).strip() if rest else ""
 
 
 def load_queries(package: str, filename: str) -> Mapping[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -24,6 +25,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.work.batching import Batcher
 from safelight.work.clock import Clock
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
@@ -36,11 +38,44 @@ RUNNING_CONFIG_INDEX = "ix_work_items_storage_config_running"
 DEDUP_INDEX = "ix_work_items_dedup_key_queued"
 DEFAULT_MAX_STALLS = 3
 _ENQUEUE_TRIES = 5
+# A claim statement looks at the oldest 16 queued items; more Workers than that in one
+# batch would mostly come back empty-handed from the first look.
+MAX_CLAIM_BATCH = 16
+MAX_FINISH_BATCH = 64
+
+
+def claim_query(count: int) -> str:
+    """The claim statement for ``count`` Workers (1 to :data:`MAX_CLAIM_BATCH`)."""
+    return _CLAIM_QUERIES[count]
+
+
+def _claim_queries() -> dict[int, str]:
+    """``claim_items`` for each batch size, the size written into its text.
+
+    The one exception to "every value is a parameter", for the planner's sake: with
+    ``LIMIT %(limit)s`` PostgreSQL's generic plan assumes a tenth of the table, so it
+    keeps planning the claim anew on every call (three times its cost). The sizes are
+    this module's own integers, never input.
+    """
+    template = QUERIES["claim_items"]
+    return {n: template.replace("%(limit)s", str(n)) for n in range(1, MAX_CLAIM_BATCH + 1)}
+
+
+_CLAIM_QUERIES = _claim_queries()
 
 
 def _is_unique_violation_of(exc: BaseException, index_name: str) -> bool:
     """Whether ``exc`` is a unique violation of exactly ``index_name`` and no other."""
     return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == index_name
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    item_id: int
+    attempt: int
+    status: Status
+    result: dict[str, Any] | None
+    error: str | None
 
 
 def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
@@ -82,6 +117,12 @@ class WorkStore:  # pragma: no mutate block
         self._clock = clock
         self._kinds = {spec.name: spec for spec in kinds}
         self._max_stalls = max_stalls
+        self._claimers: dict[
+            tuple[frozenset[str], str | None, float], Batcher[str, WorkItem | None]
+        ] = {}
+        self._finisher: Batcher[_Ending, bool] = Batcher(
+            self._finish_batch, max_batch=MAX_FINISH_BATCH
+        )
 
     @property
     def pool(self) -> AsyncConnectionPool[Any]:
@@ -224,27 +265,80 @@ class WorkStore:  # pragma: no mutate block
         serves every config. Unscoped items go to any Worker. A claim that lost the race
         for a config to another Worker's claim returns None: the Worker waits for its
         next wake-up (ADR 0008, decision 3: no immediate retry).
+
+        Claims this process makes while one is in flight go out together as one
+        statement (:mod:`safelight.work.batching`, ADR 0009): each Worker still gets its
+        own item or None, and no two items of one config.
         """
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        key = (frozenset(kinds), owner, float(lease_seconds))
+        batcher = self._claimers.get(key)
+        if batcher is None:
+
+            async def run_batch(worker_ids: Sequence[str]) -> list[WorkItem | None]:
+                return await self._claim_for(worker_ids, key[0], key[1], key[2])
+
+            batcher = Batcher(run_batch, max_batch=MAX_CLAIM_BATCH)
+            self._claimers[key] = batcher
+        return await batcher.call(worker_id)
+
+    async def _claim_for(
+        self,
+        worker_ids: Sequence[str],
+        kinds: Collection[str],
+        owner: str | None,
+        lease_seconds: float,
+    ) -> list[WorkItem | None]:
+        """One item or None for each of ``worker_ids``, in order.
+
+        While a statement takes some items but not enough, the Workers left try again
+        at once: the first look may have found only some of what the queue holds. The
+        first statement that takes nothing, or loses a race, ends it.
+        """
+        items: list[WorkItem | None] = [None] * len(worker_ids)
+        left = list(range(len(worker_ids)))
+        while left:
+            taken = await self._claim_once(
+                [worker_ids[i] for i in left], kinds, owner, lease_seconds
+            )
+            if not taken:
+                break
+            for nth, item in taken.items():
+                items[left[nth]] = item
+            left = [i for n, i in enumerate(left) if n not in taken]
+        return items
+
+    async def _claim_once(
+        self,
+        worker_ids: Sequence[str],
+        kinds: Collection[str],
+        owner: str | None,
+        lease_seconds: float,
+    ) -> dict[int, WorkItem]:
+        """The items one claim statement took, by the 0-based position of their Worker."""
         params = {
-            "worker_id": worker_id,
+            "worker_ids": list(worker_ids),
             "kinds": list(kinds),
             "owner": owner,
-            "lease_seconds": float(lease_seconds),
+            "lease_seconds": lease_seconds,
             "now": self._clock.now(),
         }
         async with self._pool.connection() as conn:
             try:
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(QUERIES["claim_item"], params)
-                row = await cur.fetchone()
-            except pg_errors.UniqueViolation as exc:
-                if _is_unique_violation_of(exc, RUNNING_CONFIG_INDEX):
+                await cur.execute(claim_query(len(worker_ids)), params)
+                rows = await cur.fetchall()
+            except (pg_errors.UniqueViolation, pg_errors.DeadlockDetected) as exc:
+                # A deadlock needs two batches racing for two configs in opposite
+                # orders; like a unique violation it means another claim won.
+                if isinstance(exc, pg_errors.DeadlockDetected) or _is_unique_violation_of(
+                    exc, RUNNING_CONFIG_INDEX
+                ):
                     _log.debug("claim lost the race for a storage config; waiting", exc_info=False)
-                    return None
+                    return {}
                 raise
-        return None if row is None else _item_from_row(row)
+        return {row["nth"] - 1: _item_from_row(row) for row in rows}
 
     # --- an attempt's writes (fenced) ----------------------------------------------
 
@@ -273,19 +367,30 @@ class WorkStore:  # pragma: no mutate block
         result: Mapping[str, Any] | None = None,
         error: str | None = None,
     ) -> bool:
+        """Whether the attempt still held its item and now ended it (durably).
+
+        Outcomes written while another is in flight go out together in one statement
+        (:mod:`safelight.work.batching`); each is fenced on its own.
+        """
+        return await self._finisher.call(
+            _Ending(item_id, attempt, status, None if result is None else dict(result), error)
+        )
+
+    async def _finish_batch(self, endings: Sequence[_Ending]) -> list[bool]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["finish_attempt"],
+                QUERIES["finish_attempts"],
                 {
-                    "id": item_id,
-                    "attempt": attempt,
-                    "status": status.value,
-                    "result": None if result is None else Jsonb(dict(result)),
-                    "error": error,
+                    "ids": [e.item_id for e in endings],
+                    "attempts": [e.attempt for e in endings],
+                    "statuses": [e.status.value for e in endings],
+                    "results": [None if e.result is None else Jsonb(e.result) for e in endings],
+                    "errors": [e.error for e in endings],
                     "now": self._clock.now(),
                 },
             )
-            return await cur.fetchone() is not None
+            applied = {(row[0], row[1]) for row in await cur.fetchall()}
+        return [(e.item_id, e.attempt) in applied for e in endings]
 
     async def complete(
         self, item_id: int, attempt: int, result: Mapping[str, Any] | None = None
