@@ -12,6 +12,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from safelight.library.samplegen import (
 )
 from safelight.library.video import (
     VideoProxySpec,
+    killable_command,
     make_video_proxies,
     probe_video,
     run_killable,
@@ -409,3 +411,42 @@ async def test_a_second_cancel_while_reaping_still_reaps() -> None:
     await asyncio.sleep(0)
     await cancel_within(task, pid)  # cancelled again while the first cancel is reaping
     assert not running(pid)
+
+
+def test_killable_command_asks_for_the_parent_death_signal() -> None:
+    assert killable_command(["ffmpeg", "-i", "x"], None) == ["ffmpeg", "-i", "x"]
+    assert killable_command(["ffmpeg", "-i", "x"], "/usr/bin/setpriv") == [
+        "/usr/bin/setpriv",
+        "--pdeathsig",
+        "KILL",
+        "--",
+        "ffmpeg",
+        "-i",
+        "x",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
+async def test_a_tool_dies_with_a_worker_that_is_sigkilled() -> None:
+    """A SIGKILLed Worker cannot kill its children itself: the kernel must."""
+    code = (
+        "import asyncio\n"
+        "from safelight.library.video import run_killable\n"
+        "asyncio.run(run_killable(['sleep', '619']))\n"
+    )
+    worker = await asyncio.create_subprocess_exec(sys.executable, "-c", code)
+    try:
+        await wait_for(lambda: processes_with_argument("619"))
+        (tool,) = processes_with_argument("619")
+        worker.kill()
+        await worker.wait()
+        try:
+            await wait_for(lambda: not running(tool))
+        except AssertionError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(tool, signal.SIGKILL)
+            raise
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+            await worker.wait()

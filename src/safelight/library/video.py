@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import io
 import os
+import shutil
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,22 @@ class Completed:
     stderr: bytes
 
 
+# ``setpriv --pdeathsig KILL`` (util-linux) makes the kernel kill ffmpeg when the
+# Worker dies, however it dies: a SIGKILLed Worker cannot kill its children's process
+# group itself, and an orphaned ffmpeg would keep writing under the proxy root. Set in
+# the child before it executes ffmpeg; the signal comes when the thread that spawned it
+# ends, and asyncio spawns from the event loop's thread, which lives as long as the
+# Worker. Where setpriv is missing, the process group kill on cancellation still holds.
+_SETPRIV = shutil.which("setpriv")
+
+
+def killable_command(args: Sequence[str], setpriv: str | None = _SETPRIV) -> list[str]:
+    """``args``, run so that the child dies with this process where the OS allows it."""
+    if setpriv is None:
+        return list(args)
+    return [setpriv, "--pdeathsig", "KILL", "--", *args]
+
+
 async def run_killable(args: Sequence[str]) -> Completed:
     """Run ``args`` in its own process group and collect its output.
 
@@ -90,11 +107,14 @@ async def run_killable(args: Sequence[str]) -> Completed:
     SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
     from the first instant: a cancellation that arrives while the process is being
     spawned lets the spawn finish, then kills what it started. A missing executable is
-    ``UnsupportedMedia``.
+    ``UnsupportedMedia``. The child is also killed if this process dies
+    (:func:`killable_command`).
     """
+    if shutil.which(args[0]) is None:  # setpriv would report it only by its exit code
+        raise UnsupportedMedia(f"{args[0]} is not installed")
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            *args,
+            *killable_command(args),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
