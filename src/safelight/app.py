@@ -30,7 +30,7 @@ from safelight.work.maintenance import (
     every,
 )
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Failed, Succeeded, UnknownKind
+from safelight.work.outcome import Failed, Interrupted, Succeeded, UnknownKind
 from safelight.work.store import WorkStore
 from safelight.work.wakeup import Listener, WakeupHub
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
@@ -127,7 +127,7 @@ def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
     outcome = result.outcome
     body: dict[str, Any] | None = outcome.result if isinstance(outcome, Succeeded) else None
     error: str | None = None
-    if isinstance(outcome, Failed):
+    if isinstance(outcome, Failed | Interrupted):
         error = outcome.error
     elif isinstance(outcome, UnknownKind):
         error = f"no handler for kind {outcome.kind}"

@@ -136,6 +136,65 @@ async def test_recovery_requeues_in_place_counts_stalls_and_fails_the_last(
     assert nxt is not None and nxt.id == later
 
 
+async def test_retry_requeues_in_place_counts_stalls_and_fails_the_last(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    """An attempt interrupted by a database error goes back in its place at once,
+    counting a stall like lease recovery, and fails once it reaches max_stalls."""
+    clock = FakeClock()
+    store = make_store(pool, clock, max_stalls=2)
+    c = await add_config(pool, clock)
+    item_id = await store.enqueue("crawl", config_id=c)
+    await clock.advance(1)
+    later = await store.enqueue("burst_detection", config_id=c)
+    requested = (await store.get(item_id)).requested_at  # type: ignore[union-attr]
+
+    claimed = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert claimed is not None and claimed.id == item_id
+    assert await store.retry(item_id, 2, "OperationalError: gone") is False  # fenced
+    assert await store.retry(item_id, 1, "OperationalError: gone") is True
+    item = await store.get(item_id)
+    assert item is not None
+    assert (item.status, item.stalls, item.requested_at, item.error) == (
+        Status.QUEUED,
+        1,
+        requested,
+        "OperationalError: gone",
+    )
+    assert item.lease_expires_at is None and item.worker_id is None
+    assert await store.retry(item_id, 1, "again") is False  # no longer running
+
+    claimed = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert claimed is not None and (claimed.id, claimed.attempt) == (item_id, 2)
+    assert claimed.error is None  # a new attempt starts clean
+    assert await store.retry(item_id, 2, "OperationalError: gone again") is True
+    item = await store.get(item_id)
+    assert item is not None and item.status is Status.FAILED and item.stalls == 2
+    assert item.error == "interrupted 2 times; last: OperationalError: gone again"
+    assert item.finished_at == clock.now()
+    rows = await _attempt_rows(pool, item_id)
+    assert [r[2] for r in rows] == ["stalled", "stalled"]
+    nxt = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert nxt is not None and nxt.id == later
+
+
+async def test_a_retried_item_whose_dedup_key_is_queued_again_is_superseded(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    old = await store.enqueue("token_cleanup", dedup_key="daily")
+    assert (await store.claim("w", ALL_KINDS, lease_seconds=LEASE)) is not None
+    new = await store.enqueue("token_cleanup", dedup_key="daily")
+    assert await store.retry(old, 1, "OperationalError: gone") is True
+    old_item, new_item = await store.get(old), await store.get(new)
+    assert old_item is not None and new_item is not None
+    assert old_item.status is Status.CANCELLED and old_item.stalls == 1
+    assert old_item.error == "superseded: its dedup key already had a queued item"
+    assert new_item.status is Status.QUEUED
+    assert [r[2] for r in await _attempt_rows(pool, old)] == ["superseded"]
+
+
 async def test_recovered_item_whose_dedup_key_is_queued_again_is_superseded(
     pool: AsyncConnectionPool[Any],
 ) -> None:

@@ -133,6 +133,9 @@ class ScriptedStore:
     async def fail(self, item_id: int, attempt: int, error: str) -> bool:
         return await self._write("fail", item_id, attempt, error)
 
+    async def retry(self, item_id: int, attempt: int, error: str) -> bool:
+        return await self._write("retry", item_id, attempt, error)
+
     async def cancel(self, item_id: int, attempt: int) -> bool:
         return await self._write("cancel", item_id, attempt)
 

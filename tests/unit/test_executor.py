@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import psycopg
+import psycopg_pool
 import pytest
 
 from safelight.work.context import HandlerContext
@@ -30,9 +31,11 @@ from safelight.work.outcome import (
     Complete,
     Fail,
     Failed,
+    Interrupted,
     Lost,
     Release,
     Released,
+    Retry,
     SelfStopped,
     Succeeded,
     UnknownKind,
@@ -269,6 +272,61 @@ async def test_a_handler_that_raises_fails_the_item_with_type_and_message(
     exc_info = log_records(caplog)[0].exc_info
     assert exc_info is not None and exc_info[1] is error  # the traceback is logged
     await assert_quiet(clock)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        DB_DOWN,
+        psycopg.errors.AdminShutdown("terminating connection due to administrator command"),
+        psycopg.errors.DeadlockDetected("deadlock detected"),
+        psycopg.InterfaceError("the connection is closed"),
+        psycopg_pool.PoolTimeout("couldn't get a connection after 30.00 sec"),
+    ],
+)
+async def test_a_handler_cut_off_from_the_database_is_retried_not_failed(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture, error: Exception
+) -> None:
+    """A transient database error says nothing about the work: the item goes back to
+    the queue (the store counts a stall and fails it at max_stalls), not to failed."""
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        await clock.sleep(2)
+        raise error
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(2)
+    text = f"{type(error).__name__}: {error}"
+    assert finished(task) == RunResult(Interrupted(text), Retry(text), True)
+    assert store.calls == [(2.0, "retry", 7, 3, text)]
+    assert logs(caplog) == [
+        (
+            "WARNING",
+            f"work item 7 attempt 3 interrupted by the database ({text}); "
+            "it goes back to the queue, counting a stall",
+        )
+    ]
+    await assert_quiet(clock)
+
+
+async def test_a_database_error_of_a_stopped_attempt_still_writes_nothing(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Self-stopped first, then the handler's database call fails: still no write."""
+    store.beat_default = DB_DOWN
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        try:
+            await clock.sleep(100)
+        except asyncio.CancelledError:
+            raise DB_DOWN from None
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(30)
+    result = finished(task)
+    assert (result.outcome, result.write) == (SelfStopped(), None)
+    assert [c[1] for c in store.calls] == ["heartbeat", "heartbeat"]
 
 
 async def test_an_exception_without_a_message_is_written_as_its_type(

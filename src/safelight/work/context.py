@@ -47,6 +47,11 @@ class AttemptStore(Protocol):
         """Running → failed, for good; ``False`` if the attempt had lost the item."""
         ...
 
+    async def retry(self, item_id: int, attempt: int, error: str) -> bool:
+        """Running → queued in its place counting a stall (failed at max_stalls, or
+        superseded by a queued item of its dedup key); ``False`` if lost."""
+        ...
+
     async def cancel(self, item_id: int, attempt: int) -> bool:
         """A cancel-requested running item → cancelled; ``False`` if lost."""
         ...

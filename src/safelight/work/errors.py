@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import enum
 
+import psycopg
+import psycopg_pool
+
 
 class WorkError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -45,3 +48,14 @@ class AttemptLost(AttemptStopped):
 
     def __init__(self, reason: str = "lost: the item is no longer this attempt's") -> None:
         super().__init__(reason)
+
+
+# A handler that raised one of these lost its way to the database (connection gone,
+# server restarting, a statement cancelled, a deadlock), not its work: the item goes back
+# to the queue counting a stall (outcome.Interrupted) instead of failing for good, and
+# fails once it has stalled max_stalls times.
+TRANSIENT_DATABASE_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg_pool.PoolTimeout,
+)

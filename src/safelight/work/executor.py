@@ -37,12 +37,18 @@ from safelight.work.context import (
     HandlerContext,
     ProgressCallback,
 )
-from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
+from safelight.work.errors import (
+    TRANSIENT_DATABASE_ERRORS,
+    AttemptLost,
+    AttemptStopped,
+    StopReason,
+)
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
     Abandoned,
     Cancelled,
     Failed,
+    Interrupted,
     Lost,
     Outcome,
     Released,
@@ -439,6 +445,8 @@ class _Attempt:
                 )
             if error is None:
                 return Succeeded(handler.result())
+            if isinstance(error, TRANSIENT_DATABASE_ERRORS):
+                return self._interrupted(_describe(error))
             return self._failed(_describe(error), error)
         if error is not None and not isinstance(error, AttemptStopped):
             self._log.warning(
@@ -459,6 +467,16 @@ class _Attempt:
         if reason is StopReason.CANCEL_REQUESTED:
             return Cancelled()
         return Released()
+
+    def _interrupted(self, text: str) -> Interrupted:
+        self._log.warning(
+            "work item %d attempt %d interrupted by the database (%s); "
+            "it goes back to the queue, counting a stall",
+            self._item.id,
+            self._item.attempt,
+            text,
+        )
+        return Interrupted(text)
 
     def _failed(self, text: str, error: BaseException | None) -> Failed:
         self._log.error(

@@ -34,6 +34,16 @@ class Failed:
 
 
 @dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The handler raised a transient database error while nobody had asked it to stop
+    (:data:`~safelight.work.errors.TRANSIENT_DATABASE_ERRORS`). Not a verdict on the
+    work: the item goes back to the queue in its place counting a stall, as lease
+    recovery would put it, and fails once it reaches max_stalls."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownKind:
     """No handler is registered for the item's kind: the item fails for good."""
 
@@ -75,7 +85,15 @@ class Abandoned:
 
 
 Outcome: TypeAlias = (
-    Succeeded | Failed | UnknownKind | Cancelled | Released | Lost | SelfStopped | Abandoned
+    Succeeded
+    | Failed
+    | Interrupted
+    | UnknownKind
+    | Cancelled
+    | Released
+    | Lost
+    | SelfStopped
+    | Abandoned
 )
 
 # --- writes ----------------------------------------------------------------------------
@@ -92,6 +110,11 @@ class Fail:
 
 
 @dataclass(frozen=True, slots=True)
+class Retry:
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     pass
 
@@ -101,7 +124,7 @@ class Release:
     pass
 
 
-Write: TypeAlias = Complete | Fail | Cancel | Release
+Write: TypeAlias = Complete | Fail | Retry | Cancel | Release
 
 
 def write_for(outcome: Outcome) -> Write | None:
@@ -115,6 +138,8 @@ def write_for(outcome: Outcome) -> Write | None:
             return Complete(result)
         case Failed(error):
             return Fail(error)
+        case Interrupted(error):
+            return Retry(error)
         case UnknownKind(kind):
             return Fail(f"no handler for kind {kind}")
         case Cancelled():
@@ -139,6 +164,8 @@ async def record(store: AttemptStore, item: WorkItem, outcome: Outcome) -> bool:
             return await store.complete(item.id, item.attempt, result)
         case Fail(error):
             return await store.fail(item.id, item.attempt, error)
+        case Retry(error):
+            return await store.retry(item.id, item.attempt, error)
         case Cancel():
             return await store.cancel(item.id, item.attempt)
         case Release():

@@ -180,6 +180,50 @@ FROM released r
 WHERE a.work_item_id = r.id AND a.attempt = r.attempt
 RETURNING a.work_item_id
 
+-- retry_attempt --
+-- Put an interrupted attempt's item back to queued in its place with one more stall (fenced).
+-- The same decision as recover_expired_lease: failed once it reaches max_stalls, ended
+-- as superseded when its dedup key already has a queued item, else queued.
+WITH current AS (
+    SELECT id, attempt, stalls, dedup_key
+    FROM work_items
+    WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+    FOR UPDATE
+), decided AS (
+    SELECT c.id, c.attempt,
+        CASE
+            WHEN c.stalls + 1 >= %(max_stalls)s THEN 'failed'
+            WHEN c.dedup_key IS NOT NULL AND EXISTS (
+                SELECT 1 FROM work_items q WHERE q.dedup_key = c.dedup_key AND q.status = 'queued'
+            ) THEN 'cancelled'
+            ELSE 'queued'
+        END AS new_status
+    FROM current c
+), retried AS (
+    UPDATE work_items w
+    SET status = d.new_status::work_status,
+        stalls = w.stalls + 1,
+        lease_expires_at = NULL,
+        worker_id = NULL,
+        cancel_requested = false,
+        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE %(now)s END,
+        error = CASE d.new_status
+            WHEN 'failed' THEN format('interrupted %%s times; last: %%s', w.stalls + 1, %(error)s::text)
+            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+            ELSE %(error)s::text
+        END
+    FROM decided d
+    WHERE w.id = d.id
+    RETURNING w.id, w.attempt, d.new_status
+), history AS (
+    UPDATE work_attempts a
+    SET ended_at = %(now)s,
+        outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'stalled' END::attempt_outcome
+    FROM retried r
+    WHERE a.work_item_id = r.id AND a.attempt = r.attempt
+)
+SELECT new_status FROM retried
+
 -- lock_attempt --
 -- Fence a handler's transaction: the attempt still owns the item and its lease holds.
 -- FOR SHARE conflicts with recovery's UPDATE, so either recovery waits for this

@@ -405,6 +405,26 @@ class WorkStore:  # pragma: no mutate block
             item_id, attempt, Status.CANCELLED, error="cancelled while running"
         )
 
+    async def retry(self, item_id: int, attempt: int, error: str) -> bool:
+        """Running → queued in its place with one more stall, after a transient error.
+
+        Failed once the item reaches ``max_stalls`` (so a database error that keeps
+        coming does not loop for ever), or ended as superseded when its dedup key
+        already has a queued item; the same decision as lease recovery.
+        """
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["retry_attempt"],
+                {
+                    "id": item_id,
+                    "attempt": attempt,
+                    "error": error,
+                    "max_stalls": self._max_stalls,
+                    "now": self._clock.now(),
+                },
+            )
+            return await cur.fetchone() is not None
+
     async def release(self, item_id: int, attempt: int) -> bool:
         async with self._pool.connection() as conn:
             cur = await conn.execute(

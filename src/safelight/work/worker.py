@@ -13,10 +13,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import psycopg
-import psycopg_pool
-
 from safelight.work.clock import Clock
+from safelight.work.errors import TRANSIENT_DATABASE_ERRORS
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
 from safelight.work.store import WorkStore
@@ -25,9 +23,7 @@ _log = logging.getLogger(__name__)
 
 # What a Worker survives by waiting for its next poll: the database being away.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
-    psycopg_pool.PoolTimeout,
+    *TRANSIENT_DATABASE_ERRORS,
     OSError,
     TimeoutError,
 )
