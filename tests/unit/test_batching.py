@@ -137,7 +137,28 @@ async def test_a_batch_function_that_answers_the_wrong_number_of_calls_is_an_err
     assert all(isinstance(r, RuntimeError) for r in results)
 
 
+async def test_a_batch_cancelled_in_flight_cancels_its_calls_instead_of_leaving_them_hanging() -> (
+    None
+):
+    """When the event loop shuts down it cancels the sending task: its callers must
+    not wait for ever on answers that will never come."""
+    rec = Recorder()
+    batcher = Batcher(rec, max_batch=8)
+    rec.gate = asyncio.Event()
+    calls = [asyncio.create_task(batcher.call(n)) for n in (1, 2)]
+    await rec.entered.wait()
+    senders = asyncio.all_tasks() - {asyncio.current_task(), *calls}
+    assert len(senders) == 1
+    senders.pop().cancel()
+    for call in calls:
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    rec.gate = None
+    assert await batcher.call(3) == "answer 3"  # a new sender for the next call
+    assert rec.batches == [[1, 2], [3]]
+
+
 def test_max_batch_must_be_at_least_one() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match=r"^max_batch must be at least 1$"):
         Batcher(Recorder(), max_batch=0)
     assert Batcher(Recorder(), max_batch=1) is not None

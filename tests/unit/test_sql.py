@@ -13,10 +13,12 @@ def test_a_block_keeps_its_description_and_drops_the_notes_after_it() -> None:
         "-- first --\n-- What it does.\n-- A note for readers.\n"
         "SELECT 1\n    -- an indented note\nFROM t\n\n"
         "-- second --\nSELECT 2 -- a trailing comment stays\n"
+        "-- third --\n-- Described.\nSELECT 3\nFROM u\n"
     )
     assert dict(parse_queries(text)) == {
         "first": "-- What it does.\nSELECT 1\nFROM t",
         "second": "SELECT 2 -- a trailing comment stays",
+        "third": "-- Described.\nSELECT 3\nFROM u",
     }
 
 

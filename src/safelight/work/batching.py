@@ -79,9 +79,9 @@ class Batcher(Generic[Request, Answer]):
                 if not future.done():
                     future.set_exception(exc)
             return
-        for (_, future), answer in zip(batch, answers, strict=True):
+        for n, (_, future) in enumerate(batch):  # as many answers as calls: checked above
             if not future.done():
-                future.set_result(answer)
+                future.set_result(answers[n])
 
 
 def _check_count(calls: int, answers: Sequence[object]) -> None:

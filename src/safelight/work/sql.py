@@ -23,8 +23,9 @@ def parse_queries(text: str) -> Mapping[str, str]:
     """
     parts = _HEADER.split(text)
     queries: dict[str, str] = {}
-    # parts = [preamble, name1, body1, name2, body2, ...]
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+    # parts = [preamble, name1, body1, name2, body2, ...]: one capturing group
+    for n in range(1, len(parts), 2):
+        name, body = parts[n], parts[n + 1]
         if name in queries:
             raise ValueError(f"query {name!r} is defined twice")
         sql = _drop_notes(body.strip())
