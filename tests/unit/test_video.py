@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from safelight.library import video
 from safelight.library.errors import CorruptMedia, UnsupportedMedia
 from safelight.library.samplegen import (
     GREEN,
@@ -268,9 +269,36 @@ async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("tool", ["ffmpeg", "ffprobe"])
 async def test_missing_tools(library: Manifest, tmp_path: Path, tool: str) -> None:
-    spec = VideoProxySpec(**{tool: str(tmp_path / f"no-{tool}")})
-    with pytest.raises(UnsupportedMedia, match="not installed"):
+    missing = tmp_path / f"no-{tool}"
+    spec = VideoProxySpec(**{tool: str(missing)})
+    with pytest.raises(UnsupportedMedia) as caught:
         await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
+    assert caught.value.reason == f"{missing} is not installed"
+
+
+async def test_a_tool_that_vanishes_after_the_look_up_is_still_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found on the PATH, gone at the spawn: the spawn's own error says so."""
+    monkeypatch.setattr(video, "_SETPRIV", None)
+    monkeypatch.setattr(video.shutil, "which", lambda name: name)
+    with pytest.raises(UnsupportedMedia) as caught:
+        await run_killable([str(tmp_path / "gone")])
+    assert caught.value.reason == f"{tmp_path / 'gone'} is not installed"
+
+
+async def test_a_tool_reads_nothing_from_the_workers_stdin() -> None:
+    """The Worker's own stdin (a terminal, a pipe) is never handed to ffmpeg."""
+    read, write = os.pipe()
+    saved = os.dup(0)
+    try:
+        os.dup2(read, 0)
+        result = await run_killable(["readlink", "/proc/self/fd/0"])
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read, write):
+            os.close(fd)
+    assert result.stdout.decode().strip() == "/dev/null"
 
 
 def test_spec_is_validated() -> None:

@@ -93,7 +93,7 @@ class Completed:
 _SETPRIV = shutil.which("setpriv")
 
 
-def killable_command(args: Sequence[str], setpriv: str | None = _SETPRIV) -> list[str]:
+def killable_command(args: Sequence[str], setpriv: str | None) -> list[str]:
     """``args``, run so that the child dies with this process where the OS allows it."""
     if setpriv is None:
         return list(args)
@@ -114,7 +114,7 @@ async def run_killable(args: Sequence[str]) -> Completed:
         raise UnsupportedMedia(f"{args[0]} is not installed")
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            *killable_command(args),
+            *killable_command(args, _SETPRIV),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
