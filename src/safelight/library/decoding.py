@@ -1,0 +1,278 @@
+"""Photos decoded in a pool of processes, so that a crawl uses every core.
+
+A photo's metadata and proxies (``read_image_metadata`` + ``make_image_proxies``) are
+CPU work, and about a quarter of it holds the GIL (metadata parsing, the BlurHash's
+sample, Pillow's bookkeeping between its C calls). In threads of one process a crawl
+therefore used 1.4 of 2 cores (docs/benchmarks.md, section 5); in a pool of processes
+each photo gets a core of its own (ADR 0010).
+
+Only the decoding moves. What crosses the process boundary is a path and a
+``ProxySpec`` in, and ``ImageMetadata`` and ``ImageProxies`` out (frozen dataclasses of
+bytes, numbers, strings and datetimes), or the ``MediaError`` the photo raised, which
+pickles as its class and reason and so reaches the crawl as the same per-file error it
+is in a thread. A decode process writes no file and holds no database connection: every
+write stays in the Worker, behind the attempt's ``ensure_alive``.
+
+Processes are started with ``spawn``: a fresh interpreter that imports what it needs.
+Never ``fork``: the Worker has threads, an event loop and open connections, which a
+fork would copy in whatever state they were. Not ``forkserver`` either: each of its
+children holds the fork server's "parent alive" pipe, so a SIGKILLed Worker would leave
+the fork server, and every decode process, running for good.
+
+Lifetimes:
+
+- One ``ImageDecoder`` per Worker process (``safelight.app.run_workers``), shared by
+  its Workers, shut down when they end.
+- A decode process dies with the Worker, even a SIGKILLed one: the kernel kills it
+  when its parent dies (``PR_SET_PDEATHSIG``). "Parent" is the thread that started it,
+  so processes are started only from the event loop's thread, which lives as long as
+  the Worker (``ImageDecoder.run`` is called there; the pool starts a process in
+  ``submit`` while none is idle).
+- A decode process that dies (the OOM killer, a SIGKILL, a crash in a codec) breaks the
+  pool. The photo it was decoding gets a per-file error naming how it died; photos that
+  were only waiting in the pool, or running in the other processes, are sent once more
+  to a fresh pool, which the next photo starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any, TypeVar
+
+from safelight.library.errors import MediaError
+from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
+from safelight.library.metadata import ImageMetadata, read_image_metadata
+
+T = TypeVar("T")
+
+START_METHOD = "spawn"
+TRACKED_CALLS = 256
+"""Calls in flight whose process is known (far more than Workers x max_concurrent_files);
+a call beyond it still runs, but a pool that breaks under it counts as its own death."""
+TRIES = 2
+"""Pools a call may see break under it before it is an error: once, then a fresh pool."""
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_NOT_STARTED = 0
+
+
+class DecodeProcessDied(MediaError):
+    """The process decoding this photo died (or the pool broke twice under it)."""
+
+
+def decode_image(path: Path, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
+    """A photo's metadata and proxies, in whichever process runs it (blocking)."""
+    return read_image_metadata(path), make_image_proxies(path, spec)
+
+
+# --- in a decode process -----------------------------------------------------------------
+
+_started_by: Any = None
+"""This process's view of the parent's table: call slot -> pid of the process that
+started the call (0: not started). Set by the initializer."""
+
+
+def _initialize(worker_pid: int, started_by: Any) -> None:
+    global _started_by
+    _started_by = started_by
+    # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
+    # stops, then shuts this pool down); a decode process must not die of it first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(worker_pid)
+
+
+def _die_with_parent(worker_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux; a no-op elsewhere).
+
+    The signal only covers a parent that dies from now on; one already gone shows as
+    another parent (init, or a subreaper), and then this process exits at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_PDEATHSIG): {os.strerror(error)}")
+    if os.getppid() != worker_pid:
+        os._exit(1)
+
+
+def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+    if slot >= 0:
+        _started_by[slot] = os.getpid()
+    return function(*args)
+
+
+# --- in the Worker -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Pool:
+    executor: ProcessPoolExecutor
+    processes: Mapping[int, BaseProcess]
+    """The executor's own pid -> process map (filled as it starts them): how a dead
+    process's exit code is found once the pool has broken."""
+    ended: asyncio.Future[None] | None = None
+    """Its shutdown, once it broke: every call it failed waits for the same one."""
+
+
+class ImageDecoder:
+    """Runs photo decodes in a pool of ``processes`` processes; shared by a process's
+    Workers. ``decode`` and ``run`` are called from the event loop's thread."""
+
+    def __init__(self, processes: int) -> None:
+        if processes < 1:
+            raise ValueError("an ImageDecoder needs at least one process")
+        self.processes = processes
+        self._context = multiprocessing.get_context(START_METHOD)
+        self._started_by = self._context.RawArray(ctypes.c_int64, TRACKED_CALLS)
+        self._free_slots = list(range(TRACKED_CALLS))
+        self._slots_lock = threading.Lock()  # slots come back from the pool's thread too
+        self._pool: _Pool | None = None
+        self._closed = False
+
+    async def decode(self, path: Path, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
+        """``decode_image(path, spec)`` in a decode process.
+
+        Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
+        Cancelling the caller cancels the call if it has not started; a call already
+        running finishes in its process, and its result is dropped.
+        """
+        return await self.run(decode_image, path, spec)
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in a decode process; both must pickle (a module-level
+        function)."""
+        broken: BrokenProcessPool | None = None
+        for _ in range(TRIES):
+            pool = self._current_pool()
+            slot = self._take_slot()
+            try:
+                future = pool.executor.submit(_call, slot, function, args)
+            except BrokenProcessPool as error:  # broke since: nothing of this call ran
+                self._give_back(slot)
+                await self._end_broken(pool)
+                broken = error
+                continue
+            try:
+                return await asyncio.wrap_future(future)
+            except BrokenProcessPool as error:
+                await self._end_broken(pool)
+                death = self._death_of_call(pool, slot)
+                if death is not None:
+                    raise DecodeProcessDied(death) from error
+                broken = error
+            finally:
+                self._give_back_when_done(future, slot)
+        raise DecodeProcessDied(
+            "decoding was interrupted twice by a decode process that died"
+        ) from broken
+
+    def pids(self) -> list[int]:
+        """The decode processes of the current pool that are alive."""
+        pool = self._pool
+        if pool is None:
+            return []
+        return [pid for pid, process in list(pool.processes.items()) if process.is_alive()]
+
+    def shutdown(self) -> None:
+        """Cancel the calls not started, wait for those running (at most one photo per
+        process) and end the processes. Blocking: run it in a thread. Idempotent."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.executor.shutdown(wait=True, cancel_futures=True)
+
+    # --- the pool ----------------------------------------------------------------------
+
+    def _current_pool(self) -> _Pool:
+        if self._closed:
+            raise RuntimeError("the image decoder is shut down")
+        if self._pool is None:
+            # Started lazily: the pool starts a process at a submit that finds none idle,
+            # up to its size, so the first photos start them. A Worker that never
+            # decodes a photo (a video-only library, maintenance-only work, the test
+            # suite's Workers) keeps no processes and their memory; the first photo
+            # waits for a process's start-up (about half a second) once.
+            executor = ProcessPoolExecutor(
+                self.processes,
+                mp_context=self._context,
+                initializer=_initialize,
+                initargs=(os.getpid(), self._started_by),
+            )
+            self._pool = _Pool(executor, executor._processes)
+        return self._pool
+
+    async def _end_broken(self, pool: _Pool) -> None:
+        """Forget a broken pool and wait until its processes have all ended.
+
+        Only then are their exit codes read: the pool's own thread reads them from the
+        fork server while it ends them, and a second reader at the same time could take
+        its answer away.
+        """
+        if self._pool is pool:
+            self._pool = None
+        if pool.ended is None:
+            pool.ended = asyncio.ensure_future(
+                asyncio.to_thread(pool.executor.shutdown, wait=True, cancel_futures=True)
+            )
+        await asyncio.shield(pool.ended)
+
+    def _death_of_call(self, pool: _Pool, slot: int) -> str | None:
+        """How the process that ran this call died, if it did; None if the call never
+        started, or ran in a process the broken pool ended because another one died."""
+        if slot < 0:
+            return "a decode process died while this photo was being decoded"
+        pid = self._started_by[slot]
+        if pid == _NOT_STARTED:
+            return None
+        process = pool.processes.get(pid)
+        code = process.exitcode if process is not None else None
+        if code == -signal.SIGTERM:  # how a broken pool ends the processes left
+            return None
+        return f"the decode process died while decoding this photo ({_describe_exit(code)})"
+
+    # --- call slots --------------------------------------------------------------------
+
+    def _take_slot(self) -> int:
+        with self._slots_lock:
+            slot = self._free_slots.pop() if self._free_slots else -1
+        if slot >= 0:
+            self._started_by[slot] = _NOT_STARTED
+        return slot
+
+    def _give_back(self, slot: int) -> None:
+        if slot >= 0:
+            with self._slots_lock:
+                self._free_slots.append(slot)
+
+    def _give_back_when_done(self, future: Future[Any], slot: int) -> None:
+        # A slot is reused only once its call can no longer start: a call still queued
+        # in a process would otherwise write its pid over the next call's.
+        future.add_done_callback(lambda _: self._give_back(slot))
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "how is unknown"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return f"killed by {name}, perhaps for lack of memory"
+        return f"killed by {name}"
+    return f"exit code {code}"
