@@ -17,6 +17,7 @@ from uuid import UUID
 
 from safelight.db.database import Database, open_database
 from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.clock import Clock, SystemClock
 from safelight.work.context import Handler, HandlerContext
@@ -155,7 +156,12 @@ async def run_workers(
     clock = clock or SystemClock()
     shutdown = shutdown or asyncio.Event()
     store = app_store(database, settings, clock)
-    services = Services(pool=database.pool, store=store, clock=clock, settings=settings)
+    # One pool of decode processes for all of this process's Workers; its processes
+    # start with the first photo (ImageDecoder) and end with run_workers.
+    decoder = ImageDecoder(settings.decode_processes) if settings.decode_processes else None
+    services = Services(
+        pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
+    )
     journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
     handlers = journaled(build_handlers(services), journal)
     executor = Executor(
@@ -264,6 +270,10 @@ async def run_workers(
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        if decoder is not None:
+            # Calls not started are cancelled; this waits for at most the photo each
+            # process is decoding (every handler has ended: nobody awaits them).
+            await asyncio.to_thread(decoder.shutdown)
         if journal is not None:
             journal.close()
     return report

@@ -28,6 +28,14 @@ def _default_home() -> Path:
     return Path.home() / ".local" / "share" / "safelight"
 
 
+def default_decode_processes() -> int:
+    """One decode process per core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity outside Linux
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     # Where the queue lives. None: the embedded PostgreSQL under ``home``.
@@ -44,6 +52,9 @@ class Settings:
     max_stalls: int = 3
 
     max_concurrent_files: int = 4
+    # Processes that decode photos and make their proxies, shared by a process's
+    # Workers (ADR 0010). 0: in threads of the Worker process (one core's worth, the GIL).
+    decode_processes: int = field(default_factory=default_decode_processes)
     crawl_interval_seconds: float = 4 * 3600.0
     token_cleanup_interval_seconds: float = 86400.0
     proxy_sweep_interval_seconds: float = 3600.0
@@ -83,6 +94,11 @@ class Settings:
             positive(name)
         if self.shutdown_grace_seconds < 0:
             raise SettingsError("shutdown_grace_seconds must not be negative")
+        if self.decode_processes < 0:
+            raise SettingsError(
+                "decode_processes must be 0 (decode in threads) or more, "
+                f"not {self.decode_processes}"
+            )
         # The self-stop fires half a lease after the last good heartbeat; a heartbeat
         # interval near that would self-stop healthy attempts on one slow beat.
         if self.heartbeat_seconds > self.lease_seconds / 4:

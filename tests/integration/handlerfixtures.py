@@ -20,6 +20,7 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import KIND_SPECS, Handler, Services, build_handlers
+from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
 from safelight.work.fakeclock import FakeClock
@@ -99,6 +100,7 @@ def make_harness(
     *,
     clock: FakeClock | None = None,
     handlers: dict[str, Handler] | None = None,
+    decoder: ImageDecoder | None = None,
     **overrides: Any,
 ) -> Harness:
     clock = clock or FakeClock(start=START)
@@ -110,7 +112,7 @@ def make_harness(
         **overrides,
     )
     store = WorkStore(pool, clock, KIND_SPECS)
-    services = Services(pool=pool, store=store, clock=clock, settings=settings)
+    services = Services(pool=pool, store=store, clock=clock, settings=settings, decoder=decoder)
     built = handlers if handlers is not None else build_handlers(services)
     reports: dict[int, list[dict[str, int]]] = {}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.crawl import COUNTERS
+from safelight.library.decoding import ImageDecoder
 from safelight.library.samplegen import Manifest, generate_library
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import (
@@ -385,3 +388,60 @@ async def test_a_file_overwritten_with_broken_content_loses_its_asset_and_is_rep
     assert item.result["deleted"] == 1 and item.result["ingested"] == 0
     assert [e["path"] for e in item.result["errors"]] == ["2024/img_1.jpg"]
     assert await h.value("SELECT is_deleted FROM assets WHERE id = %s", old) is True
+
+
+async def test_a_crawl_with_decode_processes_records_what_one_in_threads_does(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, sample: Manifest
+) -> None:
+    decoder = ImageDecoder(2)
+    crawled: dict[str, tuple[Any, ...]] = {}
+    try:
+        for name, used in (("threads", None), ("processes", decoder)):
+            root = copy_library(sample.root, tmp_path / name / "library")
+            h = make_harness(pool, tmp_path / name, decoder=used)
+            config = await h.add_config(root)
+
+            item = await h.run("crawl", config_id=config)
+
+            assert item.status is Status.SUCCEEDED, item.error
+            assets = await h.rows(
+                "SELECT file_path, content_hash, media_type, captured_at, captured_local,"
+                " captured_at_source, camera_make, camera_model, width, height, orientation,"
+                " maker_burst_id, content_identifier, sequence_number, is_deleted"
+                " FROM assets WHERE storage_config_id = %s ORDER BY file_path",
+                config,
+            )
+            # Video proxies come from ffmpeg either way; the photos' are what moved.
+            proxies = await h.rows(
+                "SELECT a.file_path, p.proxy_type, p.path, p.value, p.size_bytes, p.width,"
+                " p.height FROM proxy_files p JOIN assets a ON a.id = p.asset_id"
+                " WHERE a.storage_config_id = %s AND a.media_type = 'image'"
+                " ORDER BY a.file_path, p.proxy_type",
+                config,
+            )
+            files = [
+                (path, kind, value, size, width, height, _digest(h.proxy_root / p) if p else None)
+                for path, kind, p, value, size, width, height in proxies
+            ]
+            errors = await h.rows(
+                "SELECT file_path, reason FROM asset_errors WHERE storage_config_id = %s"
+                " ORDER BY file_path",
+                config,
+            )
+            assert item.result is not None
+            # The order of a result's errors is the order the files ended in.
+            result = {**item.result, "errors": sorted(e["path"] for e in item.result["errors"])}
+            crawled[name] = (result, assets, files, errors)
+        assert decoder.pids()  # the photos did go through the decode processes
+    finally:
+        await asyncio.to_thread(decoder.shutdown)
+
+    threads, processes = crawled["threads"], crawled["processes"]
+    assert processes[0] == threads[0]
+    assert processes[1] == threads[1]
+    assert processes[2] == threads[2] and len(threads[2]) >= 3 * len(sample.photos)
+    assert processes[3] == threads[3] and threads[3]  # the same bad files, the same reasons
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

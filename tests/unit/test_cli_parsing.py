@@ -165,6 +165,8 @@ def test_flags_become_the_settings(
             "7",
             "--max-concurrent-files",
             "2",
+            "--decode-processes",
+            "0",
             "--log-format",
             "json",
             "--database-url",
@@ -184,6 +186,7 @@ def test_flags_become_the_settings(
         1.5,
     )
     assert (settings.max_stalls, settings.max_concurrent_files) == (7, 2)
+    assert settings.decode_processes == 0
     assert settings.home == tmp_path and settings.proxies == (tmp_path / "px").resolve()
     assert settings.log_format == "json"
     assert settings.database_url == "postgresql://flag@h/db"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from safelight.settings import Settings, SettingsError
+from safelight.settings import Settings, SettingsError, default_decode_processes
 
 
 def test_defaults_with_an_empty_environment() -> None:
@@ -15,6 +15,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.database_url is None
     assert settings.lease_seconds == 60.0 and settings.heartbeat_seconds == 10.0
     assert settings.max_stalls == 3 and settings.max_concurrent_files == 4
+    assert settings.decode_processes == default_decode_processes() >= 1
     assert settings.log_format == "text"
     assert settings.home == Path.home() / ".local" / "share" / "safelight"
     assert settings.proxies == (settings.home / "proxies").resolve()
@@ -61,6 +62,8 @@ def test_paths_expand_the_home_folder(monkeypatch: pytest.MonkeyPatch, tmp_path:
         ({"SAFELIGHT_LEASE_SECONDS": "inf"}, "lease_seconds"),
         ({"SAFELIGHT_LEASE_SECONDS": "0"}, "lease_seconds must be greater than 0"),
         ({"SAFELIGHT_MAX_CONCURRENT_FILES": "-1"}, "max_concurrent_files must be greater than 0"),
+        ({"SAFELIGHT_DECODE_PROCESSES": "-1"}, "decode_processes must be 0 (decode in threads)"),
+        ({"SAFELIGHT_DECODE_PROCESSES": "two"}, "decode_processes (SAFELIGHT_DECODE_PROCESSES)"),
         ({"SAFELIGHT_HEARTBEAT_SECONDS": "20"}, "heartbeat_seconds (20) must be at most a quarter"),
         ({"SAFELIGHT_LOG_FORMAT": "xml"}, "log_format must be 'text' or 'json'"),
         ({"SAFELIGHT_THUMBNAIL_QUALITY": "100"}, "thumbnail_quality must be between 1 and 95"),
@@ -70,6 +73,11 @@ def test_an_invalid_value_is_an_error_naming_the_setting(env: dict[str, str], me
     with pytest.raises(SettingsError) as raised:
         Settings.load({}, env)
     assert message in str(raised.value)
+
+
+def test_zero_decode_processes_means_decoding_in_threads() -> None:
+    assert Settings.load({}, {"SAFELIGHT_DECODE_PROCESSES": "0"}).decode_processes == 0
+    assert Settings.load({"decode_processes": 3}, {}).decode_processes == 3
 
 
 def test_an_invalid_flag_value_is_named_too() -> None:

@@ -111,6 +111,13 @@ class SafelightGroup(click.Group):
     default=None,
     help="Files one crawl works on at once [env SAFELIGHT_MAX_CONCURRENT_FILES; 4].",
 )
+@click.option(
+    "--decode-processes",
+    type=int,
+    default=None,
+    help="Processes that decode photos, shared by a process's Workers; 0: in threads "
+    "[env SAFELIGHT_DECODE_PROCESSES; one per core].",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,

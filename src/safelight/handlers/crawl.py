@@ -1,7 +1,8 @@
 """``crawl`` (scoped): bring a config's assets in line with the files under its root.
 
-Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing,
-metadata and proxies run in threads). Per file:
+Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing
+and writes run in threads; a photo's metadata and proxies in the Worker process's decode
+processes when it has them, ``Services.decoder``, else in a thread too). Per file:
 
 - a known path with the same size and mtime (ns) is unchanged: not hashed again;
 - otherwise it is hashed, and its content decides: the same as the asset at that path
@@ -60,10 +61,11 @@ from safelight.library.crawl import (
     publish_image_proxies,
     publish_video_proxies,
 )
+from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
 from safelight.library.hashing import HashedFile, hash_file
-from safelight.library.images import ProxySpec, make_image_proxies
-from safelight.library.metadata import file_time, read_image_metadata
+from safelight.library.images import ImageProxies, ProxySpec
+from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.paths import STAGING_FOLDER, confined
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
@@ -355,7 +357,7 @@ class _Crawl:
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
-            row, records = await asyncio.to_thread(self._make_image, walked, source, hashed)
+            row, records = await self._make_image(walked, source, hashed)
         else:
             row, records = await self._make_video(walked, source, hashed)
         # The original was read again after it was hashed; if it changed since, the
@@ -365,12 +367,28 @@ class _Crawl:
             raise FileChangedWhileHashing("file changed while its proxies were made")
         return row, records
 
-    def _make_image(
+    async def _make_image(
+        self, walked: WalkedFile, source: Path, hashed: HashedFile
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        decoder = self.services.decoder
+        if decoder is None:
+            return await asyncio.to_thread(self._make_image_here, walked, source, hashed)
+        # Cancelling this task (the attempt stopping) cancels the decode if it has not
+        # started; one already running finishes in its process, unawaited.
+        meta, proxies = await decoder.decode(source, self.spec)
+        return await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
+
+    def _make_image_here(
         self, walked: WalkedFile, source: Path, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Blocking (decode, encode, write): runs in a thread."""
-        meta = read_image_metadata(source)
-        proxies = make_image_proxies(source, self.spec)
+        meta, proxies = decode_image(source, self.spec)
+        return self._publish_image(walked, hashed, meta, proxies)
+
+    def _publish_image(
+        self, walked: WalkedFile, hashed: HashedFile, meta: ImageMetadata, proxies: ImageProxies
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        """Blocking (writes): runs in a thread, which the attempt's ensure_alive guards."""
         self.alive.check()
         records = publish_image_proxies(
             proxies, self.proxy_root, self.config_id, hashed.content_hash, self.alive.ensure_alive

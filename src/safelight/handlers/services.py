@@ -7,6 +7,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.clock import Clock
 from safelight.work.store import WorkStore
@@ -20,3 +21,5 @@ class Services:
     """For follow-up work (a crawl queues its config's burst detection)."""
     clock: Clock
     settings: Settings
+    decoder: ImageDecoder | None = None
+    """Decode processes shared by the process's Workers; None: photos decode in threads."""
