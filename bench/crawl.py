@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
                                     [--max-concurrent-files 4[,8...]]
+                                    [--decode-processes default[,0...]]
                                     [--folder PATH]
 
 Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
@@ -17,9 +18,15 @@ each round, in turns:
   else (no hash, metadata, BlurHash, colour management, files or database);
 - crawl: a fresh database and proxy folder, one storage config on the folder, one
   ``crawl`` item, drained by one Worker process (``safelight worker --until-idle``,
-  default settings: max_concurrent_files 4). Files per second = count / (the crawl
-  item's finished_at - started_at). Sampled every 0.2 s: the Worker's peak RSS
-  (VmHWM), its CPU time, and the whole machine's busy CPU over the crawl.
+  default settings: max_concurrent_files 4, decode_processes one per core, ADR 0010).
+  Files per second = count / (the crawl item's finished_at - started_at). Sampled
+  every 0.2 s: the Worker's peak RSS (VmHWM) and CPU time, the same of each of its
+  decode processes (its children started by multiprocessing's ``spawn``), and the whole
+  machine's busy CPU over the crawl. The decode processes' RSS is reported as the sum
+  of their peaks (each VmHWM; they live as long as the Worker, so their peaks coexist
+  at most, and pages they share are counted in each) and as the largest single peak.
+  CPU "cores" are CPU seconds over the crawl's span: the Worker's own, the decode
+  processes' summed, and both together.
 
 The page cache is warm for every pass (the files are read before): the rates are
 CPU-bound, as on a NAS whose disks keep up.
@@ -118,27 +125,77 @@ def loop_all(paths: list[Path]) -> float:
     return time.perf_counter() - start
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command name (field 3 onwards), or None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return None
+
+
+def _decode_processes(parent: int) -> list[int]:
+    """The children of ``parent`` that multiprocessing's spawn started (not its resource
+    tracker): the decode processes."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is None or int(fields[1]) != parent:
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if b"multiprocessing.spawn" in command:
+            found.append(int(entry.name))
+    return found
+
+
 class Sampler:
-    """Peak RSS and CPU time of one process, and the machine's busy CPU, every 0.2 s."""
+    """Peak RSS and CPU time of the Worker and of each of its decode processes, and the
+    machine's busy CPU, every 0.2 s."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak_rss_kib = 0
         self.cpu_seconds = 0.0
+        self.decoders_peak_rss_kib: dict[int, int] = {}
+        self.decoders_cpu_seconds: dict[int, float] = {}
         self._ticks = os.sysconf("SC_CLK_TCK")
         self._machine: list[tuple[float, int, int]] = []
 
+    def _cpu_seconds(self, fields: list[str]) -> float:
+        # utime, stime: fields 14-15 of stat (11-12 after the name). Not the children's
+        # (cutime, cstime): the Worker reaps its decode processes only when it ends.
+        return (int(fields[11]) + int(fields[12])) / self._ticks
+
     def sample(self) -> None:
-        try:
-            status = Path(f"/proc/{self.pid}/status").read_text()
-            stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
+        stat = _stat_fields(self.pid)
+        peak = _peak_rss_kib(self.pid)
+        if stat is None or peak is None:
             return
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                self.peak_rss_kib = max(self.peak_rss_kib, int(line.split()[1]))
-        # utime, stime, cutime, cstime: fields 14-17 of stat (11-14 after the name).
-        self.cpu_seconds = sum(int(x) for x in stat[11:15]) / self._ticks
+        self.peak_rss_kib = max(self.peak_rss_kib, peak)
+        self.cpu_seconds = self._cpu_seconds(stat)
+        for child in _decode_processes(self.pid):
+            child_stat, child_peak = _stat_fields(child), _peak_rss_kib(child)
+            if child_stat is None or child_peak is None:
+                continue
+            self.decoders_peak_rss_kib[child] = max(
+                self.decoders_peak_rss_kib.get(child, 0), child_peak
+            )
+            self.decoders_cpu_seconds[child] = self._cpu_seconds(child_stat)
         fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
         idle = fields[3] + fields[4]
         self._machine.append((time.time(), sum(fields) - idle, sum(fields)))
@@ -162,7 +219,12 @@ async def add_crawl(url: str, folder: Path) -> int:
         await pool.close()
 
 
-def crawl_once(folder: Path, count: int, max_concurrent_files: int) -> dict[str, Any]:
+def crawl_once(
+    folder: Path, count: int, max_concurrent_files: int, decode_processes: int | None
+) -> dict[str, Any]:
+    settings: dict[str, object] = {"max_concurrent_files": max_concurrent_files}
+    if decode_processes is not None:
+        settings["decode_processes"] = decode_processes
     with (
         bench_database("crawl") as url,
         tempfile.TemporaryDirectory(prefix="safelight-bench-home-") as home,
@@ -171,7 +233,7 @@ def crawl_once(folder: Path, count: int, max_concurrent_files: int) -> dict[str,
         with Processes() as procs:
             child = procs.start(
                 worker_argv(1, until_idle=True, name="crawler"),
-                env=worker_env(url, Path(home), max_concurrent_files=max_concurrent_files),
+                env=worker_env(url, Path(home), **settings),
             )
             sampler = Sampler(child.pid)
             while child.poll() is None:
@@ -188,11 +250,18 @@ def crawl_once(folder: Path, count: int, max_concurrent_files: int) -> dict[str,
         if status != "succeeded" or result["ingested"] != count:
             raise SystemExit(f"the crawl ended {status}: {result}")
         span = (finished - started).total_seconds()
+    decoders = sampler.decoders_peak_rss_kib.values()
+    decoder_cpu = sum(sampler.decoders_cpu_seconds.values())
     return {
         "files_per_second": count / span,
         "span_seconds": span,
         "peak_rss_mib": sampler.peak_rss_kib / 1024,
+        "decode_processes": len(sampler.decoders_peak_rss_kib),
+        "decoders_peak_rss_sum_mib": sum(decoders) / 1024,
+        "decoders_peak_rss_max_mib": max(decoders, default=0) / 1024,
         "worker_cores": sampler.cpu_seconds / span,
+        "decoders_cores": decoder_cpu / span,
+        "worker_and_decoders_cores": (sampler.cpu_seconds + decoder_cpu) / span,
         "machine_busy_cores": sampler.machine_busy_cores(started.timestamp(), finished.timestamp()),
     }
 
@@ -207,6 +276,12 @@ def main() -> None:
         "--max-concurrent-files",
         default="4",
         help="the Worker setting (default 4, as shipped); a list (4,8) crawls once for each",
+    )
+    parser.add_argument(
+        "--decode-processes",
+        default="default",
+        help="the Worker setting (default: the Worker's, one per core); a list (default,0) "
+        "crawls once for each, with each --max-concurrent-files",
     )
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="safelight-bench-jpegs-"))
@@ -224,20 +299,24 @@ def main() -> None:
             flush=True,
         )
         read_all(paths)  # warm the page cache
-        settings = [int(n) for n in args.max_concurrent_files.split(",")]
+        settings = [
+            (int(n), None if d == "default" else int(d))
+            for n in args.max_concurrent_files.split(",")
+            for d in args.decode_processes.split(",")
+        ]
         runs: dict[str, list[Any]] = {"read": [], "hash1": [], "hash2": [], "loop": []}
-        runs.update({f"crawl-{n}": [] for n in settings})
+        runs.update({_crawl_key(n, d): [] for n, d in settings})
         for r in range(args.rounds):
             runs["read"].append(len(paths) / read_all(paths))
             runs["hash1"].append(len(paths) / hash_all(paths, 1))
             runs["hash2"].append(len(paths) / hash_all(paths, 2))
             runs["loop"].append(len(paths) / loop_all(paths))
-            for n in settings:
-                runs[f"crawl-{n}"].append(crawl_once(folder, len(paths), n))
+            for n, d in settings:
+                key = _crawl_key(n, d)
+                runs[key].append(crawl_once(folder, len(paths), n, d))
                 print(
                     f"round {r + 1}: loop {runs['loop'][-1]:.1f} files/s, crawl "
-                    f"(max_concurrent_files {n}) "
-                    f"{runs[f'crawl-{n}'][-1]['files_per_second']:.1f} files/s",
+                    f"({_crawl_label(n, d)}) {runs[key][-1]['files_per_second']:.1f} files/s",
                     flush=True,
                 )
     finally:
@@ -260,19 +339,37 @@ def main() -> None:
         ("hash (2 threads)", spread(runs["hash2"]), "", f"{hash2 / read:.2f}x read"),
         ("Pillow loop (2 processes)", spread(runs["loop"]), "", "1.00x"),
     ]
-    for n in settings:
-        crawl = runs[f"crawl-{n}"]
+    for n, d in settings:
+        crawl = runs[_crawl_key(n, d)]
+
+        def of(name: str, crawl: list[Any] = crawl) -> str:
+            return spread([c[name] for c in crawl])
+
         rows.append(
             (
-                f"safelight crawl (max_concurrent_files {n})",
-                spread([c["files_per_second"] for c in crawl]),
-                f"peak RSS {spread([c['peak_rss_mib'] for c in crawl])} MiB; Worker "
-                f"{spread([c['worker_cores'] for c in crawl])} cores; machine "
-                f"{spread([c['machine_busy_cores'] for c in crawl])} cores busy",
+                f"safelight crawl ({_crawl_label(n, d)})",
+                of("files_per_second"),
+                f"Worker peak RSS {of('peak_rss_mib')} MiB; "
+                f"{of('decode_processes')} decode processes, peak RSS summed "
+                f"{of('decoders_peak_rss_sum_mib')} MiB, largest "
+                f"{of('decoders_peak_rss_max_mib')} MiB; CPU cores: Worker "
+                f"{of('worker_cores')}, decode processes {of('decoders_cores')}, both "
+                f"{of('worker_and_decoders_cores')}; machine {of('machine_busy_cores')} "
+                "cores busy",
                 f"{statistics.median(c['files_per_second'] for c in crawl) / loop:.2f}x loop",
             )
         )
     print_table(("pass", "files/s, median [min..max]", "notes", "ratio"), rows)
+
+
+def _crawl_key(max_concurrent_files: int, decode_processes: int | None) -> str:
+    shown = "default" if decode_processes is None else decode_processes
+    return f"crawl-{max_concurrent_files}-{shown}"
+
+
+def _crawl_label(max_concurrent_files: int, decode_processes: int | None) -> str:
+    shown = "default" if decode_processes is None else decode_processes
+    return f"max_concurrent_files {max_concurrent_files}, decode_processes {shown}"
 
 
 if __name__ == "__main__":
