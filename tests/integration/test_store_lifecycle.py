@@ -178,25 +178,9 @@ async def test_retry_requeues_in_place_counts_stalls_and_fails_the_last(
     assert nxt is not None and nxt.id == later
 
 
-async def test_a_retried_item_whose_dedup_key_is_queued_again_is_superseded(
-    pool: AsyncConnectionPool[Any],
-) -> None:
-    clock = FakeClock()
-    store = make_store(pool, clock)
-    old = await store.enqueue("token_cleanup", dedup_key="daily")
-    assert (await store.claim("w", ALL_KINDS, lease_seconds=LEASE)) is not None
-    new = await store.enqueue("token_cleanup", dedup_key="daily")
-    assert await store.retry(old, 1, "OperationalError: gone") is True
-    old_item, new_item = await store.get(old), await store.get(new)
-    assert old_item is not None and new_item is not None
-    assert old_item.status is Status.CANCELLED and old_item.stalls == 1
-    assert old_item.error == "superseded: its dedup key already had a queued item"
-    assert new_item.status is Status.QUEUED
-    assert [r[2] for r in await _attempt_rows(pool, old)] == ["superseded"]
-
-
-async def test_recovered_item_whose_dedup_key_is_queued_again_is_superseded(
-    pool: AsyncConnectionPool[Any],
+@pytest.mark.parametrize("taken_back_by", ["lease recovery", "retry"])
+async def test_an_item_taken_back_while_its_dedup_key_is_queued_again_is_superseded(
+    pool: AsyncConnectionPool[Any], taken_back_by: str
 ) -> None:
     clock = FakeClock()
     store = make_store(pool, clock)
@@ -204,12 +188,15 @@ async def test_recovered_item_whose_dedup_key_is_queued_again_is_superseded(
     assert (await store.claim("w", ALL_KINDS, lease_seconds=LEASE)) is not None
     new = await store.enqueue("token_cleanup", dedup_key="daily")
     assert new != old
-    await clock.advance(LEASE + 1)
-    assert await store.recover_expired_leases() == RecoveryReport(superseded=1)
+    if taken_back_by == "retry":
+        assert await store.retry(old, 1, "OperationalError: gone") is True
+    else:
+        await clock.advance(LEASE + 1)
+        assert await store.recover_expired_leases() == RecoveryReport(superseded=1)
     old_item, new_item = await store.get(old), await store.get(new)
     assert old_item is not None and new_item is not None
     assert old_item.status is Status.CANCELLED and old_item.stalls == 1
-    assert old_item.error is not None and "superseded" in old_item.error
+    assert old_item.error == "superseded: its dedup key already had a queued item"
     assert new_item.status is Status.QUEUED
     assert [r[2] for r in await _attempt_rows(pool, old)] == ["superseded"]
 
