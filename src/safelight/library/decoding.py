@@ -218,9 +218,9 @@ class ImageDecoder:
     async def _end_broken(self, pool: _Pool) -> None:
         """Forget a broken pool and wait until its processes have all ended.
 
-        Only then are their exit codes read: the pool's own thread reads them from the
-        fork server while it ends them, and a second reader at the same time could take
-        its answer away.
+        Only then are their exit codes read: the pool's own thread reaps them (waitpid)
+        while it ends them, and a second reaper at the same time could take an exit
+        status away from the other.
         """
         if self._pool is pool:
             self._pool = None
