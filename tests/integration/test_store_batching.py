@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.db.pool import open_pool
 from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from safelight.work.sql import QUERIES
@@ -146,3 +147,26 @@ def test_the_claim_is_written_for_each_batch_size_and_nothing_else_is_spliced() 
         assert len(sql) <= 4096  # psycopg's parse cache
     with pytest.raises(KeyError):
         claim_query(MAX_CLAIM_BATCH + 1)
+
+
+async def test_outcomes_are_never_prepared_while_claims_are(database_url: str) -> None:
+    """A plan for finish_attempts cached while work_attempts was small scanned the whole
+    history on every outcome (docs/benchmarks.md, 3): it is planned anew each time."""
+    one = await open_pool(database_url, min_size=1, max_size=1)
+    try:
+        clock = FakeClock()
+        store = make_store(one, clock)
+        for _ in range(8):  # past psycopg's threshold of 5 uses before it prepares
+            await store.enqueue("noop")
+            item = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+            assert item is not None
+            assert await store.complete(item.id, item.attempt)
+        async with one.connection() as conn:
+            cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
+            prepared = [row[0] for row in await cur.fetchall()]
+    finally:
+        await one.close()
+    # Compared by their description lines: the server holds them with $n placeholders.
+    claim, finish = (QUERIES[name].splitlines()[0] for name in ("claim_items", "finish_attempts"))
+    assert any(statement.startswith(claim) for statement in prepared)
+    assert not any(statement.startswith(finish) for statement in prepared)

@@ -388,6 +388,11 @@ class WorkStore:  # pragma: no mutate block
                     "errors": [e.error for e in endings],
                     "now": self._clock.now(),
                 },
+                # Planned anew each time, never prepared: a plan cached while
+                # work_attempts was small (a new database, just analysed) scans the
+                # whole history on every outcome, so each one got slower as the history
+                # grew (docs/benchmarks.md, 3). Planning it costs about 0.1 ms a batch.
+                prepare=False,
             )
             applied = {(row[0], row[1]) for row in await cur.fetchall()}
         return [(e.item_id, e.attempt) in applied for e in endings]
