@@ -15,35 +15,23 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
 
 from safelight.library.samplegen import generate_jpegs
 from tests.faults.effects import Effect, effects_of, overlaps, read_lines
-from tests.faults.processes import WorkerProcess, start_worker
+from tests.faults.processes import WorkerProcess, start_worker, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 LEASE_SECONDS = 2.0
 PHOTOS = 30
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
-    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @dataclass

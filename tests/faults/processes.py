@@ -16,11 +16,27 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    A bound on a condition, not a wait for time to pass: real processes, real clocks.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
 
 
 def clean_env(extra: Mapping[str, str]) -> dict[str, str]:

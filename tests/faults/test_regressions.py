@@ -12,11 +12,11 @@ deterministic: real ``safelight worker`` processes on the suite's own PostgreSQL
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
@@ -26,23 +26,12 @@ from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
 from tests.faults.effects import effects_of, read_lines
 from tests.faults.netproxy import TcpProxy
-from tests.faults.processes import WorkerProcess, start_worker
+from tests.faults.processes import WorkerProcess, start_worker, wait_for
 
 pytestmark = pytest.mark.faults
 
 LEASE_SECONDS = 2.0
 RECOVERY_SECONDS = 0.5
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @dataclass

@@ -21,7 +21,6 @@ makes it. They run the real library code; no database.
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -36,24 +35,14 @@ from safelight.library.samplegen import generate_jpegs
 from safelight.work.errors import AttemptStopped, StopReason
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope
-from safelight.work.model import Status, WorkItem
 from tests.faults.effects import effects_of, read_lines
+from tests.items import running_item
 
 pytestmark = pytest.mark.faults
 
 CONFIG = UUID("00000000-0000-0000-0000-00000000c0f1")
 CONTENT_HASH = "0123456789abcdef"
-ITEM = WorkItem(
-    id=11,
-    kind="crawl",
-    storage_config_id=CONFIG,
-    dedup_key=None,
-    payload={},
-    status=Status.RUNNING,
-    requested_at=datetime(2026, 1, 1, tzinfo=UTC),
-    attempt=2,
-    stalls=0,
-)
+ITEM = running_item(id=11, attempt=2, config=CONFIG)
 
 
 class Attempt:

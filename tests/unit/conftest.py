@@ -8,14 +8,14 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import pytest
 
 from safelight.work.fakeclock import FakeClock
-from safelight.work.model import Beat, Status, WorkItem
+from safelight.work.model import Beat
+from tests.items import running_item
 
 
 @pytest.fixture
@@ -158,15 +158,10 @@ def store(clock: FakeClock) -> ScriptedStore:
     return ScriptedStore(clock)
 
 
-ITEM = WorkItem(
+ITEM = running_item(
     id=7,
-    kind="crawl",
-    storage_config_id=UUID("00000000-0000-4000-8000-000000000001"),
-    dedup_key=None,
-    payload={"root": "/photos/ann"},
-    status=Status.RUNNING,
-    requested_at=datetime(2025, 12, 31, 23, 0, tzinfo=UTC),
     attempt=3,
-    stalls=0,
+    config=UUID("00000000-0000-4000-8000-000000000001"),
+    payload={"root": "/photos/ann"},
     worker_id="worker-a",
 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -13,20 +12,10 @@ import pytest
 from safelight.work.errors import AttemptStopped
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope, side_effect
-from safelight.work.model import Status, WorkItem
+from tests.items import running_item
 
 CONFIG = UUID("00000000-0000-0000-0000-0000000000c1")
-ITEM = WorkItem(
-    id=7,
-    kind="crawl",
-    storage_config_id=CONFIG,
-    dedup_key=None,
-    payload={},
-    status=Status.RUNNING,
-    requested_at=datetime(2026, 1, 1, tzinfo=UTC),
-    attempt=3,
-    stalls=0,
-)
+ITEM = running_item(id=7, attempt=3, config=CONFIG)
 
 
 def _lines(path: Path) -> list[dict[str, object]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -23,22 +22,12 @@ from safelight.library.paths import (
 from safelight.work.errors import AttemptStopped
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope
-from safelight.work.model import Status, WorkItem
+from tests.items import running_item
 
 CONFIG = UUID("6f1c2d3e-4a5b-4c6d-8e7f-901234567890")
 HASH = "0123456789abcdef"
 
-JOURNAL_ITEM = WorkItem(
-    id=1,
-    kind="crawl",
-    storage_config_id=None,
-    dedup_key=None,
-    payload={},
-    status=Status.RUNNING,
-    requested_at=datetime(2026, 1, 1, tzinfo=UTC),
-    attempt=1,
-    stalls=0,
-)
+JOURNAL_ITEM = running_item(id=1, attempt=1, config=None)
 
 
 @pytest.fixture

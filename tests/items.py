@@ -1,0 +1,33 @@
+"""Work items for tests that need one in hand without a database (journals, executors)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from safelight.work.model import Status, WorkItem
+
+
+def running_item(
+    *,
+    id: int,
+    attempt: int,
+    config: UUID | None,
+    kind: str = "crawl",
+    payload: dict[str, Any] | None = None,
+    worker_id: str | None = None,
+) -> WorkItem:
+    """A claimed item: running, its attempt ``attempt``, requested at a fixed time."""
+    return WorkItem(
+        id=id,
+        kind=kind,
+        storage_config_id=config,
+        dedup_key=None,
+        payload=payload or {},
+        status=Status.RUNNING,
+        requested_at=datetime(2026, 1, 1, tzinfo=UTC),
+        attempt=attempt,
+        stalls=0,
+        worker_id=worker_id,
+    )
