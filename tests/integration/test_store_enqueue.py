@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.work.errors import InvalidWorkItem
+from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
@@ -86,3 +86,30 @@ async def test_enqueue_for_missing_or_disabled_config_is_refused(
     with pytest.raises(InvalidWorkItem, match="is disabled"):
         await store.enqueue("crawl", config_id=disabled)
     assert await count(pool, "SELECT count(*) FROM work_items") == 0
+
+
+async def test_follow_up_work_is_queued_in_the_fenced_transaction_or_not_at_all(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    c = await add_config(pool, clock)
+    crawl = await store.enqueue("crawl", config_id=c)
+    item = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert item is not None and item.id == crawl
+
+    async with store.fenced(item.id, item.attempt) as conn:
+        follow_up = await store.enqueue_in(
+            conn, "burst_detection", config_id=c, dedup_key=f"burst_detection:{c}"
+        )
+        with pytest.raises(InvalidWorkItem, match="unknown kind"):
+            await store.enqueue_in(conn, "no_such_kind")
+    queued = await store.get(follow_up)
+    assert queued is not None and queued.status is Status.QUEUED
+
+    await clock.advance(LEASE + 1)
+    assert (await store.recover_expired_leases()).requeued == 1  # the attempt lost it
+    with pytest.raises(AttemptLost):
+        async with store.fenced(item.id, item.attempt) as conn:
+            await store.enqueue_in(conn, "noop", config_id=c, dedup_key="never")
+    assert await count(pool, "SELECT count(*) FROM work_items WHERE dedup_key = 'never'") == 0

@@ -170,12 +170,14 @@ class _Crawl:
         self._progress(force=True)
         async with self.services.pool.connection() as conn:
             by_type = await assets.counts_by_type(conn, self.config_id)
-        self.ctx.ensure_alive()
-        await self.services.store.enqueue(
-            "burst_detection",
-            config_id=self.config_id,
-            dedup_key=f"burst_detection:{self.config_id}",
-        )
+        # In the fenced transaction: an attempt that lost its item queues nothing.
+        async with self.ctx.fenced() as conn:
+            await self.services.store.enqueue_in(
+                conn,
+                "burst_detection",
+                config_id=self.config_id,
+                dedup_key=f"burst_detection:{self.config_id}",
+            )
         counts = self.tally.counts
         return {
             "total": counts["total"],

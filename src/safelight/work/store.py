@@ -176,6 +176,23 @@ class WorkStore:  # pragma: no mutate block
                 await self._check_config(conn, config_id)
             return await self._enqueue_on(conn, kind, config_id, dedup_key, body)
 
+    async def enqueue_in(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        kind: str,
+        *,
+        config_id: UUID | None = None,
+        dedup_key: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> int:
+        """:meth:`enqueue` on the caller's connection, inside its transaction: a handler
+        queues follow-up work in its fenced transaction (``ctx.fenced()``), so an attempt
+        that lost its item queues nothing."""
+        body = self._validate(kind, config_id, dedup_key, payload)
+        if config_id is not None:
+            await self._check_config(conn, config_id)
+        return await self._enqueue_on(conn, kind, config_id, dedup_key, body)
+
     async def enqueue_many(
         self,
         kind: str,
