@@ -24,7 +24,19 @@ class SettingsError(ValueError):
     """A setting has a value safelight cannot use; the message names the setting."""
 
 
+ROOT_HOME = Path("/var/lib/safelight")
+
+
 def _default_home() -> Path:
+    """``~/.local/share/safelight``; for root, ``/var/lib/safelight``.
+
+    As root, the embedded PostgreSQL runs as its own user, and pgserver makes every
+    folder above its data readable and traversable by everyone to let it in: under
+    root's home that would open ``/root`` to every user of the machine. The folders
+    above ``/var/lib/safelight`` are open already.
+    """
+    if os.geteuid() == 0:
+        return ROOT_HOME
     return Path.home() / ".local" / "share" / "safelight"
 
 

@@ -17,8 +17,19 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.max_stalls == 3 and settings.max_concurrent_files == 4
     assert settings.decode_processes == default_decode_processes() >= 1
     assert settings.log_format == "text"
-    assert settings.home == Path.home() / ".local" / "share" / "safelight"
     assert settings.proxies == (settings.home / "proxies").resolve()
+
+
+@pytest.mark.parametrize(
+    ("euid", "home"),
+    [(1000, Path.home() / ".local" / "share" / "safelight"), (0, Path("/var/lib/safelight"))],
+)
+def test_the_default_home_keeps_root_s_home_closed(
+    monkeypatch: pytest.MonkeyPatch, euid: int, home: Path
+) -> None:
+    """pgserver opens every folder above its data to everyone when run as root."""
+    monkeypatch.setattr("safelight.settings.os.geteuid", lambda: euid)
+    assert Settings.load({}, {}).home == home
 
 
 def test_flags_override_the_environment_which_overrides_defaults(tmp_path: Path) -> None:

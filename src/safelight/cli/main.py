@@ -59,7 +59,7 @@ class SafelightGroup(click.Group):
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
     help="safelight's own folder: embedded database, proxies, demo library "
-    "[env SAFELIGHT_HOME; default ~/.local/share/safelight].",
+    "[env SAFELIGHT_HOME; default ~/.local/share/safelight, for root /var/lib/safelight].",
 )
 @click.option(
     "--proxy-root",
