@@ -10,6 +10,7 @@ base (which pytest may reset to 0700 under another user).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import os
@@ -23,6 +24,9 @@ import time
 from pathlib import Path
 
 import psycopg
+
+from safelight.db.migrate import migrate
+from safelight.db.pool import connect
 
 PG_USER = "pgserver"
 """The system user the cluster runs as when the tests run as root."""
@@ -76,6 +80,22 @@ class PrivateCluster:
 
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def create_database(self, name: str) -> str:
+        """Create and migrate database ``name``; its URL (TCP, 127.0.0.1)."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+        url = self.url(name)
+
+        async def migrated() -> None:
+            conn = await connect(url)
+            try:
+                await migrate(conn)
+            finally:
+                await conn.close()
+
+        asyncio.run(migrated())
+        return url
 
     # --- life cycle ------------------------------------------------------------------
 

@@ -3,7 +3,6 @@ and restart; it needs no database URL (and never uses one it is given)."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import shutil
 import tempfile
@@ -13,8 +12,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from safelight.db.migrate import migrate
-from safelight.db.pool import connect
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
 
@@ -36,18 +33,7 @@ def fault_database(private_cluster: PrivateCluster) -> Iterator[str]:
     """A fresh, migrated database in the private cluster, with the checker's audit
     triggers; its URL (TCP, 127.0.0.1)."""
     name = f"faults_{next(_names)}"
-    with psycopg.connect(private_cluster.url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    url = private_cluster.url(name)
-
-    async def migrated() -> None:
-        conn = await connect(url)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
-
-    asyncio.run(migrated())
+    url = private_cluster.create_database(name)
     checker.install_audit(url)
     try:
         yield url

@@ -45,8 +45,7 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
-from safelight.db.migrate import migrate
-from safelight.db.pool import connect, open_pool
+from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.samplegen import generate_jpegs, generate_library
 from safelight.work.clock import SystemClock
@@ -242,18 +241,7 @@ class Scenario:
     # --- setup -------------------------------------------------------------------------
 
     def _create_database(self) -> str:
-        with psycopg.connect(self.cluster.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{DATABASE}"')
-        url = self.cluster.url(DATABASE)
-
-        async def migrated() -> None:
-            conn = await connect(url)
-            try:
-                await migrate(conn)
-            finally:
-                await conn.close()
-
-        asyncio.run(migrated())
+        url = self.cluster.create_database(DATABASE)
         checker.install_audit(url)
         return url
 
@@ -438,31 +426,12 @@ class Scenario:
         originals = sorted(p for p in config.root.rglob("*.jpg") if p.is_file())
         stashed = sorted(p for p in config.stash.rglob("*") if p.is_file())
         if change == "remove" and originals:
-            # One photo, or a whole folder of them.
-            chosen = self.rng.choice(originals)
-            group = (
-                [chosen]
-                if self.rng.random() < 0.3
-                else [p for p in originals if p.parent == chosen.parent]
-            )
-            for source in group:
-                target = config.stash / source.relative_to(config.root)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(source, target)
+            self._move_some(originals, config.root, config.stash)
             return True
         if change == "restore" and stashed:
             # The same bytes come back: a crawl ingests them again into the proxy folders
             # the soft-deleted assets had (the purge-beside-crawl case of spec #337).
-            chosen = self.rng.choice(stashed)
-            group = (
-                [chosen]
-                if self.rng.random() < 0.3
-                else [p for p in stashed if p.parent == chosen.parent]
-            )
-            for source in group:
-                target = config.root / source.relative_to(config.stash)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(source, target)
+            self._move_some(stashed, config.stash, config.root)
             return True
         if change == "move" and originals:
             source = self.rng.choice(originals)
@@ -481,6 +450,18 @@ class Scenario:
             shutil.rmtree(scratch, ignore_errors=True)
             return True
         return False
+
+    def _move_some(self, files: list[Path], source_root: Path, target_root: Path) -> None:
+        """One of ``files``, or its whole folder (7 times in 10), moved to the same place
+        under ``target_root``."""
+        chosen = self.rng.choice(files)
+        group = (
+            [chosen] if self.rng.random() < 0.3 else [p for p in files if p.parent == chosen.parent]
+        )
+        for source in group:
+            target = target_root / source.relative_to(source_root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(source, target)
 
     def _next(self) -> int:
         self._files += 1
