@@ -29,6 +29,21 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.track_config_running_item() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' AND OLD.status = 'running' THEN
+        UPDATE storage_configs SET running_item_id = NULL WHERE id = OLD.storage_config_id;
+    END IF;
+    IF TG_OP <> 'DELETE' AND NEW.status = 'running' THEN
+        UPDATE storage_configs SET running_item_id = NEW.id
+        WHERE id = NEW.storage_config_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 CREATE TABLE public.asset_errors (
     storage_config_id uuid NOT NULL,
     file_path text NOT NULL,
@@ -159,6 +174,7 @@ CREATE TABLE public.storage_configs (
     root_path text NOT NULL,
     active boolean DEFAULT true NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    running_item_id bigint,
     CONSTRAINT storage_configs_owner_check CHECK ((owner <> ''::text)),
     CONSTRAINT storage_configs_root_path_check CHECK ((root_path <> ''::text))
 );
@@ -276,6 +292,8 @@ CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at
 
 CREATE INDEX ix_proxy_files_path ON public.proxy_files USING btree (path) WHERE (path IS NOT NULL);
 
+CREATE INDEX ix_storage_configs_idle ON public.storage_configs USING btree (id) WHERE (active AND (running_item_id IS NULL));
+
 CREATE INDEX ix_work_attempts_config ON public.work_attempts USING btree (storage_config_id, claimed_at);
 
 CREATE UNIQUE INDEX ix_work_items_dedup_key_queued ON public.work_items USING btree (dedup_key) WHERE ((status = 'queued'::public.work_status) AND (dedup_key IS NOT NULL));
@@ -295,6 +313,12 @@ CREATE UNIQUE INDEX ix_work_items_storage_config_running ON public.work_items US
 CREATE TRIGGER work_items_notify_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN ((new.status = 'queued'::public.work_status)) EXECUTE FUNCTION public.notify_work_available();
 
 CREATE TRIGGER work_items_notify_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.status = 'queued'::public.work_status) OR ((old.status = 'running'::public.work_status) AND (new.status <> 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL)))) EXECUTE FUNCTION public.notify_work_available();
+
+CREATE TRIGGER work_items_track_running_delete AFTER DELETE ON public.work_items FOR EACH ROW WHEN (((old.status = 'running'::public.work_status) AND (old.storage_config_id IS NOT NULL))) EXECUTE FUNCTION public.track_config_running_item();
+
+CREATE TRIGGER work_items_track_running_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN (((new.status = 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL))) EXECUTE FUNCTION public.track_config_running_item();
+
+CREATE TRIGGER work_items_track_running_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.storage_config_id IS NOT NULL) AND ((old.status = 'running'::public.work_status) <> (new.status = 'running'::public.work_status)))) EXECUTE FUNCTION public.track_config_running_item();
 
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

@@ -63,3 +63,29 @@ async def count(pool: AsyncConnectionPool[Any], sql: str, *params: object) -> in
         row = await cur.fetchone()
         assert row is not None
         return int(row[0])
+
+
+async def running_item_of(pool: AsyncConnectionPool[Any], config_id: UUID) -> int | None:
+    """The item a config names as its running one (migration 0005)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT running_item_id FROM storage_configs WHERE id = %s", (config_id,)
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        return None if row[0] is None else int(row[0])
+
+
+# Every config whose running_item_id disagrees with its items: none, in any state.
+RUNNING_ITEM_MISMATCHES = """
+SELECT c.id, c.running_item_id, r.id
+FROM storage_configs c
+LEFT JOIN work_items r ON r.storage_config_id = c.id AND r.status = 'running'
+WHERE c.running_item_id IS DISTINCT FROM r.id
+"""
+
+
+async def running_item_mismatches(pool: AsyncConnectionPool[Any]) -> list[tuple[Any, ...]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(RUNNING_ITEM_MISMATCHES)
+        return list(await cur.fetchall())

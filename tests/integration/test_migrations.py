@@ -117,3 +117,36 @@ def test_migrations_are_numbered_and_ordered() -> None:
     migrations = available_migrations()
     assert [m.version for m in migrations] == sorted(m.version for m in migrations)
     assert migrations[0].name == "0001_work.sql"
+
+
+def test_0005_names_the_items_already_running(empty_database: str) -> None:
+    """Applied to a database that already has running items, 0005 names each config's
+    running item, as its trigger would have."""
+    before, (m0005, *_) = (
+        [m for m in available_migrations() if m.version < "0005"],
+        [m for m in available_migrations() if m.version >= "0005"],
+    )
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        for m in before:
+            conn.execute(m.sql.encode())
+        busy, idle = (
+            conn.execute(
+                "INSERT INTO storage_configs (owner, root_path, created_at)"
+                " VALUES ('a', %s, now()) RETURNING id",
+                (root,),
+            ).fetchone()[0]  # type: ignore[index]
+            for root in ("/busy", "/idle")
+        )
+        running = conn.execute(
+            "INSERT INTO work_items (kind, storage_config_id, status, requested_at, attempt,"
+            " lease_expires_at) VALUES ('crawl', %s, 'running', now(), 1, now()) RETURNING id",
+            (busy,),
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            "INSERT INTO work_items (kind, storage_config_id, requested_at)"
+            " VALUES ('crawl', %s, now()), ('crawl', %s, now())",
+            (busy, idle),
+        )
+        conn.execute(m0005.sql.encode())
+        named = dict(conn.execute("SELECT id, running_item_id FROM storage_configs").fetchall())
+    assert named == {busy: running, idle: None}

@@ -14,7 +14,14 @@ from safelight.db.pool import connect
 from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from safelight.work.sql import QUERIES
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
+from tests.integration.storefixtures import (
+    ALL_KINDS,
+    LEASE,
+    add_config,
+    count,
+    make_store,
+    running_item_of,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -104,8 +111,8 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     pool: AsyncConnectionPool[Any], database_url: str
 ) -> None:
     """The spec's forced overlap: claim A's UPDATE is held open in a transaction, claim B
-    passes the NOT EXISTS (it cannot see A's uncommitted running row) and blocks on the
-    index; A commits; B must get the violation and return nothing."""
+    passes the running check (it cannot see A's uncommitted running_item_id) and blocks
+    on the index; A commits; B must get the violation and return nothing."""
     clock = FakeClock()
     c = await add_config(pool, clock)
     store = make_store(pool, clock)
@@ -161,6 +168,7 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     )
     item = await store.get(item_b)
     assert item is not None and item.status is Status.QUEUED and item.attempt == 0
+    assert await running_item_of(pool, c) == item_a  # B's rolled-back claim named nothing
     # The loser waits for its next wake-up; once A's item ends, B's item is claimable.
     assert await store.complete(item_a, 1)
     again = await store.claim("B", ["burst_detection"], lease_seconds=LEASE)

@@ -11,7 +11,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
 from safelight.work.fakeclock import FakeClock
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
+from tests.integration.storefixtures import (
+    ALL_KINDS,
+    LEASE,
+    add_config,
+    count,
+    make_store,
+    running_item_mismatches,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -97,3 +104,10 @@ async def test_many_claimers_complete_every_item_once_without_overlap(
         assert last.get(config, "end") != event, f"config {config}: two {event}s in a row"
         last[config] = event
     assert sum(1 for _, e in events if e == "claim") == SCOPED_ITEMS
+    # Through all those races, every config's running_item_id (the claim's index of idle
+    # configs, migration 0005) followed its items: none is left named.
+    assert await running_item_mismatches(pool) == []
+    assert (
+        await count(pool, "SELECT count(*) FROM storage_configs WHERE running_item_id IS NOT NULL")
+        == 0
+    )

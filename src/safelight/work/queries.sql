@@ -27,12 +27,15 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- 1. each config's first among the oldest 16 queued (ix_work_items_queue_order, only
 --    for queries naming attempt >= 0); the first eligible are the oldest of all. Not a
 --    config's second item: taking it past a head another claimer holds loses a race.
--- 2. only if none is eligible: the unscoped heads and each idle config's head.
+-- 2. only if none is eligible: the unscoped heads and each idle config's head, the
+--    idle configs read from ix_storage_configs_idle (running_item_id, kept by a
+--    trigger: migration 0005, ADR 0011), so busy configs cost nothing.
 -- The nth item taken goes to the nth of worker_ids. %(limit)s is their number, written
 -- into the text by safelight.work.store (a generic plan for LIMIT $n would assume a
 -- tenth of the table, and PostgreSQL would plan every claim anew).
 -- Hazard: two claimers can pass the running check for one config at once (neither
--- sees the other's uncommitted row); ix_work_items_storage_config_running rejects one.
+-- sees the other's uncommitted running_item_id); ix_work_items_storage_config_running
+-- rejects one.
 -- Only the description line is sent (safelight.work.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
 WITH fast AS (
@@ -57,25 +60,15 @@ WITH fast AS (
       )
       AND (
         w.storage_config_id IS NULL
-        OR (
-          NOT EXISTS (
-            SELECT 1 FROM work_items r
-            WHERE r.storage_config_id = w.storage_config_id AND r.status = 'running'
-          )
-          AND EXISTS (
-            SELECT 1 FROM storage_configs c
-            WHERE c.id = w.storage_config_id AND c.active
-              AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
-          )
+        OR EXISTS (
+          SELECT 1 FROM storage_configs c
+          WHERE c.id = w.storage_config_id AND c.active AND c.running_item_id IS NULL
+            AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
         )
       )
     ORDER BY w.requested_at, w.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-), busy AS MATERIALIZED (
-    SELECT r.storage_config_id
-    FROM work_items r
-    WHERE r.status = 'running' AND r.storage_config_id IS NOT NULL
 ), unscoped AS (
     SELECT u.id, u.requested_at
     FROM work_items u
@@ -99,9 +92,8 @@ WITH fast AS (
             ORDER BY q.requested_at, q.id
             LIMIT 1
         ) head
-        WHERE c.active
+        WHERE c.active AND c.running_item_id IS NULL
           AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
-          AND c.id NOT IN (SELECT b.storage_config_id FROM busy b)
       )
     ORDER BY w.requested_at, w.id
     LIMIT %(limit)s
