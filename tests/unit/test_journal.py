@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 
+from safelight.work import journal as journal_module
 from safelight.work.errors import AttemptStopped
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope, side_effect
@@ -99,3 +102,91 @@ def test_without_a_journal_the_check_still_runs(tmp_path: Path) -> None:
 
     with pytest.raises(AttemptStopped), side_effect("write", "y", stopped):
         raise AssertionError("the block must not run")
+
+
+# The file system stamps with the coarse realtime clock, up to a tick (1-10 ms) behind.
+TICK_NS = 50_000_000
+
+
+@pytest.mark.parametrize("action", ["write", "delete", "rmdir"])
+def test_a_successful_effect_s_after_line_carries_the_kernel_s_time_of_it(
+    tmp_path: Path, action: str
+) -> None:
+    folder = tmp_path / "proxies" / "ab"
+    folder.mkdir(parents=True)
+    target = folder / "thumbnail.jpg"
+    staged = tmp_path / "staged.jpg"
+    staged.write_bytes(b"jpeg")
+    if action == "delete":
+        target.write_bytes(b"jpeg")
+    if action == "rmdir":
+        target.mkdir()
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    real_before = time.time_ns()
+    with attempt_scope(journal, ITEM), side_effect(action, target):
+        if action == "write":
+            os.replace(staged, target)
+        elif action == "delete":
+            target.unlink()
+        else:
+            target.rmdir()
+        # What the kernel stamped the folder with, at the syscall.
+        at_syscall = os.stat(folder).st_ctime_ns
+    real_after = time.time_ns()
+    journal.close()
+    before, after = _lines(tmp_path / "effects.jsonl")
+    assert "folder_ctime_ns" not in before
+    stamp, real = after["folder_ctime_ns"], after["realtime_ns"]
+    assert isinstance(stamp, int) and isinstance(real, int)
+    # The target's folder, read after the syscall: at or after the syscall's own stamp
+    # (only later changes move it), and so not before the "before" line but for a tick.
+    assert stamp >= at_syscall >= real_before - TICK_NS
+    # Read before the line's time; both within the block's real time.
+    assert stamp <= real <= real_after
+
+
+def test_the_kernel_s_time_is_the_folder_s_ctime_so_a_utime_cannot_set_it_back(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    real_before = time.time_ns()
+    with attempt_scope(journal, ITEM), side_effect("write", folder / "a.jpg"):
+        (folder / "a.jpg").write_bytes(b"jpeg")
+        os.utime(folder, ns=(0, 0))  # an mtime from 1970; the ctime moves on
+    journal.close()
+    after = _lines(tmp_path / "effects.jsonl")[1]
+    assert after["folder_ctime_ns"] >= real_before - TICK_NS  # type: ignore[operator]
+
+
+def test_a_failed_effect_or_an_unreadable_folder_records_no_kernel_time(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    with attempt_scope(journal, ITEM):
+        with pytest.raises(FileNotFoundError), side_effect("delete", tmp_path / "gone.jpg"):
+            (tmp_path / "gone.jpg").unlink()
+        with side_effect("rmdir", tmp_path / "nowhere" / "x"):
+            pass  # "succeeded", but its folder cannot be read
+    journal.close()
+    afters = [x for x in _lines(tmp_path / "effects.jsonl") if x["phase"] == "after"]
+    assert [sorted(x) for x in afters] == [
+        ["action", "attempt", "config", "item", "ok", "phase", "pid", "t", "target"]
+    ] * 2
+
+
+def test_without_a_journal_no_kernel_time_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stats: list[object] = []
+    real_stat = os.stat
+
+    def counted(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stats.append(path)
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module.os, "stat", counted)
+    with attempt_scope(None, ITEM), side_effect("delete", tmp_path / "x"):
+        pass
+    with side_effect("delete", tmp_path / "y"):
+        pass
+    assert stats == []

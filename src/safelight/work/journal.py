@@ -10,6 +10,13 @@ leaves at worst a "before" with no "after", which the checker treats as still op
 Times are ``time.monotonic_ns()``-comparable across processes of one machine (Linux
 ``CLOCK_MONOTONIC`` is system-wide); they come from the injected clock.
 
+The "after" line of an effect that succeeded also carries the kernel's own time of it:
+``folder_ctime_ns``, the change time of the folder the effect changed an entry of, read
+right after the syscall, and ``realtime_ns``, ``time.time_ns()`` read just before the
+line's ``t`` (see :func:`_kernel_time`). A checker can place the effect on the journal's
+clock from them, and tell an effect that ran before its process was frozen from one
+that ran on waking, though both intervals span the freeze.
+
 The current attempt travels in a context variable set around the handler, so library
 code deep in a thread (``asyncio.to_thread`` copies the context) reports its effects
 without every function taking one more parameter.
@@ -20,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -110,9 +118,42 @@ def side_effect(
             )
             raise
     ok = False
+    kernel: dict[str, object] = {}
     try:
         yield
         ok = True
+        kernel = _kernel_time(target)
     finally:
         # Written also when the effect failed: the interval ends either way.
-        journal.write({**base, "phase": "after", "ok": ok, "t": journal.stamp()})
+        if kernel:
+            # Realtime first, then the stamp: a delay between the two only makes the
+            # effect's time, mapped through them, later (see _kernel_time).
+            kernel["realtime_ns"] = time.time_ns()
+        journal.write({**base, "phase": "after", "ok": ok, **kernel, "t": journal.stamp()})
+
+
+def _kernel_time(target: Path | str) -> dict[str, object]:
+    """The kernel's time of an effect on ``target`` that has just succeeded, as an upper
+    bound: ``{"folder_ctime_ns": ...}``, or nothing if it cannot be read.
+
+    Every journalled effect adds, replaces or removes an entry of ``target``'s folder:
+    "write" renames a finished file to ``target`` (after making its folder if need be),
+    "delete" unlinks ``target``, "rmdir" removes it. Each of those syscalls sets the
+    folder's mtime and ctime to the kernel's time of the change, and any later change by
+    anyone only moves them on. The ctime, unlike the mtime, cannot be set back by
+    ``utime``, so read here, after the syscall, it is at or after the change - except
+    that the file system stamps with the coarse realtime clock, up to one clock tick
+    (1-10 ms) behind the real one, so a reader must allow that margin.
+
+    To place it on the journal's clock the "after" line carries ``realtime_ns``, read
+    just before its ``t``: the effect was at most ``(realtime_ns - folder_ctime_ns)``
+    before ``t`` (plus the tick). Both clocks are system-wide and run at the same rate
+    (NTP slews both alike); only a step of the realtime clock between the syscall and
+    the line would skew this, and a delay between reading the two (a freeze) only makes
+    the effect look later. This also holds with a fake clock: the effect is placed that
+    long before the line's fake ``t``.
+    """
+    try:
+        return {"folder_ctime_ns": os.stat(Path(target).parent).st_ctime_ns}
+    except OSError:
+        return {}
