@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from tests.faults.effects import Effect, overlaps
+from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
 
 AUDIT_SQL = """
 CREATE TABLE faults_audit (
@@ -163,26 +163,75 @@ Freezes = Mapping[int, Sequence[tuple[float, float]]]
 """Per process id, the (SIGSTOP, SIGCONT) times of its freezes, monotonic."""
 
 
-def freeze_note(effect: Effect, freezes: Freezes) -> str:
-    """Says so when an effect's interval spans a freeze of its own process: then the
-    effect itself ran in the moment before the freeze or the moment after it (the
-    window ADR 0008 leaves to a process frozen between its check and its syscall)."""
-    spans = [
+def spanned_freezes(effect: Effect, freezes: Freezes) -> list[tuple[float, float]]:
+    """The freezes of the effect's own process that its interval spans."""
+    return [
         (stop, cont)
         for stop, cont in freezes.get(effect.pid, ())
         if effect.start <= stop and cont <= effect.end
     ]
+
+
+def freeze_note(effect: Effect, freezes: Freezes) -> str:
+    """Says so when an effect's interval spans a freeze of its own process: then the
+    effect itself ran in the moment before the freeze or the moment after it (the
+    window ADR 0008 leaves to a process frozen between its check and its syscall).
+    Meant for effects already passed through :func:`clip_at_kernel_time`: one that
+    still spans a freeze has no kernel time, or one from as its process woke."""
+    spans = spanned_freezes(effect, freezes)
     if not spans:
         return ""
     stop, cont = spans[0]
     return f" (its interval spans its process's freeze from {stop:.4f} to {cont:.4f})"
 
 
+def clip_at_kernel_time(effect: Effect, freezes: Freezes) -> Effect:
+    """The effect, its interval ended at its kernel time (plus the margin) if the
+    interval spans a freeze of its own process and that time is known and earlier.
+
+    The journal times an effect from its "before" line to its "after" line. A SIGSTOP
+    that lands in the syscall, or between it and the "after" line, stretches that
+    interval across the whole freeze although the effect was done before the process
+    stopped. The kernel's time (``Effect.kernel``: the ctime of the folder the effect
+    changed, read right after the syscall) is an upper bound of the effect up to
+    ``KERNEL_CLOCK_MARGIN``: only later changes could have moved it, and only on.
+    With the "before" line a lower bound, the effect lies in
+    ``[start, kernel + margin]``, a proven interval whichever way it is read:
+
+    - kernel + margin before the SIGSTOP: the effect ran before the freeze;
+    - about at the SIGSTOP or later, before the SIGCONT: the syscall was already
+      running when the signal came (a stopped process enters none) and the process
+      stopped only once it returned. A SIGSTOP that lands while an ``unlink`` waits on
+      the file system's journal does this; its stamp is then on either side of the
+      recorded stop by up to as long as the syscall took. The effect is still placed
+      where the kernel did it, and judged there;
+    - at or after the SIGCONT: the process was frozen between its check and its
+      syscall and ran the syscall on waking (the window ADR 0008 leaves). Then
+      ``kernel + margin`` is not before the "after" line, nothing is clipped, and the
+      interval still spans the freeze and is reported with the note.
+
+    No kernel time (an effect that failed, or an ``after`` line without it), or one
+    before the "before" line by more than the margin (so not this effect's: no
+    syscall here leaves its folder unstamped, but if one did), leaves it as it is.
+    """
+    if effect.kernel is None or not spanned_freezes(effect, freezes):
+        return effect
+    if effect.kernel < effect.start - KERNEL_CLOCK_MARGIN:
+        return effect
+    bound = effect.kernel + KERNEL_CLOCK_MARGIN
+    if bound >= effect.end:
+        return effect
+    return replace(effect, end=bound)
+
+
 def check_side_effects(
     effects: Iterable[Effect], freezes: Freezes | None = None
 ) -> list[Violation]:
+    """No overlaps between the intervals of two attempts of one config, each interval
+    first ended at its kernel time where :func:`clip_at_kernel_time` allows it."""
+    clipped = [clip_at_kernel_time(e, freezes or {}) for e in effects]
     found = []
-    for overlap in overlaps(effects):
+    for overlap in overlaps(clipped):
         notes = "".join(freeze_note(e, freezes or {}) for e in (overlap.first, overlap.second))
         found.append(Violation("side_effects", overlap.describe() + notes))
     return found
@@ -341,6 +390,8 @@ def check_effects_within_lease(
     attempt at any moment; the self-stop is meant to have stopped it half a lease
     before that. So every effect must end while some lease the attempt held by then
     (its claim's, or one a heartbeat had renewed before the effect ended) still ran.
+    An effect whose interval spans a freeze ends at its kernel time where
+    :func:`clip_at_kernel_time` allows it.
     """
     leases: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
     for item, attempt, at, expires in conn.execute(
@@ -349,7 +400,8 @@ def check_effects_within_lease(
         leases[(item, attempt)].append((at.timestamp(), expires.timestamp()))
     found: list[Violation] = []
     reported: set[tuple[int, int]] = set()
-    for effect in sorted(effects, key=lambda e: e.start):
+    clipped = [clip_at_kernel_time(e, freezes or {}) for e in effects]
+    for effect in sorted(clipped, key=lambda e: e.start):
         if effect.owner in reported:
             continue
         end = effect.end + wall_minus_monotonic

@@ -10,6 +10,12 @@ should not be, the checker runs after every Worker stopped) it stays open for ev
 An ``after`` line that says ``"refused": true`` closes an effect that ``ensure_alive()``
 refused inside its interval, before anything was touched: it had no side effect, so it
 is left out. (No engine code writes it yet: see docs/reliability.md, bug 3.)
+
+The ``after`` line of an effect that succeeded may also carry the kernel's time of it
+(``folder_ctime_ns`` with ``realtime_ns``, see ``safelight.work.journal._kernel_time``):
+an upper bound of when the effect ran, give or take ``KERNEL_CLOCK_MARGIN``, kept as
+``Effect.kernel`` on the journal's clock. The interval itself is left as journalled;
+the checker decides when that bound may shorten it (``checker.clip_at_kernel_time``).
 """
 
 from __future__ import annotations
@@ -18,8 +24,13 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+KERNEL_CLOCK_MARGIN = 0.050
+"""Seconds allowed between the kernel's stamp of an effect and the effect: a file
+system stamps with the coarse realtime clock, up to one tick (1-10 ms) behind the real
+one; the rest is slack."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +45,9 @@ class Effect:
     end: float
     ok: bool | None
     """None: no ``after`` line (the process died in the middle)."""
+    kernel: float | None = None
+    """The kernel's time of the effect, on the journal's clock, if its ``after`` line
+    has it: the effect ran before ``kernel + KERNEL_CLOCK_MARGIN``."""
 
     @property
     def owner(self) -> tuple[int, int]:
@@ -41,9 +55,10 @@ class Effect:
 
     def describe(self) -> str:
         end = "open" if self.ok is None else f"{self.end:.4f}"
+        kernel = "" if self.kernel is None else f" kernel={self.kernel:.4f}"
         return (
             f"pid {self.pid} item {self.item} attempt {self.attempt} {self.action} "
-            f"{self.target} [{self.start:.4f}, {end}] ok={self.ok}"
+            f"{self.target} [{self.start:.4f}, {end}] ok={self.ok}{kernel}"
         )
 
 
@@ -88,12 +103,22 @@ def effects_of(
         before = pending[key].pop(0)
         if line.get("refused"):
             continue
-        effects.append(_effect(before, float(line["t"]), bool(line["ok"])))  # type: ignore[arg-type]
+        effect = _effect(before, float(line["t"]), bool(line["ok"]))  # type: ignore[arg-type]
+        effects.append(replace(effect, kernel=kernel_time(line)))
     for opened in pending.values():
         for before in opened:
             died = died_at.get(int(before["pid"]))  # type: ignore[call-overload]
             effects.append(_effect(before, math.inf if died is None else died, None))
     return effects
+
+
+def kernel_time(after: Mapping[str, object]) -> float | None:
+    """The kernel's time of an effect on its journal's clock, from its ``after`` line:
+    ``realtime_ns - folder_ctime_ns`` before the line's ``t``. None if not recorded."""
+    folder_ns, real_ns = after.get("folder_ctime_ns"), after.get("realtime_ns")
+    if not isinstance(folder_ns, int) or not isinstance(real_ns, int):
+        return None
+    return float(after["t"]) - (real_ns - folder_ns) / 1e9  # type: ignore[arg-type]
 
 
 def _effect(before: Mapping[str, object], end: float, ok: bool | None) -> Effect:

@@ -11,7 +11,6 @@ from uuid import UUID
 
 import pytest
 
-from safelight.work import journal as journal_module
 from safelight.work.errors import AttemptStopped
 from safelight.work.fakeclock import FakeClock
 from safelight.work.journal import Journal, attempt_scope, side_effect
@@ -184,7 +183,7 @@ def test_without_a_journal_no_kernel_time_is_read(
         stats.append(path)
         return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(journal_module.os, "stat", counted)
+    monkeypatch.setattr(os, "stat", counted)
     with attempt_scope(None, ITEM), side_effect("delete", tmp_path / "x"):
         pass
     with side_effect("delete", tmp_path / "y"):
