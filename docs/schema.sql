@@ -29,6 +29,22 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.taken_back_status(item_stalls integer, item_dedup_key text, max_stalls integer) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    IF item_stalls + 1 >= max_stalls THEN
+        RETURN 'failed';
+    END IF;
+    IF item_dedup_key IS NOT NULL AND EXISTS (
+        SELECT 1 FROM work_items q WHERE q.dedup_key = item_dedup_key AND q.status = 'queued'
+    ) THEN
+        RETURN 'cancelled';
+    END IF;
+    RETURN 'queued';
+END
+$$;
+
 CREATE FUNCTION public.track_config_running_item() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -174,22 +174,16 @@ RETURNING a.work_item_id
 
 -- retry_attempt --
 -- Put an interrupted attempt's item back to queued in its place with one more stall (fenced).
--- The same decision as recover_expired_lease: failed once it reaches max_stalls, ended
--- as superseded when its dedup key already has a queued item, else queued.
+-- The same decision as recover_expired_lease (taken_back_status, migration 0006): failed
+-- once it reaches max_stalls, ended as superseded when its dedup key already has a
+-- queued item, else queued.
 WITH current AS (
     SELECT id, attempt, stalls, dedup_key
     FROM work_items
     WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
     FOR UPDATE
 ), decided AS (
-    SELECT c.id, c.attempt,
-        CASE
-            WHEN c.stalls + 1 >= %(max_stalls)s THEN 'failed'
-            WHEN c.dedup_key IS NOT NULL AND EXISTS (
-                SELECT 1 FROM work_items q WHERE q.dedup_key = c.dedup_key AND q.status = 'queued'
-            ) THEN 'cancelled'
-            ELSE 'queued'
-        END AS new_status
+    SELECT c.id, c.attempt, taken_back_status(c.stalls, c.dedup_key, %(max_stalls)s) AS new_status
     FROM current c
 ), retried AS (
     UPDATE work_items w
@@ -228,7 +222,7 @@ FOR SHARE
 -- recover_expired_lease --
 -- Take back one running item whose lease expired: requeue it in its place with one
 -- more stall, fail it once it reaches max_stalls, or end it as superseded when its
--- dedup key already has a queued item (requeueing it would break that index).
+-- dedup key already has a queued item (taken_back_status, migration 0006).
 WITH expired AS (
     SELECT id, attempt, stalls, dedup_key
     FROM work_items
@@ -237,14 +231,7 @@ WITH expired AS (
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), decided AS (
-    SELECT e.id, e.attempt,
-        CASE
-            WHEN e.stalls + 1 >= %(max_stalls)s THEN 'failed'
-            WHEN e.dedup_key IS NOT NULL AND EXISTS (
-                SELECT 1 FROM work_items q WHERE q.dedup_key = e.dedup_key AND q.status = 'queued'
-            ) THEN 'cancelled'
-            ELSE 'queued'
-        END AS new_status
+    SELECT e.id, e.attempt, taken_back_status(e.stalls, e.dedup_key, %(max_stalls)s) AS new_status
     FROM expired e
 ), recovered AS (
     UPDATE work_items w
