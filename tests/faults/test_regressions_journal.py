@@ -21,6 +21,8 @@ makes it. They run the real library code; no database.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -32,9 +34,11 @@ from safelight.library.crawl import publish_image_proxies
 from safelight.library.images import make_image_proxies
 from safelight.library.purge import delete_proxy_file
 from safelight.library.samplegen import generate_jpegs
+from safelight.work.clock import SystemClock
 from safelight.work.errors import AttemptStopped, StopReason
 from safelight.work.fakeclock import FakeClock
-from safelight.work.journal import Journal, attempt_scope
+from safelight.work.journal import Journal, attempt_scope, side_effect
+from tests.faults.checker import check_side_effects
 from tests.faults.effects import effects_of, read_lines
 from tests.items import running_item
 
@@ -155,3 +159,99 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
     assert at_freeze, "no temporary file was made"
     assert snapshot(root / str(CONFIG)) == at_freeze[0], "touched its config's folder on waking"
     assert attempt.effects() == []
+
+
+# --- A freeze that lands in the syscall, told from one that lands before it ----------
+#
+# A SIGSTOP that lands in a proxy's rename (or between it and the "after" line) stretches
+# the write's interval over the whole freeze, though the rename was done before: the
+# checker reported it as an overlap with the next attempt's effects during the freeze.
+# The "after" line now carries the kernel's time of the rename (its folder's ctime), and
+# the checker ends the interval there. A freeze between the check and the rename (the
+# window ADR 0008 leaves) is still reported: that rename ran on waking.
+#
+# The freeze here is a pause of this process on the real clocks, recorded as the
+# scenario records its freezes, with the next attempt's delete in the middle of it. It
+# relies on no timing but that a sleep lasts at least as long as asked.
+
+NEXT = running_item(id=ITEM.id, attempt=ITEM.attempt + 1, config=CONFIG)
+OTHER_HASH = "fedcba9876543210"
+
+
+class Freezer:
+    def __init__(self, journal: Journal, next_target: Path) -> None:
+        self.journal = journal
+        self.next_target = next_target
+        self.freezes: list[tuple[float, float]] = []
+
+    def freeze(self) -> None:
+        stop = time.monotonic()
+        time.sleep(0.15)
+        # Lease recovery gave the item to its next attempt, which deletes a proxy of
+        # the config meanwhile.
+        with attempt_scope(self.journal, NEXT), side_effect("delete", self.next_target):
+            self.next_target.unlink()
+        time.sleep(0.15)
+        self.freezes.append((stop, time.monotonic()))
+
+
+def frozen_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, freeze: str, next_in: str
+) -> list[str]:
+    """Publish a proxy with the process frozen ``freeze`` ("before" or "after") its
+    rename, the next attempt deleting a file in ``next_in`` ("same" or "another")
+    folder meanwhile; what the checker reports of it."""
+    root = tmp_path / "proxies"
+    target = paths.proxy_path(root, CONFIG, CONTENT_HASH, "thumbnail", "jpg")
+    next_hash = CONTENT_HASH if next_in == "same" else OTHER_HASH
+    next_target = paths.proxy_path(root, CONFIG, next_hash, "full_preview", "jpg")
+    next_target.parent.mkdir(parents=True)
+    next_target.write_bytes(b"the next attempt's to delete")
+    staged = root / paths.STAGING_FOLDER / "thumbnail.jpg.tmp"
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"a finished proxy")
+    journal_path = tmp_path / "journal.jsonl"
+    journal = Journal(journal_path, SystemClock())
+    freezer = Freezer(journal, next_target)
+    replace = os.replace
+
+    def replace_frozen(src: Any, dst: Any) -> None:
+        if freeze == "before":
+            freezer.freeze()
+        replace(src, dst)
+        if freeze == "after":
+            freezer.freeze()
+
+    monkeypatch.setattr(os, "replace", replace_frozen)
+    with attempt_scope(journal, ITEM):
+        paths.move_into_place(staged, target, lambda: None)
+    monkeypatch.undo()
+    journal.close()
+    assert target.read_bytes() == b"a finished proxy"
+    effects = effects_of(read_lines([journal_path]), {})
+    assert len(effects) == 2
+    return [str(v) for v in check_side_effects(effects, {os.getpid(): freezer.freezes})]
+
+
+def test_a_rename_frozen_right_after_its_syscall_is_placed_at_its_kernel_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert frozen_rename(tmp_path, monkeypatch, freeze="after", next_in="another") == []
+
+
+def test_a_rename_frozen_between_its_check_and_its_syscall_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (found,) = frozen_rename(tmp_path, monkeypatch, freeze="before", next_in="another")
+    assert "two attempts had side effects at once" in found
+    assert "spans its process's freeze" in found
+
+
+def test_a_rename_frozen_after_its_syscall_is_still_reported_if_its_folder_changed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder's ctime is read when the process wakes: the next attempt's delete in
+    that folder moved it on, so the rename can be placed no earlier than that delete,
+    which then overlaps it."""
+    (found,) = frozen_rename(tmp_path, monkeypatch, freeze="after", next_in="same")
+    assert "two attempts had side effects at once" in found
