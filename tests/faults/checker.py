@@ -4,7 +4,8 @@ the proxy folder once every fault is healed and the Workers have drained the que
 1. ``side_effects``: no two attempts of one storage config ever had file side effects
    at overlapping times (:mod:`tests.faults.effects`).
 2. ``items``: every item is succeeded, failed with a reason, cancelled, or queued; none
-   is stuck running past its lease and a recovery interval.
+   is stuck running past its lease and a recovery interval; and every config names
+   exactly its running item, if any (ADR 0011).
 3. ``attempts``, ``stale_writes``, ``stale_effects``: no stale attempt's write reached
    the database or the disk.
    Every outcome an attempt writes itself (succeeded, failed, cancelled, released)
@@ -32,6 +33,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
+from tests.integration.storefixtures import RUNNING_ITEM_MISMATCHES
 
 AUDIT_SQL = """
 CREATE TABLE faults_audit (
@@ -260,6 +262,14 @@ def check_items(
                     f"lease expired (recovery runs every {recovery_seconds:g} s)",
                 )
             )
+    # The name each config keeps of its running item (migration 0005, ADR 0011), which
+    # the claim trusts to find idle configs, agrees with the items after every fault.
+    for config, named, running in conn.execute(RUNNING_ITEM_MISMATCHES):
+        found.append(
+            Violation(
+                "items", f"config {config} names running item {named}, but {running} is running"
+            )
+        )
     return found
 
 
