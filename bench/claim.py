@@ -17,7 +17,10 @@ the other and a claim is timed in each:
 
 A sample is the claim statement of src/safelight/work/queries.sql (the one the Worker
 runs, on a psycopg connection, prepared after 5 uses as the Worker's are) in a
-transaction that rolls back, timed on the client: one round trip. Each state is
+transaction that rolls back, timed on the client: one round trip. Each state is timed
+on a connection of its own (a Worker connected in that state), and again on one that
+went through every earlier state ("carried over", with the custom plans PostgreSQL
+made for it there: see ``measure``). Each state is
 measured in ``--rounds`` rounds of ``--samples`` claims; a round's median is one
 figure, and the table gives the median of the rounds with their min..max. In the
 blocked 100k state of K=1 the same claim is also timed with real commits (claim, then
@@ -65,6 +68,7 @@ from safelight.work.store import WorkStore, claim_query
 KINDS = ["crawl", "burst_detection", "purge", "proxy_deletion", "noop"]
 LEASE_SECONDS = 60.0
 BLOCKED_STEPS = (100_000, 1_000_000)
+CARRIED = "safelight, carried"
 # The claim as it was before migration 0004 (only the LATERAL over configs), timed
 # beside the current one in the same rounds.
 BEFORE = (Path(__file__).resolve().parent / "sql" / "claim_lateral_v1.sql").read_text()
@@ -223,33 +227,61 @@ async def claim_and_complete(url: str, free: str, samples: int) -> list[float]:
         await pool.close()
 
 
+def custom_plans(conn: psycopg.Connection[Any], sql: str) -> int:
+    """How many custom plans the server made for ``sql`` prepared on ``conn``."""
+    row = conn.execute(
+        "SELECT coalesce(sum(custom_plans), 0) FROM pg_prepared_statements WHERE statement LIKE %s",
+        (sql.strip()[:60].replace("%", "%%") + "%",),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def measure(
     conn: psycopg.Connection[Any],
+    url: str,
     args: argparse.Namespace,
     expect: int | None,
     peer: Peer | None = None,
 ) -> dict[str, Any]:
-    """Round medians (ms) of each claim variant (and of the peer), in turns."""
+    """Round medians (ms) of each claim variant (and of the peer), in turns.
+
+    Each state is timed on a connection of its own, as a Worker that connected in that
+    state: PostgreSQL picks a prepared statement's generic plan once it costs less than
+    the average of the custom plans made so far, every one of them since the statement
+    was prepared. A statement prepared while the queue was empty, then used behind a
+    backlog over 1,000 configs, is planned anew on each call until enough costly custom
+    plans have raised that average (about a thousand). ``safelight, carried`` times the
+    same claim on ``conn``, which has gone through every earlier state, to show it.
+    """
     variants = {"safelight": claim_query(1)}
     if not args.no_before:
         variants["before (LATERAL only)"] = BEFORE
-    per_round: dict[str, list[float]] = {name: [] for name in variants}
-    every: dict[str, list[float]] = {name: [] for name in variants}
-    for sql in variants.values():  # warm up; also past psycopg's prepare threshold
-        time_claims(conn, 10, expect, sql)
-    if peer is not None:
-        per_round["pgqueuer"], every["pgqueuer"] = [], []
-        peer.ask(cmd="measure", samples=10)
-    for _ in range(args.rounds):
-        for name, sql in variants.items():
-            t = time_claims(conn, args.samples, expect, sql)
-            per_round[name].append(statistics.median(t))
-            every[name] += t
+    per_round: dict[str, list[float]] = {name: [] for name in [*variants, CARRIED]}
+    every: dict[str, list[float]] = {name: [] for name in per_round}
+    custom_before = custom_plans(conn, claim_query(1))
+    with psycopg.connect(url, autocommit=True) as fresh:
+        for sql in variants.values():  # warm up; also past psycopg's prepare threshold
+            time_claims(fresh, 10, expect, sql)
         if peer is not None:
-            p = peer.ask(cmd="measure", samples=args.samples)["ms"]
-            per_round["pgqueuer"].append(statistics.median(p))
-            every["pgqueuer"] += p
-    return {name: {"rounds": per_round[name], "all": summary(every[name])} for name in per_round}
+            per_round["pgqueuer"], every["pgqueuer"] = [], []
+            peer.ask(cmd="measure", samples=10)
+        for _ in range(args.rounds):
+            for name, sql in variants.items():
+                t = time_claims(fresh, args.samples, expect, sql)
+                per_round[name].append(statistics.median(t))
+                every[name] += t
+            t = time_claims(conn, args.samples, expect)
+            per_round[CARRIED].append(statistics.median(t))
+            every[CARRIED] += t
+            if peer is not None:
+                p = peer.ask(cmd="measure", samples=args.samples)["ms"]
+                per_round["pgqueuer"].append(statistics.median(p))
+                every["pgqueuer"] += p
+    out: dict[str, Any] = {
+        name: {"rounds": per_round[name], "all": summary(every[name])} for name in per_round
+    }
+    out[CARRIED]["custom plans"] = custom_plans(conn, claim_query(1)) - custom_before
+    return out
 
 
 def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) -> dict[str, Any]:
@@ -261,7 +293,7 @@ def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) ->
         busy, free = load_configs(conn, busy_count)
         vacuum(conn)
         print(f"K={busy_count}: empty", flush=True)
-        out["empty"] = measure(conn, args, None)
+        out["empty"] = measure(conn, url, args, None)
         row = conn.execute(
             "INSERT INTO work_items (kind, storage_config_id, requested_at)"
             " VALUES ('noop', %s, now()) RETURNING id",
@@ -273,7 +305,7 @@ def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) ->
         print(f"K={busy_count}: one", flush=True)
         if peer is not None:
             peer.ask(cmd="state", state="one")
-        out["one"] = measure(conn, args, eligible, peer)
+        out["one"] = measure(conn, url, args, eligible, peer)
         loaded = 0
         for step in BLOCKED_STEPS:
             if step > args.max_items:
@@ -290,7 +322,7 @@ def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) ->
             with_peer = peer if step == 100_000 else None
             if with_peer is not None:
                 with_peer.ask(cmd="state", state="blocked", backlog=step)
-            out[f"blocked {label}"] = measure(conn, args, eligible, with_peer)
+            out[f"blocked {label}"] = measure(conn, url, args, eligible, with_peer)
             if busy_count == 1 and step == 100_000:
                 naive = time_claims(conn, 10, eligible, NAIVE_CLAIM)
                 out["naive NOT EXISTS, blocked 100k"] = summary(naive)
@@ -312,7 +344,7 @@ def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) ->
             ).fetchone()
             assert oldest is not None
             print(f"K={busy_count}: backlog {label}", flush=True)
-            out[f"backlog {label}"] = measure(conn, args, int(oldest[0]))
+            out[f"backlog {label}"] = measure(conn, url, args, int(oldest[0]))
     return out
 
 
@@ -359,6 +391,7 @@ def report(results: dict[str, Any]) -> None:
             ours = statistics.median(data["safelight"]["rounds"])
             before = data.get("before (LATERAL only)")
             peer = data.get("pgqueuer")
+            carried = data[CARRIED]
             rows.append(
                 (
                     k,
@@ -366,6 +399,7 @@ def report(results: dict[str, Any]) -> None:
                     spread(data["safelight"]["rounds"]),
                     f"{data['safelight']['all']['p95']:.3g}",
                     f"{ours / base:.2f}x",
+                    f"{spread(carried['rounds'])} ({carried['custom plans']})",
                     spread(before["rounds"]) if before else "",
                     spread(peer["rounds"]) if peer else "",
                     f"{ours / statistics.median(peer['rounds']):.2f}" if peer else "",
@@ -378,6 +412,7 @@ def report(results: dict[str, Any]) -> None:
             "claim ms, median [min..max] of round medians",
             "p95 ms",
             "vs one",
+            "carried over ms (custom plans)",
             "before 0004 ms",
             "PgQueuer ms",
             "safelight / PgQueuer",
