@@ -209,6 +209,7 @@ def frozen_rename(
     next_target.write_bytes(b"the next attempt's to delete")
     staged = root / paths.STAGING_FOLDER / "thumbnail.jpg.tmp"
     staged.parent.mkdir(parents=True)
+    target.parent.mkdir(parents=True, exist_ok=True)  # the rename alone is journalled
     staged.write_bytes(b"a finished proxy")
     journal_path = tmp_path / "journal.jsonl"
     journal = Journal(journal_path, SystemClock())

@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -263,6 +264,47 @@ def test_writes_are_journalled_around_the_publish(tmp_path: Path) -> None:
     journal.close()
     lines = [json.loads(x) for x in (tmp_path / "effects.jsonl").read_text().splitlines()]
     assert [(x["action"], x["phase"], x["target"]) for x in lines] == [
+        ("mkdir", "before", str(target.parent)),
+        ("mkdir", "after", str(target.parent)),
         ("write", "before", str(target)),
         ("write", "after", str(target)),
     ]
+
+
+def test_a_second_write_into_an_existing_folder_is_the_rename_alone(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock())
+    first, second = tmp_path / "p" / "thumbnail.jpg", tmp_path / "p" / "preview.jpg"
+    with attempt_scope(journal, JOURNAL_ITEM):
+        write_atomically(first, b"a", lambda: None, tmp_path / ".staging")
+        write_atomically(second, b"b", lambda: None, tmp_path / ".staging")
+    journal.close()
+    lines = [json.loads(x) for x in (tmp_path / "effects.jsonl").read_text().splitlines()]
+    assert [x["action"] for x in lines[4:]] == ["write", "write"]
+
+
+def test_an_attempt_stopped_while_its_folder_is_made_does_not_rename_on_waking(
+    tmp_path: Path,
+) -> None:
+    """A process frozen inside the mkdir (which can wait on the file system) wakes past
+    its deadline: the rename's own check refuses, and nothing is published."""
+    target = tmp_path / "p" / "preview.jpg"
+    stopped = False
+    real_mkdir = Path.mkdir
+
+    def check() -> None:
+        if stopped:
+            raise AttemptStopped("past its deadline")
+
+    def mkdir_then_freeze(self: Path, *args: Any, **kwargs: Any) -> None:
+        nonlocal stopped
+        real_mkdir(self, *args, **kwargs)
+        if self == target.parent:
+            stopped = True  # woke past the deadline
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "mkdir", mkdir_then_freeze)
+        with pytest.raises(AttemptStopped):
+            write_atomically(target, b"data", check, tmp_path / ".staging")
+    assert target.parent.is_dir()
+    assert list(target.parent.iterdir()) == []
+    assert list((tmp_path / ".staging").iterdir()) == []

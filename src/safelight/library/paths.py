@@ -173,12 +173,12 @@ def write_atomically(
 def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) -> None:
     """Publish a finished temporary file (a staged proxy, ffmpeg's output) at ``path``.
 
-    fsyncs it; then, as one journalled side effect, checks ``ensure_alive()`` (right
-    after the journal line) and renames it into place, creating the folder; then fsyncs
-    the folder so the rename survives a power cut. Nothing of the target's folder is
-    touched before that check. On failure ``temp`` is removed. ``temp`` must be on the
-    same file system as ``path`` (``os.replace`` raises ``OSError(EXDEV)`` otherwise: a
-    configuration error).
+    fsyncs it; then creates the folder if missing and renames the file into place, each
+    a journalled side effect that checks ``ensure_alive()`` right after its journal
+    line; then fsyncs the folder so the rename survives a power cut. Nothing of the
+    target's folder is touched before those checks. On failure ``temp`` is removed.
+    ``temp`` must be on the same file system as ``path`` (``os.replace`` raises
+    ``OSError(EXDEV)`` otherwise: a configuration error).
     """
     try:
         ensure_alive()
@@ -188,8 +188,14 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
             os.fsync(fd)
         finally:
             os.close(fd)
+        if not path.parent.is_dir():
+            # A step of its own, checked like the rename: creating a folder can wait on
+            # the file system's journal, and a process stopped inside it must not go on
+            # to rename on waking without a fresh check. The rename's own step is then
+            # its one syscall.
+            with side_effect("mkdir", path.parent, ensure_alive):
+                path.parent.mkdir(parents=True, exist_ok=True)
         with side_effect("write", path, ensure_alive):
-            path.parent.mkdir(parents=True, exist_ok=True)
             os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
