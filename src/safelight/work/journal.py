@@ -137,8 +137,9 @@ def _kernel_time(target: Path | str) -> dict[str, object]:
     bound: ``{"folder_ctime_ns": ...}``, or nothing if it cannot be read.
 
     Every journalled effect adds, replaces or removes an entry of ``target``'s folder:
-    "write" renames a finished file to ``target`` (after making its folder if need be),
-    "delete" unlinks ``target``, "rmdir" removes it. Each of those syscalls sets the
+    "write" renames a finished file to ``target``, "mkdir" makes ``target`` (and any
+    missing folder above it, each an entry of the folder above), "delete" unlinks
+    ``target``, "rmdir" removes it. Each of those syscalls sets the
     folder's mtime and ctime to the kernel's time of the change, and any later change by
     anyone only moves them on. The ctime, unlike the mtime, cannot be set back by
     ``utime``, so read here, after the syscall, it is at or after the change - except
