@@ -28,6 +28,7 @@ from safelight.work.outcome import (
     Abandoned,
     Cancel,
     Cancelled,
+    ClaimedLate,
     Complete,
     Fail,
     Failed,
@@ -1204,9 +1205,48 @@ async def test_a_claim_answered_after_half_a_lease_touches_no_file(
     claimed_at = clock.monotonic()
     clock.jump(31)
     result = await make(store, clock, handler).run(ITEM, claimed_at=claimed_at)
-    assert result == RunResult(SelfStopped(), None, False)
+    # It did no work, so it gives the item back without a stall.
+    assert result == RunResult(ClaimedLate(31.0), Release(), True)
     assert written == []
-    assert store.calls == []
+    assert store.calls == [(31.0, "release", 7, 3)]
+    await assert_quiet(clock)
+
+
+async def test_a_claim_answered_just_inside_half_a_lease_runs_its_handler(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    ran: list[bool] = []
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.ensure_alive()
+        ran.append(True)
+        return {}
+
+    claimed_at = clock.monotonic()
+    clock.jump(29.999)
+    result = await make(store, clock, handler).run(ITEM, claimed_at=claimed_at)
+    assert result.outcome == Succeeded({})
+    assert ran == [True]
+
+
+async def test_a_late_claim_that_recovery_already_took_back_writes_in_vain(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Answered after the whole lease, the item may be someone else's already: the
+    release is fenced, changes nothing, and the attempt still starts nothing."""
+    store.writes = False
+    claimed_at = clock.monotonic()
+    clock.jump(61)
+    result = await make(store, clock, Probe(clock)).run(ITEM, claimed_at=claimed_at)
+    assert result == RunResult(ClaimedLate(61.0), Release(), False)
+    assert logs(caplog) == [
+        (
+            "WARNING",
+            "work item 7 attempt 3: the claim's answer came 61 s after it was sent (half a "
+            "lease is 30 s); starting nothing and giving the item back",
+        ),
+        ("WARNING", "work item 7 attempt 3: release not applied: the attempt had lost the item"),
+    ]
 
 
 async def test_a_claim_time_in_the_future_counts_as_now(

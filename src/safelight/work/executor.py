@@ -47,6 +47,7 @@ from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
     Abandoned,
     Cancelled,
+    ClaimedLate,
     Failed,
     Interrupted,
     Lost,
@@ -153,8 +154,8 @@ class Executor:
         ``claimed_at`` is the clock's ``monotonic()`` when the claim was *sent* (default:
         now). The database set the lease somewhere after that, so counting the self-stop
         from it keeps the full margin even when the claim's answer came late: a claim
-        answered after half a lease starts an attempt that is already past its deadline
-        and touches no file.
+        answered half a lease or more after it was sent starts nothing: the item is
+        released (no stall), as the attempt did no work (:class:`ClaimedLate`).
         Setting ``shutdown`` asks the attempt to stop; the item is released (back to the
         queue, no stall) once the handler has stopped. Nothing is left running when it
         returns, except a handler that ignored its cancellation for the whole grace
@@ -167,9 +168,21 @@ class Executor:
             self._logger, {"item_id": item.id, "kind": item.kind, "attempt": item.attempt}
         )
         handler = self._handlers.get(item.kind)
-        if handler is None:
+        waited = 0.0 if claimed_at is None else self._clock.monotonic() - claimed_at
+        if waited >= self._settings.lease_seconds / 2:
+            # Past the self-stop deadline before the first step: no handler, no file.
+            log.warning(
+                "work item %d attempt %d: the claim's answer came %.3g s after it was sent "
+                "(half a lease is %g s); starting nothing and giving the item back",
+                item.id,
+                item.attempt,
+                waited,
+                self._settings.lease_seconds / 2,
+            )
+            outcome: Outcome = ClaimedLate(waited)
+        elif handler is None:
             log.error("work item %d: no handler for kind %s", item.id, item.kind)
-            outcome: Outcome = UnknownKind(item.kind)
+            outcome = UnknownKind(item.kind)
         else:
             outcome = await _Attempt(self, item, handler, log, shutdown, claimed_at).finish()
         return await self._record(item, outcome, log)

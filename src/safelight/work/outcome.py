@@ -62,6 +62,17 @@ class Released:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimedLate:
+    """The claim's answer came ``seconds`` after it was sent, half a lease or more: the
+    lease it set may be about to expire, or already have. The attempt starts nothing
+    (no handler, no file) and gives the item back without a stall, since it did no work.
+    Were it to write nothing, lease recovery would count a stall for work that never
+    started, and enough network cuts could fail an item that never ran."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Lost:
     """The database says the item is no longer this attempt's. Writes nothing: a
     fenced write could not apply anyway."""
@@ -91,6 +102,7 @@ Outcome: TypeAlias = (
     | UnknownKind
     | Cancelled
     | Released
+    | ClaimedLate
     | Lost
     | SelfStopped
     | Abandoned
@@ -144,7 +156,7 @@ def write_for(outcome: Outcome) -> Write | None:
             return Fail(f"no handler for kind {kind}")
         case Cancelled():
             return Cancel()
-        case Released():
+        case Released() | ClaimedLate():
             return Release()
     return None
 
