@@ -1212,6 +1212,15 @@ async def test_a_claim_answered_after_half_a_lease_touches_no_file(
     await assert_quiet(clock)
 
 
+async def test_a_claim_answered_exactly_half_a_lease_late_starts_nothing(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    claimed_at = clock.monotonic()
+    clock.jump(30)
+    result = await make(store, clock, Probe(clock)).run(ITEM, claimed_at=claimed_at)
+    assert result == RunResult(ClaimedLate(30.0), Release(), True)
+
+
 async def test_a_claim_answered_just_inside_half_a_lease_runs_its_handler(
     clock: FakeClock, store: ScriptedStore
 ) -> None:

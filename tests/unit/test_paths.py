@@ -308,3 +308,55 @@ def test_an_attempt_stopped_while_its_folder_is_made_does_not_rename_on_waking(
     assert target.parent.is_dir()
     assert list(target.parent.iterdir()) == []
     assert list((tmp_path / ".staging").iterdir()) == []
+
+
+def test_an_attempt_stopped_before_its_folder_is_made_makes_no_folder(tmp_path: Path) -> None:
+    """The folder is a step of its own with its own check: an attempt that stops between
+    its first check and the mkdir makes nothing under the proxy root."""
+    temp = tmp_path / "staged.tmp"
+    temp.write_bytes(b"data")
+    target = tmp_path / "root" / "ab" / "preview.jpg"
+    checks = 0
+
+    def alive_once() -> None:
+        nonlocal checks
+        checks += 1
+        if checks > 1:
+            raise AttemptStopped("past its deadline")
+
+    with pytest.raises(AttemptStopped):
+        move_into_place(temp, target, alive_once)
+    assert not (tmp_path / "root").exists()
+    assert not temp.exists()
+
+
+def test_a_folder_made_by_someone_else_after_the_look_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (a sibling proxy's write) may make the folder between the look
+    and the mkdir: that is no error."""
+    temp = tmp_path / "staged.tmp"
+    temp.write_bytes(b"data")
+    target = tmp_path / "root" / "ab" / "preview.jpg"
+    target.parent.mkdir(parents=True)
+    real_is_dir = Path.is_dir
+    looks: list[Path] = []
+
+    def looked_just_before(self: Path) -> bool:
+        looks.append(self)
+        return False if len(looks) == 1 else real_is_dir(self)
+
+    monkeypatch.setattr(Path, "is_dir", looked_just_before)
+    move_into_place(temp, target, lambda: None)
+    assert looks[0] == target.parent
+    assert target.read_bytes() == b"data"
+
+
+def test_a_staged_file_gone_before_publishing_raises_its_own_error(tmp_path: Path) -> None:
+    """The clean-up of a temporary file that is already gone adds no second error."""
+    temp = tmp_path / "staged.tmp"
+    target = tmp_path / "root" / "preview.jpg"
+    with pytest.raises(FileNotFoundError) as caught:
+        move_into_place(temp, target, lambda: None)
+    assert caught.value.__context__ is None
+    assert not target.exists()

@@ -168,8 +168,8 @@ class Executor:
             self._logger, {"item_id": item.id, "kind": item.kind, "attempt": item.attempt}
         )
         handler = self._handlers.get(item.kind)
-        waited = 0.0 if claimed_at is None else self._clock.monotonic() - claimed_at
-        if waited >= self._settings.lease_seconds / 2:
+        waited = None if claimed_at is None else self._clock.monotonic() - claimed_at
+        if waited is not None and waited >= self._settings.lease_seconds / 2:
             # Past the self-stop deadline before the first step: no handler, no file.
             log.warning(
                 "work item %d attempt %d: the claim's answer came %.3g s after it was sent "
