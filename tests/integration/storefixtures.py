@@ -49,6 +49,14 @@ async def add_config(
         return UUID(str(row[0]))
 
 
+async def claimed(store: WorkStore, config_id: UUID, kind: str = "crawl") -> int:
+    """Enqueue an item of ``config_id`` and claim it (the queue holding nothing older)."""
+    item_id = await store.enqueue(kind, config_id=config_id)
+    item = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert item is not None and item.id == item_id
+    return item_id
+
+
 async def status_of(pool: AsyncConnectionPool[Any], item_id: int) -> str:
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT status::text FROM work_items WHERE id = %s", (item_id,))

@@ -16,19 +16,13 @@ from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,
     add_config,
+    claimed,
     make_store,
     running_item_mismatches,
     running_item_of,
 )
 
 pytestmark = pytest.mark.integration
-
-
-async def _claimed(store: WorkStore, config: UUID, kind: str = "crawl") -> int:
-    item_id = await store.enqueue(kind, config_id=config)
-    item = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
-    assert item is not None and item.id == item_id
-    return item_id
 
 
 async def _expire_and_recover(store: WorkStore, clock: FakeClock) -> None:
@@ -59,7 +53,7 @@ async def test_a_config_names_its_running_item_until_it_stops_running(
     c = await add_config(pool, clock, root="/c")
     d = await add_config(pool, clock, root="/d")
     assert await running_item_of(pool, c) is None
-    item_id = await _claimed(store, c)
+    item_id = await claimed(store, c)
     assert await running_item_of(pool, c) == item_id
     assert await running_item_of(pool, d) is None  # only its own config
     await _ending(ending, store, clock, item_id)
@@ -95,7 +89,7 @@ async def test_an_item_failed_by_its_last_stall_frees_its_config(
     clock = FakeClock()
     store = make_store(pool, clock, max_stalls=1)
     c = await add_config(pool, clock)
-    await _claimed(store, c)
+    await claimed(store, c)
     await clock.advance(LEASE + 1)
     assert (await store.recover_expired_leases()).failed == 1
     assert await running_item_of(pool, c) is None
@@ -150,7 +144,7 @@ async def test_behind_a_window_full_of_a_busy_configs_items_the_idle_config_is_f
     store = make_store(pool, clock)
     busy = await add_config(pool, clock, root="/busy")
     idle = await add_config(pool, clock, root="/idle")
-    await _claimed(store, busy)
+    await claimed(store, busy)
     await store.enqueue_many("crawl", [{"n": n} for n in range(40)], config_id=busy)
     await clock.advance(1)
     assert await store.claim("w2", ALL_KINDS, lease_seconds=LEASE) is None

@@ -11,7 +11,14 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
+from tests.integration.storefixtures import (
+    ALL_KINDS,
+    LEASE,
+    add_config,
+    claimed,
+    count,
+    make_store,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -94,11 +101,9 @@ async def test_follow_up_work_is_queued_in_the_fenced_transaction_or_not_at_all(
     clock = FakeClock()
     store = make_store(pool, clock)
     c = await add_config(pool, clock)
-    crawl = await store.enqueue("crawl", config_id=c)
-    item = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
-    assert item is not None and item.id == crawl
+    crawl = await claimed(store, c)
 
-    async with store.fenced(item.id, item.attempt) as conn:
+    async with store.fenced(crawl, 1) as conn:
         follow_up = await store.enqueue_in(
             conn, "burst_detection", config_id=c, dedup_key=f"burst_detection:{c}"
         )
@@ -110,6 +115,6 @@ async def test_follow_up_work_is_queued_in_the_fenced_transaction_or_not_at_all(
     await clock.advance(LEASE + 1)
     assert (await store.recover_expired_leases()).requeued == 1  # the attempt lost it
     with pytest.raises(AttemptLost):
-        async with store.fenced(item.id, item.attempt) as conn:
+        async with store.fenced(crawl, 1) as conn:
             await store.enqueue_in(conn, "noop", config_id=c, dedup_key="never")
     assert await count(pool, "SELECT count(*) FROM work_items WHERE dedup_key = 'never'") == 0

@@ -16,7 +16,7 @@ import select
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -122,11 +122,17 @@ class Holder:
 
 
 @pytest.fixture
-def holders(tmp_path: Path) -> Iterator[list[Holder]]:
+def holder(tmp_path: Path) -> Iterator[Callable[[str], Holder]]:
+    """Makes a named :class:`Holder` in the test's folder; all are released after it."""
     made: list[Holder] = []
-    yield made
-    for holder in made:
-        holder.release()
+
+    def make(name: str) -> Holder:
+        made.append(Holder(tmp_path, name))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.release()
 
 
 def alive(pid: int) -> bool:
@@ -203,13 +209,12 @@ async def test_a_corrupt_jpeg_is_corrupt_media_and_the_pool_goes_on(
 
 
 async def test_a_killed_decode_process_is_that_photos_error_and_the_next_photo_decodes(
-    library: Manifest, tmp_path: Path, one_process: ImageDecoder, holders: list[Holder]
+    library: Manifest, one_process: ImageDecoder, holder: Callable[[str], Holder]
 ) -> None:
     photo = library.root / library.photos[0].path
-    holder = Holder(tmp_path, "held")
-    holders.append(holder)
-    call = asyncio.create_task(one_process.run(hold, str(holder.path)))
-    pid = await holder.pid()
+    held = holder("held")
+    call = asyncio.create_task(one_process.run(hold, str(held.path)))
+    pid = await held.pid()
     assert one_process.pids() == [pid]
 
     os.kill(pid, signal.SIGKILL)
@@ -226,11 +231,10 @@ async def test_a_killed_decode_process_is_that_photos_error_and_the_next_photo_d
 
 
 async def test_photos_that_only_shared_the_pool_with_a_dying_process_are_decoded_again(
-    library: Manifest, tmp_path: Path, decoder: ImageDecoder, holders: list[Holder]
+    library: Manifest, tmp_path: Path, decoder: ImageDecoder, holder: Callable[[str], Holder]
 ) -> None:
     photo = library.root / library.photos[1].path
-    first, second = Holder(tmp_path, "first"), Holder(tmp_path, "second")
-    holders += [first, second]
+    first, second = holder("first"), holder("second")
     dying = asyncio.create_task(decoder.run(hold, str(first.path)))
     running = asyncio.create_task(
         decoder.run(hold_once, str(second.path), str(tmp_path / "marker"))
@@ -250,13 +254,12 @@ async def test_photos_that_only_shared_the_pool_with_a_dying_process_are_decoded
 
 
 async def test_a_cancelled_caller_does_not_wait_for_its_photo(
-    library: Manifest, tmp_path: Path, one_process: ImageDecoder, holders: list[Holder]
+    library: Manifest, one_process: ImageDecoder, holder: Callable[[str], Holder]
 ) -> None:
     photo = library.root / library.photos[0].path
-    holder = Holder(tmp_path, "held")
-    holders.append(holder)
-    busy = asyncio.create_task(one_process.run(hold, str(holder.path)))
-    pid = await holder.pid()
+    held = holder("held")
+    busy = asyncio.create_task(one_process.run(hold, str(held.path)))
+    pid = await held.pid()
     queued = asyncio.create_task(one_process.decode(photo, SPEC))
     for _ in range(3):  # to its await of the pool (it takes no lock anyone holds)
         await asyncio.sleep(0)
@@ -268,7 +271,7 @@ async def test_a_cancelled_caller_does_not_wait_for_its_photo(
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(queued, DEADLOCK_SECONDS)
     assert not busy.done()
-    holder.release()
+    held.release()
     assert await busy == pid
     assert await one_process.decode(photo, SPEC) == decode_image(photo, SPEC)
 

@@ -22,35 +22,30 @@ OTHER_PID = 202
 FREEZES = {FROZEN_PID: [(10.2, 14.0)]}
 
 
-def frozen_effect(kernel: float | None) -> Effect:
-    """Attempt 1 of item 1: its interval [10.0, 14.001] spans its process's freeze."""
+def _delete(pid: int, attempt: int, name: str, start: float, end: float, **rest: Any) -> Effect:
+    """A successful delete of ``name`` by attempt ``attempt`` of item 1 of config c1."""
     return Effect(
-        pid=FROZEN_PID,
+        pid=pid,
         config="c1",
         item=1,
-        attempt=1,
+        attempt=attempt,
         action="delete",
-        target="/proxies/c1/ab/thumbnail.jpg",
-        start=10.0,
-        end=14.001,
+        target=f"/proxies/c1/ab/{name}",
+        start=start,
+        end=end,
         ok=True,
-        kernel=kernel,
+        **rest,
     )
+
+
+def frozen_effect(kernel: float | None) -> Effect:
+    """Attempt 1 of item 1: its interval [10.0, 14.001] spans its process's freeze."""
+    return _delete(FROZEN_PID, 1, "thumbnail.jpg", 10.0, 14.001, kernel=kernel)
 
 
 def next_attempt(at: float) -> Effect:
     """Attempt 2 of item 1, on another Worker, during the freeze."""
-    return Effect(
-        pid=OTHER_PID,
-        config="c1",
-        item=1,
-        attempt=2,
-        action="delete",
-        target="/proxies/c1/ab/full_preview.jpg",
-        start=at,
-        end=at + 0.001,
-        ok=True,
-    )
+    return _delete(OTHER_PID, 2, "full_preview.jpg", at, at + 0.001)
 
 
 def test_an_effect_the_kernel_stamped_before_the_freeze_no_longer_overlaps() -> None:

@@ -168,8 +168,9 @@ class Executor:
             self._logger, {"item_id": item.id, "kind": item.kind, "attempt": item.attempt}
         )
         handler = self._handlers.get(item.kind)
+        half_lease = self._settings.lease_seconds / 2
         waited = None if claimed_at is None else self._clock.monotonic() - claimed_at
-        if waited is not None and waited >= self._settings.lease_seconds / 2:
+        if waited is not None and waited >= half_lease:
             # Past the self-stop deadline before the first step: no handler, no file.
             log.warning(
                 "work item %d attempt %d: the claim's answer came %.3g s after it was sent "
@@ -177,7 +178,7 @@ class Executor:
                 item.id,
                 item.attempt,
                 waited,
-                self._settings.lease_seconds / 2,
+                half_lease,
             )
             outcome: Outcome = ClaimedLate(waited)
         elif handler is None:
