@@ -17,6 +17,7 @@ from uuid import UUID
 
 from safelight.db.database import Database, open_database
 from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.clock import Clock, SystemClock
@@ -162,6 +163,10 @@ async def run_workers(
     services = Services(
         pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
     )
+    # Before anything is claimed: nothing this process writes may land in a library it
+    # serves, and its proxy root must be this database's (library.roots, .proxyroot).
+    await check_active_roots(services, options.user)
+    await check_proxy_root(services)
     journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
     handlers = journaled(build_handlers(services), journal)
     executor = Executor(

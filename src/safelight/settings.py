@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from safelight.db.urls import mask_url
+from safelight.db.urls import database_key, mask_url
 
 ENV_PREFIX = "SAFELIGHT_"
 
@@ -129,8 +129,17 @@ class Settings:
 
     @property
     def proxies(self) -> Path:
-        """The proxy root, resolved."""
-        return (self.proxy_root or self.home / "proxies").expanduser().resolve()
+        """The proxy root, resolved. By default ``<home>/proxies`` for the embedded
+        database and ``<home>/proxies-<database>`` for a server's: a proxy root belongs
+        to one database (``library.proxyroot``), and one home may serve both."""
+        if self.proxy_root is not None:
+            return self.proxy_root.expanduser().resolve()
+        folder = (
+            "proxies"
+            if self.database_url is None
+            else (f"proxies-{database_key(self.database_url)}")
+        )
+        return (self.home / folder).expanduser().resolve()
 
     @property
     def database_display(self) -> str:

@@ -28,10 +28,11 @@ def assert_one_line_error(stderr: str, *needles: str) -> None:
 
 def test_an_unreachable_database_is_exit_3_without_its_password(tmp_path: Path) -> None:
     url = "postgresql://u:secret@127.0.0.1:1/x"
+    (tmp_path / "library").mkdir()  # beside the home, not around it
     for args, env in (
         (("--database-url", url, "status"), {}),
         (("items",), {"SAFELIGHT_DATABASE_URL": url}),
-        (("run", str(tmp_path)), {"SAFELIGHT_DATABASE_URL": url}),
+        (("run", str(tmp_path / "library")), {"SAFELIGHT_DATABASE_URL": url}),
     ):
         done = safelight_process(*args, env={"SAFELIGHT_HOME": str(tmp_path / "h"), **env})
         assert done.returncode == 3, done.stderr

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from safelight.db.pool import connect
+from safelight.settings import Settings
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import Sample, json_of
 
@@ -60,12 +61,15 @@ def test_run_indexes_a_library_and_a_second_run_reuses_it(
     assert "secret" not in first.output
 
     # Every proxy the database knows is a file on disk, where the summary says.
+    # A server's proxies go to a proxy root of its own in the home (library.proxyroot).
+    proxy_root = Settings(home=home, database_url=database_url).proxies
+    assert proxy_root.parent == home.resolve() and proxy_root.name.startswith("proxies-")
     folder = Path(summary["proxies"]["folder"])
-    assert folder == (home / "proxies" / summary["config"]["id"]).resolve()
+    assert folder == (proxy_root / summary["config"]["id"]).resolve()
     paths = proxy_paths(database_url, summary["config"]["id"])
     assert summary["proxies"]["made"] >= len(paths) == summary["proxies"]["files"] > 0
     for relative in paths:
-        assert (home / "proxies" / relative).is_file(), relative
+        assert (proxy_root / relative).is_file(), relative
 
     second = invoke("run", str(sample_library.root), "--json")
     assert second.exit_code == 0, second.output

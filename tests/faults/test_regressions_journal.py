@@ -32,7 +32,7 @@ import pytest
 from safelight.library import paths
 from safelight.library.crawl import publish_image_proxies
 from safelight.library.images import make_image_proxies
-from safelight.library.purge import delete_proxy_file
+from safelight.library.proxytree import delete_file
 from safelight.library.samplegen import generate_jpegs
 from safelight.work.clock import SystemClock
 from safelight.work.errors import AttemptStopped, StopReason
@@ -83,7 +83,7 @@ def test_a_delete_frozen_while_its_journal_line_is_written_deletes_nothing(
     target.write_bytes(b"a live asset's thumbnail, maybe")
     attempt = Attempt(tmp_path)
     with attempt_scope(attempt.journal, ITEM), contextlib.suppress(AttemptStopped):
-        delete_proxy_file(root, target.relative_to(root).as_posix(), attempt.ensure_alive)
+        delete_file(root, target.relative_to(root).as_posix(), attempt.ensure_alive)
     assert target.exists(), "the woken attempt deleted the file"
     assert attempt.effects() == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import psycopg
 import pytest
@@ -44,14 +44,14 @@ async def test_proxy_deletion_by_path_deletes_the_file_and_its_row(
     item = await h.run("proxy_deletion", config_id=config, payload={"paths": [thumb, thumb]})
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result == {"files_deleted": 1, "rows_deleted": 1, "missing": 0}
+    assert item.result == {"files_deleted": 1, "rows_deleted": 1, "missing": 0, "refused": []}
     assert not (h.proxy_root / thumb).exists()
     assert "thumbnail" not in await proxy_rows(h, "p0.jpg")
     # Unscoped, the same works for any config's files; a file already gone is "missing".
     preview = (await proxy_rows(h, "p0.jpg"))["full_preview"]
     (h.proxy_root / preview).unlink()
     item = await h.run("proxy_deletion", payload={"paths": [preview]})
-    assert item.result == {"files_deleted": 0, "rows_deleted": 1, "missing": 1}
+    assert item.result == {"files_deleted": 0, "rows_deleted": 1, "missing": 1, "refused": []}
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ async def test_proxy_deletion_by_path_deletes_the_file_and_its_row(
     [
         ({"paths": ["../outside.txt"]}, "outside"),
         ({"paths": ["/etc/passwd"]}, "relative"),
-        ({"paths": ["escape/secret.txt"]}, "outside"),
+        ({"paths": ["escape/secret.txt"]}, "symbolic link"),
         ({"paths": ["00000000-0000-0000-0000-000000000000/ab/x.jpg"]}, "storage config"),
         ({"paths": ["CONFIG"]}, "not a file under"),
         ({"paths": "p0.jpg"}, "list of strings"),
@@ -119,12 +119,12 @@ async def test_proxy_deletion_by_asset_keeps_a_file_another_asset_still_names(
     assert "not of storage config" in refused.error
 
     item = await h.run("proxy_deletion", config_id=config, payload={"asset_ids": [dead]})
-    assert item.result == {"files_deleted": 0, "rows_deleted": 3, "missing": 0}
+    assert item.result == {"files_deleted": 0, "rows_deleted": 3, "missing": 0, "refused": []}
     assert all((h.proxy_root / f).exists() for f in shared.values())
 
     item = await h.run("proxy_deletion", config_id=config, payload={"asset_ids": [p1, 999999]})
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result == {"files_deleted": 2, "rows_deleted": 3, "missing": 1}
+    assert item.result == {"files_deleted": 2, "rows_deleted": 3, "missing": 1, "refused": []}
     assert not any((h.proxy_root / f).exists() for f in p1_files.values())
 
 
@@ -135,30 +135,31 @@ async def test_the_sweep_deletes_old_orphans_only_and_rechecks_before_each_delet
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     crawler = make_harness(pool, tmp_path)
-    await library(crawler, tmp_path / "library")
+    config = await library(crawler, tmp_path / "library")
     root = crawler.proxy_root
     named = sorted(p for p in root.rglob("*") if p.is_file())
-    orphan = root / "stray" / "ab" / "orphan.jpg"
-    temp = root / "stray" / "cd" / ".thumbnail.jpg.x1y2.tmp"
-    claimed = root / "stray" / "ef" / "about-to-be-named.jpg"
+    orphan = root / str(config) / "ab" / ("ab" + "0" * 14) / "thumbnail.jpg"
+    temp = root / ".staging" / ".thumbnail.jpg.x1y2z3w4.tmp"
+    claimed = root / str(config) / "ef" / ("ef" + "1" * 14) / "full_preview.jpg"
     for path in (orphan, temp, claimed):
-        path.parent.mkdir(parents=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
-    (root / "empty" / "deeper").mkdir(parents=True)
+    empty = root / str(uuid4()) / "0a"
+    empty.mkdir(parents=True)
 
     # Half an hour on: everything is too young.
     young = make_harness(pool, tmp_path, clock=later(0.5))
     item = await young.run("proxy_sweep")
     assert item.status is Status.SUCCEEDED, item.error
     assert item.result is not None and item.result["deleted"] == 0
-    assert orphan.exists() and temp.exists() and (root / "empty/deeper").exists()
+    assert orphan.exists() and temp.exists() and empty.exists()
 
     # Two hours on: old orphans go, named files stay, and a file that a row names by the
     # time of the re-check right before its delete stays too.
     real_recheck = proxy_sweep.still_orphan
 
     async def recheck(conn: Any, root_: Path, relative: str, now: float) -> bool:
-        if relative.endswith("about-to-be-named.jpg"):
+        if relative.endswith("full_preview.jpg") and relative.startswith(f"{config}/ef/"):
             with psycopg.connect(database_url, autocommit=True) as other:
                 other.execute(
                     "INSERT INTO proxy_files (asset_id, proxy_type, path, created_at)"
@@ -176,5 +177,49 @@ async def test_the_sweep_deletes_old_orphans_only_and_rechecks_before_each_delet
     assert not orphan.exists() and not temp.exists()
     assert claimed.exists()
     assert all(p.exists() for p in named)
-    assert not (root / "empty").exists()
+    assert not empty.parent.exists()
     assert not orphan.parent.exists()
+
+
+async def test_the_sweep_leaves_what_is_not_safelights_alone_and_says_so(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """Files under the proxy root that safelight did not make survive any sweep, however
+    old: an original in a misplaced proxy root, a stray file, a link and its target."""
+    crawler = make_harness(pool, tmp_path)
+    config = await library(crawler, tmp_path / "library")
+    root = crawler.proxy_root
+    secret = tmp_path / "elsewhere" / "secret.jpg"
+    write(secret.parent, secret.name, jpeg(7))
+    foreign = {
+        root / "2019" / "holiday" / "IMG_0001.JPG": jpeg(5),
+        root / "notes.txt": b"mine",
+        root / str(config) / "ab" / "IMG_0002.JPG": jpeg(6),  # wrong depth
+        root / str(config) / "cd" / ("ab" + "2" * 14) / "thumbnail.jpg": b"wrong prefix",
+        root / ".staging" / "photo.jpg": b"not a temporary name",
+    }
+    for path, data in foreign.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    link = root / str(config) / "ef" / ("ef" + "3" * 14) / "thumbnail.jpg"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(secret)
+    (root / "linked-folder").symlink_to(secret.parent, target_is_directory=True)
+
+    item = await make_harness(pool, tmp_path, clock=later(24 * 365)).run("proxy_sweep")
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["deleted"] == 0
+    assert all(path.read_bytes() == data for path, data in foreign.items())
+    assert link.is_symlink() and secret.exists() and (root / "linked-folder").is_symlink()
+    left_alone = {entry["path"] for entry in item.result["left_alone"]}
+    assert left_alone >= {
+        "2019/",
+        "notes.txt",
+        f"{config}/ab/IMG_0002.JPG",
+        f"{config}/cd/{'ab' + '2' * 14}/",
+        ".staging/photo.jpg",
+        f"{config}/ef/{'ef' + '3' * 14}/thumbnail.jpg",
+        "linked-folder",
+    }
+    assert item.result["foreign"] == len(item.result["left_alone"])

@@ -58,7 +58,7 @@ async def test_purge_deletes_the_files_and_rows_of_soft_deleted_assets_only(
     item = await h.run("purge", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result == {"purged": 1, "files_deleted": 2, "kept_shared": 0}
+    assert item.result == {"purged": 1, "files_deleted": 2, "kept_shared": 0, "refused": []}
     assert not any(f.exists() for f in gone_files)
     assert not gone_files[0].parent.exists()  # the emptied proxy folder went too
     assert all(f.exists() for f in kept_files)
@@ -67,7 +67,7 @@ async def test_purge_deletes_the_files_and_rows_of_soft_deleted_assets_only(
     assert await h.value("SELECT count(*) FROM assets WHERE id = %s", kept) == 1
     # Nothing left to purge: a rerun does nothing.
     again = await h.run("purge", config_id=config)
-    assert again.result == {"purged": 0, "files_deleted": 0, "kept_shared": 0}
+    assert again.result == {"purged": 0, "files_deleted": 0, "kept_shared": 0, "refused": []}
 
 
 async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
@@ -90,7 +90,7 @@ async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
 
     item = await h.run("purge", config_id=config)
 
-    assert item.result == {"purged": 1, "files_deleted": 0, "kept_shared": 1}
+    assert item.result == {"purged": 1, "files_deleted": 0, "kept_shared": 1, "refused": []}
     assert all(f.exists() for f in live_files)
     assert await h.value("SELECT count(*) FROM assets WHERE id = %s", dead) == 0
     assert await h.value("SELECT count(*) FROM proxy_files WHERE asset_id = %s", live) == 3

@@ -14,6 +14,7 @@ from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import migrate
 from safelight.library.configs import StorageConfig, StorageConfigs
+from safelight.library.roots import own_folders
 from safelight.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -103,8 +104,10 @@ def config_add(state: CliState, path: str, user: str | None, as_json: bool) -> N
     """
     owner = user or os_user()
 
+    own = own_folders(state.settings().home, state.settings().proxies)
+
     async def body(database: Database, settings: Settings) -> Any:
-        return await StorageConfigs(database.pool, state.clock).add(owner, path)
+        return await StorageConfigs(database.pool, state.clock, own_folders=own).add(owner, path)
 
     added = state.with_database(body)
     if as_json:

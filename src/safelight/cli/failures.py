@@ -16,6 +16,8 @@ import click
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.library.configs import ConfigError
+from safelight.library.proxyroot import ProxyRootTaken
+from safelight.library.roots import RootOverlap
 from safelight.logs import masker
 from safelight.settings import SettingsError
 from safelight.work.errors import InvalidWorkItem
@@ -74,6 +76,8 @@ def from_usage_error(error: click.UsageError) -> Failure:
 USER_ERRORS: Mapping[type[BaseException], int] = {
     SettingsError: EXIT_USAGE,
     ConfigError: EXIT_USAGE,
+    RootOverlap: EXIT_USAGE,
+    ProxyRootTaken: EXIT_USAGE,
     InvalidWorkItem: EXIT_USAGE,
     DatabaseUnavailable: EXIT_DATABASE,
     EmbeddedDatabaseError: EXIT_DATABASE,

@@ -27,12 +27,12 @@ from safelight.cli.state import CliState, pass_state
 from safelight.cli.summary import FAILED, INTERRUPTED, SUCCEEDED, build_summary, render_summary
 from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs, resolve_root
+from safelight.library.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings
 from safelight.work.model import Status
 
 CRAWL_KIND = "crawl"
 DEFAULT_WORKERS = 2
-DEMO_FOLDER = "demo-library"
 DEMO_SEED = 2024
 # Outcomes of an attempt (safelight.app.FinishedItem.outcome) that mean the item failed.
 FAILED_OUTCOMES = frozenset({"failed", "unknownkind"})
@@ -46,8 +46,12 @@ def run_folder(
     state: CliState, path: str | Path, *, owner: str, workers: int, as_json: bool
 ) -> int:
     """Crawl ``path`` to the end (or a Ctrl-C), print the summary, return the exit code."""
-    state.settings()  # invalid settings are reported before anything else
-    root = resolve_root(path)  # a bad path is a usage error before the database opens
+    settings = state.settings()  # invalid settings are reported before anything else
+    # A bad path, or one that overlaps safelight's own folders, is a usage error before
+    # the database opens.
+    root = resolve_root(path)
+    own = own_folders(settings.home, settings.proxies)
+    check_storage_root(root, own)
     clock = state.clock
 
     def label(item: Started) -> str:
@@ -56,7 +60,7 @@ def run_folder(
         return f"{item.kind.replace('_', ' ')} #{item.id}"
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
-        added = await StorageConfigs(database.pool, clock).add(owner, root)
+        added = await StorageConfigs(database.pool, clock, own_folders=own).add(owner, root)
         config = added.config
         store = app_store(database, settings, clock)
         crawl_id = await store.enqueue(

@@ -47,6 +47,7 @@ from safelight.handlers.contract import (
     payload_keys,
     stop_if_cancelled,
 )
+from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library import assets
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
@@ -104,6 +105,10 @@ async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
             raise HandlerFailed(f"storage config {config_id} is disabled")
         known = await assets.live_assets(conn, config_id)
         error_paths = await assets.error_paths(conn, config_id)
+    # Before the first write: the config or the settings may have changed since the
+    # Worker started (library.roots, library.proxyroot).
+    await check_config_root(services, Path(config.root_path))
+    await check_proxy_root(services)
     crawl = _Crawl(ctx, services, config_id, Path(config.root_path), CrawlIndex(known))
     return await crawl.run(error_paths)
 

@@ -1,16 +1,21 @@
 """``proxy_deletion``: delete given proxy files and their rows.
 
 Payload: ``{"paths": [paths relative to the proxy root]}`` or ``{"asset_ids": [ids]}``.
-Every path is confined to the proxy root, and to ``<config id>/`` when the item names a
-config; the whole payload is checked before anything is deleted, so a bad entry fails
-the item with nothing done. With asset ids, a file that a row of another asset still
-names (a live asset with the same content shares the folder) keeps its file.
+Only names of the proxy layout are deleted (``paths.parse_proxy_name``), each in the
+folder of its own asset and, when the item names a config, of that config. The whole
+payload is checked before the first unlink, with every row it reaches (by asset id),
+and every path walked without following a link: a bad entry fails the item with
+nothing done. With asset ids, a file that a row of another asset still names (a live
+asset with the same content shares the folder) keeps its file. Deletes go through
+directory descriptors (``proxytree``): a link swapped in meanwhile is refused and
+reported in the result, never followed.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -21,11 +26,11 @@ from safelight.handlers.contract import (
     payload_keys,
     stop_if_cancelled,
 )
+from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
-from safelight.library.errors import PathOutsideRoot
-from safelight.library.paths import confined
-from safelight.library.purge import delete_proxy_file
+from safelight.library.paths import parse_proxy_name
+from safelight.library.proxytree import UnsafeProxyPath, delete_file, inspect
 
 _KEYS = frozenset({"paths", "asset_ids"})
 _BATCH = 100
@@ -37,6 +42,7 @@ class _Tally:
     files_deleted: int = 0
     rows_deleted: int = 0
     missing: int = 0
+    refused: list[dict[str, str]] = field(default_factory=list)
 
 
 async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[str, Any]:
@@ -45,6 +51,7 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
         raise MalformedPayload('a proxy_deletion payload takes exactly one of "paths", "asset_ids"')
     root = services.settings.proxies
     config_id = ctx.item.storage_config_id
+    await check_proxy_root(services)
     tally = _Tally()
     if "paths" in payload:
         paths = _relative_paths(payload["paths"], root, config_id)
@@ -61,12 +68,14 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
         async with services.pool.connection() as conn:
             cur = await conn.execute(QUERIES["assets_config_of"], {"asset_ids": asset_ids})
             owners = {int(row[0]): row[1] for row in await cur.fetchall()}
-        if config_id is not None:
-            foreign = sorted(a for a, c in owners.items() if c != config_id)
-            if foreign:
-                raise MalformedPayload(
-                    f"assets {foreign} are not of storage config {config_id}; refused"
-                )
+            if config_id is not None:
+                foreign = sorted(a for a, c in owners.items() if c != config_id)
+                if foreign:
+                    raise MalformedPayload(
+                        f"assets {foreign} are not of storage config {config_id}; refused"
+                    )
+            cur = await conn.execute(QUERIES["proxies_of_assets"], {"asset_ids": sorted(owners)})
+            _check_rows(await cur.fetchall(), root)  # all of them, before the first unlink
         tally.missing += len(set(asset_ids) - set(owners))
         known = sorted(owners)
         for start in range(0, len(known), _BATCH):
@@ -76,6 +85,8 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
                     QUERIES["proxies_of_assets"], {"asset_ids": known[start : start + _BATCH]}
                 )
                 rows = await cur.fetchall()
+                # Again in the fence: rows added since the first check are checked too.
+                _check_rows(rows, root)
                 await conn.execute(QUERIES["proxies_delete_by_id"], {"ids": [r[0] for r in rows]})
                 tally.rows_deleted += len(rows)
                 paths = sorted({r[2] for r in rows if r[2] is not None})
@@ -84,41 +95,90 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
                 for path in paths:
                     if path not in still_named:
                         _delete(ctx, root, path, tally)
+    if tally.refused:
+        ctx.logger.warning(
+            "proxy deletion: %d file(s) left alone (first: %s: %s)",
+            len(tally.refused),
+            tally.refused[0]["path"],
+            tally.refused[0]["reason"],
+        )
     return {
         "files_deleted": tally.files_deleted,
         "rows_deleted": tally.rows_deleted,
         "missing": tally.missing,
+        "refused": tally.refused,
     }
 
 
 def _delete(ctx: HandlerContext, root: Path, path: str, tally: _Tally) -> None:
-    if delete_proxy_file(root, path, ctx.ensure_alive):
+    try:
+        deleted = delete_file(root, path, ctx.ensure_alive)
+    except UnsafeProxyPath as error:
+        # Checked before, so swapped in since: reported, and never followed.
+        tally.refused.append({"path": path, "reason": error.reason})
+        return
+    if deleted:
         tally.files_deleted += 1
     else:
         tally.missing += 1
 
 
+def _check_rows(rows: list[tuple[Any, ...]], root: Path) -> None:
+    """Every path these proxy rows name is a file of its own asset's proxy folder, and no
+    link leads to it: else the item fails before anything is deleted."""
+    for _id, asset_id, path, asset_config, content_hash in rows:
+        if path is None:
+            continue
+        name = parse_proxy_name(path)
+        if name is None or (name.config_id, name.content_hash) != (asset_config, content_hash):
+            raise MalformedPayload(
+                f"asset {asset_id}'s proxy row names {path!r}, which is not in its own proxy "
+                "folder; refused, nothing deleted"
+            )
+        _check_file(path, _reachable(root, path))
+
+
+def _reachable(root: Path, path: str) -> os.stat_result | None:
+    """The path's own ``lstat`` (None: missing), reached without following a link."""
+    try:
+        return inspect(root, path)
+    except UnsafeProxyPath as error:
+        raise MalformedPayload(f"proxy path {path!r} refused: {error.reason}") from None
+
+
+def _check_file(path: str, st: os.stat_result | None) -> None:
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise MalformedPayload(f"proxy path {path!r} refused: it is not a file")
+
+
 def _relative_paths(value: object, root: Path, config_id: UUID | None) -> list[str]:
-    """Each path, checked and normalised to the form proxy rows use (relative, posix)."""
+    """Each path, checked: a name of the proxy layout (of the item's config, when it has
+    one), reached without a link, a file or missing."""
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise MalformedPayload('proxy_deletion "paths" must be a list of strings')
-    real_root = Path(os.path.realpath(root))
-    scope = real_root / str(config_id) if config_id is not None else real_root
-    normalised: list[str] = []
+    checked: list[str] = []
     for raw in value:
         if not raw or os.path.isabs(raw):
             raise MalformedPayload(f"proxy path {raw!r} must be relative to the proxy root")
-        try:
-            target = confined(real_root, raw)
-        except PathOutsideRoot as error:
-            raise MalformedPayload(f"proxy path {raw!r} refused: {error.reason}") from None
-        if target == scope or not target.is_relative_to(scope):
-            where = f"the folder of storage config {config_id}" if config_id else "the proxy root"
-            raise MalformedPayload(f"proxy path {raw!r} refused: it is not a file under {where}")
-        if target.is_dir():
-            raise MalformedPayload(f"proxy path {raw!r} refused: it is a folder")
-        normalised.append(target.relative_to(real_root).as_posix())
-    return sorted(set(normalised))
+        parts = raw.split("/")
+        if any(part in ("", ".") for part in parts):
+            raise MalformedPayload(f"proxy path {raw!r} refused: not a plain relative path")
+        if ".." in parts:
+            raise MalformedPayload(f"proxy path {raw!r} refused: it leads outside the proxy root")
+        st = _reachable(root, raw)
+        if config_id is not None and parts[0] != str(config_id):
+            raise MalformedPayload(
+                f"proxy path {raw!r} refused: it is not a file under the folder of storage "
+                f"config {config_id}"
+            )
+        if parse_proxy_name(raw) is None:
+            raise MalformedPayload(
+                f"proxy path {raw!r} refused: it is not a file under a proxy folder "
+                "(<config id>/<hash[0:2]>/<hash>/<type>.<ext>)"
+            )
+        _check_file(raw, st)
+        checked.append(raw)
+    return sorted(set(checked))
 
 
 def _asset_ids(value: object) -> list[int]:

@@ -2,47 +2,62 @@
 
 Safe beside a crawl of any config without the per-config rule (ADR 0008): a crawl's
 fresh file is younger than the floor until its row is committed, and every file is
-re-checked (no row names it, still old) right before its delete.
+re-checked (no row names it, then still old, on the very entry it unlinks) right before
+its delete. Only names of the proxy layout are candidates; anything else under the
+proxy root is reported in the result and left alone (``library.sweep``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from safelight.handlers.contract import HandlerContext, payload_keys, stop_if_cancelled
+from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
-from safelight.library.sweep import is_old, scan_proxy_root
-from safelight.work.journal import side_effect
+from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_folder
+from safelight.library.sweep import is_young, scan_proxy_root
 
 _BATCH = 500
+LISTED_AT_MOST = 100
+"""Foreign entries named in a result; the count has them all."""
 
 
 async def still_orphan(
     conn: psycopg.AsyncConnection[Any], root: Path, relative: str, now_timestamp: float
 ) -> bool:
-    """The re-check right before a delete: still no row names the file, and it is still
-    older than the floor. A crawl renames its proxy into place (fresh ctime) before it
-    inserts the row, so the age is checked last: a rename that beat this check is seen."""
+    """The re-check right before a delete: still no row names the file. (Its age is
+    checked after this, by the delete itself: a crawl renames its proxy into place,
+    with a fresh ctime, before it inserts the row, so a rename that beat this check is
+    seen there.)"""
     cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": [relative]})
-    if await cur.fetchone() is not None:
-        return False
-    return is_old(root / relative, now_timestamp)
+    return await cur.fetchone() is None
 
 
 async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, Any]:
     payload_keys(ctx, frozenset())
     root = services.settings.proxies
     if not root.is_dir():
-        return {"files_seen": 0, "deleted": 0, "folders_removed": 0, "errors": []}
+        return {
+            "files_seen": 0,
+            "deleted": 0,
+            "folders_removed": 0,
+            "errors": [],
+            "foreign": 0,
+            "left_alone": [],
+        }
+    # No library may lie inside (or around) the root this sweep deletes in, and the
+    # root must be this database's: another's proxies are all "orphans" to this one.
+    await check_active_roots(services)
+    await check_proxy_root(services)
     scan = await asyncio.to_thread(scan_proxy_root, root, ctx.clock.now().timestamp())
     stop_if_cancelled(ctx)
+    errors = [{"path": p, "reason": r} for p, r in scan.unreadable]
     orphans: list[str] = []
     async with services.pool.connection() as conn:
         for start in range(0, len(scan.old_files), _BATCH):
@@ -55,32 +70,40 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
             stop_if_cancelled(ctx)
             if not await still_orphan(conn, root, relative, ctx.clock.now().timestamp()):
                 continue
+            young = partial(_young, ctx)
             try:
-                with side_effect("delete", root / relative, ctx.ensure_alive):
-                    (root / relative).unlink()
-            except FileNotFoundError:
-                continue
-            deleted += 1
+                deleted += delete_file(root, relative, ctx.ensure_alive, keep=young)
+            except UnsafeProxyPath as error:
+                errors.append({"path": relative, "reason": error.reason})
     folders_removed = 0
     for relative in scan.folders:
         stop_if_cancelled(ctx)
-        folder = root / relative
         # A folder's mtime moves whenever an entry is added or removed, so an old empty
         # folder is not one a crawl has just made to write into. (A folder this very
         # sweep emptied is young again by that rule, and goes at the next sweep.)
-        if not is_old(folder, ctx.clock.now().timestamp()):
-            continue
         try:
-            with side_effect("rmdir", folder, ctx.ensure_alive):
-                os.rmdir(folder)
-        except OSError as error:
-            if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
-                continue
-            raise
-        folders_removed += 1
+            folders_removed += remove_folder(
+                root, relative, ctx.ensure_alive, keep=partial(_young, ctx)
+            )
+        except UnsafeProxyPath as error:
+            errors.append({"path": relative, "reason": error.reason})
+    if scan.foreign:
+        ctx.logger.warning(
+            "proxy sweep: %d entries under %s are not safelight's and were left alone "
+            "(first: %s: %s)",
+            len(scan.foreign),
+            root,
+            *scan.foreign[0],
+        )
     return {
         "files_seen": scan.files_seen,
         "deleted": deleted,
         "folders_removed": folders_removed,
-        "errors": [{"path": p, "reason": r} for p, r in scan.unreadable],
+        "errors": errors,
+        "foreign": len(scan.foreign),
+        "left_alone": [{"path": p, "reason": r} for p, r in scan.foreign[:LISTED_AT_MOST]],
     }
+
+
+def _young(ctx: HandlerContext, st: Any) -> bool:
+    return is_young(st, ctx.clock.now().timestamp())

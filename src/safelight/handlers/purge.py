@@ -14,6 +14,7 @@ from safelight.handlers.contract import (
     payload_keys,
     stop_if_cancelled,
 )
+from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.purge import purge_asset
@@ -22,10 +23,12 @@ from safelight.library.purge import purge_asset
 async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
     payload_keys(ctx, frozenset())
     config_id = config_id_of(ctx)
+    await check_proxy_root(services)
     async with services.pool.connection() as conn:
         cur = await conn.execute(QUERIES["assets_deleted_of_config"], {"config_id": config_id})
         ids = [int(row[0]) for row in await cur.fetchall()]
     purged = files_deleted = kept_shared = 0
+    refused: list[dict[str, str]] = []
     ctx.progress(total=len(ids), purged=0)
     for asset_id in ids:
         stop_if_cancelled(ctx)
@@ -36,5 +39,18 @@ async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
         purged += outcome.purged
         files_deleted += outcome.files_deleted
         kept_shared += outcome.kept_shared
+        refused.extend({"path": path, "reason": reason} for path, reason in outcome.refused)
         ctx.progress(total=len(ids), purged=purged)
-    return {"purged": purged, "files_deleted": files_deleted, "kept_shared": kept_shared}
+    if refused:
+        ctx.logger.warning(
+            "purge: %d file(s) named by proxy rows were left alone (first: %s: %s)",
+            len(refused),
+            refused[0]["path"],
+            refused[0]["reason"],
+        )
+    return {
+        "purged": purged,
+        "files_deleted": files_deleted,
+        "kept_shared": kept_shared,
+        "refused": refused,
+    }

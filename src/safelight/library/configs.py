@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.library.roots import OwnFolder, check_storage_root
 from safelight.work.clock import Clock
 from safelight.work.sql import load_queries
 
@@ -97,19 +98,30 @@ def _check_owner(owner: str) -> str:
 class StorageConfigs:
     """Adding, finding and disabling storage configs, on a pool of autocommit connections."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any], clock: Clock) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        clock: Clock,
+        *,
+        own_folders: Sequence[OwnFolder] = (),
+    ) -> None:
         self._pool = pool
         self._clock = clock
+        # safelight's own folders, which no root may overlap (library.roots); the CLI
+        # passes the settings' folders.
+        self._own_folders = own_folders
 
     async def add(self, owner: str, root: str | os.PathLike[str]) -> Added:
         """Register ``root`` for ``owner``, or return the config that already has it.
 
         Idempotent by (owner, resolved root): a second add returns the first one's id.
         """
+        # Resolving stats the file system, which may be a slow network share.
+        resolved = await asyncio.to_thread(resolve_root, root)
+        check_storage_root(resolved, self._own_folders)
         params = {
             "owner": _check_owner(owner),
-            # Resolving stats the file system, which may be a slow network share.
-            "root_path": str(await asyncio.to_thread(resolve_root, root)),
+            "root_path": str(resolved),
             "now": self._clock.now(),
         }
         async with self._pool.connection() as conn, conn.transaction():

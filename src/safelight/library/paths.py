@@ -24,6 +24,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from uuid import UUID
@@ -40,6 +41,12 @@ PROXY_FILE_MODE = 0o644
 _CONTENT_HASH = re.compile(rf"[0-9a-f]{{{CONTENT_HASH_HEX_LENGTH}}}")
 _PROXY_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _EXTENSION = re.compile(r"[a-z0-9]{1,8}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_HASH_PREFIX = re.compile(r"[0-9a-f]{2}")
+# tempfile's names: a prefix, eight of [a-z0-9_], a suffix (write_atomically, and the
+# video's temporary folder in handlers.crawl).
+_STAGED_FILE = re.compile(r"\.[a-z0-9_][a-z0-9_.-]{0,63}\.[a-z0-9_]{8}\.tmp")
+_VIDEO_TEMP_FOLDER = re.compile(r"\.video-[a-z0-9_]{8}\.tmp")
 
 Writer = Callable[[BinaryIO], object]
 """Writes a proxy's bytes into the (temporary) file it is given; its result is ignored."""
@@ -81,7 +88,81 @@ def proxy_dir(proxy_root: Path, config_id: UUID, content_hash: str) -> Path:
             f"content hash must be {CONTENT_HASH_HEX_LENGTH} lowercase hex digits, "
             f"got {content_hash!r}"
         )
-    return proxy_root / str(config_id) / content_hash[:2] / content_hash
+    return proxy_root / proxy_folder(config_id, content_hash)
+
+
+def proxy_folder(config_id: UUID, content_hash: str) -> str:
+    """``<config id>/<hash[0:2]>/<hash>``: an asset's folder, relative to the proxy root."""
+    return f"{config_id}/{content_hash[:2]}/{content_hash}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyName:
+    """A path relative to the proxy root that is one of safelight's own proxy files:
+    ``<config id>/<hash[0:2]>/<hash>/<type>.<ext>``, each part in its canonical form."""
+
+    config_id: UUID
+    content_hash: str
+    file_name: str
+
+    @property
+    def folder(self) -> str:
+        return proxy_folder(self.config_id, self.content_hash)
+
+    @property
+    def relative(self) -> str:
+        return f"{self.folder}/{self.file_name}"
+
+
+def parse_proxy_name(relative: str) -> ProxyName | None:
+    """The proxy file ``relative`` names, or None if it is not a name of the layout.
+
+    Only names ``proxy_path`` builds pass: no ``..``, no extra or missing level, the
+    config id as ``str(UUID)`` writes it, the hash prefix matching the hash. Deletes
+    under the proxy root go only to names that pass (or to ``is_staging_name``), so a
+    file of someone else's that ended up there, an original included, is never one.
+    """
+    parts = relative.split("/")
+    if len(parts) != 4:
+        return None
+    config, prefix, content_hash, file_name = parts
+    if not _UUID.fullmatch(config) or not _CONTENT_HASH.fullmatch(content_hash):
+        return None
+    if prefix != content_hash[:2] or not _proxy_file_name(file_name):
+        return None
+    return ProxyName(UUID(config), content_hash, file_name)
+
+
+def _proxy_file_name(name: str) -> bool:
+    stem, dot, ext = name.rpartition(".")
+    return bool(dot) and bool(_PROXY_TYPE.fullmatch(stem)) and bool(_EXTENSION.fullmatch(ext))
+
+
+def is_staging_name(relative: str) -> bool:
+    """Whether ``relative`` is a temporary file of the staging folder: a staged proxy
+    (``.staging/.<name>.<random>.tmp``) or a file ffmpeg wrote in a video's temporary
+    folder (``.staging/.video-<random>.tmp/<name>``)."""
+    parts = relative.split("/")
+    if not parts or parts[0] != STAGING_FOLDER:
+        return False
+    if len(parts) == 2:
+        return bool(_STAGED_FILE.fullmatch(parts[1]))
+    if len(parts) == 3:
+        return bool(_VIDEO_TEMP_FOLDER.fullmatch(parts[1])) and _proxy_file_name(parts[2])
+    return False
+
+
+def is_layout_folder(relative: str) -> bool:
+    """Whether ``relative`` is a folder of the layout: a config's folder, a hash prefix
+    folder, an asset's folder, the staging folder or a video's temporary folder."""
+    parts = relative.split("/")
+    if parts[0] == STAGING_FOLDER:
+        return len(parts) == 1 or (len(parts) == 2 and bool(_VIDEO_TEMP_FOLDER.fullmatch(parts[1])))
+    if not _UUID.fullmatch(parts[0]) or len(parts) > 3:
+        return False
+    if len(parts) >= 2 and not _HASH_PREFIX.fullmatch(parts[1]):
+        return False
+    return len(parts) < 3 or (bool(_CONTENT_HASH.fullmatch(parts[2])) and parts[2][:2] == parts[1])
 
 
 def proxy_path(
@@ -132,6 +213,9 @@ def describe_os_error(error: OSError) -> str:
     text = error.strerror or type(error).__name__
     return f"cannot read the file: {text.lower()}"
 
+
+PROXY_ROOT_MARKER = ".safelight-proxy-root.json"
+"""At the top of the proxy root: which database the root belongs to (``proxyroot``)."""
 
 STAGING_FOLDER = ".staging"
 """Under the proxy root, where proxies are written before they are published. It is no

@@ -11,10 +11,8 @@ cannot change before the transaction commits.)
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -22,9 +20,8 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.assets import QUERIES
-from safelight.library.errors import PathOutsideRoot
-from safelight.library.paths import confined, proxy_dir
-from safelight.work.journal import side_effect
+from safelight.library.paths import parse_proxy_name, proxy_folder
+from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_empty_folders
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +31,9 @@ class PurgeOutcome:
     files_deleted: int = 0
     kept_shared: bool = False
     """A live asset shares the content: its proxy files were kept."""
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Files a row named that were left alone, with why: outside the asset's own proxy
+    folder, or a symbolic link."""
 
 
 async def purge_asset(
@@ -43,7 +43,12 @@ async def purge_asset(
     proxy_root: Path,
     ensure_alive: Callable[[], None],
 ) -> PurgeOutcome:
-    """Purge one asset inside the caller's fenced transaction on ``conn``."""
+    """Purge one asset inside the caller's fenced transaction on ``conn``.
+
+    Only files in the asset's own folder (``<config>/<hash[0:2]>/<hash>/``, names of the
+    layout) are deleted, whatever its rows say: a row naming another config's proxy, or
+    anything else, is reported and left alone. Folders go only once empty.
+    """
     cur = await conn.execute(
         QUERIES["asset_lock_deleted"], {"id": asset_id, "config_id": config_id}
     )
@@ -56,46 +61,22 @@ async def purge_asset(
     )
     shared = await cur.fetchone() is not None
     files_deleted = 0
+    refused: list[tuple[str, str]] = []
     if not shared:
         cur = await conn.execute(QUERIES["proxies_of_asset"], {"asset_id": asset_id})
         for _proxy_id, _proxy_type, path in await cur.fetchall():
-            if path is not None and delete_proxy_file(proxy_root, path, ensure_alive):
-                files_deleted += 1
-        remove_empty_folders(
-            proxy_dir(proxy_root, config_id, content_hash), proxy_root, ensure_alive
-        )
+            if path is None:
+                continue
+            name = parse_proxy_name(path)
+            if name is None or (name.config_id, name.content_hash) != (config_id, content_hash):
+                refused.append((path, "not a file of this asset's proxy folder: left alone"))
+                continue
+            try:
+                files_deleted += delete_file(proxy_root, path, ensure_alive)
+            except UnsafeProxyPath as error:
+                refused.append((path, error.reason))
+        remove_empty_folders(proxy_root, proxy_folder(config_id, content_hash), ensure_alive)
     await conn.execute(QUERIES["asset_delete"], {"id": asset_id})
-    return PurgeOutcome(purged=True, files_deleted=files_deleted, kept_shared=shared)
-
-
-def delete_proxy_file(proxy_root: Path, relative: str, ensure_alive: Callable[[], None]) -> bool:
-    """Delete one proxy file confined to ``proxy_root``; False if it was already gone.
-
-    Raises ``PathOutsideRoot`` for a path that would leave the proxy root.
-    """
-    target = confined(proxy_root, relative)
-    if target == Path(os.path.realpath(proxy_root)):
-        raise PathOutsideRoot(f"{relative!r} is the proxy root itself")
-    try:
-        with side_effect("delete", target, ensure_alive):
-            target.unlink()
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def remove_empty_folders(folder: Path, proxy_root: Path, ensure_alive: Callable[[], None]) -> None:
-    """Remove ``folder`` and its parents up to (not including) ``proxy_root`` while empty."""
-    root = Path(os.path.realpath(proxy_root))
-    current = Path(os.path.realpath(folder))
-    while current != root and current.is_relative_to(root):
-        try:
-            with side_effect("rmdir", current, ensure_alive):
-                current.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError as error:
-            if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                return
-            raise
-        current = current.parent
+    return PurgeOutcome(
+        purged=True, files_deleted=files_deleted, kept_shared=shared, refused=refused
+    )

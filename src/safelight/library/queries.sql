@@ -9,6 +9,16 @@
 -- One storage config: its root folder and whether it is active.
 SELECT id, owner, root_path, active FROM storage_configs WHERE id = %(config_id)s
 
+-- database_identity --
+-- Which database this is, for the proxy root's marker: the cluster's id and the name.
+SELECT system_identifier, current_database() FROM pg_control_system()
+
+-- configs_active_roots --
+-- The root folder of every active config (of one owner, or everyone's).
+SELECT root_path FROM storage_configs
+WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s)
+ORDER BY root_path
+
 -- assets_live_of_config --
 -- What a crawl needs of every live asset of a config: path, content and stat.
 SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type
@@ -164,8 +174,8 @@ SELECT id, proxy_type, path FROM proxy_files WHERE asset_id = %(asset_id)s ORDER
 DELETE FROM assets WHERE id = %(id)s
 
 -- proxies_of_assets --
--- The proxy rows of some assets, each with its asset's config.
-SELECT p.id, p.asset_id, p.path, a.storage_config_id
+-- The proxy rows of some assets, each with its asset's config and content (its folder).
+SELECT p.id, p.asset_id, p.path, a.storage_config_id, a.content_hash
 FROM proxy_files p JOIN assets a ON a.id = p.asset_id
 WHERE p.asset_id = ANY(%(asset_ids)s)
 ORDER BY p.id

@@ -1,0 +1,153 @@
+"""Deleting under the proxy root: through directory descriptors, never through a link.
+
+Every delete opens the proxy root (which an operator may reach through links of their
+own: it is resolved once, in the settings), then each folder below it with
+``O_NOFOLLOW | O_DIRECTORY`` relative to the folder above, and finally unlinks or
+removes the last name relative to its folder's descriptor (``unlinkat``). So:
+
+- a folder swapped for a symbolic link half-way fails its open (``ELOOP``/``ENOTDIR``)
+  instead of sending the delete into whatever the link names;
+- a last name that is a link, or anything but a regular file, is refused and left
+  alone (``UnsafeProxyPath``); ``unlinkat`` itself never follows a link either, so a
+  swap between the check and the unlink can at worst remove the link someone put in
+  safelight's folder;
+- callers pass only names of the layout (``paths.parse_proxy_name``,
+  ``paths.is_staging_name``, ``paths.is_layout_folder``): this module trusts the name's
+  shape and guards the way to it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from safelight.work.journal import side_effect
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafeProxyPath(Exception):
+    """A path under the proxy root that safelight will not delete through: a symbolic
+    link on the way or at its end, or something that is not a file (or folder)."""
+
+    def __init__(self, relative: str, reason: str) -> None:
+        super().__init__(f"{relative}: {reason}")
+        self.relative = relative
+        self.reason = reason
+
+
+Keep = Callable[[os.stat_result], bool]
+"""Asked with the entry's own ``lstat`` right before it goes: True keeps it."""
+
+
+@contextmanager
+def _folder(root: Path, parts: Sequence[str], relative: str) -> Iterator[int]:
+    """A descriptor of ``root/parts...``, each level opened without following a link.
+    ``FileNotFoundError`` when a level is missing."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, part in enumerate(parts):
+            try:
+                below = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    where = "/".join(parts[: depth + 1])
+                    raise UnsafeProxyPath(
+                        relative, f"{where} is a symbolic link or not a folder: not followed"
+                    ) from None
+                raise
+            os.close(fd)
+            fd = below
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _split(relative: str) -> list[str]:
+    parts = relative.split("/")
+    if not relative or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"not a plain relative path: {relative!r}")
+    return parts
+
+
+def inspect(root: Path, relative: str) -> os.stat_result | None:
+    """The ``lstat`` of ``root/relative``, reached without following a link; None if it
+    is missing. Raises ``UnsafeProxyPath`` for a link at any level."""
+    parts = _split(relative)
+    try:
+        with _folder(root, parts[:-1], relative) as fd:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeProxyPath(relative, "is a symbolic link: not followed")
+    return st
+
+
+def delete_file(
+    root: Path, relative: str, ensure_alive: Callable[[], None], *, keep: Keep | None = None
+) -> bool:
+    """Unlink the regular file ``root/relative`` (a journalled side effect, checked by
+    ``ensure_alive``); False if it was missing or ``keep`` kept it.
+
+    Raises ``UnsafeProxyPath`` for a link at any level or a name that is not a file.
+    """
+    parts = _split(relative)
+    try:
+        with _folder(root, parts[:-1], relative) as fd:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafeProxyPath(relative, "is a symbolic link: not deleted")
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafeProxyPath(relative, "is not a regular file: not deleted")
+            if keep is not None and keep(st):
+                return False
+            with side_effect("delete", root / relative, ensure_alive):
+                os.unlink(parts[-1], dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def remove_folder(
+    root: Path, relative: str, ensure_alive: Callable[[], None], *, keep: Keep | None = None
+) -> bool:
+    """Remove the empty folder ``root/relative`` (journalled); False if it is missing,
+    not empty, or ``keep`` kept it. Raises ``UnsafeProxyPath`` for a link."""
+    parts = _split(relative)
+    try:
+        with _folder(root, parts[:-1], relative) as fd:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                raise UnsafeProxyPath(relative, "is not a folder: not removed")
+            if keep is not None and keep(st):
+                return False
+            with side_effect("rmdir", root / relative, ensure_alive):
+                os.rmdir(parts[-1], dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise
+    return True
+
+
+def remove_empty_folders(root: Path, relative: str, ensure_alive: Callable[[], None]) -> list[str]:
+    """Remove ``relative`` and then each folder above it (up to, not including, the root)
+    while each is empty; returns those removed, deepest first."""
+    removed: list[str] = []
+    parts = _split(relative)
+    while parts:
+        current = "/".join(parts)
+        parts = parts[:-1]
+        if inspect(root, current) is None:
+            continue  # gone already: its parent may be empty now all the same
+        if not remove_folder(root, current, ensure_alive):
+            break
+        removed.append(current)
+    return removed

@@ -1,0 +1,112 @@
+"""Which folders may be storage roots: none that holds safelight's own files, none inside
+them, and no system folder.
+
+safelight writes into its home (the embedded database, sockets), its proxy root (the
+proxies, which the proxy sweep also deletes) and nowhere else. A storage root that
+contains one of them would have safelight's files crawled as photos, run after run; a
+storage root inside one of them would put originals where safelight writes and deletes.
+So the two sets of folders are kept disjoint, in both directions, on resolved paths,
+wherever a root meets a setting: ``config add``, ``run``, the start of a Worker (every
+active config it serves) and each crawl before it writes. The one exception is the demo
+library, which safelight generates in its home for ``safelight demo``: it lies outside
+the proxy root and the database, and holds nothing but safelight's own sample files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+DEMO_FOLDER = "demo-library"
+"""The demo library's folder in the home (``safelight demo``)."""
+DATA_FOLDER = "pgdata"
+"""The embedded PostgreSQL's data folder in the home."""
+
+SYSTEM_FOLDERS = frozenset(
+    Path(p) for p in ("/", "/home", "/mnt", "/media", "/srv", "/opt", "/var", "/tmp", "/root")
+)
+"""Folders refused as roots themselves (too wide: everyone's files, other mounts); a
+library below them is fine."""
+SYSTEM_TREES = tuple(
+    Path(p)
+    for p in (
+        "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+        "/run", "/sbin", "/sys", "/usr", "/var/lib/postgresql", "/var/log",
+    )
+)  # fmt: skip
+"""Trees of the operating system: neither they nor anything below them is a library."""
+
+
+class RootOverlap(ValueError):
+    """A storage root and one of safelight's own folders overlap, or the root is a system
+    folder; the message names both paths and how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnFolder:
+    """A folder safelight writes into, with the setting that moves it."""
+
+    what: str
+    path: Path
+    """Resolved."""
+    setting: str
+    allowed_inside: tuple[Path, ...] = ()
+    """Resolved folders below ``path`` that may be storage roots all the same."""
+
+
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path.expanduser()))
+
+
+def own_folders(home: Path, proxy_root: Path) -> tuple[OwnFolder, ...]:
+    """safelight's folders for these settings (``Settings.home``, ``Settings.proxies``)."""
+    home = _resolved(home)
+    return (
+        OwnFolder("proxy root", _resolved(proxy_root), "SAFELIGHT_PROXY_ROOT"),
+        OwnFolder("embedded database", _resolved(home / DATA_FOLDER), "SAFELIGHT_HOME"),
+        OwnFolder("home", home, "SAFELIGHT_HOME", allowed_inside=(home / DEMO_FOLDER,)),
+    )
+
+
+def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
+    """Raise :class:`RootOverlap` unless ``root`` (resolved) may be a storage root."""
+    root = _resolved(root)
+    if root in SYSTEM_FOLDERS or any(root.is_relative_to(tree) for tree in SYSTEM_TREES):
+        raise RootOverlap(
+            f"{root} is a system folder, not a folder of photos: choose the folder that "
+            "holds the photos themselves"
+        )
+    for folder in own:
+        if folder.path.is_relative_to(root):
+            raise RootOverlap(
+                f"the folder {root} contains safelight's {folder.what} {folder.path}: its "
+                f"files would be crawled as photos; set {folder.setting} outside {root}, "
+                "or choose a folder that does not contain it"
+            )
+        if root.is_relative_to(folder.path) and not any(
+            root.is_relative_to(allowed) for allowed in folder.allowed_inside
+        ):
+            raise RootOverlap(
+                f"the folder {root} is inside safelight's {folder.what} {folder.path}, "
+                "where safelight writes and deletes its own files: keep photos outside it, "
+                f"or set {folder.setting} elsewhere"
+            )
+
+
+def check_storage_roots(roots: Iterable[Path], own: Sequence[OwnFolder]) -> None:
+    """:func:`check_storage_root` for each of ``roots`` (a Worker's active configs)."""
+    for root in roots:
+        check_storage_root(root, own)
+
+
+def check_own_folder(folder: OwnFolder) -> None:
+    """Raise :class:`RootOverlap` if one of safelight's own folders is a system folder
+    (``SAFELIGHT_PROXY_ROOT=/`` would make every library a part of the proxy root)."""
+    path = folder.path
+    if path in SYSTEM_FOLDERS or path in SYSTEM_TREES:
+        raise RootOverlap(
+            f"safelight's {folder.what} {path} is a system folder: set {folder.setting} to "
+            "a folder of safelight's own"
+        )
