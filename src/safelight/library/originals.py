@@ -161,9 +161,11 @@ class StorageRoot:
         try:
             fd = openat2(self.fd, relative, flags)
         except OSError as error:
-            if error.errno != errno.ELOOP:
-                raise _refusal(error, relative, folder=folder) from error
-            fd = None  # walk again, to name the component that is a link
+            # ELOOP: a link on the way; ENOTDIR: a link where a folder was asked for
+            # (O_DIRECTORY | O_NOFOLLOW). Walk again, to name the component.
+            if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise _refusal(error, relative) from error
+            fd = None
         if fd is not None:
             return fd
         return self._walk(parts, flags, folder=folder)
@@ -179,7 +181,7 @@ class StorageRoot:
                     shown = "/".join(parts[: depth + 1])
                     if _is_link(current, name):
                         raise _link_refusal(shown, is_folder=folder or not last) from error
-                    raise _refusal(error, shown, folder=folder or not last) from error
+                    raise _refusal(error, shown) from error
                 if current != self.fd:
                     os.close(current)
                 current = child
@@ -203,7 +205,7 @@ def _link_refusal(shown: str, *, is_folder: bool) -> SymbolicLinkRefused:
     return SymbolicLinkRefused("symbolic link: not followed")
 
 
-def _refusal(error: OSError, shown: str, *, folder: bool) -> MediaError:
+def _refusal(error: OSError, shown: str) -> MediaError:
     if error.errno == errno.ENOENT:
         return FileVanished()
     if error.errno == errno.ELOOP:
