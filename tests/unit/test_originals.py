@@ -188,7 +188,11 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
     alias = tmp_path / "home-alias"
     alias.symlink_to(root / "home")
     own = own_folders(
-        [("proxy root", proxies), ("home", alias), ("database folder", alias / "pgdata")]
+        [
+            ("proxy root", proxies, False),
+            ("home", alias, True),
+            ("database folder", alias / "pgdata", False),
+        ]
     )
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
@@ -199,13 +203,21 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
     }
 
 
-def test_a_root_inside_an_own_folder_is_not_walked(root: Path, tmp_path: Path) -> None:
-    own = own_folders([("home", root.parent)])
+def test_a_root_inside_the_proxy_root_is_not_walked(root: Path) -> None:
+    own = own_folders([("proxy root", root.parent, False)])
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
     assert walker.files == []
     [entry] = walker.skipped
-    assert "inside safelight's own folder (home" in entry.reason
+    assert "inside safelight's own folder (proxy root" in entry.reason
+
+
+def test_a_root_inside_the_home_is_walked(root: Path) -> None:
+    """As the demo library is: the home's proxy root and data folder are not below it."""
+    own = own_folders([("home", root.parent, True)])
+    with StorageRoot(root) as storage:
+        walker = walk(Walker(storage, own))
+    assert [f.path for f in walker.files] == ["2024/trip/a.jpg"] and walker.skipped == []
 
 
 def test_links_inside_the_root_with_the_setting(root: Path, tmp_path: Path) -> None:

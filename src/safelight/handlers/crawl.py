@@ -236,9 +236,9 @@ class _Crawl:
         own = await asyncio.to_thread(
             own_folders,
             [
-                ("proxy root", settings.proxies),
-                ("home", settings.home),
-                ("database folder", settings.home / "pgdata"),
+                ("proxy root", settings.proxies, False),
+                ("home", settings.home, True),
+                ("database folder", settings.home / "pgdata", False),
             ],
         )
         self.walker = Walker(

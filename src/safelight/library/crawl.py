@@ -20,7 +20,8 @@ The walk (``Walker``):
   listed twice, or a loop);
 - never enters safelight's own folders (``own``: the proxy root, the home, the
   embedded data folder), recognised by device and inode wherever they appear, and
-  reports each one it meets in ``skipped``; a root inside one of them is not walked;
+  reports each one it meets in ``skipped``; a root inside the proxy root or the data
+  folder is not walked (a root inside the home, as the demo library, is);
 - skips hidden and housekeeping names (``mediatypes.is_ignored_name``) with everything
   below them, and anything that is not a regular file or folder;
 - reports, without stopping, a folder it cannot list and a name that is not valid
@@ -109,20 +110,25 @@ class OwnFolder:
     """Resolved."""
     device: int
     inode: int
+    may_hold_roots: bool = False
+    """A root inside it is walked (the home holds the demo library, beside its proxy root
+    and data folder, which are folders of their own here); met below a root, it is
+    skipped all the same."""
 
 
-def own_folders(folders: Iterable[tuple[str, Path]]) -> list[OwnFolder]:
-    """The given folders that exist, resolved and identified by device and inode (a bind
-    mount or a link to one is the same folder). One that does not exist yet cannot be
-    walked into; if it appears during a walk it is safelight's doing, after the walk."""
+def own_folders(folders: Iterable[tuple[str, Path, bool]]) -> list[OwnFolder]:
+    """``(label, folder, may_hold_roots)`` that exist, resolved and identified by device
+    and inode (a bind mount or a link to one is the same folder). One that does not exist
+    yet cannot be walked into; if it appears during a walk it is safelight's doing,
+    after the walk."""
     found: list[OwnFolder] = []
-    for label, folder in folders:
+    for label, folder, may_hold_roots in folders:
         resolved = Path(os.path.realpath(folder))
         try:
             st = os.stat(resolved)
         except OSError:
             continue
-        found.append(OwnFolder(label, resolved, st.st_dev, st.st_ino))
+        found.append(OwnFolder(label, resolved, st.st_dev, st.st_ino, may_hold_roots))
     return found
 
 
@@ -202,7 +208,7 @@ class Walker:
             self._settle_links()
 
     def _root_inside_own_folder(self) -> OwnFolder | None:
-        by_id = {(f.device, f.inode): f for f in self.own}
+        by_id = {(f.device, f.inode): f for f in self.own if not f.may_hold_roots}
         folder = self.root
         while True:
             try:
