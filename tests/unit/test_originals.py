@@ -4,6 +4,8 @@ same open file; the walk that lists symlinks and safelight's own folders."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from safelight.library.crawl import Walker, own_folders
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.hashing import hash_descriptor
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
+from safelight.library.video import make_video_proxies
 
 
 @pytest.fixture(params=["openat2", "per-component"])
@@ -252,3 +255,38 @@ def test_a_folder_swapped_for_a_link_mid_walk_is_not_listed_through_it(
         walk(walker)
     assert walker.files == []
     assert entries(walker) == {"2024/": "folder '2024' is a symbolic link: not followed"}
+
+
+# --- ffprobe and ffmpeg on the descriptor ----------------------------------------------
+
+
+@pytest.fixture
+def clip(root: Path) -> Path:
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("needs ffmpeg")
+    path = root / "clip.mp4"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=s=96x64:d=3:r=10",
+         "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
+async def test_ffmpeg_reads_and_seeks_the_descriptor_as_it_does_the_path(
+    root: Path, tmp_path: Path, clip: Path
+) -> None:
+    """/dev/fd/<n> is a fresh open of the same inode: the demuxer seeks to the index at
+    the end (no faststart) and the poster seeks to 1 s, exactly as on the path."""
+    by_path_dir = tmp_path / "by-path"
+    by_fd_dir = tmp_path / "by-fd"
+    by_path_dir.mkdir()
+    by_fd_dir.mkdir()
+    by_path = await make_video_proxies(clip, by_path_dir, None, lambda: None)
+    with StorageRoot(root) as storage, storage.open("clip.mp4") as original:
+        os.lseek(original.fd, 12345, os.SEEK_SET)  # its offset is not what ffmpeg uses
+        by_fd = await make_video_proxies(original, by_fd_dir, None, lambda: None)
+        assert os.lseek(original.fd, 0, os.SEEK_CUR) == 12345
+    assert by_fd.metadata == by_path.metadata and by_fd.metadata.duration_seconds == 3.0
+    assert by_fd.poster == by_path.poster
+    assert by_fd.web_video.read_bytes() == by_path.web_video.read_bytes()
