@@ -64,6 +64,12 @@ class Settings:
     max_stalls: int = 3
 
     max_concurrent_files: int = 4
+    # A symbolic link in a library is never followed, only listed in the crawl's
+    # "skipped". True: a link to a regular file that resolves inside the same storage
+    # root is crawled as a file at the link's path, read from the target (or, if the
+    # crawl lists the target itself, counted as its duplicate). Links to folders, and
+    # links out of the root, are refused either way.
+    follow_links_inside_root: bool = False
     # Processes that decode photos and make their proxies, shared by a process's
     # Workers (ADR 0010). 0: in threads of the Worker process (one core's worth, the GIL).
     decode_processes: int = field(default_factory=default_decode_processes)
@@ -179,6 +185,15 @@ def _convert(name: str, annotation: Any, raw: Any) -> Any:
     try:
         if "Path" in kind:
             return Path(str(raw)).expanduser()
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError
         if kind == "float":
             value = float(raw)
             if value != value or value in (float("inf"), float("-inf")):
@@ -192,7 +207,9 @@ def _convert(name: str, annotation: Any, raw: Any) -> Any:
     except (TypeError, ValueError):
         env_name = ENV_PREFIX + name.upper()
         shown = "***" if name == "database_url" else repr(raw)
-        raise SettingsError(
-            f"{name} ({env_name}) must be {'a number' if kind == 'float' else 'a whole number'},"
-            f" not {shown}"
-        ) from None
+        expected = {"float": "a number", "bool": "true or false"}.get(kind, "a whole number")
+        raise SettingsError(f"{name} ({env_name}) must be {expected}, not {shown}") from None
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})

@@ -36,6 +36,7 @@ RESULT_KEYS = {
     "deleted",
     "proxies",
     "errors",
+    "skipped",
     "images",
     "videos",
 }

@@ -57,6 +57,11 @@ def build_summary(
     else:
         # The crawl did not finish: what the last crawls recorded is the best we know.
         errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
+    skipped = [
+        {"path": e.get("path"), "reason": e.get("reason")}
+        for e in (result or {}).get("skipped") or []
+        if isinstance(e, Mapping)
+    ]
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -86,6 +91,7 @@ def build_summary(
         "burst_assets": int(library["burst_assets"]),
         "live_photos": int(library["live_photos"]),
         "errors": errors,
+        "skipped": skipped,
         "seconds": round(seconds, 3),
         "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
         "items": list(items),
@@ -179,5 +185,13 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
             listing,
         ]
+    skipped = summary.get("skipped") or []
+    if skipped:
+        listing = Table.grid(padding=(0, 2))
+        listing.add_column(overflow="fold")
+        listing.add_column(overflow="fold")
+        for entry in skipped:
+            listing.add_row(Text(str(entry["path"])), Text(str(entry["reason"])))
+        parts += [Text(f"{_plural(len(skipped), 'entry', 'entries')} not crawled:"), listing]
     parts.append(Text(f"database: {summary['database']}", style="dim"))
     console.print(Group(*parts), highlight=False)

@@ -58,16 +58,18 @@ from safelight.library.crawl import (
     WalkedFile,
     Walker,
     new_asset,
+    own_folders,
     proxy_spec,
     publish_image_proxies,
     publish_video_proxies,
 )
 from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
-from safelight.library.hashing import HashedFile, hash_file
+from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.metadata import ImageMetadata, file_time
-from safelight.library.paths import STAGING_FOLDER, confined
+from safelight.library.originals import Original, StorageRoot
+from safelight.library.paths import STAGING_FOLDER, describe_os_error
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
 
@@ -82,10 +84,12 @@ COUNTERS = (
     "deleted",
     "proxies",
     "errors",
+    "skipped",
 )
 """Progress counters, cumulative. ``total``: photos and videos the walk found (known
 once the walk ends); ``found``: how many of them have been dealt with so far, whatever
-the outcome (``found / total`` is the progress)."""
+the outcome (``found / total`` is the progress); ``skipped``: what the walk did not
+crawl on purpose (symbolic links, safelight's own folders), each listed with why."""
 
 PROGRESS_EVERY_SECONDS = 0.1
 PROGRESS_EVERY_FILES = 50
@@ -148,7 +152,8 @@ class _Crawl:
         self.decide = asyncio.Lock()
         self.inflight: dict[str, str] = {}  # content hash -> the path being ingested with it
         self.walked: dict[str, WalkedFile] = {}
-        self.walker = Walker(self.root)
+        self.storage: StorageRoot | None = None
+        self.walker: Walker | None = None
         self.alive = ThreadAlive(ctx)
         self._last_progress = ctx.clock.monotonic()
         self._since_progress = 0
@@ -156,8 +161,15 @@ class _Crawl:
     # --- the steps -------------------------------------------------------------------
 
     async def run(self, error_paths: set[str]) -> dict[str, Any]:
-        await self._walk()
-        files = self.walker.files
+        try:
+            return await self._run(error_paths)
+        finally:
+            if self.storage is not None:
+                self.storage.close()
+
+    async def _run(self, error_paths: set[str]) -> dict[str, Any]:
+        walker = await self._walk()
+        files = walker.files
         self.walked = {f.path: f for f in files}
         if not files and len(self.index):
             raise HandlerFailed(
@@ -166,8 +178,11 @@ class _Crawl:
                 "marked deleted"
             )
         self.tally.counts["total"] = len(files)
-        self.tally.errors.extend(self.walker.errors)
+        self.tally.errors.extend(walker.errors)
         self.tally.counts["errors"] = len(self.tally.errors)
+        self.tally.counts["skipped"] = len(walker.skipped)
+        for link, target in walker.links:
+            self._duplicate(link, target)
         self._progress(force=True)
         await self._process_all(files)
         stop_if_cancelled(self.ctx)
@@ -198,22 +213,49 @@ class _Crawl:
                 "path",
                 "reason",
             ),
+            "skipped": _capped(
+                [{"path": e.path, "reason": e.reason} for e in walker.skipped],
+                "path",
+                "reason",
+            ),
             "images": by_type["image"],
             "videos": by_type["video"],
         }
 
-    async def _walk(self) -> None:
+    async def _walk(self) -> Walker:
         if not self.root.is_dir():
             raise HandlerFailed(
                 f"the storage root {self.configured_root} is missing or not a folder "
                 "(is the share mounted?); nothing was changed"
             )
+        settings = self.services.settings
+        try:
+            # Resolved once (above), then held open: everything below it is reached
+            # from this descriptor, through no symbolic link.
+            self.storage = await asyncio.to_thread(StorageRoot, self.root)
+        except OSError as error:
+            raise HandlerFailed(
+                f"the storage root {self.configured_root} cannot be opened: "
+                f"{describe_os_error(error)}; nothing was changed"
+            ) from error
+        own = await asyncio.to_thread(
+            own_folders,
+            [
+                ("proxy root", settings.proxies, False),
+                ("home", settings.home, True),
+                ("database folder", settings.home / "pgdata", False),
+            ],
+        )
+        self.walker = Walker(
+            self.storage, own, follow_links_inside_root=settings.follow_links_inside_root
+        )
         try:
             while not self.walker.done:
                 stop_if_cancelled(self.ctx)
                 await asyncio.to_thread(self.walker.step)
         except RootUnavailable as error:
             raise HandlerFailed(f"{error.reason}; nothing was changed") from error
+        return self.walker
 
     async def _process_all(self, files: list[WalkedFile]) -> None:
         queue = iter(files)
@@ -245,14 +287,11 @@ class _Crawl:
         unseen = [
             a.id
             for a in self.index.live()
-            if a.file_path not in self.walked
-            and not self.walker.under_unreadable_folder(a.file_path)
+            if a.file_path not in self.walked and not self._under_unreadable_folder(a.file_path)
         ]
         failing = {e.path: e.reason for e in self.tally.errors}
         resolved = [
-            p
-            for p in error_paths
-            if p not in failing and not self.walker.under_unreadable_folder(p)
+            p for p in error_paths if p not in failing and not self._under_unreadable_folder(p)
         ]
         seen = self.tally.seen_unchanged
         for start in range(0, max(len(seen), 1), _WRITE_BATCH):
@@ -276,12 +315,18 @@ class _Crawl:
             self.tally.seen_unchanged.append(known.id)
             return
         try:
-            source = confined(self.root, walked.path)
-            hashed = await asyncio.to_thread(hash_file, source, ensure_alive=self.alive.check)
-            self.tally.counts["hashed"] += 1
-            new = await self._decide_known_content(walked, hashed)
-            if new:
-                await self._ingest(walked, source, hashed)
+            # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
+            original = await asyncio.to_thread(self._storage().open, walked.opened_at)
+            try:
+                hashed = await asyncio.to_thread(
+                    hash_descriptor, original.fd, ensure_alive=self.alive.check
+                )
+                self.tally.counts["hashed"] += 1
+                new = await self._decide_known_content(walked, hashed)
+                if new:
+                    await self._ingest(walked, original, hashed)
+            finally:
+                original.close()
         except MediaError as error:
             self._error(walked.path, error.reason)
         except AttemptStopped:
@@ -327,7 +372,7 @@ class _Crawl:
             self.inflight[h] = walked.path
             return True
 
-    async def _ingest(self, walked: WalkedFile, source: Path, hashed: HashedFile) -> None:
+    async def _ingest(self, walked: WalkedFile, source: Original, hashed: HashedFile) -> None:
         h = hashed.content_hash
         try:
             try:
@@ -360,36 +405,50 @@ class _Crawl:
             self.inflight.pop(h, None)
 
     async def _make(
-        self, walked: WalkedFile, source: Path, hashed: HashedFile
+        self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
             row, records = await self._make_image(walked, source, hashed)
         else:
             row, records = await self._make_video(walked, source, hashed)
-        # The original was read again after it was hashed; if it changed since, the
-        # proxies may show another version than the hash names.
-        st = await asyncio.to_thread(os.stat, source, follow_symlinks=False)
-        if (st.st_size, st.st_mtime_ns) != (hashed.size, hashed.mtime_ns):
-            raise FileChangedWhileHashing("file changed while its proxies were made")
+        await asyncio.to_thread(self._check_unchanged, source, hashed)
         return row, records
 
+    def _check_unchanged(self, source: Original, hashed: HashedFile) -> None:
+        """The original was read again after it was hashed (from the same open file):
+        if that file changed since, the proxies may show another version than the hash
+        names; if its name now leads to another file (replaced by a rename, or a link
+        swapped in), the asset would name a file it does not describe."""
+        if FileIdentity.of(os.fstat(source.fd)) != hashed.identity:
+            raise FileChangedWhileHashing("file changed while its proxies were made")
+        try:
+            now = FileIdentity.of(self._storage().stat(source.relative))
+        except MediaError as error:
+            raise FileChangedWhileHashing(
+                f"file was replaced while its proxies were made ({error.reason})"
+            ) from error
+        if now != hashed.identity:
+            raise FileChangedWhileHashing("file was replaced while its proxies were made")
+
     async def _make_image(
-        self, walked: WalkedFile, source: Path, hashed: HashedFile
+        self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         decoder = self.services.decoder
         if decoder is None:
             return await asyncio.to_thread(self._make_image_here, walked, source, hashed)
         # Cancelling this task (the attempt stopping) cancels the decode if it has not
-        # started; one already running finishes in its process, unawaited.
-        meta, proxies = await decoder.decode(source, self.spec)
+        # started; one already running finishes in its process, unawaited (and if this
+        # descriptor is closed and its number reused meanwhile, the reference's inode
+        # check refuses the other file).
+        meta, proxies = await decoder.decode(source.ref(), self.spec)
         return await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
 
     def _make_image_here(
-        self, walked: WalkedFile, source: Path, hashed: HashedFile
+        self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Blocking (decode, encode, write): runs in a thread."""
-        meta, proxies = decode_image(source, self.spec)
+        meta, proxies = decode_image(source.ref(), self.spec)
         return self._publish_image(walked, hashed, meta, proxies)
 
     def _publish_image(
@@ -403,7 +462,7 @@ class _Crawl:
         return new_asset(walked, hashed, meta), records
 
     async def _make_video(
-        self, walked: WalkedFile, source: Path, hashed: HashedFile
+        self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         # ffmpeg writes into a temporary folder of the proxy root's staging folder (the
         # same file system, so publishing is a rename; no config's folder, so nothing of
@@ -442,18 +501,28 @@ class _Crawl:
         """
         walked = self.walked.get(owner.file_path)
         if walked is None:
-            if self.walker.under_unreadable_folder(owner.file_path):
+            if self._under_unreadable_folder(owner.file_path):
                 return True
             # Not listed: gone, unless it appeared after the walk.
             return await asyncio.to_thread(os.path.lexists, self.root / owner.file_path)
         if (walked.size, walked.mtime_ns) == (owner.size_bytes, owner.modified_ns):
             return True
         try:
-            source = confined(self.root, owner.file_path)
-            again = await asyncio.to_thread(hash_file, source, ensure_alive=self.alive.check)
+            again = await asyncio.to_thread(self._hash_at, walked.opened_at)
         except MediaError:
             return True
         return again.content_hash == owner.content_hash
+
+    def _hash_at(self, relative: str) -> HashedFile:
+        with self._storage().open(relative) as original:
+            return hash_descriptor(original.fd, ensure_alive=self.alive.check)
+
+    def _storage(self) -> StorageRoot:
+        assert self.storage is not None, "the walk opens the storage root"
+        return self.storage
+
+    def _under_unreadable_folder(self, path: str) -> bool:
+        return self.walker is not None and self.walker.under_unreadable_folder(path)
 
     async def _relocate(self, asset: KnownAsset, walked: WalkedFile, hashed: HashedFile) -> None:
         async with self.ctx.fenced() as conn:

@@ -6,9 +6,22 @@ The walk (``Walker``):
 - lists the root iteratively with ``os.scandir``, a bounded number of folders per
   step, so the caller can run each step in a thread and check for cancellation and
   report progress in between;
-- follows no symlink at all: a link's target inside the root is listed at its real
-  path anyway (following it would list it twice), and a target outside the root must
-  never be read;
+- lists every folder through a descriptor opened beneath the root with no symbolic link
+  on the way (``originals.StorageRoot``), so a folder swapped for a link mid-walk is
+  not listed through the link;
+- follows no symlink: a link with a photo's or video's name, and a link to a folder,
+  is listed in ``skipped`` ("symbolic link: not followed"), never dropped silently. A
+  link's target inside the root is listed at its real path anyway, and a target
+  outside the root must never be read. With ``follow_links_inside_root``, a link to a
+  regular file inside the root is taken as a file at the link's path whose bytes are
+  opened at the target's resolved path (by the same safe walk) -- unless the walk
+  lists the target itself: then the link is the same file twice and is counted as a
+  duplicate of its target (``links``). Links to folders are never followed (a folder
+  listed twice, or a loop);
+- never enters safelight's own folders (``own``: the proxy root, the home, the
+  embedded data folder), recognised by device and inode wherever they appear, and
+  reports each one it meets in ``skipped``; a root inside the proxy root or the data
+  folder is not walked (a root inside the home, as the demo library, is);
 - skips hidden and housekeeping names (``mediatypes.is_ignored_name``) with everything
   below them, and anything that is not a regular file or folder;
 - reports, without stopping, a folder it cannot list and a name that is not valid
@@ -19,6 +32,7 @@ The walk (``Walker``):
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,6 +45,7 @@ from safelight.library.hashing import HashedFile
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.mediatypes import MediaType, is_ignored_name, media_type
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
+from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.paths import (
     STAGING_FOLDER,
     describe_os_error,
@@ -55,6 +70,13 @@ class WalkedFile:
     size: int
     mtime_ns: int
     media_type: MediaType
+    source: str | None = None
+    """Where its bytes are opened, if not at ``path``: the resolved target of a link
+    inside the root (``Walker.follow_links_inside_root``)."""
+
+    @property
+    def opened_at(self) -> str:
+        return self.source if self.source is not None else self.path
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +99,66 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class OwnFolder:
+    """A folder of safelight's own (the proxy root, the home, the embedded database's
+    data folder) that a walk must never enter, wherever it lies."""
+
+    label: str
+    """Shown in the skipped entry: ``"proxy root"``, ``"home"``, ``"database folder"``."""
+    path: Path
+    """Resolved."""
+    device: int
+    inode: int
+    may_hold_roots: bool = False
+    """A root inside it is walked (the home holds the demo library, beside its proxy root
+    and data folder, which are folders of their own here); met below a root, it is
+    skipped all the same."""
+
+
+def own_folders(folders: Iterable[tuple[str, Path, bool]]) -> list[OwnFolder]:
+    """``(label, folder, may_hold_roots)`` that exist, resolved and identified by device
+    and inode (a bind mount or a link to one is the same folder). One that does not exist
+    yet cannot be walked into; if it appears during a walk it is safelight's doing,
+    after the walk."""
+    found: list[OwnFolder] = []
+    for label, folder, may_hold_roots in folders:
+        resolved = Path(os.path.realpath(folder))
+        try:
+            st = os.stat(resolved)
+        except OSError:
+            continue
+        found.append(OwnFolder(label, resolved, st.st_dev, st.st_ino, may_hold_roots))
+    return found
+
+
+SYMLINK_REASON = "symbolic link: not followed"
+
+
 @dataclass
 class Walker:
-    """An iterative walk of ``root`` (already resolved), in steps; see the module."""
+    """An iterative walk of ``storage``'s root, in steps; see the module."""
 
-    root: Path
+    storage: StorageRoot
+    own: list[OwnFolder] = field(default_factory=list)
+    """Skipped, with a ``skipped`` entry, wherever they appear (the root included)."""
+    follow_links_inside_root: bool = False
+    """File links whose target resolves inside the root become files (see ``links``)."""
     files: list[WalkedFile] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    skipped: list[FileError] = field(default_factory=list)
+    """What was deliberately not crawled, with why: links, safelight's own folders."""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """(link, target) of file links to a target this walk lists itself: the same file
+    twice, so the link is a duplicate of its target, never a second asset."""
     unreadable_folders: list[str] = field(default_factory=list)
     _stack: list[str] = field(default_factory=lambda: [""])
+    _pending_links: list[tuple[WalkedFile, str]] = field(default_factory=list)
+    _checked_root: bool = False
+
+    @property
+    def root(self) -> Path:
+        return self.storage.path
 
     @property
     def done(self) -> bool:
@@ -96,27 +169,63 @@ class Walker:
 
         Raises ``RootUnavailable`` if the root itself cannot be listed.
         """
+        if not self._checked_root:
+            self._checked_root = True
+            inside = self._root_inside_own_folder()
+            if inside is not None:
+                self._stack.clear()
+                self.skipped.append(
+                    FileError("", f"the storage root is inside safelight's own folder "
+                              f"({inside.label}, {inside.path}): not crawled")
+                )  # fmt: skip
+                return
         for _ in range(max_folders):
             if not self._stack:
-                return
+                break
             relative = self._stack.pop()
             try:
-                with os.scandir(self.root / relative if relative else self.root) as listing:
-                    entries = sorted(listing, key=lambda e: e.name, reverse=True)
-            except OSError as error:
+                fd = self.storage.open_folder(relative)
+                try:
+                    with os.scandir(fd) as listing:
+                        entries = sorted(listing, key=lambda e: e.name, reverse=True)
+                    for entry in entries:
+                        self._visit(relative, entry)
+                finally:
+                    os.close(fd)
+            except (OSError, MediaError) as error:
+                reason = error.reason if isinstance(error, MediaError) else describe_os_error(error)
                 if not relative:
                     raise RootUnavailable(
-                        f"the storage root {self.root} cannot be listed: {describe_os_error(error)}"
+                        f"the storage root {self.root} cannot be listed: {reason}"
                     ) from error
+                if isinstance(error, SymbolicLinkRefused):
+                    # Swapped for a link since its parent was listed: not followed.
+                    self.skipped.append(FileError(relative + "/", error.reason))
+                    continue
                 self.unreadable_folders.append(relative)
-                self.errors.append(
-                    FileError(
-                        relative + "/", f"folder cannot be listed: {describe_os_error(error)}"
-                    )
-                )
-                continue
-            for entry in entries:
-                self._visit(relative, entry)
+                self.errors.append(FileError(relative + "/", f"folder cannot be listed: {reason}"))
+        if not self._stack:
+            self._settle_links()
+
+    def _root_inside_own_folder(self) -> OwnFolder | None:
+        by_id = {(f.device, f.inode): f for f in self.own if not f.may_hold_roots}
+        folder = self.root
+        while True:
+            try:
+                st = os.stat(folder)
+            except OSError:
+                st = None
+            if st is not None and (st.st_dev, st.st_ino) in by_id:
+                return by_id[(st.st_dev, st.st_ino)]
+            if folder.parent == folder:
+                return None
+            folder = folder.parent
+
+    def _own_folder(self, st: os.stat_result) -> OwnFolder | None:
+        for folder in self.own:
+            if (folder.device, folder.inode) == (st.st_dev, st.st_ino):
+                return folder
+        return None
 
     def _visit(self, relative: str, entry: os.DirEntry[str]) -> None:
         name = entry.name
@@ -125,6 +234,7 @@ class Walker:
         child = f"{relative}/{name}" if relative else name
         try:
             if entry.is_symlink():
+                self._visit_link(child, name)
                 return
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file(follow_symlinks=False)
@@ -149,6 +259,16 @@ class Walker:
                 )
             return
         if is_dir:
+            if self.own:
+                try:
+                    own = self._own_folder(entry.stat(follow_symlinks=False))
+                except OSError:
+                    own = None  # gone since the listing; listing it will say so
+                if own is not None:
+                    self.skipped.append(
+                        FileError(child + "/", f"safelight's own folder ({own.label}): not crawled")
+                    )
+                    return
             self._stack.append(child)
             return
         kind = media_type(name) if is_file else None
@@ -162,6 +282,57 @@ class Walker:
             self.errors.append(FileError(child, describe_os_error(error)))
             return
         self.files.append(WalkedFile(child, st.st_size, st.st_mtime_ns, kind))
+
+    def _visit_link(self, child: str, name: str) -> None:
+        """Report a link (a media file's name, or a link to a folder); a link to anything
+        else is as silent as any other file that is no photo or video."""
+        kind = media_type(name) if _is_utf8(name) else None
+        link = self.root / child
+        try:
+            target_st = os.stat(link)  # the target's kind only; nothing of it is read
+        except OSError:
+            target_st = None
+        if target_st is not None and stat.S_ISDIR(target_st.st_mode):
+            self.skipped.append(FileError(printable(child) + "/", SYMLINK_REASON))
+            return
+        if kind is None:
+            return
+        if not self.follow_links_inside_root or target_st is None:
+            self.skipped.append(FileError(printable(child), SYMLINK_REASON))
+            return
+        target = Path(os.path.realpath(link))
+        reason = self._refused_target(target, target_st)
+        if reason is not None:
+            self.skipped.append(FileError(child, reason))
+            return
+        source = target.relative_to(self.root).as_posix()
+        walked = WalkedFile(child, target_st.st_size, target_st.st_mtime_ns, kind, source)
+        self._pending_links.append((walked, source))
+
+    def _refused_target(self, target: Path, target_st: os.stat_result) -> str | None:
+        if not target.is_relative_to(self.root) or target == self.root:
+            return "symbolic link to outside the storage root: not followed"
+        if not stat.S_ISREG(target_st.st_mode):
+            return "symbolic link to something that is not a regular file: not followed"
+        folder = target.parent
+        while folder != self.root:
+            try:
+                own = self._own_folder(os.stat(folder))
+            except OSError:
+                own = None
+            if own is not None:
+                return f"symbolic link into safelight's own folder ({own.label}): not followed"
+            folder = folder.parent
+        return None
+
+    def _settle_links(self) -> None:
+        listed = {f.path for f in self.files}
+        for walked, source in self._pending_links:
+            if source in listed:
+                self.links.append((walked.path, source))
+            else:
+                self.files.append(walked)
+        self._pending_links.clear()
 
     def under_unreadable_folder(self, path: str) -> bool:
         return any(path.startswith(folder + "/") for folder in self.unreadable_folders)

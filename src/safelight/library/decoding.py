@@ -6,11 +6,12 @@ sample, Pillow's bookkeeping between its C calls). In threads of one process a c
 therefore used 1.4 of 2 cores (docs/benchmarks.md, section 5); in a pool of processes
 each photo gets a core of its own (ADR 0010).
 
-Only the decoding moves. What crosses the process boundary is a path and a
-``ProxySpec`` in, and ``ImageMetadata`` and ``ImageProxies`` out (frozen dataclasses of
-bytes, numbers, strings and datetimes), or the ``MediaError`` the photo raised, which
-pickles as its class and reason and so reaches the crawl as the same per-file error it
-is in a thread. A decode process writes no file and holds no database connection: every
+Only the decoding moves. What crosses the process boundary is a path (in a crawl, an
+``originals.OriginalRef``: which open file to read) and a ``ProxySpec`` in, and
+``ImageMetadata`` and ``ImageProxies`` out (frozen dataclasses of bytes, numbers,
+strings and datetimes), or the ``MediaError`` the photo raised, which pickles as its
+class and reason and so reaches the crawl as the same per-file error it is in a thread.
+A decode process writes no file and holds no database connection: every
 write stays in the Worker, behind the attempt's ``ensure_alive``.
 
 Processes are started with ``spawn``: a fresh interpreter that imports what it needs.
@@ -54,6 +55,7 @@ from typing import Any, TypeVar
 from safelight.library.errors import MediaError
 from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
 from safelight.library.metadata import ImageMetadata, read_image_metadata
+from safelight.library.originals import OriginalRef
 
 T = TypeVar("T")
 
@@ -72,8 +74,12 @@ class DecodeProcessDied(MediaError):
     """The process decoding this photo died (or the pool broke twice under it)."""
 
 
-def decode_image(path: Path, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
-    """A photo's metadata and proxies, in whichever process runs it (blocking)."""
+def decode_image(path: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
+    """A photo's metadata and proxies, in whichever process runs it (blocking).
+
+    The crawl passes an ``OriginalRef``: the decode process (spawned, so it inherits no
+    descriptor) reopens the Worker's open original through ``/proc``, the same file
+    whatever became of its name (see ``originals``)."""
     return read_image_metadata(path), make_image_proxies(path, spec)
 
 
@@ -143,7 +149,9 @@ class ImageDecoder:
         self._pool: _Pool | None = None
         self._closed = False
 
-    async def decode(self, path: Path, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
+    async def decode(
+        self, path: Path | OriginalRef, spec: ProxySpec
+    ) -> tuple[ImageMetadata, ImageProxies]:
         """``decode_image(path, spec)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.

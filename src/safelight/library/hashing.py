@@ -12,9 +12,10 @@ up with reads even from RAM and any NAS disk or network is far slower, so hashin
 no more than reading; XXH3-64 was chosen (XXH64 gives up ~25% where CPU matters at all).
 
 A file that changes while it is read yields a hash of no version of the file. Size,
-mtime (ns), inode and device are compared before and after the read (on the open file
-and again by path, which also catches a file replaced by rename); any difference raises
-``FileChangedWhileHashing``. A same-size rewrite within the filesystem's timestamp
+mtime (ns), inode and device are compared before and after the read (on the open file;
+``hash_file`` also by path, which catches a file replaced by rename, and the crawl does
+the same through ``originals.StorageRoot.stat`` once the proxies are made); any
+difference raises ``FileChangedWhileHashing``. A same-size rewrite within the filesystem's timestamp
 granularity is invisible to stat and cannot be caught here.
 """
 
@@ -68,6 +69,10 @@ class HashedFile:
     inode: int
     device: int
 
+    @property
+    def identity(self) -> FileIdentity:
+        return FileIdentity(self.size, self.mtime_ns, self.inode, self.device)
+
 
 def hash_file(
     path: Path,
@@ -84,30 +89,66 @@ def hash_file(
     read, not a regular file, a symlink) and ``FileChangedWhileHashing``.
     """
     with open_original(path) as original:
-        before = FileIdentity.of(os.fstat(original.fileno()))
-        if before.size == 0:
-            raise EmptyFile()
-        hasher = xxhash.xxh3_64()
-        buffer = bytearray(chunk_bytes)
-        view = memoryview(buffer)
-        total = 0
-        while True:
-            if ensure_alive is not None:
-                ensure_alive()
-            try:
-                count = original.readinto(buffer)
-            except OSError as error:
-                raise UnreadableFile(describe_os_error(error)) from error
-            if not count:
-                break
-            hasher.update(view[:count])
-            total += count
-        after_open = FileIdentity.of(os.fstat(original.fileno()))
+        hashed = _hash(
+            original.fileno(),
+            lambda buffer, _offset: original.readinto(buffer),
+            ensure_alive,
+            chunk_bytes,
+        )
     try:
         after_path = FileIdentity.of(os.stat(path, follow_symlinks=False))
     except FileNotFoundError as error:
         raise FileChangedWhileHashing("file was moved or deleted while it was hashed") from error
-    if after_open != before or after_path != before or total != before.size:
+    if after_path != hashed.identity:
+        raise FileChangedWhileHashing()
+    return hashed
+
+
+def hash_descriptor(
+    fd: int,
+    *,
+    ensure_alive: Callable[[], None] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> HashedFile:
+    """Hash the open regular file ``fd`` (an ``originals.Original``), streaming.
+
+    Reads with ``pread`` from offset 0: the descriptor's own offset is neither used nor
+    moved, so the same descriptor serves every later reader. Checks the open file's
+    stat before and after; the caller checks the name (the crawl, after the proxies).
+    Raises as ``hash_file``.
+    """
+    return _hash(
+        fd, lambda buffer, offset: os.preadv(fd, [buffer], offset), ensure_alive, chunk_bytes
+    )
+
+
+def _hash(
+    fd: int,
+    read: Callable[[bytearray, int], int],
+    ensure_alive: Callable[[], None] | None,
+    chunk_bytes: int,
+) -> HashedFile:
+    """Hash what ``read(buffer, offset)`` returns, checking ``fd``'s stat around it."""
+    before = FileIdentity.of(os.fstat(fd))
+    if before.size == 0:
+        raise EmptyFile()
+    hasher = xxhash.xxh3_64()
+    buffer = bytearray(chunk_bytes)
+    view = memoryview(buffer)
+    total = 0
+    while True:
+        if ensure_alive is not None:
+            ensure_alive()
+        try:
+            count = read(buffer, total)
+        except OSError as error:
+            raise UnreadableFile(describe_os_error(error)) from error
+        if not count:
+            break
+        hasher.update(view[:count])
+        total += count
+    after_open = FileIdentity.of(os.fstat(fd))
+    if after_open != before or total != before.size:
         raise FileChangedWhileHashing()
     return HashedFile(
         content_hash=hasher.hexdigest(),

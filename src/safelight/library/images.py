@@ -38,7 +38,7 @@ from PIL import Image, ImageCms
 
 from safelight.library.errors import CorruptMedia, DecompressionBomb, UnsupportedMedia
 from safelight.library.metadata import MAX_IMAGE_PIXELS, exif_fields_of, open_image
-from safelight.library.paths import open_original
+from safelight.library.originals import OriginalRef, open_source
 
 MAX_ASPECT = 4
 """A proxy is at most this many times as tall as its width limit, so a 100 x 60000 scan
@@ -110,14 +110,15 @@ class ImageProxies:
     height: int
 
 
-def make_image_proxies(src: Path, spec: ProxySpec | None = None) -> ImageProxies:
-    """Thumbnail, preview and BlurHash of the photo at ``src``, decoding it once.
+def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec | None = None) -> ImageProxies:
+    """Thumbnail, preview and BlurHash of the photo at ``src`` (a path, or the crawl's
+    open original), decoding it once.
 
     Raises ``MediaError``: ``DecompressionBomb``, ``CorruptMedia`` (truncated, corrupt),
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
     spec = spec or ProxySpec()
-    with open_original(src) as original, open_image(original) as image:
+    with open_source(src) as original, open_image(original) as image:
         stored_width, stored_height = image.size
         if stored_width * stored_height > MAX_IMAGE_PIXELS:
             raise DecompressionBomb(

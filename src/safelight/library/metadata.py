@@ -40,6 +40,7 @@ from safelight.library.errors import (
     UnsupportedMedia,
 )
 from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
 
 MAX_IMAGE_PIXELS = 250_000_000
@@ -135,14 +136,15 @@ def open_image(fp: IO[bytes]) -> Image.Image:
         raise CorruptMedia(f"corrupt image header: {error}") from error
 
 
-def read_image_metadata(path: Path) -> ImageMetadata:
-    """Metadata of the photo at ``path`` (a path from ``paths.confined``).
+def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
+    """Metadata of the photo at ``path`` (a path from ``paths.confined``, or the
+    crawl's open original: ``originals.OriginalRef``).
 
     Only headers are read: nothing here decodes pixels (HEIF's container is read into
     memory by libheif, but not decoded). A malformed EXIF block loses only what it
     garbles. Raises ``MediaError`` for files that are not readable images.
     """
-    with open_original(path) as original:
+    with open_source(path) as original:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
         with open_image(original) as image:
             fields = _exif_fields(image, original)
@@ -253,8 +255,9 @@ def file_time(mtime_ns: int) -> datetime:
 # --- videos -------------------------------------------------------------------------------
 
 
-def ffprobe_command(path: Path, ffprobe: str = "ffprobe") -> list[str]:
-    """The ffprobe invocation for one original (shared with the async probe in ``video``)."""
+def ffprobe_command(path: Path | str, ffprobe: str = "ffprobe") -> list[str]:
+    """The ffprobe invocation for one original (shared with the async probe in ``video``);
+    ``path`` may be ``/dev/fd/<n>`` of a descriptor passed to ffprobe."""
     return [
         ffprobe,
         "-v", "error",

@@ -3,9 +3,11 @@ atomic publication of proxy files.
 
 Invariants:
 
-- Every original is reached through ``confined()`` (resolved, symlinks followed, inside
-  its storage root) and opened through ``open_original()`` (read-only, never through a
-  symlink, never blocking on a FIFO). Nothing in this layer opens an original for writing.
+- A crawl opens every original once, beneath its root and through no symlink at any
+  level (``originals.StorageRoot``), and reads it only from that descriptor. Callers
+  that have only a path use ``confined()`` (resolved, symlinks followed, inside its
+  storage root) and ``open_original()`` (read-only, no symlink as the last component,
+  never blocking on a FIFO). Nothing in this layer opens an original for writing.
 - A proxy file is either absent or complete: it is written under a temporary name in its
   own folder, fsynced, and renamed into place only after ``ensure_alive()`` confirmed the
   attempt still owns its item. A reader never sees half a file, and an attempt that lost

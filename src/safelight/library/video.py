@@ -11,7 +11,10 @@ propagates: no encoder keeps burning a NAS's CPU, or writing, for an attempt tha
 
 ffmpeg reads originals only through the ``file`` protocol and known demuxers (see
 ``metadata.ffmpeg_input_options``), and writes only into the caller's temporary folder;
-publishing the web video is the caller's ``paths.move_into_place``.
+publishing the web video is the caller's ``paths.move_into_place``. Given the crawl's
+open original (``originals.Original``), ffprobe and ffmpeg never look its name up: they
+inherit its descriptor (``pass_fds``) and open ``/dev/fd/<n>``, a new open file of the
+same inode (its own offset, so seeking works as on the path).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from safelight.library.metadata import (
     last_lines,
     parse_ffprobe_output,
 )
+from safelight.library.originals import Original
 from safelight.library.paths import open_original
 
 WEB_VIDEO_NAME = "video.mp4"
@@ -100,8 +104,9 @@ def killable_command(args: Sequence[str], setpriv: str | None) -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--", *args]
 
 
-async def run_killable(args: Sequence[str]) -> Completed:
-    """Run ``args`` in its own process group and collect its output.
+async def run_killable(args: Sequence[str], *, pass_fds: Sequence[int] = ()) -> Completed:
+    """Run ``args`` in its own process group and collect its output; the child inherits
+    the descriptors ``pass_fds`` (at the same numbers) and no other.
 
     On cancellation (or any other exception while waiting) the whole process group is
     SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
@@ -119,6 +124,7 @@ async def run_killable(args: Sequence[str]) -> Completed:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     )
     try:
@@ -159,11 +165,22 @@ async def _settle(future: asyncio.Future[Any]) -> None:
             await asyncio.shield(future)
 
 
-async def probe_video(src: Path, ffprobe: str = "ffprobe") -> VideoMetadata:
+async def probe_video(src: Path | Original, ffprobe: str = "ffprobe") -> VideoMetadata:
     """``metadata.read_video_metadata``, async and cancellable."""
-    mtime_ns = await asyncio.to_thread(_original_mtime_ns, src)
-    result = await run_killable(ffprobe_command(src, ffprobe))
+    if isinstance(src, Original):
+        mtime_ns = os.fstat(src.fd).st_mtime_ns
+    else:
+        mtime_ns = await asyncio.to_thread(_original_mtime_ns, src)
+    name, fds = _input(src)
+    result = await run_killable(ffprobe_command(name, ffprobe), pass_fds=fds)
     return parse_ffprobe_output(result.returncode, result.stdout, result.stderr, mtime_ns)
+
+
+def _input(src: Path | Original) -> tuple[str, tuple[int, ...]]:
+    """The name ffprobe/ffmpeg open ``src`` by, and the descriptors they must inherit."""
+    if isinstance(src, Original):
+        return src.dev_fd, (src.fd,)
+    return str(src), ()
 
 
 def _original_mtime_ns(src: Path) -> int:
@@ -172,7 +189,7 @@ def _original_mtime_ns(src: Path) -> int:
 
 
 async def make_video_proxies(
-    src: Path,
+    src: Path | Original,
     out_dir_tmp: Path,
     spec: VideoProxySpec | None,
     ensure_alive: Callable[[], None],
@@ -191,9 +208,10 @@ async def make_video_proxies(
     poster = await _poster(src, metadata, spec)
     ensure_alive()
     output = out_dir_tmp / WEB_VIDEO_NAME
+    name, fds = _input(src)
     result = await _run_filtered(
-        metadata, lambda filters: _web_video_command(src, output, filters, metadata, spec),
-        _web_video_scale(spec),
+        metadata, lambda filters: _web_video_command(name, output, filters, metadata, spec),
+        _web_video_scale(spec), fds,
     )  # fmt: skip
     if result.returncode != 0:
         output.unlink(missing_ok=True)
@@ -218,33 +236,39 @@ video look washed out. Needs ffmpeg's zscale (libzimg, in Debian's ffmpeg)."""
 
 
 async def _run_filtered(
-    metadata: VideoMetadata, build: Callable[[str], list[str]], scale: str
+    metadata: VideoMetadata,
+    build: Callable[[str], list[str]],
+    scale: str,
+    pass_fds: tuple[int, ...] = (),
 ) -> Completed:
     """Run ``build(filters)``, tone-mapping HDR first; an ffmpeg without zscale gets a
     second run without it (washed out beats missing)."""
     if metadata.hdr:
-        result = await run_killable(build(f"{_TONE_MAP},{scale}"))
+        result = await run_killable(build(f"{_TONE_MAP},{scale}"), pass_fds=pass_fds)
         if result.returncode == 0 or b"zscale" not in result.stderr:
             return result
-    return await run_killable(build(scale))
+    return await run_killable(build(scale), pass_fds=pass_fds)
 
 
-async def _poster(src: Path, metadata: VideoMetadata, spec: VideoProxySpec) -> ImageProxies:
+async def _poster(
+    src: Path | Original, metadata: VideoMetadata, spec: VideoProxySpec
+) -> ImageProxies:
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
     ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo)."""
     duration = metadata.duration_seconds or 0.0
     at = max(0.0, min(spec.poster_at_seconds, duration / 2))
+    name, fds = _input(src)
 
     def command(filters: str) -> list[str]:
         return [
             spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
-            *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{src}",
+            *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{name}",
             "-map", "0:v:0", "-frames:v", "1", "-vf", filters,
             "-f", "image2pipe", "-c:v", "bmp", "-",
         ]  # fmt: skip
 
     scale = f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos"
-    result = await _run_filtered(metadata, command, scale)
+    result = await _run_filtered(metadata, command, scale, fds)
     if result.returncode != 0 or not result.stdout:
         raise CorruptMedia(f"ffmpeg could not extract a poster frame: {last_lines(result.stderr)}")
     return await asyncio.to_thread(_poster_proxies, result.stdout, spec.image)
@@ -271,7 +295,7 @@ def _web_video_scale(spec: VideoProxySpec) -> str:
 
 
 def _web_video_command(
-    src: Path, output: Path, filters: str, metadata: VideoMetadata, spec: VideoProxySpec
+    src: Path | str, output: Path, filters: str, metadata: VideoMetadata, spec: VideoProxySpec
 ) -> list[str]:
     command = [
         spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
