@@ -105,11 +105,13 @@ def make_harness(
 ) -> Harness:
     clock = clock or FakeClock(start=START)
     settings = Settings(
-        home=tmp_path / "home",
-        proxy_root=tmp_path / "proxies",
-        thumbnail_width=64,
-        preview_width=256,
-        **overrides,
+        **{
+            "home": tmp_path / "home",
+            "proxy_root": tmp_path / "proxies",
+            "thumbnail_width": 64,
+            "preview_width": 256,
+            **overrides,
+        }
     )
     store = WorkStore(pool, clock, KIND_SPECS)
     services = Services(pool=pool, store=store, clock=clock, settings=settings, decoder=decoder)

@@ -79,6 +79,12 @@ def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
             "holds the photos themselves"
         )
     for folder in own:
+        if folder.path == root:
+            raise RootOverlap(
+                f"the folder {root} is safelight's {folder.what}, where safelight writes and "
+                f"deletes its own files: set {folder.setting} to a folder of safelight's own, "
+                "outside every library"
+            )
         if folder.path.is_relative_to(root):
             raise RootOverlap(
                 f"the folder {root} contains safelight's {folder.what} {folder.path}: its "

@@ -1,0 +1,261 @@
+"""The boundaries between safelight's folders and a user's: which roots may be storage
+roots (``library.roots``), which names under the proxy root are safelight's
+(``paths.parse_proxy_name`` and friends), deletes that never pass a link
+(``library.proxytree``) and the proxy root's marker (``library.proxyroot``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from safelight.library import proxytree
+from safelight.library.paths import (
+    PROXY_ROOT_MARKER,
+    is_layout_folder,
+    is_staging_name,
+    parse_proxy_name,
+    proxy_path,
+)
+from safelight.library.proxyroot import DatabaseIdentity, ProxyRootTaken, claim_proxy_root
+from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_empty_folders
+from safelight.library.roots import (
+    DEMO_FOLDER,
+    RootOverlap,
+    check_own_folder,
+    check_storage_root,
+    own_folders,
+)
+
+CONFIG = UUID("1234abcd-1234-5678-9abc-def012345678")
+HASH = "ab" + "0123456789abcd"
+
+
+def alive() -> None:
+    pass
+
+
+# --- roots --------------------------------------------------------------------------
+
+
+def test_a_root_that_contains_the_home_is_refused_with_the_fix(tmp_path: Path) -> None:
+    user_home = tmp_path / "alice"
+    own = own_folders(user_home / ".local" / "share" / "safelight", user_home / "px")
+    user_home.mkdir()
+    with pytest.raises(RootOverlap) as refused:
+        check_storage_root(user_home, own)
+    message = str(refused.value)
+    assert str(user_home) in message and "proxy root" in message
+    only_home = own_folders(user_home / ".local/share/safelight", tmp_path / "elsewhere")
+    with pytest.raises(RootOverlap, match=f"set SAFELIGHT_HOME outside {user_home}"):
+        check_storage_root(user_home, only_home)
+
+
+@pytest.mark.parametrize(
+    ("inside", "what", "setting"),
+    [
+        ("proxies/2019", "proxy root", "SAFELIGHT_PROXY_ROOT"),
+        ("home/pgdata/base", "embedded database", "SAFELIGHT_HOME"),
+        ("home/photos", "home", "SAFELIGHT_HOME"),
+    ],
+)
+def test_a_root_inside_one_of_safelights_folders_is_refused(
+    tmp_path: Path, inside: str, what: str, setting: str
+) -> None:
+    own = own_folders(tmp_path / "home", tmp_path / "proxies")
+    with pytest.raises(RootOverlap) as refused:
+        check_storage_root(tmp_path / inside, own)
+    assert f"inside safelight's {what}" in str(refused.value)
+    assert setting in str(refused.value)
+
+
+def test_a_root_containing_the_proxy_root_is_refused_in_both_directions(tmp_path: Path) -> None:
+    library = tmp_path / "library"
+    own = own_folders(tmp_path / "home", library / ".proxies")
+    with pytest.raises(RootOverlap, match="set SAFELIGHT_PROXY_ROOT outside"):
+        check_storage_root(library, own)
+    own = own_folders(tmp_path / "home", tmp_path)
+    with pytest.raises(RootOverlap, match="inside safelight's proxy root"):
+        check_storage_root(library, own)
+
+
+def test_roots_are_compared_resolved(tmp_path: Path) -> None:
+    (tmp_path / "library").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "library")
+    own = own_folders(tmp_path / "link" / "home", tmp_path / "px")
+    with pytest.raises(RootOverlap):
+        check_storage_root(tmp_path / "library", own)
+    with pytest.raises(RootOverlap):
+        check_storage_root(tmp_path / "link", own_folders(tmp_path / "library/h", tmp_path / "p"))
+
+
+def test_disjoint_roots_and_the_demo_library_pass(tmp_path: Path) -> None:
+    own = own_folders(tmp_path / "home", tmp_path / "proxies")
+    check_storage_root(tmp_path / "library", own)
+    check_storage_root(tmp_path / "home-photos", own)  # a sibling whose name starts alike
+    check_storage_root(tmp_path / "home" / DEMO_FOLDER, own)
+    check_storage_root(tmp_path / "home" / DEMO_FOLDER / "2024", own)
+
+
+@pytest.mark.parametrize("root", ["/", "/etc", "/usr/share/photos", "/proc/1", "/home", "/var"])
+def test_system_folders_are_refused_as_roots(root: str, tmp_path: Path) -> None:
+    with pytest.raises(RootOverlap, match="system folder"):
+        check_storage_root(Path(root), own_folders(tmp_path / "h", tmp_path / "p"))
+
+
+def test_safelights_own_folders_may_not_be_system_folders(tmp_path: Path) -> None:
+    proxy_root, *_ = own_folders(tmp_path / "h", Path("/"))
+    with pytest.raises(RootOverlap, match="SAFELIGHT_PROXY_ROOT"):
+        check_own_folder(proxy_root)
+
+
+# --- the layout's names -------------------------------------------------------------
+
+
+def test_only_the_names_proxy_path_builds_are_proxy_names(tmp_path: Path) -> None:
+    built = proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg").relative_to(tmp_path)
+    name = parse_proxy_name(built.as_posix())
+    assert name is not None and (name.config_id, name.content_hash) == (CONFIG, HASH)
+    assert name.relative == built.as_posix()
+    for other in (
+        f"{CONFIG}/ab/{HASH}",  # a folder
+        f"{CONFIG}/cd/{HASH}/thumbnail.jpg",  # the prefix does not match
+        f"{CONFIG}/ab/{HASH}/x/thumbnail.jpg",
+        f"{str(CONFIG).upper()}/ab/{HASH}/thumbnail.jpg",
+        f"{CONFIG}/ab/{HASH}/IMG_0001.JPG",
+        f"{CONFIG}/ab/{HASH}/thumbnail",
+        f"{CONFIG}/ab/../ab/{HASH}/thumbnail.jpg",
+        "2019/holiday/IMG_0001.jpg",
+        PROXY_ROOT_MARKER,
+    ):
+        assert parse_proxy_name(other) is None, other
+
+
+def test_staging_names_and_layout_folders() -> None:
+    assert is_staging_name(".staging/.thumbnail.jpg.k2j4_x9a.tmp")
+    assert is_staging_name(".staging/.video-a1b2c3d4.tmp/video.mp4")
+    assert not is_staging_name(".staging/photo.jpg")
+    assert not is_staging_name(".staging/.video-a1b2c3d4.tmp/deeper/video.mp4")
+    assert not is_staging_name("elsewhere/.thumbnail.jpg.k2j4_x9a.tmp")
+    for folder in (str(CONFIG), f"{CONFIG}/ab", f"{CONFIG}/ab/{HASH}", ".staging"):
+        assert is_layout_folder(folder), folder
+    assert is_layout_folder(".staging/.video-a1b2c3d4.tmp")
+    for folder in ("photos", f"{CONFIG}/abc", f"{CONFIG}/cd/{HASH}", f"{CONFIG}/ab/{HASH}/x"):
+        assert not is_layout_folder(folder), folder
+
+
+# --- deletes through descriptors ------------------------------------------------------
+
+
+def _proxy(root: Path, name: str = "thumbnail.jpg") -> Path:
+    path = root / str(CONFIG) / HASH[:2] / HASH / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"proxy")
+    return path
+
+
+def test_a_link_at_the_end_is_refused_and_its_target_survives(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    secret = tmp_path / "original.jpg"
+    secret.write_bytes(b"the only copy")
+    link = _proxy(root)
+    link.unlink()
+    link.symlink_to(secret)
+    with pytest.raises(UnsafeProxyPath, match="symbolic link"):
+        delete_file(root, link.relative_to(root).as_posix(), alive)
+    assert secret.read_bytes() == b"the only copy" and link.is_symlink()
+
+
+def test_a_linked_folder_on_the_way_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    library = tmp_path / "library"
+    original = _proxy(library)  # a file of the same name, outside the proxy root
+    (root / str(CONFIG)).parent.mkdir(parents=True)
+    (root / str(CONFIG)).symlink_to(library / str(CONFIG), target_is_directory=True)
+    with pytest.raises(UnsafeProxyPath, match="not followed"):
+        delete_file(root, original.relative_to(library).as_posix(), alive)
+    assert original.exists()
+
+
+def test_a_folder_swapped_for_a_link_mid_delete_sends_it_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap lands after the delete opened the proxy root and before it opens the
+    config's folder: the path-based delete of before would follow the link."""
+    root = tmp_path / "proxies"
+    library = tmp_path / "library"
+    target = _proxy(root)
+    original = _proxy(library)
+    real_open = os.open
+    opened: list[object] = []
+
+    def open_then_swap(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+        if not opened:
+            opened.append(path)
+            config_folder = root / str(CONFIG)
+            config_folder.rename(tmp_path / "moved-away")
+            config_folder.symlink_to(library / str(CONFIG), target_is_directory=True)
+        return fd
+
+    monkeypatch.setattr(proxytree.os, "open", open_then_swap)
+    with pytest.raises(UnsafeProxyPath):
+        delete_file(root, target.relative_to(root).as_posix(), alive)
+    assert original.read_bytes() == b"proxy"
+    assert (tmp_path / "moved-away" / HASH[:2] / HASH / "thumbnail.jpg").exists()
+
+
+def test_delete_file_removes_a_proxy_and_folders_go_only_when_empty(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    thumb = _proxy(root)
+    preview = _proxy(root, "full_preview.jpg")
+    relative = thumb.relative_to(root).as_posix()
+    assert delete_file(root, relative, alive) is True
+    assert delete_file(root, relative, alive) is False  # gone already
+    folder = thumb.parent.relative_to(root).as_posix()
+    assert remove_empty_folders(root, folder, alive) == []
+    assert preview.exists()
+    preview.unlink()
+    assert remove_empty_folders(root, folder, alive) == [folder, f"{CONFIG}/ab", str(CONFIG)]
+    assert root.is_dir() and not any(root.iterdir())
+
+
+def test_a_file_kept_by_its_own_stat_is_not_deleted(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    thumb = _proxy(root)
+    kept = delete_file(root, thumb.relative_to(root).as_posix(), alive, keep=lambda st: True)
+    assert kept is False and thumb.exists()
+
+
+# --- the proxy root's marker ----------------------------------------------------------
+
+
+def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    mine = DatabaseIdentity("7000000000000000001", "safelight")
+    claim_proxy_root(root, mine)
+    claim_proxy_root(root, mine)  # again: fine
+    assert (root / PROXY_ROOT_MARKER).is_file()
+    for other in (
+        DatabaseIdentity("7000000000000000001", "safelight_demo"),
+        DatabaseIdentity("7000000000000000002", "safelight"),
+    ):
+        with pytest.raises(ProxyRootTaken) as refused:
+            claim_proxy_root(root, other)
+        message = str(refused.value)
+        assert mine.describe() in message and other.describe() in message
+        assert "SAFELIGHT_PROXY_ROOT" in message
+
+
+def test_an_unreadable_marker_is_nobodys(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    root.mkdir()
+    (root / PROXY_ROOT_MARKER).write_text("{not json")
+    with pytest.raises(ProxyRootTaken, match="no database safelight can name"):
+        claim_proxy_root(root, DatabaseIdentity("1", "db"))
+    (root / PROXY_ROOT_MARKER).unlink()
+    (root / PROXY_ROOT_MARKER).symlink_to(tmp_path / "theirs.json")
+    with pytest.raises(ProxyRootTaken):
+        claim_proxy_root(root, DatabaseIdentity("1", "db"))
