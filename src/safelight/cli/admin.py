@@ -15,6 +15,7 @@ from safelight.db.database import Database, open_database
 from safelight.db.migrate import migrate
 from safelight.library.configs import StorageConfig, StorageConfigs
 from safelight.settings import Settings
+from safelight.terminal import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,7 +120,7 @@ def config_add(state: CliState, path: str, user: str | None, as_json: bool) -> N
     what = (
         "added" if added.created else ("re-enabled" if added.reactivated else "already registered")
     )
-    click.echo(f"{what}: {added.config.root_path} for {added.config.owner}", err=True)
+    click.echo(printable(f"{what}: {added.config.root_path} for {added.config.owner}"), err=True)
     click.echo(str(added.config.id))
 
 
@@ -160,6 +161,6 @@ def config_disable(state: CliState, config_id: str) -> None:
 
     config, was_active = state.with_database(body)
     if was_active:
-        click.echo(f"disabled {config.id} ({config.root_path}, {config.owner})")
+        click.echo(printable(f"disabled {config.id} ({config.root_path}, {config.owner})"))
     else:
-        click.echo(f"{config.id} ({config.root_path}) was already disabled")
+        click.echo(printable(f"{config.id} ({config.root_path}) was already disabled"))

@@ -18,6 +18,7 @@ from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.library.configs import ConfigError
 from safelight.logs import masker
 from safelight.settings import SettingsError
+from safelight.terminal import first_line, printable, text_lines
 from safelight.work.errors import InvalidWorkItem
 
 _log = logging.getLogger(__name__)
@@ -47,7 +48,8 @@ class Failure(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
     def format_message(self) -> str:
-        return masker.mask(one_line(self.message))
+        # An error can quote a file name or a library's message: escaped for the terminal.
+        return printable(masker.mask(one_line(self.message)))
 
     def show(self, file: IO[Any] | None = None) -> None:
         # Masked once more on the way out: a message can quote a connection string.
@@ -57,7 +59,7 @@ class Failure(click.ClickException):
 def one_line(text: str) -> str:
     """The first line of ``text``, marked when more followed (a library's error can carry
     a whole command output; the log has it, the user gets one line)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line.strip() for line in text_lines(text) if line.strip()]
     if not lines:
         return ""
     return lines[0] if len(lines) == 1 else f"{lines[0]} …"
@@ -95,7 +97,7 @@ def translate(error: BaseException) -> click.ClickException:
             return Failure(str(error), code)
     # A bug. The traceback goes to the log (masked by its handler); the user gets a line.
     _log.debug("internal error", exc_info=error)
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    first = first_line(str(error))
     detail = f"{type(error).__name__}: {first}" if first else type(error).__name__
     return Failure(
         f"internal error ({detail}); run with --log-level debug for the traceback",
