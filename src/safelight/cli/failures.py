@@ -15,6 +15,7 @@ import click
 
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
+from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
 from safelight.library.configs import ConfigError
 from safelight.logs import masker
 from safelight.settings import SettingsError
@@ -32,8 +33,9 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
-    "(bad path, unknown kind or id, malformed JSON); 3 database unavailable; "
-    "70 internal error (a bug); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
+    "(bad path, unknown kind or id, malformed JSON, a database migrated by a newer "
+    "safelight); 3 database unavailable; 70 internal error (a bug, or a migration file "
+    "changed after it was applied); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
     "items were released and the next run continues; worker: a second signal). A worker "
     "stopped by one signal releases its items and exits 0."
 )
@@ -79,6 +81,13 @@ USER_ERRORS: Mapping[type[BaseException], int] = {
     InvalidWorkItem: EXIT_USAGE,
     DatabaseUnavailable: EXIT_DATABASE,
     EmbeddedDatabaseError: EXIT_DATABASE,
+    # Pointed at a database a newer release migrated: the installation or the URL is the
+    # thing to fix, as with a bad setting; retrying (3) would never help.
+    NewerSchemaError: EXIT_USAGE,
+    # A migration file differs from what the database applied: the installed release is
+    # not the one it claims to be (or a developer edited an applied migration). Not the
+    # user's input, so not 2; said as the clear line, not as "internal error".
+    ChangedMigrationError: EXIT_INTERNAL,
 }
 
 
