@@ -65,6 +65,11 @@ def _escape_match(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every character a terminal would act on in its visible escaped
     form; one line (a newline becomes ``\\n``). Idempotent."""
+    # Everything escaped is also not printable to str.isprintable (which also refuses
+    # spaces other than " ", private use and unassigned characters): when it accepts the
+    # whole text, at C speed, nothing needs a look of its own.
+    if text.isprintable():
+        return text
     return _NOT_PRINTABLE_ASCII.sub(_escape_match, text)
 
 
@@ -102,4 +107,6 @@ def json_text(document: str) -> str:
     characters :func:`printable` escapes written as ``\\uXXXX`` escapes: the same
     document once parsed, safe on a terminal. ``json.dumps`` escapes only C0 controls
     itself, leaving DEL, C1 controls and bidi overrides raw."""
+    if document.replace("\n", " ").isprintable():  # as in printable(), at C speed
+        return document
     return _JSON_CANDIDATES.sub(_json_escape_match, document)
