@@ -181,7 +181,8 @@ ALTER TABLE public.proxy_files ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY 
 CREATE TABLE public.schema_migrations (
     version text NOT NULL,
     name text NOT NULL,
-    applied_at timestamp with time zone DEFAULT now() NOT NULL
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    checksum text
 );
 
 CREATE TABLE public.storage_configs (

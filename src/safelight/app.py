@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from safelight.db.database import Database, open_database
+from safelight.db.migrate import check_schema
 from safelight.handlers import KIND_SPECS, Services, build_handlers
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
@@ -156,6 +157,10 @@ async def run_workers(
     """
     clock = clock or SystemClock()
     shutdown = shutdown or asyncio.Event()
+    # Whoever opened the database, Workers never run on a schema this release does not
+    # know: they could write what a newer schema forbids, or miss what it requires.
+    async with database.pool.connection() as conn:
+        await check_schema(conn)
     store = app_store(database, settings, clock)
     # One pool of decode processes for all of this process's Workers; its processes
     # start with the first photo (ImageDecoder) and end with run_workers.

@@ -4,7 +4,9 @@ stdout belongs to a command's output (tables, ids, one JSON summary); every log 
 goes to stderr. Whatever a log line carries, a database password never leaves the
 process: every record passes :class:`MaskingFilter`, and both formatters mask the
 finished line again, which also covers exception messages in tracebacks (psycopg
-quotes connection strings in some of its errors).
+quotes connection strings in some of its errors). Text lines are escaped for the
+terminal (:mod:`safelight.terminal`): a file name in a message cannot move the cursor,
+clear the screen or forge a second line. JSON lines say the same in ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import json
 import logging
 import re
 import sys
+import traceback
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TextIO
 from urllib.parse import quote
 
 from psycopg.conninfo import conninfo_to_dict
+
+from safelight.terminal import json_text, printable, printable_lines
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
@@ -101,15 +107,57 @@ class MaskingFilter(logging.Filter):
         return True
 
 
+# The parts of a traceback that Python writes itself (frames, the headers between
+# chained exceptions): kept line by line. Every other part is an exception's message
+# (or a note), which is one line however many line breaks its text holds.
+_TRACEBACK_OWN = ("Traceback (most recent call last):", "  File ", "  [Previous line repeated")
+_TRACEBACK_HEADERS = frozenset(
+    {
+        "The above exception was the direct cause of the following exception:",
+        "During handling of the above exception, another exception occurred:",
+    }
+)
+
+_ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+
+
 class TextFormatter(logging.Formatter):
-    """``2026-01-01 12:00:00 INFO safelight.work.worker: message``, masked."""
+    """``2026-01-01 12:00:00 INFO safelight.work.worker: message``, masked, then escaped
+    for the terminal: the line (message and arguments) on one line, a traceback under
+    it line by line. Masked first, so no escape can split a secret it would hide."""
 
     def __init__(self, secrets: SecretMasker) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
         self._masker = secrets
 
     def format(self, record: logging.LogRecord) -> str:
-        return self._masker.mask(super().format(record))
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        line = printable(self._masker.mask(self.formatMessage(record)))
+        # Formatted here, not read from record.exc_text: another handler (pytest's, a
+        # second one of the application) may have cached its own, unescaped, there.
+        exception = self.formatException(record.exc_info) if record.exc_info else record.exc_text
+        stack = self.formatStack(record.stack_info) if record.stack_info else None
+        tail = [text for text in (exception, stack) if text]
+        if not tail:
+            return line
+        return "\n".join([line, *(printable_lines(self._masker.mask(t)) for t in tail)])
+
+    def formatException(self, ei: _ExcInfo) -> str:
+        """The traceback, masked and escaped; an exception's message stays on its line, so
+        a file name in it cannot forge a log line under the traceback."""
+        if ei[1] is None:
+            return super().formatException(ei)
+        chunks = traceback.TracebackException(type(ei[1]), ei[1], ei[2]).format()
+        return "".join(self._escaped_chunk(self._masker.mask(c)) for c in chunks).rstrip("\n")
+
+    @staticmethod
+    def _escaped_chunk(chunk: str) -> str:
+        if chunk.startswith(_TRACEBACK_OWN) or chunk.strip() in _TRACEBACK_HEADERS:
+            return printable_lines(chunk)
+        body = chunk.rstrip("\n")
+        return printable(body) + chunk[len(body) :]
 
 
 class JsonFormatter(logging.Formatter):
@@ -141,7 +189,7 @@ class JsonFormatter(logging.Formatter):
             key: self._masker.mask(v) if isinstance(v := _text(value), str) else v
             for key, value in entry.items()
         }
-        return json.dumps(masked, ensure_ascii=False)
+        return json_text(json.dumps(masked, ensure_ascii=False))
 
 
 def _text(value: Any) -> Any:

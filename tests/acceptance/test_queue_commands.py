@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from safelight.app import app_store
@@ -13,7 +14,7 @@ from safelight.db.database import open_database
 from safelight.settings import Settings
 from safelight.work.clock import SystemClock
 from tests.acceptance.conftest import Invoke
-from tests.acceptance.harness import json_of
+from tests.acceptance.harness import json_of, safelight_process
 
 pytestmark = pytest.mark.acceptance
 
@@ -171,3 +172,59 @@ def test_bad_input_is_one_line_and_exit_2(
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("safelight: error: ") and message in line
+
+
+def _record_newer_migration(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, checksum)"
+            " VALUES ('0099', '0099_future.sql', 'f00')"
+        )
+
+
+@pytest.mark.parametrize(
+    "args", [("items",), ("status",), ("db", "migrate"), ("worker", "--until-idle")], ids=" ".join
+)
+def test_a_database_a_newer_release_migrated_is_one_line_and_exit_2(
+    invoke: Invoke, database_url: str, args: tuple[str, ...]
+) -> None:
+    _record_newer_migration(database_url)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "safelight: error: the database has migrations this safelight ("
+    ) and line.endswith(
+        "does not know: 0099_future.sql; it was migrated by a newer release: upgrade safelight"
+    )
+
+
+def test_a_changed_migration_file_is_one_line_and_exit_70(
+    invoke: Invoke, database_url: str
+) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = 'f00' WHERE version = '0002'")
+    result = invoke("db", "migrate")
+    assert result.exit_code == 70, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "safelight: error: migrations changed since they were applied to the database: "
+        "0002_library.sql (recorded sha256 f00…, file "
+    )
+    assert "internal error" not in line
+
+
+def test_a_worker_process_on_a_newer_schema_exits_2_without_a_traceback(
+    database_url: str, tmp_path: Path
+) -> None:
+    _record_newer_migration(database_url)
+    done = safelight_process(
+        "worker",
+        env={"SAFELIGHT_DATABASE_URL": database_url, "SAFELIGHT_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "safelight: error: the database has migrations this safelight"
+    )

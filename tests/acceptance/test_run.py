@@ -206,3 +206,41 @@ def test_nothing_is_left_running_after_a_run(
         _count(database_url, "SELECT count(*) FROM work_items WHERE status <> 'succeeded'")
     )
     assert running == 0
+
+
+# Clears the screen, returns over the line, an 8-bit CSI, a right-to-left override, a
+# line feed, and rich markup: all legal in a file name (a "/" is not, so no closing tag).
+HOSTILE = "\x1b[2J\r\x9b31m\u202e\n[bold]x[red]y"
+HOSTILE_SHOWN = "\\x1b[2J\\r\\x9b31m\\u202e\\n[bold]x[red]y"
+RAW = ("\x1b", "\r", "\x9b", "\u202e")
+
+
+def test_names_with_terminal_controls_are_shown_escaped_and_listed_exactly(
+    invoke: Invoke, sample_library: Sample, tmp_path: Path
+) -> None:
+    root = tmp_path / f"lib{HOSTILE}"
+    root.mkdir()
+    photo = next(p.path for p in sample_library.manifest.photos if p.path.endswith(".jpg"))
+    (root / f"photo{HOSTILE}.jpg").write_bytes((sample_library.root / photo).read_bytes())
+    (root / f"broken{HOSTILE}.jpg").write_bytes(b"\xff\xd8\xff not a JPEG")
+
+    text = invoke("run", str(root))
+    assert text.exit_code == 0, text.output
+    assert not any(c in text.output for c in RAW)
+    out = text.stdout
+    assert f"crawl lib{HOSTILE_SHOWN}: succeeded" in out  # the progress line
+    assert f"lib{HOSTILE_SHOWN} (config" in out  # the summary's folder
+    assert f"broken{HOSTILE_SHOWN}.jpg" in out  # the summary's errors
+    for listing in (invoke("assets"), invoke("config", "list"), invoke("status")):
+        assert listing.exit_code == 0, listing.output
+        assert not any(c in listing.output for c in RAW)
+    assert f"photo{HOSTILE_SHOWN}.jpg" in invoke("assets").stdout
+    assert f"lib{HOSTILE_SHOWN}" in invoke("config", "list").stdout
+
+    # The JSON says the same exactly, in escapes a terminal shows as they are.
+    document = invoke("run", str(root), "--json")
+    assert not any(c in document.stdout for c in RAW)
+    summary = json_of(document)
+    assert summary["config"]["root"] == str(root.resolve())
+    assert [e["path"] for e in summary["errors"]] == [f"broken{HOSTILE}.jpg"]
+    assert [a["file_path"] for a in json_of(invoke("assets", "--json"))] == [f"photo{HOSTILE}.jpg"]

@@ -4,15 +4,28 @@ docs/schema.sql is what they produce."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
-from safelight.db.migrate import MIGRATION_LOCK_KEY, available_migrations, migrate
+from safelight.app import WorkerOptions, run_workers
+from safelight.db import migrate as migrate_module
+from safelight.db.database import Database, open_database
+from safelight.db.migrate import (
+    MIGRATION_LOCK_KEY,
+    ChangedMigrationError,
+    NewerSchemaError,
+    available_migrations,
+    check_schema,
+    migrate,
+)
 from safelight.db.pool import connect, with_database
+from safelight.settings import Settings
 from tests.dbserver import PgTestServer
 
 pytestmark = pytest.mark.integration
@@ -150,3 +163,167 @@ def test_0005_names_the_items_already_running(empty_database: str) -> None:
         conn.execute(m0005.sql.encode())
         named = dict(conn.execute("SELECT id, running_item_id FROM storage_configs").fetchall())
     assert named == {busy: running, idle: None}
+
+
+# --- a newer schema, changed files, checksums ----------------------------------------
+
+OLD_TABLE = (
+    "CREATE TABLE schema_migrations (version text PRIMARY KEY, name text NOT NULL,"
+    " applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+def file_checksums() -> dict[str, str]:
+    """The sha256 of every migration file, read from disk here, not by the code tested."""
+    folder = Path(migrate_module.__file__).parent / "migrations"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.sql")}
+
+
+def recorded(url: str) -> dict[str, str | None]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT name, checksum FROM schema_migrations").fetchall()
+    return dict(rows)
+
+
+def record_unknown(url: str, *names: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in names:
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, 'f00')",
+                (name[:4], name),
+            )
+
+
+async def test_every_applied_migration_records_its_files_checksum(empty_database: str) -> None:
+    conn = await connect(empty_database)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    assert recorded(empty_database) == file_checksums()
+
+
+async def test_a_database_with_migrations_this_release_does_not_know_is_refused(
+    empty_database: str, tmp_path: Path
+) -> None:
+    known = available_migrations()
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        # Migrated by a newer release: all but our last migration, and two of its own.
+        conn.execute(OLD_TABLE.replace("now())", "now(), checksum text)"))
+        for m in known[:-1]:
+            conn.execute(m.sql.encode())
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                (m.version, m.name, m.checksum),
+            )
+    record_unknown(empty_database, "0099_future.sql", "0100_later.sql")
+    before = recorded(empty_database)
+    expected = (
+        r"the database has migrations this safelight \(.+\) does not know: "
+        r"0099_future.sql, 0100_later.sql; it was migrated by a newer release: upgrade safelight"
+    )
+    conn = await connect(empty_database)
+    try:
+        with pytest.raises(NewerSchemaError, match=expected):
+            await migrate(conn)
+        with pytest.raises(NewerSchemaError, match=expected):
+            await check_schema(conn)
+    finally:
+        await conn.close()
+    for run_migrations in (True, False):
+        with pytest.raises(NewerSchemaError, match=expected):
+            await open_database(empty_database, tmp_path, run_migrations=run_migrations)
+    # Refused before anything ran: our last migration is still not applied.
+    assert recorded(empty_database) == before and known[-1].name not in before
+
+
+async def test_a_recorded_migration_of_another_name_is_unknown(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE schema_migrations SET name = '0002_renamed.sql' WHERE version = '0002'"
+        )
+    conn = await connect(database_url)
+    try:
+        with pytest.raises(NewerSchemaError, match=r"does not know: 0002_renamed.sql;"):
+            await check_schema(conn)
+    finally:
+        await conn.close()
+
+
+async def test_a_migration_whose_file_changed_is_refused_naming_it(
+    database_url: str, tmp_path: Path
+) -> None:
+    edited = hashlib.sha256(b"what the file said when it was applied").hexdigest()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = %s WHERE version = '0004'", (edited,))
+    expected = (
+        r"migrations changed since they were applied to the database: "
+        rf"0004_claim_queue_order.sql \(recorded sha256 {edited[:12]}…, "
+        rf"file {file_checksums()['0004_claim_queue_order.sql'][:12]}…\); "
+        r"an applied migration must never change"
+    )
+    conn = await connect(database_url)
+    try:
+        with pytest.raises(ChangedMigrationError, match=expected):
+            await migrate(conn)
+    finally:
+        await conn.close()
+    for run_migrations in (True, False):
+        with pytest.raises(ChangedMigrationError, match=expected):
+            await open_database(database_url, tmp_path, run_migrations=run_migrations)
+    assert recorded(database_url)["0004_claim_queue_order.sql"] == edited
+
+
+async def test_a_database_migrated_before_checksums_gets_them_at_the_next_migrate(
+    empty_database: str, database_url: str, tmp_path: Path
+) -> None:
+    """As the release before checksums left it: no column, every migration but the last."""
+    known = available_migrations()
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        conn.execute(OLD_TABLE)
+        for m in known[:-1]:
+            conn.execute(m.sql.encode())
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (m.version, m.name)
+            )
+    # Opening without migrating reads the table as it is, and changes nothing.
+    database = await open_database(empty_database, tmp_path, run_migrations=False)
+    await database.close()
+    with psycopg.connect(empty_database) as conn:
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_name = 'schema_migrations' ORDER BY ordinal_position"
+        ).fetchall()
+    assert [c[0] for c in columns] == ["version", "name", "applied_at"]
+
+    conn = await connect(empty_database)
+    try:
+        assert await migrate(conn) == [known[-1].name]
+        assert await migrate(conn) == []
+    finally:
+        await conn.close()
+    assert recorded(empty_database) == file_checksums()
+    # The same table as a database migrated from scratch.
+    assert [r for r in _catalog(empty_database) if "schema_migrations" in str(r[1])] == [
+        r for r in _catalog(database_url) if "schema_migrations" in str(r[1])
+    ]
+
+
+async def test_workers_refuse_to_start_on_a_newer_schema(
+    database_url: str, pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """Whoever opened the database: run_workers checks it again before the first claim."""
+    record_unknown(database_url, "0099_future.sql")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO work_items (kind, requested_at) VALUES ('noop', now())")
+    settings = Settings(database_url=database_url, home=tmp_path)
+    with pytest.raises(NewerSchemaError, match=r"0099_future\.sql"):
+        await run_workers(
+            settings,
+            WorkerOptions(until_idle=True),
+            database=Database(url=database_url, pool=pool),
+            install_signal_handlers=False,
+        )
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT status::text, attempt FROM work_items").fetchone()
+    assert row == ("queued", 0)

@@ -424,3 +424,64 @@ def test_the_live_display_drops_a_finished_item_before_printing_its_outcome() ->
         view.on_finished(Done(1, "crawl", "succeeded", None))
     after = out.getvalue().split("crawl x: succeeded", 1)[1]
     assert "crawl x" not in after  # no stale frame of the finished crawl under its line
+
+
+# --- text from files, libraries and the database is safe for a terminal ---------------
+
+# Clears the screen, returns over the line, an 8-bit CSI, a right-to-left override, a
+# forged line, rich markup with an unbalanced tag, and letters that must stay letters.
+HOSTILE = "é日本\x1b[2J\rX\x9b31m\u202egpj.exe\nFORGED [bold]x[/] [/]"
+HOSTILE_SHOWN = "é日本\\x1b[2J\\rX\\x9b31m\\u202egpj.exe\\nFORGED [bold]x[/] [/]"
+RAW = ("\x1b", "\r", "\x9b", "\u202e")
+
+
+def test_the_summary_escapes_names_errors_and_paths_and_reads_no_markup() -> None:
+    document = summary("failed", status="failed", error=f"cannot read {HOSTILE}")
+    document["config"]["root"] = Path(f"/photos/{HOSTILE}")
+    document["errors"] = [{"path": HOSTILE, "reason": f"corrupt: {HOSTILE}"}]
+    document["items"] = [{"id": 2, "kind": "crawl", "outcome": "failed", "error": HOSTILE}]
+    document["proxies"]["folder"] = Path(f"/proxies/{HOSTILE}")
+    out = io.StringIO()
+    render_summary(Console(file=out, width=400), document)
+    text = out.getvalue()
+    assert not any(c in text for c in RAW)
+    assert f"The crawl did not succeed: cannot read {HOSTILE_SHOWN}" in text
+    assert f"/photos/{HOSTILE_SHOWN} (config" in text
+    assert f"{HOSTILE_SHOWN}  corrupt: {HOSTILE_SHOWN}" in text
+    assert f"crawl #2: {HOSTILE_SHOWN}" in text
+    assert f"files in /proxies/{HOSTILE_SHOWN}" in text
+    assert not any(line.startswith("FORGED") for line in text.splitlines())
+
+
+def test_progress_lines_escape_labels_and_errors() -> None:
+    out = io.StringIO()
+    view = PlainProgress(out, FakeClock(), lambda item: f"crawl {HOSTILE}")
+    view.on_progress(Item(1, "crawl"), {"total": 2, "found": 1})
+    first, rest = HOSTILE.split("\n")
+    view.on_finished(Done(1, "crawl", "failed", f"{first}\r\x85{rest}\nsecond line"))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and not any(c in out.getvalue() for c in RAW)
+    assert lines[0].startswith(f"crawl {HOSTILE_SHOWN} · 1/2 files")
+    # The error's first line, cut at its line feed only: \r and NEL are shown.
+    shown_first, shown_rest = HOSTILE_SHOWN.split("\\n")
+    assert lines[1] == f"crawl {HOSTILE_SHOWN}: failed ({shown_first}\\r\\x85{shown_rest})"
+
+
+def test_the_live_display_shows_a_folder_name_with_brackets_literally() -> None:
+    out = io.StringIO()
+    view = LiveProgress(
+        Console(file=out, force_terminal=True, width=200), FakeClock(), lambda i: "crawl [/] [red]x"
+    )
+    with view:  # an unbalanced [/] read as markup would raise here
+        view.on_progress(Item(1, "crawl"), {"total": 10, "found": 5})
+        view.on_finished(Done(1, "crawl", "failed", "\x1b]0;title\x07 [/]"))
+    text = out.getvalue()
+    assert "crawl [/] [red]x: failed (\\x1b]0;title\\x07 [/])" in text
+    assert "\x1b]0;" not in text  # no OSC sequence (a window title) reached the terminal
+
+
+def test_an_error_line_escapes_what_it_quotes(capsys: pytest.CaptureFixture[str]) -> None:
+    translate(ConfigError(f"/photos/{HOSTILE} does not exist")).show()
+    # One line: the name's line feed ends it (marked), every other control is shown.
+    shown_first = HOSTILE_SHOWN.split("\\n")[0]
+    assert capsys.readouterr().err == f"safelight: error: /photos/{shown_first} …\n"

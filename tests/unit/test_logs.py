@@ -169,3 +169,36 @@ def test_chatty_libraries_are_quiet_unless_debugging() -> None:
     assert logging.getLogger("pgserver").getEffectiveLevel() == logging.WARNING
     configure_logging("text", "debug")
     assert logging.getLogger("pgserver").getEffectiveLevel() == logging.DEBUG
+
+
+# A file name that clears the screen, returns over the line, sends an 8-bit CSI, turns
+# the rest of the line right to left, and forges a second log line.
+HOSTILE_NAME = "a\x1b[2J\rb\x9b1m\u202ec\nWARNING safelight: forged"
+HOSTILE_SHOWN = "a\\x1b[2J\\rb\\x9b1m\\u202ec\\nWARNING safelight: forged"
+
+
+def test_text_lines_escape_messages_arguments_and_tracebacks(stderr: Stderr) -> None:
+    configure_logging("text", "info", secrets=["t0psecret"])
+    log = logging.getLogger("safelight.test")
+    log.warning("skipped %s: \x1b[31mred\x1b[0m", HOSTILE_NAME)
+    try:
+        raise OSError(f"cannot open {HOSTILE_NAME} with password=t0psecret")
+    except OSError:
+        log.exception("crawl of %s failed", "\u202eroot")
+    lines = stderr.getvalue().splitlines()
+    # One line per record, then the traceback under the second, every line escaped.
+    assert lines[0].endswith(
+        f"WARNING safelight.test: skipped {HOSTILE_SHOWN}: \\x1b[31mred\\x1b[0m"
+    )
+    assert lines[1].endswith("ERROR safelight.test: crawl of \\u202eroot failed")
+    assert lines[2] == "Traceback (most recent call last):"
+    assert lines[-1] == f"OSError: cannot open {HOSTILE_SHOWN} with password=***"
+    assert not any(c in "".join(lines) for c in "\x1b\r\x9b\u202e")
+
+
+def test_json_lines_keep_the_exact_text_without_raw_controls(stderr: Stderr) -> None:
+    configure_logging("json", "info")
+    logging.getLogger("safelight.test").warning("skipped %s", HOSTILE_NAME)
+    (line,) = stderr.getvalue().splitlines()
+    assert json.loads(line)["message"] == f"skipped {HOSTILE_NAME}"
+    assert not any(c in line for c in "\x1b\r\x9b\u202e")

@@ -16,6 +16,7 @@ from safelight.db.migrate import migrate
 from safelight.library.configs import StorageConfig, StorageConfigs
 from safelight.library.roots import own_folders
 from safelight.settings import Settings
+from safelight.terminal import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -122,7 +123,7 @@ def config_add(state: CliState, path: str, user: str | None, as_json: bool) -> N
     what = (
         "added" if added.created else ("re-enabled" if added.reactivated else "already registered")
     )
-    click.echo(f"{what}: {added.config.root_path} for {added.config.owner}", err=True)
+    click.echo(printable(f"{what}: {added.config.root_path} for {added.config.owner}"), err=True)
     click.echo(str(added.config.id))
 
 
@@ -163,6 +164,6 @@ def config_disable(state: CliState, config_id: str) -> None:
 
     config, was_active = state.with_database(body)
     if was_active:
-        click.echo(f"disabled {config.id} ({config.root_path}, {config.owner})")
+        click.echo(printable(f"disabled {config.id} ({config.root_path}, {config.owner})"))
     else:
-        click.echo(f"{config.id} ({config.root_path}) was already disabled")
+        click.echo(printable(f"{config.id} ({config.root_path}) was already disabled"))

@@ -15,11 +15,13 @@ import click
 
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
+from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
 from safelight.library.configs import ConfigError
 from safelight.library.proxyroot import ProxyRootTaken
 from safelight.library.roots import RootOverlap
 from safelight.logs import masker
 from safelight.settings import SettingsError
+from safelight.terminal import first_line, printable, text_lines
 from safelight.work.errors import InvalidWorkItem
 
 _log = logging.getLogger(__name__)
@@ -33,8 +35,9 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
-    "(bad path, unknown kind or id, malformed JSON); 3 database unavailable; "
-    "70 internal error (a bug); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
+    "(bad path, unknown kind or id, malformed JSON, a database migrated by a newer "
+    "safelight); 3 database unavailable; 70 internal error (a bug, or a migration file "
+    "changed after it was applied); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
     "items were released and the next run continues; worker: a second signal). A worker "
     "stopped by one signal releases its items and exits 0."
 )
@@ -49,7 +52,8 @@ class Failure(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
     def format_message(self) -> str:
-        return masker.mask(one_line(self.message))
+        # An error can quote a file name or a library's message: escaped for the terminal.
+        return printable(masker.mask(one_line(self.message)))
 
     def show(self, file: IO[Any] | None = None) -> None:
         # Masked once more on the way out: a message can quote a connection string.
@@ -59,7 +63,7 @@ class Failure(click.ClickException):
 def one_line(text: str) -> str:
     """The first line of ``text``, marked when more followed (a library's error can carry
     a whole command output; the log has it, the user gets one line)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line.strip() for line in text_lines(text) if line.strip()]
     if not lines:
         return ""
     return lines[0] if len(lines) == 1 else f"{lines[0]} …"
@@ -81,6 +85,13 @@ USER_ERRORS: Mapping[type[BaseException], int] = {
     InvalidWorkItem: EXIT_USAGE,
     DatabaseUnavailable: EXIT_DATABASE,
     EmbeddedDatabaseError: EXIT_DATABASE,
+    # Pointed at a database a newer release migrated: the installation or the URL is the
+    # thing to fix, as with a bad setting; retrying (3) would never help.
+    NewerSchemaError: EXIT_USAGE,
+    # A migration file differs from what the database applied: the installed release is
+    # not the one it claims to be (or a developer edited an applied migration). Not the
+    # user's input, so not 2; said as the clear line, not as "internal error".
+    ChangedMigrationError: EXIT_INTERNAL,
 }
 
 
@@ -99,7 +110,7 @@ def translate(error: BaseException) -> click.ClickException:
             return Failure(str(error), code)
     # A bug. The traceback goes to the log (masked by its handler); the user gets a line.
     _log.debug("internal error", exc_info=error)
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    first = first_line(str(error))
     detail = f"{type(error).__name__}: {first}" if first else type(error).__name__
     return Failure(
         f"internal error ({detail}); run with --log-level debug for the traceback",

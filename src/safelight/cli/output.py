@@ -1,8 +1,10 @@
 """How commands print: rich tables for people, one ``json.dumps`` for scripts.
 
 With ``--json`` a command prints exactly one JSON document on stdout and nothing else;
-UUIDs, datetimes, paths and enums become strings. Text a user or the database wrote
-(error messages, paths) is printed without rich markup interpretation, and masked.
+UUIDs, datetimes, paths and enums become strings. Text a user, a library or the database
+wrote (file names, error messages, paths) is printed masked, as rich ``Text`` (never read
+as markup), with what a terminal would act on escaped (:mod:`safelight.terminal`); the
+JSON document says the same in ``\\uXXXX`` escapes, so it stays exact.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from safelight.logs import masker
+from safelight.terminal import first_line, json_text, printable
 
 
 def _json_default(value: Any) -> Any:
@@ -39,7 +42,8 @@ def _json_default(value: Any) -> Any:
 
 
 def to_json(document: Any) -> str:
-    return masker.mask(json.dumps(document, default=_json_default, ensure_ascii=False, indent=2))
+    dumped = json.dumps(document, default=_json_default, ensure_ascii=False, indent=2)
+    return json_text(masker.mask(dumped))
 
 
 def print_json(document: Any) -> None:
@@ -49,19 +53,27 @@ def print_json(document: Any) -> None:
 
 def console(*, stderr: bool = False) -> Console:
     """A console on the current stdout (or stderr); made per command, so a test runner's
-    swapped streams are the ones written to. Not a terminal: no colour, wide lines."""
+    swapped streams are the ones written to. Not a terminal: no colour, wide lines.
+    No markup: a plain string printed on it shows as it is, brackets and all."""
     stream = sys.stderr if stderr else sys.stdout
     terminal = stream.isatty()
     return Console(
         file=stream,
         highlight=False,
+        markup=False,
         soft_wrap=not terminal,
         width=None if terminal else 200,
     )
 
 
+def safe_text(value: Any, style: str = "") -> Text:
+    """``value`` as text for a person: masked, escaped for the terminal, never markup."""
+    return Text(printable(masker.mask(str(value))), style=style)
+
+
 def cell(value: Any) -> Text:
-    """A table cell: empty for None, dates to the second in local ISO form, masked text."""
+    """A table cell: empty for None, dates to the second in local ISO form, else
+    :func:`safe_text`."""
     if value is None:
         return Text("")
     if isinstance(value, datetime):
@@ -70,7 +82,7 @@ def cell(value: Any) -> Text:
         return Text("yes" if value else "no")
     if isinstance(value, enum.Enum):
         return Text(str(value.value))
-    return Text(masker.mask(str(value)))
+    return safe_text(value)
 
 
 def short_id(value: UUID | None) -> str:
@@ -111,5 +123,5 @@ def key_values(pairs: Mapping[str, Any]) -> Table:
 def truncate(text: str | None, limit: int = 80) -> str | None:
     if text is None:
         return None
-    first = text.strip().splitlines()[0] if text.strip() else ""
+    first = first_line(text)
     return first if len(first) <= limit else first[: limit - 1] + "…"

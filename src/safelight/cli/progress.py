@@ -32,6 +32,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from safelight.terminal import first_line, printable
 from safelight.work.clock import Clock
 
 PLAIN_LINE_EVERY_SECONDS = 1.0
@@ -89,10 +90,11 @@ def detail(counters: Mapping[str, Any]) -> str:
 
 
 def finished_line(item: Finished, label: str) -> str:
+    """``crawl photos: failed (its error's first line)``, escaped for the terminal."""
     line = f"{label}: {item.outcome}"
     if item.error:
-        line += f" ({item.error.strip().splitlines()[0]})"
-    return line
+        line += f" ({first_line(item.error)})"
+    return printable(line)
 
 
 @dataclass
@@ -132,7 +134,7 @@ class PlainProgress:
         with self._lock:
             track = self._tracks.get(item.id)
             if track is None:
-                track = self._tracks[item.id] = _Track(self._label(item), now)
+                track = self._tracks[item.id] = _Track(printable(self._label(item)), now)
             track.counters = dict(counters)
             if now - self._last_line < self._interval:
                 return
@@ -202,7 +204,8 @@ class LiveProgress:
         self._label = label
         self._progress = _TwoLineProgress(
             SpinnerColumn(),
-            TextColumn("[bold]{task.description}"),
+            # Not markup: the description holds a folder's name, brackets and all.
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(bar_width=24),
             MofNCompleteColumn(),
             _RateColumn(),
@@ -225,7 +228,7 @@ class LiveProgress:
         total = _int(counters, "total") or None
         if task is None:
             task = self._tasks[item.id] = self._progress.add_task(
-                self._label(item), total=total, detail=""
+                printable(self._label(item)), total=total, detail=""
             )
         self._progress.update(
             task, total=total, completed=_int(counters, "found"), detail=detail(counters)

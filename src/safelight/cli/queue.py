@@ -13,7 +13,15 @@ from rich.console import Group
 from safelight.app import RunReport, WorkerOptions, app_store, run_workers
 from safelight.cli.admin import F, json_option
 from safelight.cli.failures import Failure
-from safelight.cli.output import console, key_values, print_json, short_id, table, truncate
+from safelight.cli.output import (
+    console,
+    key_values,
+    print_json,
+    safe_text,
+    short_id,
+    table,
+    truncate,
+)
 from safelight.cli.queries import list_items, queue_status
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
@@ -321,7 +329,7 @@ def status(state: CliState, as_json: bool) -> None:
     stalls = document["stalls"]
     console().print(
         Group(
-            f"database: {document['database']}",
+            safe_text(f"database: {document['database']}"),
             "",
             table(
                 "items by kind and status",

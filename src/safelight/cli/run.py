@@ -29,6 +29,7 @@ from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs, resolve_root
 from safelight.library.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings
+from safelight.terminal import printable
 from safelight.work.model import Status
 
 CRAWL_KIND = "crawl"
@@ -200,7 +201,7 @@ def demo(state: CliState, as_json: bool) -> None:
     root, manifest = ensure_demo_library(settings.home)
     if not as_json:
         if manifest is None:
-            click.echo(f"Using the demo library in {root}")
+            click.echo(printable(f"Using the demo library in {root}"))
         else:
             videos = (
                 f"{len(manifest.videos)} videos"
@@ -208,9 +209,12 @@ def demo(state: CliState, as_json: bool) -> None:
                 else f"no videos ({manifest.video_skipped_reason})"
             )
             click.echo(
-                f"Made a demo library in {root}: {len(manifest.photos)} photos, {videos}, "
-                f"{len(manifest.bursts)} bursts, {len(manifest.live_pairs)} Live Photo pair(s), "
-                f"and {len(manifest.errors)} broken files to show how failures are reported."
+                printable(
+                    f"Made a demo library in {root}: {len(manifest.photos)} photos, {videos}, "
+                    f"{len(manifest.bursts)} bursts, {len(manifest.live_pairs)} Live Photo "
+                    f"pair(s), and {len(manifest.errors)} broken files to show how failures "
+                    "are reported."
+                )
             )
     code = run_folder(state, root, owner=os_user(), workers=DEFAULT_WORKERS, as_json=as_json)
     raise click.exceptions.Exit(code)

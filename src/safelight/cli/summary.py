@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from safelight.cli.output import short_id
+from safelight.cli.output import safe_text, short_id
 
 # The statuses of a run, by exit code meaning.
 SUCCEEDED = "succeeded"
@@ -124,7 +124,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         )
     elif summary["status"] == FAILED:
         reason = crawl["error"] or "an item of this folder failed (see below)"
-        headline = Text(f"The crawl did not succeed: {reason}", style="bold red")
+        headline = safe_text(f"The crawl did not succeed: {reason}", style="bold red")
     else:
         speed = f", {rate:.1f} files/s" if rate else ""
         headline = Text(
@@ -137,7 +137,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     grid.add_column(overflow="fold")
     grid.add_row(
         "folder",
-        Text(f"{config['root']} (config {short_id(config['id'])}, owner {config['owner']})"),
+        safe_text(f"{config['root']} (config {short_id(config['id'])}, owner {config['owner']})"),
     )
     grid.add_row(
         "assets",
@@ -151,7 +151,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     grid.add_row(
         "proxies",
-        Text(
+        safe_text(
             f"{proxies['made']} made (thumbnails, previews, BlurHashes); "
             f"{proxies['files']} files in {proxies['folder']}"
         ),
@@ -170,7 +170,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     failed_items = [i for i in summary["items"] if i["outcome"] not in ("succeeded", "released")]
     for item in failed_items:
         grid.add_row(
-            "failed", Text(f"{item['kind']} #{item['id']}: {item['error'] or item['outcome']}")
+            "failed",
+            safe_text(f"{item['kind']} #{item['id']}: {item['error'] or item['outcome']}"),
         )
 
     parts: list[Any] = [headline, grid]
@@ -180,7 +181,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         listing.add_column(overflow="fold")
         listing.add_column(overflow="fold")
         for error in errors:
-            listing.add_row(Text(str(error["path"])), Text(str(error["reason"])))
+            listing.add_row(safe_text(error["path"]), safe_text(error["reason"]))
         parts += [
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
             listing,
@@ -191,7 +192,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         listing.add_column(overflow="fold")
         listing.add_column(overflow="fold")
         for entry in skipped:
-            listing.add_row(Text(str(entry["path"])), Text(str(entry["reason"])))
+            listing.add_row(safe_text(str(entry["path"])), safe_text(str(entry["reason"])))
         parts += [Text(f"{_plural(len(skipped), 'entry', 'entries')} not crawled:"), listing]
-    parts.append(Text(f"database: {summary['database']}", style="dim"))
+    parts.append(safe_text(f"database: {summary['database']}", style="dim"))
     console.print(Group(*parts), highlight=False)

@@ -11,7 +11,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.embedded import start_embedded
-from safelight.db.migrate import migrate
+from safelight.db.migrate import check_schema, migrate
 from safelight.db.pool import connect, open_pool
 from safelight.db.urls import mask_url
 
@@ -51,14 +51,16 @@ async def open_database(
     application_name: str = "safelight",
     idle_in_transaction_seconds: float | None = None,
 ) -> Database:  # pragma: no mutate block
+    """Open the database, migrated unless ``run_migrations`` is false. Either way a
+    database whose migrations are not this release's raises
+    :class:`~safelight.db.migrate.SchemaError` before the pool opens."""
     url, handle = resolve_url(database_url, home)
     try:
-        if run_migrations:
-            conn = await connect(url, application_name)
-            try:
-                await migrate(conn)
-            finally:
-                await conn.close()
+        conn = await connect(url, application_name)
+        try:
+            await (migrate(conn) if run_migrations else check_schema(conn))
+        finally:
+            await conn.close()
         pool = await open_pool(
             url,
             max_size=max_size,
