@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from safelight.app import app_store
@@ -171,3 +172,14 @@ def test_bad_input_is_one_line_and_exit_2(
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("safelight: error: ") and message in line
+
+
+def test_status_names_the_server_s_version(invoke: Invoke, database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    assert row is not None
+    expected = f"PostgreSQL {row[0]}"
+    assert json_of(invoke("status", "--json"))["server_version"] == expected
+    human = invoke("status")
+    assert human.exit_code == 0
+    assert f"server: {expected}" in human.stdout

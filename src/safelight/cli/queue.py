@@ -322,6 +322,7 @@ def status(state: CliState, as_json: bool) -> None:
     console().print(
         Group(
             f"database: {document['database']}",
+            f"server: {document['server_version']}",
             "",
             table(
                 "items by kind and status",
