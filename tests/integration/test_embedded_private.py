@@ -118,6 +118,7 @@ def test_a_long_home_keeps_its_socket_in_a_private_folder_never_in_tmp(scratch: 
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         handle.cleanup()
+    assert not folder.exists()  # a runtime folder does not outlive its server
 
 
 def test_the_socket_s_name_too_long_with_no_private_folder_is_a_clear_error(

@@ -152,6 +152,10 @@ class EmbeddedServer:
         atexit.unregister(self.cleanup)
         with _exclusive(self.home / "embedded.lock"):
             _leave(fd, self.pgdata, stop=self._stop_on_exit)
+            if not self.socket_folder.is_relative_to(self.home):
+                # A runtime folder of this home: gone once empty (the server stopped).
+                with contextlib.suppress(OSError):
+                    self.socket_folder.rmdir()
 
 
 def _leave(users_fd: int, pgdata: Path, *, stop: bool) -> None:
