@@ -84,7 +84,9 @@ def main() -> int:
     url = os.environ.get("SAFELIGHT_TEST_DATABASE_URL") or os.environ.get("SAFELIGHT_DATABASE_URL")
     handle = None
     if not url:
-        url, handle = start_embedded(Path(tempfile.mkdtemp(prefix="safelight-schema-")))
+        home = Path(tempfile.mkdtemp(prefix="safelight-schema-"))
+        home.chmod(0o711)  # as root, the server's own user must enter it
+        url, handle = start_embedded(home)
     try:
         TARGET.write_text(dump(url), encoding="utf-8")
     finally:

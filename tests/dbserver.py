@@ -1,8 +1,8 @@
 """The PostgreSQL the tests run on, and a database per test cloned from a template.
 
 ``SAFELIGHT_TEST_DATABASE_URL`` (or ``SAFELIGHT_DATABASE_URL``) names a server to use;
-without one, the tests start the embedded PostgreSQL from ``pgserver`` in a temporary
-folder, exactly as safelight does on a fresh machine.
+without one, the tests start the embedded PostgreSQL in a temporary folder, exactly as
+safelight does on a fresh machine.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def start_test_server() -> PgTestServer:
         server = PgTestServer(admin_url=url, embedded=False)
     else:
         home = Path(tempfile.mkdtemp(prefix="safelight-test-"))
+        # mkdtemp makes it 0700; as root the server runs as its own user, who must enter
+        # the home (safelight never opens a folder for it).
+        home.chmod(0o711)
         embedded_url, handle = start_embedded(home)
         server = PgTestServer(admin_url=embedded_url, embedded=True, handle=handle)
     server.template = f"safelight_tpl_{os.getpid()}"

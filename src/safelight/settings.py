@@ -30,10 +30,10 @@ ROOT_HOME = Path("/var/lib/safelight")
 def _default_home() -> Path:
     """``~/.local/share/safelight``; for root, ``/var/lib/safelight``.
 
-    As root, the embedded PostgreSQL runs as its own user, and pgserver makes every
-    folder above its data readable and traversable by everyone to let it in: under
-    root's home that would open ``/root`` to every user of the machine. The folders
-    above ``/var/lib/safelight`` are open already.
+    As root, the embedded PostgreSQL runs as a system user of its own, which must be
+    able to enter every folder on the way to its data; safelight never opens one for it
+    (ADR 0014). ``/root`` is closed to other users, so a home under it would not start;
+    the folders above ``/var/lib/safelight`` are open already.
     """
     if os.geteuid() == 0:
         return ROOT_HOME

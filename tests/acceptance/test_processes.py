@@ -137,8 +137,9 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
 def test_run_on_the_embedded_database_with_no_url(sample_library: Sample) -> None:
     # Not pytest's tmp_path: pytest resets its base folder to mode 0700 whenever a session
     # starts, and as root the embedded server runs as another user, who must be able to
-    # reach its data folder for the whole run.
+    # reach its data folder for the whole run (safelight opens no folder for it).
     scratch = Path(tempfile.mkdtemp(prefix="safelight-cli-embedded-"))
+    scratch.chmod(0o711)
     try:
         _run_on_the_embedded_database(sample_library, scratch / "home")
     finally:
@@ -155,7 +156,7 @@ def _run_on_the_embedded_database(sample_library: Sample, home: Path) -> None:
     assert summary["database"] == f"embedded PostgreSQL in {home / 'pgdata'}"
     assert summary["assets"]["image"] == len(sample_library.manifest.photos)
     assert "Traceback" not in done.stderr
-    # pgserver stops the server when the last process using it exits.
+    # The server stops when the last process using it exits.
     pid_file = home / "pgdata" / "postmaster.pid"
     deadline = time.monotonic() + 20
     while pid_file.exists():

@@ -228,3 +228,14 @@ def test_a_worker_process_on_a_newer_schema_exits_2_without_a_traceback(
     assert done.stderr.splitlines()[-1].startswith(
         "safelight: error: the database has migrations this safelight"
     )
+
+
+def test_status_names_the_server_s_version(invoke: Invoke, database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    assert row is not None
+    expected = f"PostgreSQL {row[0]}"
+    assert json_of(invoke("status", "--json"))["server_version"] == expected
+    human = invoke("status")
+    assert human.exit_code == 0
+    assert f"server: {expected}" in human.stdout

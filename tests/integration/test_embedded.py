@@ -1,29 +1,88 @@
 """The fresh-machine path: no database URL, so safelight starts the embedded PostgreSQL.
 
-This runs in every test run, whichever server the rest of the suite uses.
+This runs in every test run, whichever server the rest of the suite uses. Servers here
+are real processes; each test has its own home and stops what it started.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from safelight.db.database import open_database
+from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
 from safelight.work.fakeclock import FakeClock
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
 
-async def test_embedded_database_starts_migrates_and_persists() -> None:
-    # Not pytest's tmp_path: pytest resets its base folder to mode 0700 at every session
-    # start, and when tests run as root the embedded server runs as another user, who
-    # must be able to traverse to its data folder.
-    home = Path(tempfile.mkdtemp(prefix="safelight-embedded-")) / "home"
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """Not pytest's tmp_path: pytest resets its base folder to mode 0700 at every session
+    start, and as root the embedded server runs as another user, who must be able to
+    enter the home (safelight opens no folder for it)."""
+    folder = Path(tempfile.mkdtemp(prefix="safelight-embedded-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def postmaster_pid(home: Path) -> int | None:
+    try:
+        return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except FileNotFoundError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too (the server is nobody's child here, but be exact).
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def user_process(home: Path) -> subprocess.Popen[str]:
+    """Another process using the server under ``home``: it prints the URL, then waits for
+    a line on stdin and exits normally (its handle leaves at exit)."""
+    code = (
+        "import sys; from pathlib import Path;"
+        "from safelight.db.embedded import start_embedded;"
+        "url, handle = start_embedded(Path(sys.argv[1]));"
+        "print(url, flush=True); sys.stdin.readline()"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(home)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("postgresql://"), line
+    return process
+
+
+async def test_embedded_database_starts_migrates_and_persists(scratch: Path) -> None:
+    home = scratch / "home"
     clock = FakeClock()
     db = await open_database(None, home)
     try:
@@ -44,4 +103,107 @@ async def test_embedded_database_starts_migrates_and_persists() -> None:
     finally:
         await db.close()
         db.embedded_handle.cleanup()
-        shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def test_processes_share_the_server_and_the_last_to_leave_stops_it(scratch: Path) -> None:
+    home = scratch / "home"
+    other = user_process(home)
+    try:
+        pid = postmaster_pid(home)
+        assert pid is not None and alive(pid)
+        url, handle = start_embedded(home)  # joins: the same server
+        assert postmaster_pid(home) == pid
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        handle.cleanup()
+        handle.cleanup()  # twice is harmless
+        assert alive(pid), "the server stopped while another process used it"
+    finally:
+        assert other.stdin is not None
+        other.stdin.write("\n")
+        other.stdin.close()
+        other.wait(timeout=60)
+        assert other.stdout is not None
+        other.stdout.close()
+    assert not alive(pid), "the last process left and the server still runs"
+    assert postmaster_pid(home) is None
+
+
+def test_a_user_killed_with_sigkill_does_not_keep_the_server_running(scratch: Path) -> None:
+    home = scratch / "home"
+    other = user_process(home)
+    other.send_signal(signal.SIGKILL)
+    other.wait(timeout=60)
+    assert other.stdin is not None and other.stdout is not None
+    other.stdin.close()
+    other.stdout.close()
+    pid = postmaster_pid(home)
+    assert pid is not None and alive(pid)  # a killed process stops nothing
+    _, handle = start_embedded(home)
+    assert postmaster_pid(home) == pid
+    handle.cleanup()
+    # The killed process's lock died with it: this was the last user.
+    assert not alive(pid)
+
+
+def test_ctrl_c_during_the_start_leaves_nothing_running(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safelight.db import embedded
+
+    home = scratch / "home"
+    real_run_as = embedded._run_as
+    started: list[int] = []
+
+    def interrupted_after_pg_ctl(
+        account: embedded.Account, command: list[str], **kw: float
+    ) -> None:
+        real_run_as(account, command, **kw)
+        if Path(command[0]).name == "pg_ctl":
+            pid = postmaster_pid(home)
+            assert pid is not None and alive(pid)
+            started.append(pid)
+            raise KeyboardInterrupt  # as if Ctrl-C came while pg_ctl returned
+
+    monkeypatch.setattr(embedded, "_run_as", interrupted_after_pg_ctl)
+    with pytest.raises(KeyboardInterrupt):
+        start_embedded(home)
+    assert started and not alive(started[0])
+    monkeypatch.undo()
+    # Nothing is left locked: the next start works, and stops at cleanup.
+    url, handle = start_embedded(home)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        handle.cleanup()
+
+
+def test_a_server_that_cannot_start_is_a_clear_error_naming_its_log(scratch: Path) -> None:
+    home = scratch / "home"
+    _, handle = start_embedded(home)
+    handle.cleanup()
+    with open(home / "pgdata" / "postgresql.conf", "a") as conf:
+        conf.write("shared_buffers = 'not a size'\n")
+    with pytest.raises(EmbeddedDatabaseError) as failure:
+        start_embedded(home)
+    assert str(home / "pgdata" / "log") in str(failure.value)
+    assert postmaster_pid(home) is None
+
+
+def test_status_names_the_embedded_server_s_version(scratch: Path) -> None:
+    home = scratch / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAFELIGHT_")}
+    env["SAFELIGHT_HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-m", "safelight", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"database: embedded PostgreSQL in {home / 'pgdata'}" in done.stdout
+    assert "server: PostgreSQL 16." in done.stdout
+    assert postmaster_pid(home) is None  # the command's exit stopped the server

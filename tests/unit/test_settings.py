@@ -27,7 +27,7 @@ def test_defaults_with_an_empty_environment() -> None:
 def test_the_default_home_keeps_root_s_home_closed(
     monkeypatch: pytest.MonkeyPatch, euid: int, home: Path
 ) -> None:
-    """pgserver opens every folder above its data to everyone when run as root."""
+    """As root the embedded server runs as its own user, who cannot enter /root."""
     monkeypatch.setattr("safelight.settings.os.geteuid", lambda: euid)
     assert Settings.load({}, {}).home == home
 

@@ -57,6 +57,7 @@ async def queue_status(pool: AsyncConnectionPool[Any], now: datetime, *, limit: 
     for row in counts:
         totals[row["status"]] = totals.get(row["status"], 0) + int(row["count"])
     return {
+        **await _row(pool, "server_version"),
         "totals": totals,
         "counts": counts,
         "running": await _rows(pool, "status_running", {"now": now}),

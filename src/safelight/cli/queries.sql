@@ -15,6 +15,10 @@ WHERE (%(status)s::text IS NULL OR w.status = %(status)s::text::work_status)
 ORDER BY w.id DESC
 LIMIT %(limit)s
 
+-- server_version --
+-- The server's PostgreSQL version, as "PostgreSQL 16.2" (a build may add its own words).
+SELECT 'PostgreSQL ' || current_setting('server_version') AS server_version
+
 -- status_counts --
 -- How many items there are of each kind in each status.
 SELECT kind, status::text AS status, count(*) AS count

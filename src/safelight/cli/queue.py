@@ -330,6 +330,7 @@ def status(state: CliState, as_json: bool) -> None:
     console().print(
         Group(
             safe_text(f"database: {document['database']}"),
+            safe_text(f"server: {document['server_version']}"),
             "",
             table(
                 "items by kind and status",

@@ -1,0 +1,298 @@
+"""The embedded PostgreSQL answers only to safelight's user (issue 12, part 5).
+
+Real servers, real OS users: as root (as CI runs) the other user is ``nobody``, run with
+``runuser``; the tests that need a second user or root's powers skip otherwise. Every
+check here reads the system (``/proc``, modes, the server's settings), not safelight's
+own idea of what it did.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another OS user)")
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """Not pytest's tmp_path (0700, reset at session start): as root the server's own
+    user must be able to enter the home."""
+    folder = Path(tempfile.mkdtemp(prefix="safelight-private-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def long_home(scratch: Path, length: int) -> Path:
+    """A home whose path is ``length`` characters long."""
+    padding = length - len(str(scratch)) - 1
+    assert padding > 0
+    home = scratch / ("h" * padding)
+    assert len(str(home)) == length
+    return home
+
+
+def socket_folder(url: str) -> Path:
+    return Path(conninfo_to_dict(url)["host"])
+
+
+def private_runtime_bases() -> list[Path]:
+    """Folders only this user (or root) may write to: where a socket may go instead."""
+    if os.geteuid() == 0:
+        return [Path("/run")]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return [Path(runtime)] if runtime else []
+
+
+def pg_bin() -> Path:
+    spec = importlib.util.find_spec("pgserver")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def postmaster_pid(home: Path) -> int:
+    return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+
+
+def modes(paths: list[Path]) -> dict[Path, int]:
+    return {p: stat.S_IMODE(p.stat().st_mode) for p in paths}
+
+
+def test_a_home_of_89_characters_has_its_socket_in_the_home(scratch: Path) -> None:
+    home = long_home(scratch, 89)
+    url, handle = start_embedded(home)
+    try:
+        folder = socket_folder(url)
+        assert folder == home / "run"
+        assert (folder / ".s.PGSQL.5432").is_socket()
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    finally:
+        handle.cleanup()
+
+
+def test_a_long_home_keeps_its_socket_in_a_private_folder_never_in_tmp(scratch: Path) -> None:
+    home = long_home(scratch, 120)
+    try:
+        url, handle = start_embedded(home)
+    except EmbeddedDatabaseError as exc:
+        # No private runtime folder on this machine: the clear error is the other outcome.
+        assert not private_runtime_bases()
+        assert "SAFELIGHT_HOME" in str(exc) and str(home / "run") in str(exc)
+        return
+    try:
+        folder = socket_folder(url)
+        assert (folder / ".s.PGSQL.5432").is_socket()
+        assert folder.is_relative_to(home) or any(
+            folder.is_relative_to(base) for base in private_runtime_bases()
+        ), folder
+        assert not folder.is_relative_to("/tmp")
+        st = folder.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o700
+        assert st.st_uid == os.stat(home / "pgdata").st_uid  # the server's own user
+        # No folder on the way can be written by anyone but root or this user.
+        for above in folder.parents:
+            above_st = above.stat()
+            assert above_st.st_uid in (0, os.geteuid()), above
+            assert not above_st.st_mode & 0o022, above
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        handle.cleanup()
+    assert not folder.exists()  # a runtime folder does not outlive its server
+
+
+def test_the_socket_s_name_too_long_with_no_private_folder_is_a_clear_error(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from safelight.db import embedded
+
+    monkeypatch.setattr(embedded, "private_runtime_base", lambda: None)
+    home = long_home(scratch, 100)
+    with pytest.raises(EmbeddedDatabaseError) as failure:
+        start_embedded(home)
+    message = str(failure.value)
+    assert str(home / "run" / ".s.PGSQL.5432") in message
+    assert "set SAFELIGHT_HOME to a path of at most 89 bytes" in message
+    assert not (home / "pgdata" / "postmaster.pid").exists()
+
+
+@as_root
+def test_another_os_user_cannot_connect(scratch: Path) -> None:
+    # Long enough that a socket in the home is impossible: the case that once went to a
+    # 0777 folder of /tmp.
+    home = long_home(scratch, 100)
+    url, handle = start_embedded(home)
+    try:
+        psql = [str(pg_bin() / "psql"), url, "-Atc", "SELECT current_user"]
+
+        def as_nobody() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["runuser", "-u", "nobody", "--", *psql],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd="/",
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PGCONNECT_TIMEOUT": "5"},
+            )
+
+        mine = subprocess.run(psql, capture_output=True, text=True, timeout=30, check=False)
+        assert mine.returncode == 0 and mine.stdout.strip() == "postgres", mine.stderr
+        refused = as_nobody()
+        assert refused.returncode != 0, refused.stdout
+        # Behind the closed folder, authentication refuses nobody too.
+        folder = socket_folder(url)
+        folder.chmod(0o711)
+        (folder / ".s.PGSQL.5432").chmod(0o777)
+        try:
+            refused = as_nobody()
+        finally:
+            (folder / ".s.PGSQL.5432").chmod(0o700)
+            folder.chmod(0o700)
+        assert refused.returncode != 0, refused.stdout
+        assert 'Peer authentication failed for user "postgres"' in refused.stderr
+    finally:
+        handle.cleanup()
+
+
+def test_no_tcp_listener_and_no_trust_for_anyone(scratch: Path) -> None:
+    home = scratch / "home"
+    url, handle = start_embedded(home)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+            rules = conn.execute(
+                "SELECT type, auth_method, error FROM pg_hba_file_rules"
+            ).fetchall()
+        assert rules and all(t == "local" and m != "trust" and e is None for t, m, e in rules)
+        hba = (home / "pgdata" / "pg_hba.conf").read_text()
+        live = [line for line in hba.splitlines() if line.strip() and not line.startswith("#")]
+        assert live and not any("trust" in line.split() for line in live)
+    finally:
+        handle.cleanup()
+
+
+@as_root
+def test_as_root_the_server_runs_as_its_own_user_with_no_groups(scratch: Path) -> None:
+    home = scratch / "home"
+    _, handle = start_embedded(home)
+    try:
+        status = Path(f"/proc/{postmaster_pid(home)}/status").read_text().splitlines()
+        fields = {line.split(":")[0]: line.split(":", 1)[1].split() for line in status}
+        uids, gids = {int(u) for u in fields["Uid"]}, {int(g) for g in fields["Gid"]}
+        assert len(uids) == 1 and len(gids) == 1  # real, effective, saved, fs alike
+        (uid,), (gid,) = uids, gids
+        assert uid != 0 and gid != 0
+        assert fields["Groups"] == []
+        account = pwd.getpwuid(uid)
+        assert account.pw_gid == gid
+        assert account.pw_shell in ("/usr/sbin/nologin", "/bin/false")  # no login
+        assert os.stat(home / "pgdata").st_uid == uid
+    finally:
+        handle.cleanup()
+
+
+@as_root
+def test_a_closed_folder_above_the_home_stays_closed_and_is_named(scratch: Path) -> None:
+    closed = scratch / "closed"
+    closed.mkdir(mode=0o700)
+    home = closed / "home"
+    before = modes([*home.parent.parents, closed])
+    with pytest.raises(EmbeddedDatabaseError) as failure:
+        start_embedded(home)
+    assert f"cannot enter {closed} (mode 0700)" in str(failure.value)
+    assert f"chmod o+x {closed}" in str(failure.value)
+    assert modes([*home.parent.parents, closed]) == before
+
+
+@as_root
+def test_a_venv_in_a_closed_folder_stays_closed(scratch: Path) -> None:
+    """A checkout of mode 0700: the server runs from a copy of the binaries in the home,
+    and no folder above the venv or the home changes its mode."""
+    closed = scratch / "checkout"
+    closed.mkdir(mode=0o700)
+    venv = closed / "venv"
+    # The venv, linked file by file: the same installation, inside a closed folder.
+    subprocess.run(["cp", "-al", str(Path(sys.prefix)), str(venv)], check=True)
+    home = scratch / "home"
+    home.mkdir()
+    watched = [*home.parents, home, *venv.parents, venv]
+    before = modes(watched)
+    code = (
+        "import os, sys; from pathlib import Path;"
+        "from safelight.db.embedded import start_embedded;"
+        "home = Path(sys.argv[1]); url, handle = start_embedded(home);"
+        "pid = int((home / 'pgdata' / 'postmaster.pid').read_text().split()[0]);"
+        "print(os.readlink(f'/proc/{pid}/exe')); handle.cleanup()"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert modes(watched) == before
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(home), done.stdout
+
+
+def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch: Path) -> None:
+    home = scratch / "home"
+    pgdata = home / "pgdata"
+    pgdata.mkdir(parents=True)
+    # The old way, with the real package: trust, and (as root) the user "pgserver".
+    legacy = (
+        "import sys, warnings; warnings.simplefilter('ignore'); import pgserver, psycopg;"
+        "server = pgserver.get_server(sys.argv[1]);"
+        "conn = psycopg.connect(server.get_uri(), autocommit=True);"
+        "conn.execute('CREATE TABLE kept (photo text)');"
+        "conn.execute(\"INSERT INTO kept VALUES ('IMG_0001.HEIC')\"); conn.close()"
+    )
+    made = subprocess.run(
+        [sys.executable, "-c", legacy, str(pgdata)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "trust" in (pgdata / "pg_hba.conf").read_text()
+
+    url, handle = start_embedded(home)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT photo FROM kept").fetchall() == [("IMG_0001.HEIC",)]
+            methods = {m for (m,) in conn.execute("SELECT auth_method FROM pg_hba_file_rules")}
+        assert "trust" not in methods
+        hba = (pgdata / "pg_hba.conf").read_text()
+        assert not any(
+            "trust" in line.split() for line in hba.splitlines() if not line.startswith("#")
+        )
+        owner = os.stat(pgdata).st_uid
+        for folder, dirs, files in os.walk(pgdata):
+            for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                assert os.lstat(name).st_uid == owner, name
+        if os.geteuid() == 0:
+            assert pwd.getpwuid(owner).pw_name != "pgserver"
+    finally:
+        handle.cleanup()
