@@ -28,6 +28,7 @@ from safelight.library.roots import (
     check_storage_root,
     own_folders,
 )
+from safelight.settings import Settings
 
 CONFIG = UUID("1234abcd-1234-5678-9abc-def012345678")
 HASH = "ab" + "0123456789abcd"
@@ -259,3 +260,15 @@ def test_an_unreadable_marker_is_nobodys(tmp_path: Path) -> None:
     (root / PROXY_ROOT_MARKER).symlink_to(tmp_path / "theirs.json")
     with pytest.raises(ProxyRootTaken):
         claim_proxy_root(root, DatabaseIdentity("1", "db"))
+
+
+def test_a_servers_default_proxy_root_is_not_the_embedded_databases(tmp_path: Path) -> None:
+    embedded = Settings(home=tmp_path).proxies
+    server = Settings(home=tmp_path, database_url="postgresql://u:pw@db.example/safelight")
+    other = Settings(home=tmp_path, database_url="postgresql://u:pw@db.example/safelight2")
+    assert embedded == (tmp_path / "proxies").resolve()
+    assert server.proxies.parent == embedded.parent
+    assert len({embedded, server.proxies, other.proxies}) == 3
+    assert "pw" not in server.proxies.name and "db.example" in server.proxies.name
+    explicit = Settings(home=tmp_path, database_url="postgresql:///x", proxy_root=tmp_path / "p")
+    assert explicit.proxies == (tmp_path / "p").resolve()

@@ -85,12 +85,17 @@ def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
                 f"deletes its own files: set {folder.setting} to a folder of safelight's own, "
                 "outside every library"
             )
+    # Around: the widest folder first, so that the fix named moves all of them (a home
+    # holds the default proxy root and the data folder).
+    for folder in sorted(own, key=lambda f: len(f.path.parts)):
         if folder.path.is_relative_to(root):
             raise RootOverlap(
                 f"the folder {root} contains safelight's {folder.what} {folder.path}: its "
                 f"files would be crawled as photos; set {folder.setting} outside {root}, "
                 "or choose a folder that does not contain it"
             )
+    # Inside: the narrowest first, the folder that names what happens there.
+    for folder in sorted(own, key=lambda f: len(f.path.parts), reverse=True):
         if root.is_relative_to(folder.path) and not any(
             root.is_relative_to(allowed) for allowed in folder.allowed_inside
         ):

@@ -1,0 +1,84 @@
+"""Settings that would put safelight's folders inside a library, or a library inside
+them, refused by the commands a user types: one line, exit 2, both paths and the fix,
+and nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.acceptance.conftest import Invoke
+
+pytestmark = pytest.mark.acceptance
+
+
+def one_error_line(stderr: str) -> str:
+    (line,) = stderr.splitlines()
+    assert line.startswith("safelight: error: ")
+    return line
+
+
+def test_run_on_a_folder_that_holds_the_home_names_the_fix(
+    invoke: Invoke, tmp_path: Path, database_url: str
+) -> None:
+    """``safelight run ~`` with the default home under ``~``."""
+    user_home = tmp_path / "alice"
+    (user_home / "Pictures").mkdir(parents=True)
+    home = user_home / ".local" / "share" / "safelight"
+
+    result = invoke("run", str(user_home), env={"SAFELIGHT_HOME": str(home)})
+
+    assert result.exit_code == 2, result.output
+    line = one_error_line(result.stderr)
+    assert f"set SAFELIGHT_HOME outside {user_home.resolve()}" in line
+    assert str(home.resolve()) in line
+    assert not home.exists() or not any(home.rglob("*proxies*"))
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM storage_configs").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("inside", ["proxies", "home"])
+def test_config_add_inside_safelights_folders_is_refused(
+    invoke: Invoke, tmp_path: Path, inside: str
+) -> None:
+    proxies = tmp_path / "proxies"
+    library = tmp_path / inside / "photos"
+    library.mkdir(parents=True)
+    env = {"SAFELIGHT_PROXY_ROOT": str(proxies), "SAFELIGHT_HOME": str(tmp_path / "home")}
+
+    result = invoke("config", "add", str(library), env=env)
+
+    assert result.exit_code == 2, result.output
+    assert f"{library.resolve()} is inside safelight's" in one_error_line(result.stderr)
+
+
+def test_config_add_of_a_system_folder_is_refused(invoke: Invoke) -> None:
+    result = invoke("config", "add", "/")
+    assert result.exit_code == 2, result.output
+    assert "/ is a system folder" in one_error_line(result.stderr)
+
+
+def test_a_worker_refuses_to_start_beside_a_config_around_its_proxy_root(
+    invoke: Invoke, tmp_path: Path, database_url: str
+) -> None:
+    """A config added before the proxy root was moved into it: the Worker's start
+    checks every active config it serves, before it claims anything."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "a.jpg").write_bytes(b"an original")
+    added = invoke("config", "add", str(library))
+    assert added.exit_code == 0, added.output
+    invoke("enqueue", "proxy_sweep")
+
+    result = invoke(
+        "worker", "--until-idle", env={"SAFELIGHT_PROXY_ROOT": str(library / "proxies")}
+    )
+
+    assert result.exit_code == 2, result.output
+    assert "set SAFELIGHT_PROXY_ROOT outside" in result.stderr.splitlines()[-1]
+    assert sorted(p.name for p in library.iterdir()) == ["a.jpg"]
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT status::text FROM work_items WHERE kind = 'proxy_sweep'")
+        assert row.fetchone() == ("queued",)
