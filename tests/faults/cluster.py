@@ -2,22 +2,29 @@
 
 Built from the ``pgserver`` package's binaries (``initdb``, ``pg_ctl``), in a temporary
 folder of its own, listening on a free TCP port of 127.0.0.1 and on no Unix socket. The
-machine's own PostgreSQL is never touched. PostgreSQL refuses to run as root; as root,
-the cluster runs as the ``pgserver`` user, as ``pgserver`` itself does
-(``pgserver.postgres_server.PostgresServer``), so its folder sits outside pytest's temp
-base (which pytest may reset to 0700 under another user).
+machine's own PostgreSQL is never touched.
+
+It runs wherever the checkout is, and opens nothing. PostgreSQL refuses to run as root;
+as root, the cluster runs as the embedded server's user (``safelight-pg``, ADR 0014), with
+its own group and no supplementary groups: the account, its creation and the arguments
+that run a program as it all come from :mod:`safelight.db.embedded`. That user must reach
+the cluster's folder, so the folder is made in the system's temp folder (/tmp), not in
+pytest's temp base (0700); if the user cannot enter a folder on the way, the cluster
+refuses to start, naming it. When the venv's binaries sit where that user cannot go (a
+checkout under a 0700 home, Debian's default for root), they are hard-linked (or copied)
+into the cluster's folder, as the embedded server does into its home. No folder above
+the cluster's folder or the checkout changes its mode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import os
-import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -25,35 +32,9 @@ from pathlib import Path
 
 import psycopg
 
+from safelight.db.embedded import reachable_binaries, server_account, untraversable
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect
-
-PG_USER = "pgserver"
-"""The system user the cluster runs as when the tests run as root."""
-
-
-def pg_bin() -> Path:
-    """The binaries the ``pgserver`` package ships (found without importing it: its
-    import warns about XDG_RUNTIME_DIR, and warnings are errors in the tests)."""
-    spec = importlib.util.find_spec("pgserver")
-    assert spec is not None and spec.submodule_search_locations, "pgserver is not installed"
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-
-
-def ensure_user(name: str) -> None:
-    """The system user exists (as ``pgserver.utils.ensure_user_exists`` makes it)."""
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "-s", "/bin/bash", name], check=True, capture_output=True)
-
-
-def open_prefix(path: Path) -> None:
-    """Every folder above ``path`` can be traversed by other users (the server's)."""
-    for folder in path.parents:
-        mode = folder.stat().st_mode
-        if mode & 0o055 != 0o055:
-            folder.chmod(mode | 0o055)
 
 
 def free_port() -> int:
@@ -66,17 +47,28 @@ class PrivateCluster:
     """``start()`` once, ``restart()`` as a fault, ``destroy()`` always (in a finally)."""
 
     def __init__(self) -> None:
+        self.account = server_account()
         self.base = Path(tempfile.mkdtemp(prefix="safelight-faults-pg-"))
-        self.base.chmod(0o755)
+        try:
+            # mkdtemp makes it 0700; the server's user only passes through it.
+            self.base.chmod(0o711)
+            blocked = untraversable(self.base, self.account)
+            if blocked is not None:
+                mode = stat.S_IMODE(blocked.stat().st_mode)
+                raise RuntimeError(
+                    f"the fault suite's cluster runs as {self.account.name}, who cannot "
+                    f"enter {blocked} (mode {mode:04o}) on the way to {self.base}; the "
+                    "suite opens no folder: set TMPDIR to a folder that user can reach, "
+                    "such as /tmp"
+                )
+            self.bin_dir = reachable_binaries(self.base, self.account)
+        except BaseException:
+            shutil.rmtree(self.base, ignore_errors=True)
+            raise
         self.pgdata = self.base / "pgdata"
         self.log = self.base / "postgres.log"
         self.port = free_port()
         self.restarts = 0
-        self._system_user: str | None = None
-        if os.geteuid() == 0:
-            ensure_user(PG_USER)
-            open_prefix(self.base)
-            self._system_user = PG_USER
 
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
@@ -103,10 +95,9 @@ class PrivateCluster:
         if not (self.pgdata / "PG_VERSION").exists():
             self.pgdata.mkdir(mode=0o700)
             self.log.touch()
-            if self._system_user is not None:
-                entry = pwd.getpwnam(self._system_user)
+            if self.account.switch:
                 for path in (self.pgdata, self.log):
-                    os.chown(path, entry.pw_uid, entry.pw_gid)
+                    os.chown(path, self.account.uid, self.account.gid)
             self._run(
                 "initdb",
                 "-D",
@@ -167,8 +158,7 @@ class PrivateCluster:
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run(
-            [str(pg_bin() / program), *args],
-            user=self._system_user,
+            [str(self.bin_dir / program), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -176,6 +166,7 @@ class PrivateCluster:
             timeout=120,
             cwd=self.base,
             check=False,
+            **self.account.run_as(),
         )
         if done.returncode != 0:
             tail = self.log.read_text()[-3000:] if self.log.exists() else ""

@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import quote
 
 _log = logging.getLogger(__name__)
@@ -61,6 +62,14 @@ class EmbeddedDatabaseError(RuntimeError):
     pass
 
 
+class RunAs(TypedDict, total=False):
+    """The arguments of ``subprocess.run`` (or ``Popen``) that set who a command runs as."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
 @dataclass(frozen=True)
 class Account:
     """The OS user the server runs as; ``switch``: safelight is root and runs it as this."""
@@ -69,6 +78,18 @@ class Account:
     uid: int
     gid: int
     switch: bool
+
+    def run_as(self) -> RunAs:
+        """The ``subprocess`` arguments that run a command as this account: when
+        ``switch``, its user, its group and no supplementary groups (``user=`` alone
+        keeps root's, group 0 among them); otherwise none, as it is this process's user.
+
+        Every PostgreSQL program started for this account (the embedded server's, the
+        fault suite's cluster's) gets its identity from here.
+        """
+        if not self.switch:
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
 
 
 @dataclass(frozen=True)
@@ -290,7 +311,9 @@ def venv_pginstall() -> Path:
 
 def reachable_binaries(home: Path, account: Account) -> Path:
     """The ``bin`` folder to run the server from: the venv's when ``account`` reaches it,
-    else a copy under the home (the venv may sit in a 0700 checkout, which stays closed).
+    else a copy under ``home`` (the venv may sit in a 0700 checkout, which stays closed).
+    ``home`` is safelight's home, or the fault suite's cluster folder; ``account`` must
+    reach it (``untraversable``).
 
     The copy mirrors site-packages, as ``initdb`` and ``psql`` find their libpq through
     ``$ORIGIN/../../../pgserver.libs``.
@@ -669,9 +692,7 @@ def _run_as(account: Account, command: list[str], *, timeout: float) -> None:
             timeout=timeout,
             start_new_session=True,
             check=False,
-            user=account.uid if account.switch else None,
-            group=account.gid if account.switch else None,
-            extra_groups=[] if account.switch else None,
+            **account.run_as(),
         )
         if done.returncode != 0:
             output.seek(0)
