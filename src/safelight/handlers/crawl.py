@@ -138,6 +138,7 @@ class _Crawl:
             settings.thumbnail_quality,
             settings.preview_width,
             settings.preview_quality,
+            settings.decode_memory_mib,
         )
         self.tally = _Tally()
         self.decide = asyncio.Lock()
