@@ -410,7 +410,11 @@ class _Crawl:
         temp = Path(await asyncio.to_thread(_make_temp_folder, staging))
         try:
             proxies = await make_video_proxies(
-                source, temp, VideoProxySpec(image=self.spec), self.ctx.ensure_alive
+                source,
+                temp,
+                VideoProxySpec(image=self.spec),
+                self.ctx.ensure_alive,
+                clock=self.ctx.clock,
             )
             records = await asyncio.to_thread(
                 publish_video_proxies,
