@@ -12,16 +12,16 @@ Pipeline, and why each step is where it is:
 3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False;
    HEIF/AVIF, which libheif would decode with missing tiles painted green, are checked
    for completeness first).
-4. Convert to 8 bits and reduce by an integer factor (box averages) to about three
-   times the preview, strip by strip (``_shrink``): no full-size copy of any mode.
-5. Turn upright with the EXIF orientation read by ``exif`` (the same value
-   ``metadata`` reports, so sizes and pixels always agree).
-6. Resize to the preview size (Lanczos; never upscale), flatten transparency onto white,
+4. Turn upright with the EXIF orientation read by ``exif`` (the same value
+   ``metadata`` reports, so sizes and pixels always agree), convert to 8 bits and
+   reduce by an integer factor (box averages) to about three times the preview, strip
+   by strip (``_shrink``): no full-size copy of any mode.
+5. Resize to the preview size (Lanczos; never upscale), flatten transparency onto white,
    then convert to sRGB through the embedded ICC profile (phones shoot Display P3;
    ignoring it makes colours dull). Converting after resizing costs a fraction.
-   Steps 4 and 6 together are what Pillow's ``resize(reducing_gap=3.0)`` of the whole
-   image does; 4 only happens before 5 so that no full-size copy is ever rotated.
-7. The thumbnail is resized from the preview image, and the BlurHash is computed from a
+   The reduction of 4 and this resize together are what Pillow's
+   ``resize(reducing_gap=3.0)`` of the whole upright image does.
+6. The thumbnail is resized from the preview image, and the BlurHash is computed from a
    64 px sample of the thumbnail: nothing is decoded twice.
 
 Outputs are baseline JPEGs without metadata (no GPS leaks into proxies) and without an
@@ -68,6 +68,14 @@ _TRANSPOSE = {
 ``ImageOps.exif_transpose``, which is not used because it re-parses EXIF with warnings)."""
 
 _Box = tuple[float, float, float, float]
+_SWAPS = frozenset(
+    {
+        Image.Transpose.TRANSPOSE,
+        Image.Transpose.ROTATE_270,
+        Image.Transpose.TRANSVERSE,
+        Image.Transpose.ROTATE_90,
+    }
+)
 _REDUCING_GAP = 3.0
 _STRIP_PIXELS = 1 << 20
 """Pixels per strip when an image is converted or reduced piecewise (a few MB)."""
@@ -138,20 +146,16 @@ def make_image_proxies(src: Path, spec: ProxySpec | None = None) -> ImageProxies
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
     spec = spec or ProxySpec()
-    reduced, box, orientation, icc_profile, display = _decode_reduced(src, spec)
-    method = _TRANSPOSE.get(orientation)
-    if method is not None:
-        box = None if box is None else _transposed_box(box, reduced.size, method)
-        reduced = reduced.transpose(method)
-    return _proxies(reduced, icc_profile, display, spec, box)
+    upright, box, icc_profile, display = _decode_reduced(src, spec)
+    return _proxies(upright, icc_profile, display, spec, box)
 
 
 def _decode_reduced(
     src: Path, spec: ProxySpec
-) -> tuple[Image.Image, _Box | None, int, bytes | None, tuple[int, int]]:
-    """The photo decoded and reduced (in stored orientation) to at most about three
-    times the preview, in a mode ``_resize`` takes; with the box of it that is the
-    photo (see ``_shrink``), its orientation, ICC profile and displayed size.
+) -> tuple[Image.Image, _Box | None, bytes | None, tuple[int, int]]:
+    """The photo decoded, upright, and reduced to at most about three times the
+    preview, in a mode ``_resize`` takes; with the box of it that is the photo (see
+    ``_shrink``), its ICC profile and displayed size.
 
     A function of its own so that the full-size decode is freed when it returns: only
     the reduced image lives on through the resizing and encoding."""
@@ -173,23 +177,29 @@ def _decode_reduced(
         if image.format in ("JPEG", "MPO"):
             image.draft("RGB", (target[1], target[0]) if swaps else target)
         # The size and mode the decode will have (after a JPEG's draft): what it costs.
-        factors = _reduce_factors(image.size, target, swaps)
+        method = _TRANSPOSE.get(orientation)
+        upright = (image.height, image.width) if swaps else image.size
+        factors = _reduce_factors(upright, target)
+        working = _reduced_size(upright, factors)
+        copies = factors != (1, 1) or _working_mode(image.mode) != image.mode
         check_decode_fits(
             image.format,
             image.mode,
             image.size,
             _working_mode(image.mode),
-            _reduced_size(image.size, factors),
-            factors != (1, 1) or _working_mode(image.mode) != image.mode,
+            working,
+            copies or method is not None,
+            # The resize's first pass: the preview's width, the working image's height.
+            target[0] * working[1],
             spec.decode_memory_mib * MIB,
         )
         try:
             image.load()
         except (*_DECODE_ERRORS, UserWarning) as error:  # UserWarning: see open_image
             raise CorruptMedia(f"cannot decode image: {error}") from error
-        reduced, box = _shrink(image, factors)
+        reduced, box = _shrink(image, factors, method)
     profile = icc_profile if isinstance(icc_profile, bytes) else None
-    return reduced, box, orientation, profile, display
+    return reduced, box, profile, display
 
 
 def _check_boxes_complete(original: io.BufferedReader) -> None:
@@ -263,72 +273,87 @@ def _resize(image: Image.Image, size: tuple[int, int], box: _Box | None = None) 
     return resized.convert(resized.mode.upper()) if resized.mode in ("RGBa", "La") else resized
 
 
-def _transposed_box(box: _Box, size: tuple[int, int], method: Image.Transpose) -> _Box:
-    """Where ``box`` of an image of ``size`` lies once the image is transposed."""
+_INVERSE = {
+    Image.Transpose.ROTATE_90: Image.Transpose.ROTATE_270,
+    Image.Transpose.ROTATE_270: Image.Transpose.ROTATE_90,
+}
+"""Of the transpositions in ``_TRANSPOSE``; the others are their own inverse."""
+
+
+def _stored_box(
+    box: tuple[int, int, int, int], upright: tuple[int, int], method: Image.Transpose
+) -> tuple[int, int, int, int]:
+    """The box of the stored image that ``method`` turns into ``box`` of the upright
+    image of size ``upright``."""
     left, top, right, bottom = box
-    width, height = size
+    width, height = upright
+    inverse = _INVERSE.get(method, method)
     T = Image.Transpose
-    if method == T.FLIP_LEFT_RIGHT:
+    if inverse == T.FLIP_LEFT_RIGHT:
         return (width - right, top, width - left, bottom)
-    if method == T.FLIP_TOP_BOTTOM:
+    if inverse == T.FLIP_TOP_BOTTOM:
         return (left, height - bottom, right, height - top)
-    if method == T.ROTATE_180:
+    if inverse == T.ROTATE_180:
         return (width - right, height - bottom, width - left, height - top)
-    if method == T.ROTATE_90:  # counter-clockwise: (x, y) -> (y, width - x)
+    if inverse == T.ROTATE_90:  # counter-clockwise: (x, y) -> (y, width - x)
         return (top, width - right, bottom, width - left)
-    if method == T.ROTATE_270:  # clockwise: (x, y) -> (height - y, x)
+    if inverse == T.ROTATE_270:  # clockwise: (x, y) -> (height - y, x)
         return (height - bottom, left, height - top, right)
-    if method == T.TRANSPOSE:  # (x, y) -> (y, x)
+    if inverse == T.TRANSPOSE:  # (x, y) -> (y, x)
         return (top, left, bottom, right)
     # TRANSVERSE: (x, y) -> (height - y, width - x)
     return (height - bottom, width - right, height - top, width - left)
 
 
-def _reduce_factors(
-    decoded: tuple[int, int], target: tuple[int, int], swaps: bool
-) -> tuple[int, int]:
-    """The integer reduction (in stored orientation) that Pillow's ``resize`` with
-    ``reducing_gap=3.0`` would apply to the upright image on its way to ``target``."""
-    upright = (decoded[1], decoded[0]) if swaps else decoded
+def _reduce_factors(upright: tuple[int, int], target: tuple[int, int]) -> tuple[int, int]:
+    """The integer reduction that Pillow's ``resize`` with ``reducing_gap=3.0`` applies
+    to the upright image on its way to ``target``."""
     across = int(upright[0] / target[0] / _REDUCING_GAP) or 1
     down = int(upright[1] / target[1] / _REDUCING_GAP) or 1
-    return (down, across) if swaps else (across, down)
+    return across, down
 
 
 def _reduced_size(size: tuple[int, int], factors: tuple[int, int]) -> tuple[int, int]:
     return -(-size[0] // factors[0]), -(-size[1] // factors[1])
 
 
-def _shrink(image: Image.Image, factors: tuple[int, int]) -> tuple[Image.Image, _Box | None]:
-    """``image`` in a mode ``_resize`` takes, reduced by ``factors`` (box averages),
-    with the box of the result that the image covers (its last row and column of
-    blocks may be partial: Pillow's reduce averages what there is).
+def _shrink(
+    image: Image.Image, factors: tuple[int, int], method: Image.Transpose | None
+) -> tuple[Image.Image, _Box | None]:
+    """``image`` turned upright by ``method``, in a mode ``_resize`` takes, reduced by
+    ``factors`` (box averages); with the box of the result that the image covers (its
+    last row and column of blocks may be partial: Pillow's reduce averages what there
+    is).
 
-    Done in strips of about ``_STRIP_PIXELS``: each is cropped, converted to 8 bits and
-    reduced alone, so beside the decoded image only a strip and the result exist, never
-    a converted full-size copy (a 100 MP 16-bit PNG once took 2.5 GB here through a
-    float64 copy). Strips start on multiples of the factor, so the result is the same
-    as reducing the whole image: what ``_resize`` of the whole did before. Images with
+    Done in strips of the upright image of about ``_STRIP_PIXELS``: each is cropped
+    from the stored image, turned, converted to 8 bits and reduced alone, so beside the
+    decoded image only a strip and the result exist, never a converted or turned
+    full-size copy (a 100 MP 16-bit PNG once took 2.5 GB here through a float64 copy).
+    Strips start on multiples of the factor, so the result is the same as turning,
+    converting and reducing the whole image: what the pipeline did before. Images with
     alpha come out premultiplied (RGBa, La), which is how Pillow resizes them.
     """
     working = _working_mode(image.mode)
     if factors == (1, 1) and working == image.mode:
-        return image, None  # nothing to convert or reduce: no copy
+        # Nothing to convert or reduce: turned whole, as small as this image gets.
+        return (image if method is None else image.transpose(method)), None
     top = _high_depth_top(image) if _is_high_depth(image.mode) else None
     across, down = factors
-
-    def convert(strip: Image.Image) -> Image.Image:
+    width, height = (image.height, image.width) if method in _SWAPS else image.size
+    rows = max(1, _STRIP_PIXELS // max(1, width) // down) * down
+    out = Image.new(working, _reduced_size((width, height), factors))
+    for first in range(0, height, rows):
+        box = (0, first, width, min(height, first + rows))
+        if method is None:
+            strip = image.crop(box)
+        else:
+            strip = image.crop(_stored_box(box, (width, height), method)).transpose(method)
         converted = _to_resizable(strip, top)
         if converted.mode != working:
             converted = converted.convert(working)
-        return converted if factors == (1, 1) else converted.reduce(factors)
-
-    width, height = image.size
-    rows = max(1, _STRIP_PIXELS // max(1, width) // down) * down
-    out = Image.new(working, _reduced_size(image.size, factors))
-    for first in range(0, height, rows):
-        strip = convert(image.crop((0, first, width, min(height, first + rows))))
-        out.paste(strip, (0, first // down))
+        if factors != (1, 1):
+            converted = converted.reduce(factors)
+        out.paste(converted, (0, first // down))
     return out, (0.0, 0.0, width / across, height / down)
 
 

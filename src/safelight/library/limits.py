@@ -64,14 +64,23 @@ def decode_memory_bytes(
     working_mode: str,
     working: tuple[int, int],
     working_is_copy: bool,
+    first_pass_pixels: int,
 ) -> int:
-    """Peak bytes of decoding an image of ``mode`` and ``size`` whole and reducing it (in
-    strips, ``images``) to ``working`` in ``working_mode``, beyond
-    ``DECODE_BASELINE_BYTES``."""
+    """Peak bytes, beyond ``DECODE_BASELINE_BYTES``, of decoding an image of ``mode``
+    and ``size`` whole, making of it (in strips, ``images._shrink``) the upright
+    ``working`` image in ``working_mode`` (unless the decoded image is used as it is),
+    and resizing that, whose first pass makes ``first_pass_pixels``.
+
+    The largest of three moments: the decode (the decoder's own buffers beside the
+    image), the decoded image beside the working one, and the working image beside the
+    resize's first pass (the decoded image freed, or being the working one)."""
     pixels = size[0] * size[1]
-    per_pixel = _stored_bytes(mode) + _DECODER_BYTES.get(format_name or "", 0)
-    copies = 2 if working_is_copy else 1
-    return pixels * per_pixel + working[0] * working[1] * _stored_bytes(working_mode) * copies
+    decoded = pixels * _stored_bytes(mode)
+    decoding = pixels * (_stored_bytes(mode) + _DECODER_BYTES.get(format_name or "", 0))
+    working_bytes = working[0] * working[1] * _stored_bytes(working_mode)
+    shrinking = decoded + (working_bytes if working_is_copy else 0)
+    resizing = working_bytes + first_pass_pixels * _stored_bytes(working_mode)
+    return max(decoding, shrinking, resizing)
 
 
 def _stored_bytes(mode: str) -> int:
@@ -85,16 +94,16 @@ def check_decode_fits(
     working_mode: str,
     working: tuple[int, int],
     working_is_copy: bool,
+    first_pass_pixels: int,
     budget_bytes: int,
 ) -> None:
-    """Raise ``TooLargeToDecode`` if decoding this image would not fit ``budget_bytes``.
-
-    The working image (what ``images._shrink`` makes, in ``working_mode``, or the
-    decoded image itself if it needs neither converting nor reducing) is counted once
-    for its upright copy or the resize's first pass, and once more if it is a copy.
-    The estimate is above the peak measured for every mode (docs/benchmarks.md)."""
+    """Raise ``TooLargeToDecode`` if decoding this image would not fit ``budget_bytes``
+    (see ``decode_memory_bytes``; the estimate is above the peak measured for every
+    mode, docs/benchmarks.md)."""
     available = budget_bytes - DECODE_BASELINE_BYTES
-    needed = decode_memory_bytes(format_name, mode, size, working_mode, working, working_is_copy)
+    needed = decode_memory_bytes(
+        format_name, mode, size, working_mode, working, working_is_copy, first_pass_pixels
+    )
     if needed <= available:
         return
     pixels = size[0] * size[1]
