@@ -164,7 +164,11 @@ async def run_workers(
     store = app_store(database, settings, clock)
     # One pool of decode processes for all of this process's Workers; its processes
     # start with the first photo (ImageDecoder) and end with run_workers.
-    decoder = ImageDecoder(settings.decode_processes) if settings.decode_processes else None
+    decoder = (
+        ImageDecoder(settings.decode_processes, settings.decode_memory_mib)
+        if settings.decode_processes
+        else None
+    )
     services = Services(
         pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
     )

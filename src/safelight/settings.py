@@ -16,6 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from safelight.db.urls import database_key, mask_url
+from safelight.library.limits import (
+    DEFAULT_DECODE_MEMORY_MIB,
+    MIB,
+    MIN_DECODE_MEMORY_MIB,
+    available_cores,
+    available_memory_bytes,
+    decode_processes_for,
+)
 
 ENV_PREFIX = "SAFELIGHT_"
 
@@ -40,12 +48,12 @@ def _default_home() -> Path:
     return Path.home() / ".local" / "share" / "safelight"
 
 
-def default_decode_processes() -> int:
-    """One decode process per core this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no affinity outside Linux
-        return os.cpu_count() or 1
+def default_decode_processes(decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB) -> int:
+    """One decode process per core this process may run on, but no more than the
+    memory available now holds at ``decode_memory_mib`` each; at least one."""
+    return decode_processes_for(
+        available_cores(), available_memory_bytes(), decode_memory_mib * MIB
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +80,12 @@ class Settings:
     follow_links_inside_root: bool = False
     # Processes that decode photos and make their proxies, shared by a process's
     # Workers (ADR 0010). 0: in threads of the Worker process (one core's worth, the GIL).
+    # Unset, ``load`` sizes it for the decode_memory_mib it was given.
     decode_processes: int = field(default_factory=default_decode_processes)
+    # Memory one decode may take: photos that would need more (decoded whole: all but
+    # JPEGs) fail with a per-file error; also each decode process's address-space limit
+    # (plus room for its code), and what sizes the pool (safelight.library.limits).
+    decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB
     crawl_interval_seconds: float = 4 * 3600.0
     token_cleanup_interval_seconds: float = 86400.0
     proxy_sweep_interval_seconds: float = 3600.0
@@ -116,6 +129,11 @@ class Settings:
             raise SettingsError(
                 "decode_processes must be 0 (decode in threads) or more, "
                 f"not {self.decode_processes}"
+            )
+        if self.decode_memory_mib < MIN_DECODE_MEMORY_MIB:
+            raise SettingsError(
+                f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
+                f"not {self.decode_memory_mib}"
             )
         # The self-stop fires half a lease after the last good heartbeat; a heartbeat
         # interval near that would self-stop healthy attempts on one slow beat.
@@ -177,6 +195,10 @@ class Settings:
             if raw is None:
                 continue
             values[f.name] = _convert(f.name, f.type, raw)
+        if "decode_processes" not in values and "decode_memory_mib" in values:
+            values["decode_processes"] = default_decode_processes(
+                max(MIN_DECODE_MEMORY_MIB, values["decode_memory_mib"])
+            )
         return cls(**values)
 
 

@@ -147,6 +147,7 @@ class _Crawl:
             settings.thumbnail_quality,
             settings.preview_width,
             settings.preview_quality,
+            settings.decode_memory_mib,
         )
         self.tally = _Tally()
         self.decide = asyncio.Lock()
@@ -473,7 +474,11 @@ class _Crawl:
         temp = Path(await asyncio.to_thread(_make_temp_folder, staging))
         try:
             proxies = await make_video_proxies(
-                source, temp, VideoProxySpec(image=self.spec), self.ctx.ensure_alive
+                source,
+                temp,
+                VideoProxySpec(image=self.spec),
+                self.ctx.ensure_alive,
+                clock=self.ctx.clock,
             )
             records = await asyncio.to_thread(
                 publish_video_proxies,

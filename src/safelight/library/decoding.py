@@ -29,6 +29,10 @@ Lifetimes:
   so processes are started only from the event loop's thread, which lives as long as
   the Worker (``ImageDecoder.run`` is called there; the pool starts a process in
   ``submit`` while none is idle).
+- A decode process has an address-space limit: its memory budget plus room for its
+  code (``limits.limit_address_space``). A photo that needs more fails alone with
+  ``DecodeOutOfMemory``, and the process lives on for the next; a photo too large for
+  the budget by its header never gets that far (``limits.check_decode_fits``).
 - A decode process that dies (the OOM killer, a SIGKILL, a crash in a codec) breaks the
   pool. The photo it was decoding gets a per-file error naming how it died; photos that
   were only waiting in the pool, or running in the other processes, are sent once more
@@ -54,6 +58,12 @@ from typing import Any, TypeVar
 
 from safelight.library.errors import MediaError
 from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
+from safelight.library.limits import (
+    DEFAULT_DECODE_MEMORY_MIB,
+    MIB,
+    address_space_limit_bytes,
+    limit_address_space,
+)
 from safelight.library.metadata import ImageMetadata, read_image_metadata
 from safelight.library.originals import OriginalRef
 
@@ -74,6 +84,10 @@ class DecodeProcessDied(MediaError):
     """The process decoding this photo died (or the pool broke twice under it)."""
 
 
+class DecodeOutOfMemory(MediaError):
+    """Decoding this photo reached its decode process's address-space limit."""
+
+
 def decode_image(path: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
     """A photo's metadata and proxies, in whichever process runs it (blocking).
 
@@ -90,9 +104,15 @@ _started_by: Any = None
 started the call (0: not started). Set by the initializer."""
 
 
-def _initialize(worker_pid: int, started_by: Any) -> None:
-    global _started_by
+_memory_limit_bytes = 0
+"""This process's address-space limit (0: none); named in ``DecodeOutOfMemory``."""
+
+
+def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> None:
+    global _started_by, _memory_limit_bytes
     _started_by = started_by
+    limit_address_space(memory_budget_bytes)
+    _memory_limit_bytes = address_space_limit_bytes(memory_budget_bytes)
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
     # stops, then shuts this pool down); a decode process must not die of it first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -118,7 +138,16 @@ def _die_with_parent(worker_pid: int) -> None:
 def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
     if slot >= 0:
         _started_by[slot] = os.getpid()
-    return function(*args)
+    try:
+        return function(*args)
+    except MemoryError:
+        # The allocation that failed is not made, and what the decode held is freed as
+        # the exception unwinds: the process goes on with the next photo.
+        raise DecodeOutOfMemory(
+            "ran out of memory decoding this photo (the decode process's limit is "
+            f"{_memory_limit_bytes // MIB} MiB of address space; "
+            "SAFELIGHT_DECODE_MEMORY_MIB raises it)"
+        ) from None
 
 
 # --- in the Worker -----------------------------------------------------------------------
@@ -138,10 +167,12 @@ class ImageDecoder:
     """Runs photo decodes in a pool of ``processes`` processes; shared by a process's
     Workers. ``decode`` and ``run`` are called from the event loop's thread."""
 
-    def __init__(self, processes: int) -> None:
+    def __init__(self, processes: int, memory_mib: int = DEFAULT_DECODE_MEMORY_MIB) -> None:
         if processes < 1:
             raise ValueError("an ImageDecoder needs at least one process")
         self.processes = processes
+        self.memory_mib = memory_mib
+        """Each process's budget: its address-space limit is this plus room for code."""
         self._context = multiprocessing.get_context(START_METHOD)
         self._started_by = self._context.RawArray(ctypes.c_int64, TRACKED_CALLS)
         self._free_slots = list(range(TRACKED_CALLS))
@@ -218,7 +249,7 @@ class ImageDecoder:
                 self.processes,
                 mp_context=self._context,
                 initializer=_initialize,
-                initargs=(os.getpid(), self._started_by),
+                initargs=(os.getpid(), self._started_by, self.memory_mib * MIB),
             )
             self._pool = _Pool(executor, executor._processes)
         return self._pool

@@ -56,3 +56,7 @@ class CorruptMedia(MediaError):
 
 class DecompressionBomb(MediaError):
     """The image declares more pixels than the policy allows to decode."""
+
+
+class TooLargeToDecode(DecompressionBomb):
+    """Decoding the image whole would take more memory than a decode process may use."""

@@ -6,15 +6,21 @@ Pipeline, and why each step is where it is:
 1. Open (header only) and refuse anything above ``metadata.MAX_IMAGE_PIXELS``.
 2. JPEG: ``draft`` asks libjpeg for a DCT-scaled decode (1/2, 1/4, 1/8) that is still at
    least the preview size, so a 48 MP photo decodes as ~3 MP: the largest saving here.
-   HEIF: libheif decodes at full size (it has no scaled decode), already rotated.
+   HEIF: libheif decodes at full size (it has no scaled decode), already rotated. So do
+   PNG, TIFF, WebP and GIF: a decode that would not fit the decode budget is refused
+   first (``limits.check_decode_fits``), from the size and mode in the header.
 3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False;
    HEIF/AVIF, which libheif would decode with missing tiles painted green, are checked
    for completeness first).
 4. Turn upright with the EXIF orientation read by ``exif`` (the same value
-   ``metadata`` reports, so sizes and pixels always agree).
+   ``metadata`` reports, so sizes and pixels always agree), convert to 8 bits and
+   reduce by an integer factor (box averages) to about three times the preview, strip
+   by strip (``_shrink``): no full-size copy of any mode.
 5. Resize to the preview size (Lanczos; never upscale), flatten transparency onto white,
    then convert to sRGB through the embedded ICC profile (phones shoot Display P3;
    ignoring it makes colours dull). Converting after resizing costs a fraction.
+   The reduction of 4 and this resize together are what Pillow's
+   ``resize(reducing_gap=3.0)`` of the whole upright image does.
 6. The thumbnail is resized from the preview image, and the BlurHash is computed from a
    64 px sample of the thumbnail: nothing is decoded twice.
 
@@ -33,10 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import blurhash
-import numpy as np
 from PIL import Image, ImageCms
 
 from safelight.library.errors import CorruptMedia, DecompressionBomb, UnsupportedMedia
+from safelight.library.limits import (
+    DEFAULT_DECODE_MEMORY_MIB,
+    MIB,
+    MIN_DECODE_MEMORY_MIB,
+    check_decode_fits,
+)
 from safelight.library.metadata import MAX_IMAGE_PIXELS, exif_fields_of, open_image
 from safelight.library.originals import OriginalRef, open_source
 
@@ -55,6 +66,19 @@ _TRANSPOSE = {
 }
 """EXIF orientation -> the operation that turns stored pixels upright (as
 ``ImageOps.exif_transpose``, which is not used because it re-parses EXIF with warnings)."""
+
+_Box = tuple[float, float, float, float]
+_SWAPS = frozenset(
+    {
+        Image.Transpose.TRANSPOSE,
+        Image.Transpose.ROTATE_270,
+        Image.Transpose.TRANSVERSE,
+        Image.Transpose.ROTATE_90,
+    }
+)
+_REDUCING_GAP = 3.0
+_STRIP_PIXELS = 1 << 20
+"""Pixels per strip when an image is converted or reduced piecewise (a few MB)."""
 
 _MAX_TOP_LEVEL_BOXES = 1000  # real HEIF/AVIF files have about five
 _DECODE_ERRORS = (
@@ -79,6 +103,8 @@ class ProxySpec:
     blurhash_sample: int = 64
     blurhash_x_components: int = 4
     blurhash_y_components: int = 3
+    decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB
+    """A decode's memory budget: larger photos fail (``limits.check_decode_fits``)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.thumbnail_width <= self.preview_width:
@@ -90,6 +116,8 @@ class ProxySpec:
             raise ValueError("BlurHash components must be within 1..9")
         if self.blurhash_sample < 1:
             raise ValueError("blurhash_sample must be positive")
+        if self.decode_memory_mib < MIN_DECODE_MEMORY_MIB:
+            raise ValueError(f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +142,24 @@ def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec | None = None) -
     """Thumbnail, preview and BlurHash of the photo at ``src`` (a path, or the crawl's
     open original), decoding it once.
 
-    Raises ``MediaError``: ``DecompressionBomb``, ``CorruptMedia`` (truncated, corrupt),
+    Raises ``MediaError``: ``DecompressionBomb`` (also ``TooLargeToDecode``: it would
+    not fit the decode budget), ``CorruptMedia`` (truncated, corrupt),
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
     spec = spec or ProxySpec()
+    upright, box, icc_profile, display = _decode_reduced(src, spec)
+    return _proxies(upright, icc_profile, display, spec, box)
+
+
+def _decode_reduced(
+    src: Path | OriginalRef, spec: ProxySpec
+) -> tuple[Image.Image, _Box | None, bytes | None, tuple[int, int]]:
+    """The photo decoded, upright, and reduced to at most about three times the
+    preview, in a mode ``_resize`` takes; with the box of it that is the photo (see
+    ``_shrink``), its ICC profile and displayed size.
+
+    A function of its own so that the full-size decode is freed when it returns: only
+    the reduced image lives on through the resizing and encoding."""
     with open_source(src) as original, open_image(original) as image:
         stored_width, stored_height = image.size
         if stored_width * stored_height > MAX_IMAGE_PIXELS:
@@ -126,21 +168,39 @@ def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec | None = None) -
                 f"{MAX_IMAGE_PIXELS} pixels"
             )
         orientation = 1 if image.format == "HEIF" else exif_fields_of(image, original).orientation
-        swaps = (orientation or 1) in (5, 6, 7, 8)
+        orientation = orientation or 1
+        swaps = orientation in (5, 6, 7, 8)
         display = (stored_height, stored_width) if swaps else (stored_width, stored_height)
         icc_profile = image.info.get("icc_profile")
         if image.format in ("HEIF", "AVIF"):
             _check_boxes_complete(original)
+        target = _fit(display, spec.preview_width)
         if image.format in ("JPEG", "MPO"):
-            target = _fit(display, spec.preview_width)
             image.draft("RGB", (target[1], target[0]) if swaps else target)
+        # The size and mode the decode will have (after a JPEG's draft): what it costs.
+        method = _TRANSPOSE.get(orientation)
+        upright = (image.height, image.width) if swaps else image.size
+        factors = _reduce_factors(upright, target)
+        working = _reduced_size(upright, factors)
+        copies = factors != (1, 1) or _working_mode(image.mode) != image.mode
+        check_decode_fits(
+            image.format,
+            image.mode,
+            image.size,
+            _working_mode(image.mode),
+            working,
+            copies or method is not None,
+            # The resize's first pass: the preview's width, the working image's height.
+            target[0] * working[1],
+            spec.decode_memory_mib * MIB,
+        )
         try:
             image.load()
         except (*_DECODE_ERRORS, UserWarning) as error:  # UserWarning: see open_image
             raise CorruptMedia(f"cannot decode image: {error}") from error
-        decoded = _to_resizable(image)
-    upright = decoded.transpose(_TRANSPOSE[orientation]) if orientation in _TRANSPOSE else decoded
-    return _proxies(upright, icc_profile if isinstance(icc_profile, bytes) else None, display, spec)
+        reduced, box = _shrink(image, factors, method)
+    profile = icc_profile if isinstance(icc_profile, bytes) else None
+    return reduced, box, profile, display
 
 
 def _check_boxes_complete(original: io.BufferedReader) -> None:
@@ -168,16 +228,20 @@ def _check_boxes_complete(original: io.BufferedReader) -> None:
 
 def proxies_from_upright_image(image: Image.Image, spec: ProxySpec | None = None) -> ImageProxies:
     """Proxies of an already decoded, upright sRGB image (a video's poster frame)."""
-    return _proxies(_to_resizable(image), None, image.size, spec or ProxySpec())
+    return _proxies(_to_resizable(image), None, image.size, spec or ProxySpec(), None)
 
 
 def _proxies(
-    upright: Image.Image, icc_profile: bytes | None, display: tuple[int, int], spec: ProxySpec
+    upright: Image.Image,
+    icc_profile: bytes | None,
+    display: tuple[int, int],
+    spec: ProxySpec,
+    box: _Box | None,
 ) -> ImageProxies:
     # The draft may leave the image a little larger than the preview; the display size
     # (not the decoded one) decides, so a small original is never upscaled.
     preview_size = _fit(display, spec.preview_width)
-    preview = _resize(upright, preview_size)
+    preview = _resize(upright, preview_size, box)
     preview = _to_srgb(_flatten(preview), icc_profile)
     thumbnail = _resize(preview, _fit(preview.size, spec.thumbnail_width))
     sample = _resize(
@@ -200,32 +264,159 @@ def _fit(size: tuple[int, int], max_width: int, max_height: int | None = None) -
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def _resize(image: Image.Image, size: tuple[int, int]) -> Image.Image:
-    if image.size == size:
-        return image
-    return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+def _resize(image: Image.Image, size: tuple[int, int], box: _Box | None = None) -> Image.Image:
+    """``image`` (or its ``box``) resized to ``size``. A premultiplied image (from
+    ``_shrink``) comes back with straight alpha, as Pillow's own resize of RGBA does."""
+    if box in (None, (0, 0, *size)) and image.size == size:
+        resized = image
+    else:
+        resized = image.resize(size, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+    return resized.convert(resized.mode.upper()) if resized.mode in ("RGBa", "La") else resized
 
 
-def _to_resizable(image: Image.Image) -> Image.Image:
-    """A mode Pillow can resample and colour-convert: RGB(A), L(A) or CMYK."""
-    mode = image.mode
+_INVERSE = {
+    Image.Transpose.ROTATE_90: Image.Transpose.ROTATE_270,
+    Image.Transpose.ROTATE_270: Image.Transpose.ROTATE_90,
+}
+"""Of the transpositions in ``_TRANSPOSE``; the others are their own inverse."""
+
+
+def _stored_box(
+    box: tuple[int, int, int, int], upright: tuple[int, int], method: Image.Transpose
+) -> tuple[int, int, int, int]:
+    """The box of the stored image that ``method`` turns into ``box`` of the upright
+    image of size ``upright``."""
+    left, top, right, bottom = box
+    width, height = upright
+    inverse = _INVERSE.get(method, method)
+    T = Image.Transpose
+    if inverse == T.FLIP_LEFT_RIGHT:
+        return (width - right, top, width - left, bottom)
+    if inverse == T.FLIP_TOP_BOTTOM:
+        return (left, height - bottom, right, height - top)
+    if inverse == T.ROTATE_180:
+        return (width - right, height - bottom, width - left, height - top)
+    if inverse == T.ROTATE_90:  # counter-clockwise: (x, y) -> (y, width - x)
+        return (top, width - right, bottom, width - left)
+    if inverse == T.ROTATE_270:  # clockwise: (x, y) -> (height - y, x)
+        return (height - bottom, left, height - top, right)
+    if inverse == T.TRANSPOSE:  # (x, y) -> (y, x)
+        return (top, left, bottom, right)
+    # TRANSVERSE: (x, y) -> (height - y, width - x)
+    return (height - bottom, width - right, height - top, width - left)
+
+
+def _reduce_factors(upright: tuple[int, int], target: tuple[int, int]) -> tuple[int, int]:
+    """The integer reduction that Pillow's ``resize`` with ``reducing_gap=3.0`` applies
+    to the upright image on its way to ``target``."""
+    across = int(upright[0] / target[0] / _REDUCING_GAP) or 1
+    down = int(upright[1] / target[1] / _REDUCING_GAP) or 1
+    return across, down
+
+
+def _reduced_size(size: tuple[int, int], factors: tuple[int, int]) -> tuple[int, int]:
+    return -(-size[0] // factors[0]), -(-size[1] // factors[1])
+
+
+def _shrink(
+    image: Image.Image, factors: tuple[int, int], method: Image.Transpose | None
+) -> tuple[Image.Image, _Box | None]:
+    """``image`` turned upright by ``method``, in a mode ``_resize`` takes, reduced by
+    ``factors`` (box averages); with the box of the result that the image covers (its
+    last row and column of blocks may be partial: Pillow's reduce averages what there
+    is).
+
+    Done in strips of the upright image of about ``_STRIP_PIXELS``: each is cropped
+    from the stored image, turned, converted to 8 bits and reduced alone, so beside the
+    decoded image only a strip and the result exist, never a converted or turned
+    full-size copy (a 100 MP 16-bit PNG once took 2.5 GB here through a float64 copy).
+    Strips start on multiples of the factor, so the result is the same as turning,
+    converting and reducing the whole image: what the pipeline did before. Images with
+    alpha come out premultiplied (RGBa, La), which is how Pillow resizes them.
+    """
+    working = _working_mode(image.mode)
+    if factors == (1, 1) and working == image.mode:
+        # Nothing to convert or reduce: turned whole, as small as this image gets.
+        return (image if method is None else image.transpose(method)), None
+    top = _high_depth_top(image) if _is_high_depth(image.mode) else None
+    across, down = factors
+    width, height = (image.height, image.width) if method in _SWAPS else image.size
+    rows = max(1, _STRIP_PIXELS // max(1, width) // down) * down
+    out = Image.new(working, _reduced_size((width, height), factors))
+    for first in range(0, height, rows):
+        box = (0, first, width, min(height, first + rows))
+        if method is None:
+            strip = image.crop(box)
+        else:
+            strip = image.crop(_stored_box(box, (width, height), method)).transpose(method)
+        converted = _to_resizable(strip, top)
+        if converted.mode != working:
+            converted = converted.convert(working)
+        if factors != (1, 1):
+            converted = converted.reduce(factors)
+        out.paste(converted, (0, first // down))
+    return out, (0.0, 0.0, width / across, height / down)
+
+
+def _working_mode(mode: str) -> str:
+    """The mode ``_shrink`` makes of ``mode``: resizable, alpha premultiplied."""
+    resizable = _resizable_mode(mode)
+    return {"RGBA": "RGBa", "LA": "La"}.get(resizable, resizable)
+
+
+def _is_high_depth(mode: str) -> bool:
+    return mode.startswith("I") or mode == "F"
+
+
+def _high_depth_top(image: Image.Image) -> float:
+    """The top of the range a 16-bit, 32-bit or float greyscale image is scaled from:
+    65535 if any pixel is above 255, else 255 (an 8-bit image stored wide). Read strip
+    by strip (``getextrema`` does not take every 16-bit mode)."""
+    width, height = image.size
+    rows = max(1, _STRIP_PIXELS // max(1, width))
+    highest: float = 0
+    for top in range(0, height, rows):
+        strip = image.crop((0, top, width, min(height, top + rows)))
+        wide = strip if strip.mode in ("I", "F") else strip.convert("I")
+        extrema = wide.getextrema()
+        high = extrema[1]
+        if isinstance(high, int | float) and high > highest:
+            highest = high
+    return 65535.0 if highest > 255 else 255.0
+
+
+def _resizable_mode(mode: str) -> str:
     if mode in ("RGB", "RGBA", "L", "LA", "CMYK"):
-        return image
+        return mode
     if mode in ("P", "PA"):
-        return image.convert("RGBA")
-    if mode == "1":
-        return image.convert("L")
+        return "RGBA"
+    if mode == "1" or _is_high_depth(mode):
+        return "L"
     if mode in ("RGBa", "La"):
-        return image.convert(mode.upper())
-    if mode.startswith("I") or mode == "F":
-        # 16-bit (or float) greyscale: scale the used range down to 8 bits.
-        pixels = np.asarray(image, dtype=np.float64)
-        top = 65535.0 if pixels.max(initial=0) > 255 else 255.0
-        scaled = np.clip(pixels * (255.0 / top), 0, 255).astype(np.uint8)
-        return Image.fromarray(scaled, "L")
+        return mode.upper()
     if mode in ("YCbCr", "LAB", "HSV"):
-        return image.convert("RGB")
+        return "RGB"
     raise UnsupportedMedia(f"unsupported pixel mode {mode}")
+
+
+def _to_resizable(image: Image.Image, top: float | None = None) -> Image.Image:
+    """A mode Pillow can resample and colour-convert: RGB(A), L(A) or CMYK.
+
+    High-depth greyscale (16-bit, 32-bit, float) is scaled from ``top`` (see
+    ``_high_depth_top``; computed here if not given) to 8 bits, truncating, values
+    outside clipped. Call it on strips of a large image: the conversion goes through a
+    4-byte copy of what it is given."""
+    mode = image.mode
+    target = _resizable_mode(mode)
+    if target == mode:
+        return image
+    if not _is_high_depth(mode):
+        return image.convert(target)
+    scale = 255.0 / (_high_depth_top(image) if top is None else top)
+    wide = image if mode in ("I", "F") else image.convert("I")
+    # point() on I and F multiplies in double precision, then I and F convert to L
+    # by clipping to 0..255.
+    return wide.point(lambda value: value * scale).convert("L")
 
 
 def _flatten(image: Image.Image) -> Image.Image:

@@ -40,6 +40,7 @@ from safelight.library.errors import (
     UnsupportedMedia,
 )
 from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, lower_priority
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
 
@@ -276,7 +277,7 @@ def ffmpeg_input_options() -> list[str]:
 
 
 def read_video_metadata(
-    path: Path, *, ffprobe: str = "ffprobe", timeout_seconds: float = 120.0
+    path: Path, *, ffprobe: str = "ffprobe", timeout_seconds: float = FFPROBE_TIMEOUT_SECONDS
 ) -> VideoMetadata:
     """Metadata of the video at ``path`` via ffprobe (sync: run it in a thread).
 
@@ -293,6 +294,7 @@ def read_video_metadata(
             stdin=subprocess.DEVNULL,
             timeout=timeout_seconds,
             check=False,
+            preexec_fn=lower_priority,  # nice 10, best-effort I/O 7: system calls only
         )
     except FileNotFoundError as error:
         raise UnsupportedMedia(f"{ffprobe} is not installed") from error

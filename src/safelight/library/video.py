@@ -9,6 +9,12 @@ own. If the awaiting task is cancelled (the attempt self-stops, loses its item, 
 worker shuts down), the whole group is SIGKILLed and reaped before the cancellation
 propagates: no encoder keeps burning a NAS's CPU, or writing, for an attempt that ended.
 
+Each tool also has a time limit (``limits``: ffprobe a fixed one, ffmpeg one scaled to
+the video's duration, on the injected clock); past it the group is killed exactly as on
+cancellation, and the file gets ``ToolTimedOut``. Tools run at nice 10 and best-effort
+I/O priority 7 (``limits.lower_priority``, set in the child before it executes the
+tool), and ffmpeg with at most ``limits.tool_threads()`` threads.
+
 ffmpeg reads originals only through the ``file`` protocol and known demuxers (see
 ``metadata.ffmpeg_input_options``), and writes only into the caller's temporary folder;
 publishing the web video is the caller's ``paths.move_into_place``. Given the crawl's
@@ -34,6 +40,12 @@ from PIL import Image
 
 from safelight.library.errors import CorruptMedia, MediaError, UnsupportedMedia
 from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
+from safelight.library.limits import (
+    FFPROBE_TIMEOUT_SECONDS,
+    ffmpeg_timeout_seconds,
+    lower_priority,
+    tool_threads,
+)
 from safelight.library.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
@@ -43,6 +55,7 @@ from safelight.library.metadata import (
 )
 from safelight.library.originals import Original
 from safelight.library.paths import open_original
+from safelight.work.clock import Clock, SystemClock, wait_done
 
 WEB_VIDEO_NAME = "video.mp4"
 
@@ -81,6 +94,10 @@ class VideoProxies:
     web_video_height: int
 
 
+class ToolTimedOut(MediaError):
+    """ffprobe or ffmpeg ran past its time limit and was killed."""
+
+
 @dataclass(frozen=True, slots=True)
 class Completed:
     returncode: int
@@ -104,16 +121,24 @@ def killable_command(args: Sequence[str], setpriv: str | None) -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--", *args]
 
 
-async def run_killable(args: Sequence[str], *, pass_fds: Sequence[int] = ()) -> Completed:
-    """Run ``args`` in its own process group and collect its output; the child inherits
-    the descriptors ``pass_fds`` (at the same numbers) and no other.
+async def run_killable(
+    args: Sequence[str],
+    *,
+    timeout_seconds: float | None = None,
+    clock: Clock | None = None,
+    pass_fds: Sequence[int] = (),
+) -> Completed:
+    """Run ``args`` in its own process group, at a lower CPU and I/O priority, and
+    collect its output; the child inherits the descriptors ``pass_fds`` (at the same
+    numbers) and no other.
 
     On cancellation (or any other exception while waiting) the whole process group is
     SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
     from the first instant: a cancellation that arrives while the process is being
     spawned lets the spawn finish, then kills what it started. A missing executable is
     ``UnsupportedMedia``. The child is also killed if this process dies
-    (:func:`killable_command`).
+    (:func:`killable_command`). Past ``timeout_seconds`` on ``clock`` (the system
+    clock if None), the group is killed the same way and ``ToolTimedOut`` raised.
     """
     if shutil.which(args[0]) is None:  # setpriv would report it only by its exit code
         raise UnsupportedMedia(f"{args[0]} is not installed")
@@ -125,6 +150,8 @@ async def run_killable(args: Sequence[str], *, pass_fds: Sequence[int] = ()) -> 
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             pass_fds=tuple(pass_fds),
+            # Only system calls, before the exec: no lock of this process is taken.
+            preexec_fn=lower_priority,
         )
     )
     try:
@@ -138,10 +165,23 @@ async def run_killable(args: Sequence[str], *, pass_fds: Sequence[int] = ()) -> 
             _kill_group(started.pid)
             await _settle(asyncio.ensure_future(started.wait()))
         raise
+    communicate = asyncio.ensure_future(process.communicate())
     try:
-        stdout, stderr = await process.communicate()
+        if timeout_seconds is None:
+            stdout, stderr = await communicate
+        elif await wait_done(clock or SystemClock(), communicate, timeout_seconds):
+            stdout, stderr = communicate.result()
+        else:
+            raise ToolTimedOut(
+                f"{Path(args[0]).name} ran past its time limit of {timeout_seconds:g} s "
+                "and was killed"
+            )
     except BaseException:
         _kill_group(process.pid)
+        communicate.cancel()
+        await _settle(communicate)
+        if not communicate.cancelled():
+            communicate.exception()  # retrieved: the error being raised is what counts
         await _settle(asyncio.ensure_future(process.wait()))
         raise
     assert process.returncode is not None
@@ -165,14 +205,21 @@ async def _settle(future: asyncio.Future[Any]) -> None:
             await asyncio.shield(future)
 
 
-async def probe_video(src: Path | Original, ffprobe: str = "ffprobe") -> VideoMetadata:
+async def probe_video(
+    src: Path | Original, ffprobe: str = "ffprobe", *, clock: Clock | None = None
+) -> VideoMetadata:
     """``metadata.read_video_metadata``, async and cancellable."""
     if isinstance(src, Original):
         mtime_ns = os.fstat(src.fd).st_mtime_ns
     else:
         mtime_ns = await asyncio.to_thread(_original_mtime_ns, src)
     name, fds = _input(src)
-    result = await run_killable(ffprobe_command(name, ffprobe), pass_fds=fds)
+    result = await run_killable(
+        ffprobe_command(name, ffprobe),
+        timeout_seconds=FFPROBE_TIMEOUT_SECONDS,
+        clock=clock,
+        pass_fds=fds,
+    )
     return parse_ffprobe_output(result.returncode, result.stdout, result.stderr, mtime_ns)
 
 
@@ -193,31 +240,34 @@ async def make_video_proxies(
     out_dir_tmp: Path,
     spec: VideoProxySpec | None,
     ensure_alive: Callable[[], None],
+    *,
+    clock: Clock | None = None,
 ) -> VideoProxies:
     """Probe ``src``, make its poster proxies and encode its web video into
     ``out_dir_tmp`` (an existing folder on the proxy filesystem, owned by the caller).
 
     ``ensure_alive()`` is called before each step; what it raises propagates unchanged.
     Raises ``MediaError`` when the file is not a readable video or ffmpeg fails (with the
-    last lines of ffmpeg's stderr), ``UnsupportedMedia`` when ffmpeg/ffprobe is missing.
+    last lines of ffmpeg's stderr), ``UnsupportedMedia`` when ffmpeg/ffprobe is missing,
+    ``ToolTimedOut`` when one runs past its time limit on ``clock``.
     """
     spec = spec or VideoProxySpec()
     ensure_alive()
-    metadata = await probe_video(src, spec.ffprobe)
+    metadata = await probe_video(src, spec.ffprobe, clock=clock)
     ensure_alive()
-    poster = await _poster(src, metadata, spec)
+    poster = await _poster(src, metadata, spec, clock)
     ensure_alive()
     output = out_dir_tmp / WEB_VIDEO_NAME
     name, fds = _input(src)
     result = await _run_filtered(
         metadata, lambda filters: _web_video_command(name, output, filters, metadata, spec),
-        _web_video_scale(spec), fds,
+        _web_video_scale(spec), ffmpeg_timeout_seconds(metadata.duration_seconds), clock, fds,
     )  # fmt: skip
     if result.returncode != 0:
         output.unlink(missing_ok=True)
         raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
     ensure_alive()
-    encoded = await probe_video(output, spec.ffprobe)
+    encoded = await probe_video(output, spec.ffprobe, clock=clock)
     return VideoProxies(
         metadata=metadata,
         poster=poster,
@@ -239,19 +289,38 @@ async def _run_filtered(
     metadata: VideoMetadata,
     build: Callable[[str], list[str]],
     scale: str,
+    timeout_seconds: float,
+    clock: Clock | None,
     pass_fds: tuple[int, ...] = (),
 ) -> Completed:
     """Run ``build(filters)``, tone-mapping HDR first; an ffmpeg without zscale gets a
     second run without it (washed out beats missing)."""
     if metadata.hdr:
-        result = await run_killable(build(f"{_TONE_MAP},{scale}"), pass_fds=pass_fds)
+        result = await run_killable(
+            build(f"{_TONE_MAP},{scale}"),
+            timeout_seconds=timeout_seconds,
+            clock=clock,
+            pass_fds=pass_fds,
+        )
         if result.returncode == 0 or b"zscale" not in result.stderr:
             return result
-    return await run_killable(build(scale), pass_fds=pass_fds)
+    return await run_killable(
+        build(scale), timeout_seconds=timeout_seconds, clock=clock, pass_fds=pass_fds
+    )
+
+
+def _thread_options() -> list[str]:
+    """ffmpeg's thread cap: for the filters (zscale, scale) and, placed before ``-i``
+    and again before the output, for the decoder and the encoder."""
+    threads = str(tool_threads())
+    return ["-filter_threads", threads, "-threads", threads]
 
 
 async def _poster(
-    src: Path | Original, metadata: VideoMetadata, spec: VideoProxySpec
+    src: Path | Original,
+    metadata: VideoMetadata,
+    spec: VideoProxySpec,
+    clock: Clock | None = None,
 ) -> ImageProxies:
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
     ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo)."""
@@ -261,14 +330,15 @@ async def _poster(
 
     def command(filters: str) -> list[str]:
         return [
-            spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
+            spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", *_thread_options(),
             *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{name}",
             "-map", "0:v:0", "-frames:v", "1", "-vf", filters,
-            "-f", "image2pipe", "-c:v", "bmp", "-",
+            "-threads", str(tool_threads()), "-f", "image2pipe", "-c:v", "bmp", "-",
         ]  # fmt: skip
 
     scale = f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos"
-    result = await _run_filtered(metadata, command, scale, fds)
+    # Seeking to the poster decodes at most from the key frame before it.
+    result = await _run_filtered(metadata, command, scale, ffmpeg_timeout_seconds(at), clock, fds)
     if result.returncode != 0 or not result.stdout:
         raise CorruptMedia(f"ffmpeg could not extract a poster frame: {last_lines(result.stderr)}")
     return await asyncio.to_thread(_poster_proxies, result.stdout, spec.image)
@@ -298,9 +368,9 @@ def _web_video_command(
     src: Path | str, output: Path, filters: str, metadata: VideoMetadata, spec: VideoProxySpec
 ) -> list[str]:
     command = [
-        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
+        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y", *_thread_options(),
         *ffmpeg_input_options(), "-i", f"file:{src}",
-        "-map", "0:v:0", "-map", "0:a:0?",
+        "-map", "0:v:0", "-map", "0:a:0?", "-threads", str(tool_threads()),
         "-vf", filters, "-fpsmax", str(spec.max_fps),
         "-c:v", "libx264", "-preset", spec.preset, "-crf", str(spec.crf),
         "-pix_fmt", "yuv420p", "-profile:v", "high",
