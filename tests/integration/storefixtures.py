@@ -1,7 +1,9 @@
-"""Shared set-up for store tests: kinds, configs, a store on a FakeClock."""
+"""Shared set-up for store tests: kinds, configs, a store on a FakeClock, and the
+operator's check of the attempt history."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -20,6 +22,17 @@ TEST_KINDS = (
 )
 ALL_KINDS = [k.name for k in TEST_KINDS]
 LEASE = 60.0
+
+
+class DatabaseTimeClock(FakeClock):
+    """A FakeClock whose store records the database's times, as production does.
+
+    Its timers, sleeps and ``now()`` are the FakeClock's; only
+    :meth:`transition_time` says "the database's clock", as SystemClock's does, so a
+    test sees the history the statements themselves stamp."""
+
+    def transition_time(self) -> datetime | None:
+        return None
 
 
 def make_store(pool: AsyncConnectionPool[Any], clock: FakeClock, max_stalls: int = 3) -> WorkStore:
@@ -96,4 +109,27 @@ WHERE c.running_item_id IS DISTINCT FROM r.id
 async def running_item_mismatches(pool: AsyncConnectionPool[Any]) -> list[tuple[Any, ...]]:
     async with pool.connection() as conn:
         cur = await conn.execute(RUNNING_ITEM_MISMATCHES)
+        return list(await cur.fetchall())
+
+
+# The operator's check of the rule from the attempt history alone (issue #13): two
+# attempts of one storage config whose [claimed_at, ended_at) intervals overlap. An
+# attempt not ended yet runs on (its ended_at is open), so this is stricter than the
+# plain "a.claimed_at < b.ended_at and b.claimed_at < a.ended_at".
+OVERLAPPING_ATTEMPTS = """
+SELECT a.storage_config_id, a.work_item_id, a.attempt, a.claimed_at, a.ended_at,
+       b.work_item_id, b.attempt, b.claimed_at, b.ended_at
+FROM work_attempts a
+JOIN work_attempts b
+  ON b.storage_config_id = a.storage_config_id
+ AND (a.work_item_id, a.attempt) < (b.work_item_id, b.attempt)
+WHERE a.claimed_at < coalesce(b.ended_at, 'infinity')
+  AND b.claimed_at < coalesce(a.ended_at, 'infinity')
+ORDER BY a.storage_config_id, a.claimed_at, b.claimed_at
+"""
+
+
+async def overlapping_attempts(pool: AsyncConnectionPool[Any]) -> list[tuple[Any, ...]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(OVERLAPPING_ATTEMPTS)
         return list(await cur.fetchall())

@@ -1,4 +1,5 @@
-"""Many claimers on separate connections: every item once, and no config ever doubled."""
+"""Many claimers on separate connections: every item once, and no config ever doubled,
+neither by the server's order of events nor in the attempt history's own times."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
-from safelight.work.fakeclock import FakeClock
 from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,
+    DatabaseTimeClock,
     add_config,
     count,
     make_store,
+    overlapping_attempts,
     running_item_mismatches,
 )
 
@@ -52,7 +54,9 @@ async def test_many_claimers_complete_every_item_once_without_overlap(
     pool: AsyncConnectionPool[Any], database_url: str
 ) -> None:
     rng = random.Random(337)
-    clock = FakeClock()
+    # The statements stamp the database's times, as in production: the history below
+    # is the one an operator would read.
+    clock = DatabaseTimeClock()
     async with pool.connection() as conn:
         await conn.execute(AUDIT.encode())
     store = make_store(pool, clock)
@@ -109,5 +113,17 @@ async def test_many_claimers_complete_every_item_once_without_overlap(
     assert await running_item_mismatches(pool) == []
     assert (
         await count(pool, "SELECT count(*) FROM storage_configs WHERE running_item_id IS NOT NULL")
+        == 0
+    )
+    # The operator's check, from the history's times alone: per config, no two attempts'
+    # [claimed_at, ended_at) overlap. The times are the database's, not the fake clock's
+    # (which stood still: every interval would be empty and the check vacuous).
+    assert await overlapping_attempts(pool) == []
+    assert (
+        await count(
+            pool,
+            "SELECT count(*) FROM work_attempts WHERE NOT claimed_at < ended_at OR claimed_at = %s",
+            clock.now(),
+        )
         == 0
     )

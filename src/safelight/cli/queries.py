@@ -50,8 +50,11 @@ async def list_items(
     )
 
 
-async def queue_status(pool: AsyncConnectionPool[Any], now: datetime, *, limit: int) -> Row:
-    """Everything ``safelight status`` shows, as one document."""
+async def queue_status(pool: AsyncConnectionPool[Any], now: datetime | None, *, limit: int) -> Row:
+    """Everything ``safelight status`` shows, as one document.
+
+    ``now`` is the clock's ``transition_time()``: None judges leases by the database's
+    clock, as lease recovery does."""
     counts = await _rows(pool, "status_counts")
     totals: dict[str, int] = {}
     for row in counts:

@@ -30,7 +30,7 @@ ORDER BY kind, status
 -- Running items with their config, Worker and lease; lease_expired: recovery may take it back.
 SELECT w.id, w.kind, w.storage_config_id, c.owner, c.root_path, w.worker_id, w.attempt,
        w.stalls, w.started_at, w.heartbeat_at, w.lease_expires_at, w.cancel_requested,
-       w.lease_expires_at < %(now)s AS lease_expired
+       w.lease_expires_at < coalesce(%(now)s::timestamptz, clock_timestamp()) AS lease_expired
 FROM work_items w
 LEFT JOIN storage_configs c ON c.id = w.storage_config_id
 WHERE w.status = 'running'

@@ -314,7 +314,9 @@ def status(state: CliState, as_json: bool) -> None:
     their Worker and lease expiry, stalls, and the last failures."""
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
-        document = await queue_status(database.pool, state.clock.now(), limit=STATUS_LIMIT)
+        document = await queue_status(
+            database.pool, state.clock.transition_time(), limit=STATUS_LIMIT
+        )
         return {"database": settings.database_display, **document}
 
     document = state.with_database(body)

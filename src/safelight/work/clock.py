@@ -28,7 +28,16 @@ class TimerHandle(Protocol):
 
 class Clock(Protocol):
     def now(self) -> datetime:
-        """Wall-clock time, timezone-aware UTC. Goes into the database as ``now``."""
+        """Wall-clock time, timezone-aware UTC: the enqueue's place in the queue, the
+        library's rows, the schedules."""
+        ...
+
+    def transition_time(self) -> datetime | None:
+        """The time the store records a work item's transition at: a claim, a
+        heartbeat, a lease expiry, an end. ``None`` means the database's own clock,
+        read inside the statement that makes the transition (docs/state-machine.md,
+        ADR 0015); a clock that gives a time makes every statement record that one
+        instead, so that a test drives the attempt history from its fake clock."""
         ...
 
     def monotonic(self) -> float:
@@ -53,6 +62,11 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    def transition_time(self) -> None:
+        # The database's clock: one clock for every Worker's leases and history, read
+        # once the statement holds what serialises it (ADR 0015).
+        return None
 
     def monotonic(self) -> float:
         return time.monotonic()

@@ -72,6 +72,11 @@ class FakeClock:
     def now(self) -> datetime:
         return self._start + timedelta(seconds=self._ns / _NS)
 
+    def transition_time(self) -> datetime:
+        # The store records transitions at the fake time, so a test sets every lease
+        # and history time to the nanosecond.
+        return self.now()
+
     def monotonic(self) -> float:
         return self._monotonic_start + self._ns / _NS
 

@@ -1,7 +1,14 @@
 -- Every runtime query of the engine, as named blocks: "-- name --" then a line that
--- says what it does. Loaded once by safelight.work.sql. Every time-dependent query
--- takes now from the injected clock; every write of an attempt is fenced by
--- (id, attempt) and status = 'running', and "no row" means the attempt lost the item.
+-- says what it does. Loaded once by safelight.work.sql. Every write of an attempt is
+-- fenced by (id, attempt) and status = 'running', and "no row" means the attempt lost
+-- the item.
+-- Times: a transition (claimed, started, heartbeat, lease, ended, finished) is stamped
+-- coalesce(%(now)s, clock_timestamp()): the database's wall clock, read inside the
+-- statement that makes it (ADR 0015, docs/state-machine.md), unless the caller's clock
+-- gives a time (a test's FakeClock; Clock.transition_time). clock_timestamp(), not
+-- now(): now() is when the transaction began, and a statement that waited for the one
+-- before it (a row lock, the running index) would record a time before that one's end.
+-- requested_at and the schedules stay on the caller's clock (%(now)s, never NULL).
 
 -- config_check --
 -- Whether a storage config exists and is active (enqueue validates its scope).
@@ -36,9 +43,17 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- Hazard: two claimers can pass the running check for one config at once (neither
 -- sees the other's uncommitted running_item_id); ix_work_items_storage_config_running
 -- rejects one.
+-- Times (ADR 0015): the item's started_at, heartbeat_at and lease come from "stamp",
+-- read once the statement has locked its picks (the lease only ever starts after the
+-- claim was sent, so the executor's self-stop keeps its half lease). The attempt's
+-- claimed_at is read per row in "history", after the item's row passed the running
+-- index: a claim that waited there for the end of its config's previous attempt is
+-- stamped after that end committed, so the history's intervals of a config never meet.
 -- Only the description line is sent (safelight.work.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
-WITH fast AS (
+WITH stamp AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+), fast AS (
     SELECT w.id, w.requested_at
     FROM work_items w
     WHERE w.status = 'queued'
@@ -110,9 +125,9 @@ WITH fast AS (
     SET status = 'running',
         attempt = w.attempt + 1,
         worker_id = (%(worker_ids)s::text[])[pick.nth],
-        started_at = %(now)s,
-        heartbeat_at = %(now)s,
-        lease_expires_at = %(now)s + make_interval(secs => %(lease_seconds)s),
+        started_at = (SELECT at FROM stamp),
+        heartbeat_at = (SELECT at FROM stamp),
+        lease_expires_at = (SELECT at FROM stamp) + make_interval(secs => %(lease_seconds)s),
         cancel_requested = false,
         error = NULL
     FROM pick
@@ -120,21 +135,30 @@ WITH fast AS (
     RETURNING w.*, pick.nth
 ), history AS (
     INSERT INTO work_attempts (work_item_id, attempt, worker_id, storage_config_id, claimed_at)
-    SELECT id, attempt, worker_id, storage_config_id, %(now)s FROM claimed
+    SELECT id, attempt, worker_id, storage_config_id,
+           coalesce(%(now)s::timestamptz, clock_timestamp())
+    FROM claimed
 )
 SELECT * FROM claimed
 
 -- heartbeat_attempt --
 -- Renew an attempt's lease; no row means the attempt lost the item.
+-- One stamp for both columns, read before any wait for the row: a lease counted from
+-- earlier only ends earlier, and it still starts after the beat was sent.
+WITH stamp AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+)
 UPDATE work_items
-SET heartbeat_at = %(now)s,
-    lease_expires_at = %(now)s + make_interval(secs => %(lease_seconds)s)
+SET heartbeat_at = (SELECT at FROM stamp),
+    lease_expires_at = (SELECT at FROM stamp) + make_interval(secs => %(lease_seconds)s)
 WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
 RETURNING cancel_requested
 
 -- finish_attempts --
 -- End running attempts: succeeded, failed or cancelled (each fenced), and record them.
 -- One row per attempt in the arrays; a row back for each attempt that still held its item.
+-- finished_at is read as each row is written (PostgreSQL computes it again after
+-- waiting for a row another statement changed), and ended_at is the same time.
 WITH ending AS (
     SELECT *
     FROM unnest(
@@ -144,16 +168,16 @@ WITH ending AS (
 ), finished AS (
     UPDATE work_items w
     SET status = e.status::work_status,
-        finished_at = %(now)s,
+        finished_at = coalesce(%(now)s::timestamptz, clock_timestamp()),
         lease_expires_at = NULL,
         result = e.result,
         error = e.error
     FROM ending e
     WHERE w.id = e.id AND w.attempt = e.attempt AND w.status = 'running'
-    RETURNING w.id, w.attempt, e.status
+    RETURNING w.id, w.attempt, e.status, w.finished_at
 )
 UPDATE work_attempts a
-SET ended_at = %(now)s, outcome = f.status::attempt_outcome
+SET ended_at = f.finished_at, outcome = f.status::attempt_outcome
 FROM finished f
 WHERE a.work_item_id = f.id AND a.attempt = f.attempt
 RETURNING a.work_item_id, a.attempt
@@ -167,7 +191,7 @@ WITH released AS (
     RETURNING id, attempt
 )
 UPDATE work_attempts a
-SET ended_at = %(now)s, outcome = 'released'
+SET ended_at = coalesce(%(now)s::timestamptz, clock_timestamp()), outcome = 'released'
 FROM released r
 WHERE a.work_item_id = r.id AND a.attempt = r.attempt
 RETURNING a.work_item_id
@@ -192,7 +216,8 @@ WITH current AS (
         lease_expires_at = NULL,
         worker_id = NULL,
         cancel_requested = false,
-        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE %(now)s END,
+        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL
+            ELSE coalesce(%(now)s::timestamptz, clock_timestamp()) END,
         error = CASE d.new_status
             WHEN 'failed' THEN format('interrupted %%s times; last: %%s', w.stalls + 1, %(error)s::text)
             WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
@@ -200,10 +225,10 @@ WITH current AS (
         END
     FROM decided d
     WHERE w.id = d.id
-    RETURNING w.id, w.attempt, d.new_status
+    RETURNING w.id, w.attempt, d.new_status, w.finished_at
 ), history AS (
     UPDATE work_attempts a
-    SET ended_at = %(now)s,
+    SET ended_at = coalesce(r.finished_at, %(now)s::timestamptz, clock_timestamp()),
         outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'stalled' END::attempt_outcome
     FROM retried r
     WHERE a.work_item_id = r.id AND a.attempt = r.attempt
@@ -216,17 +241,22 @@ SELECT new_status FROM retried
 -- transaction to end, or this one sees the item gone.
 SELECT 1 FROM work_items
 WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
-  AND lease_expires_at > %(now)s
+  AND lease_expires_at > coalesce(%(now)s::timestamptz, clock_timestamp())
 FOR SHARE
 
 -- recover_expired_lease --
 -- Take back one running item whose lease expired: requeue it in its place with one
 -- more stall, fail it once it reaches max_stalls, or end it as superseded when its
 -- dedup key already has a queued item (taken_back_status, migration 0006).
-WITH expired AS (
+-- One stamp, read once (an InitPlan, so ix_work_items_running_lease still serves the
+-- comparison): the lease expired before it, and it is the attempt's ended_at. Leases
+-- and this stamp are both the database's clock, so no Worker's clock skews recovery.
+WITH stamp AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+), expired AS (
     SELECT id, attempt, stalls, dedup_key
     FROM work_items
-    WHERE status = 'running' AND lease_expires_at < %(now)s
+    WHERE status = 'running' AND lease_expires_at < (SELECT at FROM stamp)
     ORDER BY lease_expires_at
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -240,7 +270,7 @@ WITH expired AS (
         lease_expires_at = NULL,
         worker_id = NULL,
         cancel_requested = false,
-        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE %(now)s END,
+        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE (SELECT at FROM stamp) END,
         error = CASE d.new_status
             WHEN 'failed' THEN format('stalled: the lease expired %%s times', w.stalls + 1)
             WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
@@ -250,7 +280,7 @@ WITH expired AS (
     RETURNING w.id, w.attempt, d.new_status
 ), history AS (
     UPDATE work_attempts a
-    SET ended_at = %(now)s,
+    SET ended_at = (SELECT at FROM stamp),
         outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'stalled' END::attempt_outcome
     FROM recovered r
     WHERE a.work_item_id = r.id AND a.attempt = r.attempt
@@ -261,7 +291,8 @@ SELECT id, new_status FROM recovered
 -- Cancel a queued item at once, or flag a running one for its attempt's next heartbeat.
 UPDATE work_items
 SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
-    finished_at = CASE WHEN status = 'queued' THEN %(now)s ELSE finished_at END,
+    finished_at = CASE WHEN status = 'queued'
+        THEN coalesce(%(now)s::timestamptz, clock_timestamp()) ELSE finished_at END,
     error = CASE WHEN status = 'queued' THEN 'cancelled before it ran' ELSE error END,
     cancel_requested = (status = 'running')
 WHERE id = %(id)s AND status IN ('queued', 'running')

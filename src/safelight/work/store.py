@@ -5,6 +5,11 @@ history, so the two never disagree. Writes of an attempt are fenced by ``(id, at
 and ``status = 'running'``: they report whether they applied, and a stale attempt's
 write changes nothing.
 
+Every transition's time (claimed, started, heartbeat, lease, ended, finished) is the
+database's, read inside its statement: the store passes ``clock.transition_time()``,
+None in production, and the statement stamps ``coalesce(now, clock_timestamp())``
+(ADR 0015). Enqueues, schedules and the retention cutoff use ``clock.now()``.
+
 The SQL here can only be tested against PostgreSQL; it is covered by the integration
 contract tests and excluded from mutation testing (ADR 0005).
 """
@@ -339,7 +344,7 @@ class WorkStore:  # pragma: no mutate block
             "kinds": list(kinds),
             "owner": owner,
             "lease_seconds": lease_seconds,
-            "now": self._clock.now(),
+            "now": self._clock.transition_time(),
         }
         async with self._pool.connection() as conn:
             try:
@@ -367,7 +372,7 @@ class WorkStore:  # pragma: no mutate block
                     "id": item_id,
                     "attempt": attempt,
                     "lease_seconds": float(lease_seconds),
-                    "now": self._clock.now(),
+                    "now": self._clock.transition_time(),
                 },
             )
             row = await cur.fetchone()
@@ -403,7 +408,7 @@ class WorkStore:  # pragma: no mutate block
                     "statuses": [e.status.value for e in endings],
                     "results": [None if e.result is None else Jsonb(e.result) for e in endings],
                     "errors": [e.error for e in endings],
-                    "now": self._clock.now(),
+                    "now": self._clock.transition_time(),
                 },
                 # Planned anew each time, never prepared: a plan cached while
                 # work_attempts was small (a new database, just analysed) scans the
@@ -442,7 +447,7 @@ class WorkStore:  # pragma: no mutate block
                     "attempt": attempt,
                     "error": error,
                     "max_stalls": self._max_stalls,
-                    "now": self._clock.now(),
+                    "now": self._clock.transition_time(),
                 },
             )
             return await cur.fetchone() is not None
@@ -451,7 +456,7 @@ class WorkStore:  # pragma: no mutate block
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 QUERIES["release_attempt"],
-                {"id": item_id, "attempt": attempt, "now": self._clock.now()},
+                {"id": item_id, "attempt": attempt, "now": self._clock.transition_time()},
             )
             return await cur.fetchone() is not None
 
@@ -469,7 +474,7 @@ class WorkStore:  # pragma: no mutate block
         async with self._pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 QUERIES["lock_attempt"],
-                {"id": item_id, "attempt": attempt, "now": self._clock.now()},
+                {"id": item_id, "attempt": attempt, "now": self._clock.transition_time()},
             )
             if await cur.fetchone() is None:
                 raise AttemptLost()
@@ -478,7 +483,8 @@ class WorkStore:  # pragma: no mutate block
     # --- maintenance and operators -------------------------------------------------
 
     async def recover_expired_leases(self) -> RecoveryReport:
-        """Take back every running item whose lease has expired (now from the clock).
+        """Take back every running item whose lease has expired by the database's clock
+        (or by the clock's :meth:`~safelight.work.clock.Clock.transition_time`).
 
         Each is requeued in its place with one more stall, failed as stalled at the
         ``max_stalls``-th stall, or, when its dedup key already has a queued item,
@@ -488,7 +494,7 @@ class WorkStore:  # pragma: no mutate block
         requeued = failed = superseded = 0
         async with self._pool.connection() as conn:
             while True:
-                params = {"now": self._clock.now(), "max_stalls": self._max_stalls}
+                params = {"now": self._clock.transition_time(), "max_stalls": self._max_stalls}
                 try:
                     cur = await conn.execute(QUERIES["recover_expired_lease"], params)
                 except pg_errors.UniqueViolation as exc:
@@ -558,7 +564,7 @@ class WorkStore:  # pragma: no mutate block
     async def request_cancel(self, item_id: int) -> CancelResult:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["request_cancel"], {"id": item_id, "now": self._clock.now()}
+                QUERIES["request_cancel"], {"id": item_id, "now": self._clock.transition_time()}
             )
             row = await cur.fetchone()
             if row is not None:
