@@ -10,8 +10,11 @@ the proxy folder once every fault is healed and the Workers have drained the que
    the database or the disk.
    Every outcome an attempt writes itself (succeeded, failed, cancelled, released)
    belongs to the item's current attempt; each item's attempts follow one another;
-   no two attempts of one config were running at once by the database's own clock;
-   and every library row a handler wrote, seen by an audit trigger inside the writing
+   no two attempts of one config were running at once by the database's own clock,
+   neither in the order of the server's transitions nor in the attempt history's own
+   times (the operator's self-join of ``work_attempts``: no two attempts of a config
+   with overlapping ``[claimed_at, ended_at)``, and each item's attempts one after
+   another); and every library row a handler wrote, seen by an audit trigger inside the writing
    transaction, was written while exactly one item of its config was running, of a
    kind that writes that table. And every file side effect ended while its attempt
    still held a lease (recorded by another audit trigger, at every claim and heartbeat).
@@ -33,7 +36,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
-from tests.integration.storefixtures import RUNNING_ITEM_MISMATCHES
+from tests.integration.storefixtures import OVERLAPPING_ATTEMPTS, RUNNING_ITEM_MISMATCHES
 
 AUDIT_SQL = """
 CREATE TABLE faults_audit (
@@ -299,10 +302,28 @@ def check_attempts(conn: psycopg.Connection[Any]) -> list[Violation]:
                 )
             )
             continue
-        # Times are the Workers' clocks, read before each statement waited for its
-        # connection, so they are not compared here; check_transitions orders the
-        # changes by the server instead.
+        # The times are the database's, each read inside its transition's statement
+        # (ADR 0015): an attempt ends after its claim, and the next one is claimed
+        # only after that end committed.
+        for row in rows:
+            if row["ended_at"] is not None and not row["claimed_at"] <= row["ended_at"]:
+                found.append(
+                    Violation(
+                        "attempts",
+                        f"item {item_id}: attempt {row['attempt']} ended at {row['ended_at']}, "
+                        f"before its claim at {row['claimed_at']}",
+                    )
+                )
         for earlier, later in itertools.pairwise(rows):
+            if earlier["ended_at"] is None or not earlier["ended_at"] <= later["claimed_at"]:
+                found.append(
+                    Violation(
+                        "attempts",
+                        f"item {item_id}: attempt {later['attempt']} claimed at "
+                        f"{later['claimed_at']}, but attempt {earlier['attempt']} ended at "
+                        f"{earlier['ended_at']}",
+                    )
+                )
             if earlier["outcome"] not in ("released", "stalled"):
                 found.append(
                     Violation(
@@ -326,6 +347,32 @@ def check_attempts(conn: psycopg.Connection[Any]) -> list[Violation]:
                     f"ended {last['outcome']}",
                 )
             )
+    return found
+
+
+def check_attempt_history(conn: psycopg.Connection[Any]) -> list[Violation]:
+    """The operator's check, from ``work_attempts`` alone: per config, no two attempts
+    whose ``[claimed_at, ended_at)`` overlap (an attempt still open runs on)."""
+    found: list[Violation] = []
+    for (
+        config,
+        a_item,
+        a_attempt,
+        a_claimed,
+        a_ended,
+        b_item,
+        b_attempt,
+        b_claimed,
+        b_ended,
+    ) in conn.execute(OVERLAPPING_ATTEMPTS):
+        found.append(
+            Violation(
+                "attempts",
+                f"config {config}: item {a_item} attempt {a_attempt} [{a_claimed}, {a_ended}) "
+                f"and item {b_item} attempt {b_attempt} [{b_claimed}, {b_ended}) overlap "
+                "in the attempt history",
+            )
+        )
     return found
 
 

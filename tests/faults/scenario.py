@@ -626,6 +626,7 @@ class Scenario:
         found += checker.check_side_effects(effects, freezes)
         with psycopg.connect(self.url) as conn:
             found += checker.check_attempts(conn)
+            found += checker.check_attempt_history(conn)
             found += checker.check_transitions(conn)
             found += checker.check_stale_writes(conn)
             found += checker.check_effects_within_lease(

@@ -11,10 +11,12 @@ import asyncio
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
+from tests.faults import checker
 from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,
@@ -165,3 +167,42 @@ async def test_a_claim_that_waited_at_the_running_index_is_stamped_after_the_end
     ghost_claimed, ghost_ended = await _attempt(pool, ghost)
     claimed_at, ended_at = await _attempt(pool, queued)
     assert ghost_claimed < ghost_ended <= claimed_at < ended_at
+
+
+async def test_the_fault_checker_reports_a_history_whose_times_overlap(
+    pool: AsyncConnectionPool[Any], database_url: str
+) -> None:
+    # The fault run's checks of the history's times (tests/faults/checker.py) are not
+    # vacuous: a history written with a claim stamped early is reported, per config
+    # and per item, and the same history with consistent times is not.
+    clock = DatabaseTimeClock()
+    store = make_store(pool, clock)
+    config = await add_config(pool, clock)
+    first = await claimed(store, config)
+    assert await store.release(first, 1)
+    again = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert again is not None and again.id == first and again.attempt == 2
+    assert await store.complete(first, 2)
+    other = await claimed(store, config)
+    assert await store.complete(other, 1)
+
+    def checks() -> list[str]:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            found = checker.check_attempts(conn) + checker.check_attempt_history(conn)
+        return [str(v) for v in found]
+
+    assert await asyncio.to_thread(checks) == []
+    async with pool.connection() as conn:
+        # The second attempt of the first item, and the other item's, each stamped a
+        # microsecond before the attempt it followed had ended.
+        for item_id, attempt, after in ((first, 2, (first, 1)), (other, 1, (first, 2))):
+            await conn.execute(
+                "UPDATE work_attempts SET claimed_at = ("
+                " SELECT ended_at - interval '1 microsecond' FROM work_attempts"
+                " WHERE work_item_id = %s AND attempt = %s)"
+                " WHERE work_item_id = %s AND attempt = %s",
+                (*after, item_id, attempt),
+            )
+    found = await asyncio.to_thread(checks)
+    assert len([v for v in found if "in the attempt history" in v]) == 2, found
+    assert len([v for v in found if f"item {first}: attempt 2 claimed at" in v]) == 1, found

@@ -47,6 +47,15 @@ def test_a_fake_clock_refuses_a_naive_start() -> None:
         FakeClock(datetime(2026, 1, 1))
 
 
+async def test_a_fake_clock_has_the_store_record_transitions_at_its_own_time(
+    clock: FakeClock,
+) -> None:
+    # Leases and the attempt history of a test follow the fake clock (ADR 0015).
+    assert clock.transition_time() == START
+    await clock.advance(2.5)
+    assert clock.transition_time() == START + timedelta(seconds=2.5) == clock.now()
+
+
 async def test_advance_moves_wall_and_monotonic_time_together(clock: FakeClock) -> None:
     await clock.advance(90.5)
     assert clock.now() == START + timedelta(seconds=90.5)
@@ -320,6 +329,11 @@ async def test_jump_moves_time_without_firing_then_advance_fires_what_is_due(
 
 
 # --- SystemClock -------------------------------------------------------------------------
+
+
+def test_the_system_clock_leaves_transition_times_to_the_database() -> None:
+    # None: every statement stamps its transition with the database's own clock.
+    assert SystemClock().transition_time() is None
 
 
 async def test_the_system_clock_reads_utc_and_a_monotonic_clock() -> None:
