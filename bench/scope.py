@@ -71,10 +71,11 @@ CREATE TRIGGER bench_audit_status AFTER UPDATE OF status ON work_items
     FOR EACH ROW WHEN (NEW.storage_config_id IS NOT NULL) EXECUTE FUNCTION bench_audit_status();
 """
 
-# claimed_at and ended_at are the Workers' clocks read before each statement was sent,
-# not the moment it committed, so a claim sent just before the previous item's end
-# committed (and that found the config free only once it ran) can show an "overlap" of
-# up to one round trip. Counted and measured here; the audit above is the proof.
+# claimed_at and ended_at are the database's clock, read inside each statement, the
+# claim's after its row passed the running index (ADR 0015), so this finds nothing;
+# until then they were the Workers' clocks read before each statement was sent, and a
+# claim sent just before the previous item's end committed showed an "overlap" of up
+# to one round trip. Counted and measured here beside the audit above.
 OVERLAPS_BY_TIME = """
 SELECT count(*), coalesce(max(extract(epoch FROM previous_end - claimed_at)) * 1000, 0)
 FROM (

@@ -9,7 +9,7 @@ queue and exit. Throughput is items / (last finish - first start), both read fro
 queue's own tables afterwards:
 
 - safelight: ``safelight worker --concurrency 4 --until-idle``; ``work_items``
-  started_at / finished_at (the Worker's clock at claim and at completion);
+  started_at / finished_at (the database's clock in the claim and in the outcome);
 - procrastinate 3.10.0: ``run_worker_async(concurrency=4, wait=False)``;
   ``procrastinate_events`` started / succeeded (``now()`` of those transactions);
 - PgQueuer 1.6.0, 4 in flight: ``max_concurrent_tasks=4`` (which needs

@@ -8,7 +8,7 @@ database of its own, lets them drain what their schedulers enqueue at start, the
 
 - idle: enqueue one ``noop`` item on an idle system and take ``time.time()`` right
   after the enqueue's commit returns; the latency is the attempt's ``started_at`` (the
-  Worker's clock at the claim, right before the handler starts) minus that. The Worker
+  database's clock in the claim, right before the handler starts) minus that. The Worker
   often claims before the client has even seen its commit's answer, so this can be
   negative: it is a lower bound. ``idle_from_enqueue_call`` counts from before the
   enqueue call instead (its own round trip and commit included): an upper bound. The
@@ -16,7 +16,7 @@ database of its own, lets them drain what their schedulers enqueue at start, the
   asleep again.
 - handoff: enqueue item A (``noop`` sleeping 30 ms) and item B of the same storage
   config; B cannot start while A runs. The latency is B's ``started_at`` minus A's
-  ``finished_at``, both from Worker clocks. Which slot took B is recorded: the one that
+  ``finished_at``, both the database's clock (ADR 0015). Which slot took B is recorded: the one that
   ran A (its own loop claims again at once), a sibling in its process (woken in
   process), or another process (woken by NOTIFY).
 
