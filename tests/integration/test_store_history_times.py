@@ -8,6 +8,7 @@ Each race is forced (a connection held, a transaction held open), never timed.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.cli.queries import queue_status
 from safelight.db.pool import open_pool
 from tests.faults import checker
 from tests.integration.storefixtures import (
@@ -206,3 +208,37 @@ async def test_the_fault_checker_reports_a_history_whose_times_overlap(
     found = await asyncio.to_thread(checks)
     assert len([v for v in found if "in the attempt history" in v]) == 2, found
     assert len([v for v in found if f"item {first}: attempt 2 claimed at" in v]) == 1, found
+
+
+async def test_status_judges_a_lease_by_the_database_clock_or_by_the_clock_given(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    # `safelight status` says "expired" exactly when lease recovery would take the item
+    # back: by the database's clock (None), or by the time a test's clock gives.
+    clock = DatabaseTimeClock()
+    store = make_store(pool, clock)
+    item_id = await claimed(store, await add_config(pool, clock))
+    item = await store.get(item_id)
+    assert item is not None and item.lease_expires_at is not None
+    lease = item.lease_expires_at
+
+    async def expired(now: Any) -> bool:
+        (running,) = (await queue_status(pool, now, limit=5))["running"]
+        return bool(running["lease_expired"])
+
+    assert not await expired(None)
+    assert await expired(lease + timedelta(seconds=1))
+    assert not await expired(lease - timedelta(seconds=1))
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE work_items SET lease_expires_at = clock_timestamp() - interval '1 second'"
+            " WHERE id = %s",
+            (item_id,),
+        )
+    assert await expired(None)
+    assert not await expired(lease - timedelta(days=1))
+    # Its totals add up a status over every kind.
+    await store.enqueue("noop")
+    await store.enqueue("token_cleanup")
+    totals = (await queue_status(pool, None, limit=5))["totals"]
+    assert totals == {"queued": 2, "running": 1}
