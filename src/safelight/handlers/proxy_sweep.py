@@ -66,11 +66,11 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
             named = {row[0] for row in await cur.fetchall()}
             orphans.extend(p for p in batch if p not in named)
         deleted = 0
+        young = partial(_young, ctx)
         for relative in orphans:
             stop_if_cancelled(ctx)
             if not await still_orphan(conn, root, relative, ctx.clock.now().timestamp()):
                 continue
-            young = partial(_young, ctx)
             try:
                 deleted += delete_file(root, relative, ctx.ensure_alive, keep=young)
             except UnsafeProxyPath as error:
@@ -82,9 +82,7 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
         # folder is not one a crawl has just made to write into. (A folder this very
         # sweep emptied is young again by that rule, and goes at the next sweep.)
         try:
-            folders_removed += remove_folder(
-                root, relative, ctx.ensure_alive, keep=partial(_young, ctx)
-            )
+            folders_removed += remove_folder(root, relative, ctx.ensure_alive, keep=young)
         except UnsafeProxyPath as error:
             errors.append({"path": relative, "reason": error.reason})
     if scan.foreign:

@@ -23,6 +23,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from safelight.work.journal import side_effect
@@ -96,21 +97,7 @@ def delete_file(
 
     Raises ``UnsafeProxyPath`` for a link at any level or a name that is not a file.
     """
-    parts = _split(relative)
-    try:
-        with _folder(root, parts[:-1], relative) as fd:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                raise UnsafeProxyPath(relative, "is a symbolic link: not deleted")
-            if not stat.S_ISREG(st.st_mode):
-                raise UnsafeProxyPath(relative, "is not a regular file: not deleted")
-            if keep is not None and keep(st):
-                return False
-            with side_effect("delete", root / relative, ensure_alive):
-                os.unlink(parts[-1], dir_fd=fd)
-    except FileNotFoundError:
-        return False
-    return True
+    return _remove(root, relative, ensure_alive, keep, _FILE)
 
 
 def remove_folder(
@@ -118,22 +105,44 @@ def remove_folder(
 ) -> bool:
     """Remove the empty folder ``root/relative`` (journalled); False if it is missing,
     not empty, or ``keep`` kept it. Raises ``UnsafeProxyPath`` for a link."""
-    parts = _split(relative)
     try:
-        with _folder(root, parts[:-1], relative) as fd:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISDIR(st.st_mode):
-                raise UnsafeProxyPath(relative, "is not a folder: not removed")
-            if keep is not None and keep(st):
-                return False
-            with side_effect("rmdir", root / relative, ensure_alive):
-                os.rmdir(parts[-1], dir_fd=fd)
-    except FileNotFoundError:
-        return False
+        return _remove(root, relative, ensure_alive, keep, _FOLDER)
     except OSError as error:
         if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
             return False
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    action: str
+    """The journal's name of the effect."""
+    is_kind: Callable[[int], bool]
+    refusal: str
+    remove: Callable[..., None]
+
+
+_FILE = _Kind("delete", stat.S_ISREG, "is not a regular file: not deleted", os.unlink)
+_FOLDER = _Kind("rmdir", stat.S_ISDIR, "is not a folder: not removed", os.rmdir)
+
+
+def _remove(
+    root: Path, relative: str, ensure_alive: Callable[[], None], keep: Keep | None, kind: _Kind
+) -> bool:
+    parts = _split(relative)
+    try:
+        with _folder(root, parts[:-1], relative) as fd:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafeProxyPath(relative, "is a symbolic link: not deleted")
+            if not kind.is_kind(st.st_mode):
+                raise UnsafeProxyPath(relative, kind.refusal)
+            if keep is not None and keep(st):
+                return False
+            with side_effect(kind.action, root / relative, ensure_alive):
+                kind.remove(parts[-1], dir_fd=fd)
+    except FileNotFoundError:
+        return False
     return True
 
 
