@@ -47,6 +47,7 @@ pytestmark = pytest.mark.faults
 CONFIG = UUID("00000000-0000-0000-0000-00000000c0f1")
 CONTENT_HASH = "0123456789abcdef"
 ITEM = running_item(id=11, attempt=2, config=CONFIG)
+WRITTEN_BY = paths.AttemptTag(ITEM.id, ITEM.attempt)
 
 
 class Attempt:
@@ -96,7 +97,9 @@ def test_a_proxy_write_frozen_while_its_journal_line_is_written_touches_no_file_
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path)
     with attempt_scope(attempt.journal, ITEM), pytest.raises(AttemptStopped):
-        publish_image_proxies(proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive)
+        publish_image_proxies(
+            proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
+        )
     assert not (root / str(CONFIG)).exists(), "the woken attempt wrote in its config's folder"
     assert attempt.effects() == []
 
@@ -120,7 +123,9 @@ def test_a_proxy_write_s_interval_ends_with_its_rename_not_with_the_folder_s_fsy
 
     monkeypatch.setattr(paths, "_fsync_dir", watched)
     with attempt_scope(attempt.journal, ITEM):
-        publish_image_proxies(proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive)
+        publish_image_proxies(
+            proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
+        )
     assert open_at_fsync == [False, False]
 
 
@@ -155,7 +160,9 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
 
     monkeypatch.setattr(paths.tempfile, "mkstemp", frozen_right_after)
     with attempt_scope(attempt.journal, ITEM), pytest.raises(AttemptStopped):
-        publish_image_proxies(proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive)
+        publish_image_proxies(
+            proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
+        )
     assert at_freeze, "no temporary file was made"
     assert snapshot(root / str(CONFIG)) == at_freeze[0], "touched its config's folder on waking"
     assert attempt.effects() == []
@@ -202,9 +209,9 @@ def frozen_rename(
     rename, the next attempt deleting a file in ``next_in`` ("same" or "another")
     folder meanwhile; what the checker reports of it."""
     root = tmp_path / "proxies"
-    target = paths.proxy_path(root, CONFIG, CONTENT_HASH, "thumbnail", "jpg")
+    target = paths.proxy_path(root, CONFIG, CONTENT_HASH, "thumbnail", "jpg", WRITTEN_BY)
     next_hash = CONTENT_HASH if next_in == "same" else OTHER_HASH
-    next_target = paths.proxy_path(root, CONFIG, next_hash, "full_preview", "jpg")
+    next_target = paths.proxy_path(root, CONFIG, next_hash, "full_preview", "jpg", WRITTEN_BY)
     next_target.parent.mkdir(parents=True)
     next_target.write_bytes(b"the next attempt's to delete")
     staged = root / paths.STAGING_FOLDER / "thumbnail.jpg.tmp"

@@ -197,3 +197,21 @@ def later(hours: float) -> FakeClock:
     """A clock whose now is ``hours`` after the real time (for the sweep's age floor, which
     compares file times, set by the kernel in real time, with the clock)."""
     return FakeClock(start=datetime.now(UTC) + timedelta(hours=hours))
+
+
+async def share_proxy_files(h: Harness, dead: int, live: int) -> None:
+    """Make ``live``'s proxy rows name ``dead``'s files, as two assets of one content
+    shared their legacy ``<type>.<ext>`` files before names carried their attempt (ADR
+    0016); ``live``'s own files go, as they never existed then."""
+    own = await h.rows(
+        "SELECT path FROM proxy_files WHERE asset_id = %s AND path IS NOT NULL", live
+    )
+    async with h.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE proxy_files p SET path = d.path FROM proxy_files d"
+            " WHERE p.asset_id = %s AND d.asset_id = %s AND d.proxy_type = p.proxy_type"
+            " AND p.path IS NOT NULL",
+            (live, dead),
+        )
+    for (path,) in own:
+        (h.proxy_root / path).unlink()

@@ -12,7 +12,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import proxy_sweep
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
+from tests.integration.handlerfixtures import (
+    Harness,
+    jpeg,
+    later,
+    make_harness,
+    share_proxy_files,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -103,11 +110,13 @@ async def test_proxy_deletion_by_asset_keeps_a_file_another_asset_still_names(
     config = await library(h, root)
     dead = await h.value("SELECT id FROM assets WHERE file_path = 'p0.jpg'")
     # The dead asset's content comes back under another name: a live asset with the
-    # same proxy files.
+    # same proxy files (legacy names, shared before names carried their attempt).
     (root / "p0.jpg").rename(root / "gone.tmp")
     assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
     (root / "gone.tmp").rename(root / "p0 again.jpg")
     assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    live = await h.value("SELECT id FROM assets WHERE file_path = 'p0 again.jpg'")
+    await share_proxy_files(h, dead, live)
     shared = await proxy_rows(h, "p0 again.jpg")
     p1 = await h.value("SELECT id FROM assets WHERE file_path = 'p1.jpg'")
     p1_files = await proxy_rows(h, "p1.jpg")

@@ -16,7 +16,15 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers.contract import Handler, HandlerContext
 from safelight.work.executor import Executor, ExecutorSettings
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import KINDS, LEASE, Harness, jpeg, make_harness, write
+from tests.integration.handlerfixtures import (
+    KINDS,
+    LEASE,
+    Harness,
+    jpeg,
+    make_harness,
+    share_proxy_files,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -70,9 +78,41 @@ async def test_purge_deletes_the_files_and_rows_of_soft_deleted_assets_only(
     assert again.result == {"purged": 0, "files_deleted": 0, "kept_shared": 0, "refused": []}
 
 
+async def test_purge_deletes_the_dead_asset_s_files_beside_a_live_asset_of_the_same_content(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """The same content back under another name: a new live asset in the same folder,
+    with files of its own (their names carry the attempt that wrote them). The purge
+    deletes the dead asset's files, and keeps the folder, which is not empty."""
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "a.jpg", jpeg(3))
+    write(root, "b.jpg", jpeg(6))
+    config = await crawled(h, root)
+    dead = await asset_at(h, "a.jpg")
+    (root / "a.jpg").unlink()
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    write(root, "back/a again.jpg", jpeg(3))
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    live = await asset_at(h, "back/a again.jpg")
+    live_files, dead_files = await proxy_files_of(h, live), await proxy_files_of(h, dead)
+    assert {f.parent for f in live_files} == {f.parent for f in dead_files}
+    assert not set(live_files) & set(dead_files)
+
+    item = await h.run("purge", config_id=config)
+
+    assert item.result == {"purged": 1, "files_deleted": 2, "kept_shared": 0, "refused": []}
+    assert not any(f.exists() for f in dead_files)
+    assert all(f.exists() for f in live_files)
+    assert await h.value("SELECT count(*) FROM assets WHERE id = %s", dead) == 0
+    assert await h.value("SELECT count(*) FROM proxy_files WHERE asset_id = %s", live) == 3
+
+
 async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
     pool: AsyncConnectionPool[Any], tmp_path: Path
 ) -> None:
+    """Legacy names, written before they carried their attempt, were one set of files
+    for every asset of one content: a row of another asset still names them."""
     h = make_harness(pool, tmp_path)
     root = tmp_path / "library"
     write(root, "a.jpg", jpeg(3))
@@ -85,8 +125,9 @@ async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
     write(root, "back/a again.jpg", jpeg(3))
     assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
     live = await asset_at(h, "back/a again.jpg")
+    await share_proxy_files(h, dead, live)
     live_files = await proxy_files_of(h, live)
-    assert {f.parent for f in live_files} == {f.parent for f in await proxy_files_of(h, dead)}
+    assert set(live_files) == set(await proxy_files_of(h, dead))
 
     item = await h.run("purge", config_id=config)
 

@@ -14,6 +14,7 @@ import pytest
 from safelight.library import proxytree
 from safelight.library.paths import (
     PROXY_ROOT_MARKER,
+    AttemptTag,
     is_layout_folder,
     is_staging_name,
     parse_proxy_name,
@@ -116,7 +117,8 @@ def test_safelights_own_folders_may_not_be_system_folders(tmp_path: Path) -> Non
 
 
 def test_only_the_names_proxy_path_builds_are_proxy_names(tmp_path: Path) -> None:
-    built = proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg").relative_to(tmp_path)
+    built = proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg", AttemptTag(7, 1))
+    built = built.relative_to(tmp_path)
     name = parse_proxy_name(built.as_posix())
     assert name is not None and (name.config_id, name.content_hash) == (CONFIG, HASH)
     assert name.relative == built.as_posix()
@@ -134,8 +136,48 @@ def test_only_the_names_proxy_path_builds_are_proxy_names(tmp_path: Path) -> Non
         assert parse_proxy_name(other) is None, other
 
 
+def test_proxy_names_are_exactly_the_attempt_tagged_form_and_the_legacy_form() -> None:
+    folder = f"{CONFIG}/ab/{HASH}"
+    tagged = parse_proxy_name(f"{folder}/full_preview.812-3.jpg")
+    assert tagged is not None and tagged.written_by == AttemptTag(812, 3)
+    assert tagged.file_name == "full_preview.812-3.jpg"
+    # Written before names carried their attempt: rows still name them.
+    legacy = parse_proxy_name(f"{folder}/thumbnail.jpg")
+    assert legacy is not None and legacy.written_by is None
+    for name in (
+        "thumbnail.0812-3.jpg",  # not the one canonical spelling of the id
+        "thumbnail.812-03.jpg",
+        "thumbnail.812.jpg",  # no attempt
+        "thumbnail.-3.jpg",
+        "thumbnail.812-.jpg",
+        "thumbnail.812-3-1.jpg",
+        "thumbnail.812_3.jpg",
+        "thumbnail.a-3.jpg",
+        "thumbnail.812-3.x.jpg",  # an extra part
+        "thumbnail..jpg",
+        "thumbnail.812-3.",
+        ".812-3.jpg",
+        f"thumbnail.{10**19}-1.jpg",  # longer than any bigint id
+    ):
+        assert parse_proxy_name(f"{folder}/{name}") is None, name
+    with pytest.raises(ValueError):
+        AttemptTag(-1, 1)
+
+
+def test_two_attempts_never_build_the_same_proxy_name(tmp_path: Path) -> None:
+    names = {
+        proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg", AttemptTag(item, attempt))
+        for item, attempt in ((1, 1), (1, 2), (2, 1), (11, 1), (1, 11))
+    }
+    assert len(names) == 5
+    assert all(parse_proxy_name(p.relative_to(tmp_path).as_posix()) for p in names)
+    with pytest.raises(TypeError):
+        proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg", None)  # type: ignore[arg-type]
+
+
 def test_staging_names_and_layout_folders() -> None:
     assert is_staging_name(".staging/.thumbnail.jpg.k2j4_x9a.tmp")
+    assert is_staging_name(".staging/.thumbnail.812-3.jpg.k2j4_x9a.tmp")
     assert is_staging_name(".staging/.video-a1b2c3d4.tmp/video.mp4")
     assert not is_staging_name(".staging/photo.jpg")
     assert not is_staging_name(".staging/.video-a1b2c3d4.tmp/deeper/video.mp4")

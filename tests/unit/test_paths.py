@@ -13,6 +13,7 @@ import pytest
 
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.paths import (
+    AttemptTag,
     confined,
     move_into_place,
     open_original,
@@ -112,8 +113,8 @@ def test_confined_refuses_sibling_with_common_prefix(tmp_path: Path) -> None:
 
 def test_proxy_dir_layout(tmp_path: Path) -> None:
     assert proxy_dir(tmp_path, CONFIG, HASH) == tmp_path / str(CONFIG) / "01" / HASH
-    assert proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg") == (
-        tmp_path / str(CONFIG) / "01" / HASH / "thumbnail.jpg"
+    assert proxy_path(tmp_path, CONFIG, HASH, "thumbnail", "jpg", AttemptTag(812, 2)) == (
+        tmp_path / str(CONFIG) / "01" / HASH / "thumbnail.812-2.jpg"
     )
 
 
@@ -143,7 +144,7 @@ def test_proxy_dir_wants_a_uuid(tmp_path: Path) -> None:
 )
 def test_proxy_path_validates_names(tmp_path: Path, kind: str, ext: str) -> None:
     with pytest.raises(ValueError):
-        proxy_path(tmp_path, CONFIG, HASH, kind, ext)
+        proxy_path(tmp_path, CONFIG, HASH, kind, ext, AttemptTag(1, 1))
 
 
 # --- open_original -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ One bad file never stops a crawl: its relative path and reason go to the result 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -69,7 +70,7 @@ from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.originals import Original, StorageRoot
-from safelight.library.paths import STAGING_FOLDER, describe_os_error
+from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
 
@@ -140,6 +141,9 @@ class _Crawl:
         self.configured_root = root_path
         self.root = Path(os.path.realpath(root_path))
         self.proxy_root = services.settings.proxies
+        # In every proxy name this attempt writes: no other attempt writes those names,
+        # so a late rename of a stale attempt can never replace a file a row names.
+        self.written_by = AttemptTag(ctx.item.id, ctx.item.attempt)
         self.index = index
         settings = services.settings
         self.spec: ProxySpec = proxy_spec(
@@ -458,7 +462,12 @@ class _Crawl:
         """Blocking (writes): runs in a thread, which the attempt's ensure_alive guards."""
         self.alive.check()
         records = publish_image_proxies(
-            proxies, self.proxy_root, self.config_id, hashed.content_hash, self.alive.ensure_alive
+            proxies,
+            self.proxy_root,
+            self.config_id,
+            hashed.content_hash,
+            self.alive.ensure_alive,
+            written_by=self.written_by,
         )
         return new_asset(walked, hashed, meta), records
 
@@ -481,12 +490,15 @@ class _Crawl:
                 clock=self.ctx.clock,
             )
             records = await asyncio.to_thread(
-                publish_video_proxies,
-                proxies,
-                self.proxy_root,
-                self.config_id,
-                hashed.content_hash,
-                self.alive.ensure_alive,
+                functools.partial(
+                    publish_video_proxies,
+                    proxies,
+                    self.proxy_root,
+                    self.config_id,
+                    hashed.content_hash,
+                    self.alive.ensure_alive,
+                    written_by=self.written_by,
+                )
             )
         finally:
             # Only while the attempt is alive: a stopped attempt touches no file at all,

@@ -5,8 +5,8 @@ Only names of the proxy layout are deleted (``paths.parse_proxy_name``), each in
 folder of its own asset and, when the item names a config, of that config. The whole
 payload is checked before the first unlink, with every row it reaches (by asset id),
 and every path walked without following a link: a bad entry fails the item with
-nothing done. With asset ids, a file that a row of another asset still names (a live
-asset with the same content shares the folder) keeps its file. Deletes go through
+nothing done. With asset ids, a file that a row of another asset still names (a legacy
+name two assets of one content shared, ADR 0016) keeps its file. Deletes go through
 directory descriptors (``proxytree``): a link swapped in meanwhile is refused and
 reported in the result, never followed.
 """

@@ -49,6 +49,7 @@ from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.paths import (
     STAGING_FOLDER,
+    AttemptTag,
     describe_os_error,
     move_into_place,
     proxy_path,
@@ -450,15 +451,22 @@ def publish_image_proxies(
     config_id: UUID,
     content_hash: str,
     ensure_alive: Callable[[], None],
+    *,
+    written_by: AttemptTag,
 ) -> list[ProxyRecord]:
     """Write the thumbnail and preview (atomically, ``ensure_alive`` right before each
-    rename) and return the rows that name them, with the BlurHash. Blocking: a thread."""
+    rename) under names that carry ``written_by``, the attempt writing them, and return
+    the rows that name them, with the BlurHash. Blocking: a thread.
+
+    No other attempt writes those names, so if this one has lost its item and its rename
+    lands all the same (frozen between its check and the syscall), the file is an orphan
+    that no row names: the newer attempt's files, and the rows naming them, are others."""
     records: list[ProxyRecord] = []
     for proxy_type, encoded in (
         ("thumbnail", proxies.thumbnail),
         ("full_preview", proxies.preview),
     ):
-        target = proxy_path(proxy_root, config_id, content_hash, proxy_type, "jpg")
+        target = proxy_path(proxy_root, config_id, content_hash, proxy_type, "jpg", written_by)
         write_atomically(target, encoded.data, ensure_alive, proxy_root / STAGING_FOLDER)
         records.append(
             ProxyRecord(
@@ -479,14 +487,17 @@ def publish_video_proxies(
     config_id: UUID,
     content_hash: str,
     ensure_alive: Callable[[], None],
+    *,
+    written_by: AttemptTag,
 ) -> list[ProxyRecord]:
     """Publish a video's poster proxies and its web video (made in a temporary folder by
     ``video.make_video_proxies``), each atomically, ``ensure_alive`` right before each
-    rename; return the rows that name them. Blocking: run it in a thread."""
+    rename, under names that carry ``written_by``; return the rows that name them.
+    Blocking: run it in a thread."""
     records = publish_image_proxies(
-        proxies.poster, proxy_root, config_id, content_hash, ensure_alive
+        proxies.poster, proxy_root, config_id, content_hash, ensure_alive, written_by=written_by
     )
-    target = proxy_path(proxy_root, config_id, content_hash, "web_video", "mp4")
+    target = proxy_path(proxy_root, config_id, content_hash, "web_video", "mp4", written_by)
     move_into_place(proxies.web_video, target, ensure_alive)
     records.append(
         ProxyRecord(

@@ -15,6 +15,12 @@ Invariants:
 - The proxy folder of an asset derives only from its storage config id and content hash
   (``<proxy root>/<config id>/<hash[0:2]>/<hash>/``), so every actor (crawl, purge, sweep)
   computes the same folder without a lookup.
+- A proxy file's name carries the attempt that wrote it (``<type>.<item id>-<attempt>.<ext>``,
+  ``AttemptTag``), so no two attempts ever write the same name: a stale attempt's late
+  rename can only add a file no row names (an orphan, for the sweep), never replace one
+  that a newer attempt wrote. Only the row says which file an asset's proxy is; readers
+  follow it and never compute a name. Names of the legacy form ``<type>.<ext>`` (written
+  before ADR 0016) are still valid, and are never written again.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ _PROXY_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _EXTENSION = re.compile(r"[a-z0-9]{1,8}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _HASH_PREFIX = re.compile(r"[0-9a-f]{2}")
+# ``<item id>-<attempt>`` in canonical decimal (no sign, no leading zero): the one
+# spelling ``AttemptTag.text`` writes, so every name has one parse.
+_ATTEMPT_TAG = re.compile(r"(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,9})")
 # tempfile's names: a prefix, eight of [a-z0-9_], a suffix (write_atomically, and the
 # video's temporary folder in handlers.crawl).
 _STAGED_FILE = re.compile(r"\.[a-z0-9_][a-z0-9_.-]{0,63}\.[a-z0-9_]{8}\.tmp")
@@ -99,13 +108,34 @@ def proxy_folder(config_id: UUID, content_hash: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptTag:
+    """The attempt that writes a proxy (its work item's id and attempt number), as it
+    appears in the file's name. Unique per attempt: an item's attempts are numbered, and
+    item ids are never reused."""
+
+    item_id: int
+    attempt: int
+
+    def __post_init__(self) -> None:
+        if not _ATTEMPT_TAG.fullmatch(self.text):
+            raise ValueError(f"not an attempt of a work item: {self.item_id!r}, {self.attempt!r}")
+
+    @property
+    def text(self) -> str:
+        return f"{self.item_id}-{self.attempt}"
+
+
+@dataclass(frozen=True, slots=True)
 class ProxyName:
     """A path relative to the proxy root that is one of safelight's own proxy files:
-    ``<config id>/<hash[0:2]>/<hash>/<type>.<ext>``, each part in its canonical form."""
+    ``<config id>/<hash[0:2]>/<hash>/<type>.<item id>-<attempt>.<ext>``, or the legacy
+    ``.../<type>.<ext>``, each part in its canonical form."""
 
     config_id: UUID
     content_hash: str
     file_name: str
+    written_by: AttemptTag | None = None
+    """None for a legacy name (written before names carried their attempt)."""
 
     @property
     def folder(self) -> str:
@@ -119,8 +149,9 @@ class ProxyName:
 def parse_proxy_name(relative: str) -> ProxyName | None:
     """The proxy file ``relative`` names, or None if it is not a name of the layout.
 
-    Only names ``proxy_path`` builds pass: no ``..``, no extra or missing level, the
-    config id as ``str(UUID)`` writes it, the hash prefix matching the hash. Deletes
+    Only names ``proxy_path`` builds pass, and the legacy ``<type>.<ext>`` names it built
+    before they carried their attempt: no ``..``, no extra or missing level, the config
+    id as ``str(UUID)`` writes it, the hash prefix matching the hash. Deletes
     under the proxy root go only to names that pass (or to ``is_staging_name``), so a
     file of someone else's that ended up there, an original included, is never one.
     """
@@ -130,14 +161,36 @@ def parse_proxy_name(relative: str) -> ProxyName | None:
     config, prefix, content_hash, file_name = parts
     if not _UUID.fullmatch(config) or not _CONTENT_HASH.fullmatch(content_hash):
         return None
-    if prefix != content_hash[:2] or not _proxy_file_name(file_name):
+    if prefix != content_hash[:2]:
         return None
-    return ProxyName(UUID(config), content_hash, file_name)
+    parsed = _parse_file_name(file_name)
+    if parsed is None:
+        return None
+    written_by = parsed if isinstance(parsed, AttemptTag) else None
+    return ProxyName(UUID(config), content_hash, file_name, written_by)
+
+
+_LEGACY = "legacy"
+
+
+def _parse_file_name(name: str) -> AttemptTag | str | None:
+    """The attempt a proxy file's name carries, ``_LEGACY`` for ``<type>.<ext>``, or
+    None if ``name`` is neither form."""
+    parts = name.split(".")
+    if len(parts) not in (2, 3):
+        return None
+    if not _PROXY_TYPE.fullmatch(parts[0]) or not _EXTENSION.fullmatch(parts[-1]):
+        return None
+    if len(parts) == 2:
+        return _LEGACY
+    tag = _ATTEMPT_TAG.fullmatch(parts[1])
+    if tag is None:
+        return None
+    return AttemptTag(int(tag[1]), int(tag[2]))
 
 
 def _proxy_file_name(name: str) -> bool:
-    stem, dot, ext = name.rpartition(".")
-    return bool(dot) and bool(_PROXY_TYPE.fullmatch(stem)) and bool(_EXTENSION.fullmatch(ext))
+    return _parse_file_name(name) is not None
 
 
 def is_staging_name(relative: str) -> bool:
@@ -168,14 +221,28 @@ def is_layout_folder(relative: str) -> bool:
 
 
 def proxy_path(
-    proxy_root: Path, config_id: UUID, content_hash: str, proxy_type: str, ext: str
+    proxy_root: Path,
+    config_id: UUID,
+    content_hash: str,
+    proxy_type: str,
+    ext: str,
+    written_by: AttemptTag,
 ) -> Path:
-    """``<proxy dir>/<type>.<ext>``, e.g. ``.../thumbnail.jpg``; names are validated."""
+    """``<proxy dir>/<type>.<item id>-<attempt>.<ext>``, e.g. ``.../thumbnail.812-2.jpg``:
+    where the attempt ``written_by`` publishes this proxy. Names are validated.
+
+    For writers only: which file an asset's proxy is, its row says (a file written by
+    another attempt, or a legacy name); a reader never computes it.
+    """
+    if not isinstance(written_by, AttemptTag):
+        raise TypeError(f"written_by must be an AttemptTag, not {type(written_by).__name__}")
     if not _PROXY_TYPE.fullmatch(proxy_type):
         raise ValueError(f"proxy type must match {_PROXY_TYPE.pattern}, got {proxy_type!r}")
     if not _EXTENSION.fullmatch(ext):
         raise ValueError(f"extension must match {_EXTENSION.pattern}, got {ext!r}")
-    return proxy_dir(proxy_root, config_id, content_hash) / f"{proxy_type}.{ext}"
+    return proxy_dir(proxy_root, config_id, content_hash) / (
+        f"{proxy_type}.{written_by.text}.{ext}"
+    )
 
 
 def open_original(path: Path) -> io.BufferedReader:

@@ -1,12 +1,19 @@
 """Purging one soft-deleted asset: its proxy files, then its rows.
 
 The proxy folder derives from (config, content hash), so a live asset with the same
-content, ingested again after this one was deleted, owns the very same files. The
-purge therefore re-checks, with the asset row locked inside the caller's fenced
-transaction, that the asset is still deleted and that no live asset of its config
-shares its content; if one does, only the dead asset's rows go and the files stay.
-(ADR 0008 keeps a crawl of the config from running beside the purge, so the answer
-cannot change before the transaction commits.)
+content, ingested again after this one was deleted, shares its folder. Since proxy
+names carry the attempt that wrote them (ADR 0016), that asset has files of its own,
+under other names: the purge deletes exactly the files the dead asset's rows name, and
+of those only the ones no other row names (two assets of one content shared their
+legacy ``<type>.<ext>`` names). It re-checks both, with the asset row locked inside the
+caller's fenced transaction: that the asset is still deleted, and which of its files
+another row names. (ADR 0008 keeps a crawl of the config from running beside the
+purge, so the answer cannot change before the transaction commits.) A folder goes only
+once empty, so a live asset's files in it keep it.
+
+A stale purge whose late ``unlink`` lands after a newer attempt of its config wrote
+this content's proxies removes only a name its rows named: a file of the dead asset
+(the newer attempt wrote its own names), never one of the newer attempt's files.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ class PurgeOutcome:
     """The asset's rows were deleted (False: it was no longer a soft-deleted asset)."""
     files_deleted: int = 0
     kept_shared: bool = False
-    """A live asset shares the content: its proxy files were kept."""
+    """Another asset's row names one of its files (a legacy name that two assets of one
+    content shared): that file was kept."""
     refused: list[tuple[str, str]] = field(default_factory=list)
     """Files a row named that were left alone, with why: outside the asset's own proxy
     folder, or a symbolic link."""
@@ -56,27 +64,31 @@ async def purge_asset(
     if row is None:
         return PurgeOutcome(purged=False)
     content_hash: str = row[1]
-    cur = await conn.execute(
-        QUERIES["asset_live_with_hash"], {"config_id": config_id, "content_hash": content_hash}
-    )
-    shared = await cur.fetchone() is not None
+    cur = await conn.execute(QUERIES["proxies_of_asset"], {"asset_id": asset_id})
+    rows = await cur.fetchall()
+    # Its own rows go first, so that what still names one of its paths is another's.
+    await conn.execute(QUERIES["proxies_delete_by_id"], {"ids": [r[0] for r in rows]})
+    paths = [path for _proxy_id, _proxy_type, path in rows if path is not None]
+    cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": paths})
+    named_elsewhere = {path for (path,) in await cur.fetchall()}
     files_deleted = 0
     refused: list[tuple[str, str]] = []
-    if not shared:
-        cur = await conn.execute(QUERIES["proxies_of_asset"], {"asset_id": asset_id})
-        for _proxy_id, _proxy_type, path in await cur.fetchall():
-            if path is None:
-                continue
-            name = parse_proxy_name(path)
-            if name is None or (name.config_id, name.content_hash) != (config_id, content_hash):
-                refused.append((path, "not a file of this asset's proxy folder: left alone"))
-                continue
-            try:
-                files_deleted += delete_file(proxy_root, path, ensure_alive)
-            except UnsafeProxyPath as error:
-                refused.append((path, error.reason))
-        remove_empty_folders(proxy_root, proxy_folder(config_id, content_hash), ensure_alive)
+    for path in paths:
+        if path in named_elsewhere:
+            continue
+        name = parse_proxy_name(path)
+        if name is None or (name.config_id, name.content_hash) != (config_id, content_hash):
+            refused.append((path, "not a file of this asset's proxy folder: left alone"))
+            continue
+        try:
+            files_deleted += delete_file(proxy_root, path, ensure_alive)
+        except UnsafeProxyPath as error:
+            refused.append((path, error.reason))
+    remove_empty_folders(proxy_root, proxy_folder(config_id, content_hash), ensure_alive)
     await conn.execute(QUERIES["asset_delete"], {"id": asset_id})
     return PurgeOutcome(
-        purged=True, files_deleted=files_deleted, kept_shared=shared, refused=refused
+        purged=True,
+        files_deleted=files_deleted,
+        kept_shared=bool(named_elsewhere),
+        refused=refused,
     )

@@ -159,12 +159,6 @@ SELECT id, content_hash FROM assets
 WHERE id = %(id)s AND storage_config_id = %(config_id)s AND is_deleted
 FOR UPDATE
 
--- asset_live_with_hash --
--- Whether a live asset of a config has this content (and so shares its proxy folder).
-SELECT id FROM assets
-WHERE storage_config_id = %(config_id)s AND content_hash = %(content_hash)s AND NOT is_deleted
-LIMIT 1
-
 -- proxies_of_asset --
 -- The proxy rows of one asset.
 SELECT id, proxy_type, path FROM proxy_files WHERE asset_id = %(asset_id)s ORDER BY id
