@@ -73,12 +73,14 @@ async def purge_asset(
     named_elsewhere = {path for (path,) in await cur.fetchall()}
     files_deleted = 0
     refused: list[tuple[str, str]] = []
+    kept_shared = False
     for path in paths:
-        if path in named_elsewhere:
-            continue
         name = parse_proxy_name(path)
         if name is None or (name.config_id, name.content_hash) != (config_id, content_hash):
             refused.append((path, "not a file of this asset's proxy folder: left alone"))
+            continue
+        if path in named_elsewhere:
+            kept_shared = True
             continue
         try:
             files_deleted += delete_file(proxy_root, path, ensure_alive)
@@ -89,6 +91,6 @@ async def purge_asset(
     return PurgeOutcome(
         purged=True,
         files_deleted=files_deleted,
-        kept_shared=bool(named_elsewhere),
+        kept_shared=kept_shared,
         refused=refused,
     )
