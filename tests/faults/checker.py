@@ -18,8 +18,20 @@ the proxy folder once every fault is healed and the Workers have drained the que
    transaction, was written while exactly one item of its config was running, of a
    kind that writes that table. And every file side effect ended while its attempt
    still held a lease (recorded by another audit trigger, at every claim and heartbeat).
-4. ``proxies``: every live asset has its proxy files on disk, and no journalled delete
-   removed the file of an asset that was live at that moment.
+4. ``proxies``: every live asset has its thumbnail row and every file its rows name
+   is on disk.
+5. ``proxy_names``, ``proxy_rows``: the user-level invariants that ADR 0016 makes hold
+   by construction even in the residual window, checked without any tolerance: every
+   journalled write renames into a name carrying its own item and attempt (so none
+   replaced another attempt's file), no journalled delete hit a file a live row
+   names, and every proxy row was written while the attempt its name carries was its
+   config's one running item (the fence), every live one naming a crawl's file.
+
+Checks 1 and 3 see every effect of a stale attempt that landed after its lease ran
+out. Those of the residual window that harm nothing by construction (``Window``:
+begun inside the lease, and of a kind that cannot touch a file a live row names) are
+reported as ``Explained``, with why, and are not violations; every other one is.
+docs/reliability.md ("What is promised in the window") says the same.
 """
 
 from __future__ import annotations
@@ -28,13 +40,14 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
+from safelight.library.paths import parse_proxy_name
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
 from tests.integration.storefixtures import OVERLAPPING_ATTEMPTS, RUNNING_ITEM_MISMATCHES
 
@@ -125,6 +138,36 @@ CREATE TRIGGER faults_leases AFTER UPDATE ON work_items
     FOR EACH ROW WHEN (NEW.status = 'running'
         AND NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at)
     EXECUTE FUNCTION faults_lease();
+
+-- Every proxy row a handler wrote, with its config's running items at that moment, seen
+-- inside the writing transaction (as faults_audit sees the library's rows): the row's
+-- path names the attempt that wrote its file (ADR 0016), which must be that one item.
+CREATE TABLE faults_proxy_rows (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    op text NOT NULL,
+    asset_id bigint NOT NULL,
+    config uuid,
+    path text,
+    at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    running jsonb NOT NULL
+);
+CREATE FUNCTION faults_proxy_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    cfg uuid;
+    now_running jsonb;
+BEGIN
+    SELECT storage_config_id INTO cfg FROM assets WHERE id = NEW.asset_id;
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'id', id, 'attempt', attempt, 'kind', kind)), '[]'::jsonb)
+    INTO now_running
+    FROM work_items WHERE storage_config_id = cfg AND status = 'running';
+    INSERT INTO faults_proxy_rows (op, asset_id, config, path, running)
+    VALUES (TG_OP, NEW.asset_id, cfg, NEW.path, now_running);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER faults_proxy_rows AFTER INSERT OR UPDATE ON proxy_files
+    FOR EACH ROW EXECUTE FUNCTION faults_proxy_row();
 """
 """Test-only: installed in the suite's own database before any Worker starts."""
 
@@ -154,6 +197,118 @@ class Violation:
 
     def __str__(self) -> str:
         return f"[{self.check}] {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """An effect of a stale attempt in the residual window that harms nothing by
+    construction: reported in the run's output with why, and not a violation."""
+
+    check: str
+    detail: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.detail}\n    harmless: {self.why}"
+
+
+Leases = Mapping[tuple[int, int], Sequence[tuple[float, float]]]
+"""Per (item, attempt), the (set at, expires at) of every lease it held, wall-clock."""
+
+
+def load_leases(conn: psycopg.Connection[Any]) -> dict[tuple[int, int], list[tuple[float, float]]]:
+    leases: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+    for item, attempt, at, expires in conn.execute(
+        "SELECT item, attempt, at, lease_expires_at FROM faults_leases ORDER BY at"
+    ):
+        leases[(item, attempt)].append((at.timestamp(), expires.timestamp()))
+    return leases
+
+
+def lease_until(leases: Leases, owner: tuple[int, int], at: float) -> float | None:
+    """The end of the latest lease ``owner`` held by wall time ``at``, if any."""
+    return max((expires for set_at, expires in leases.get(owner, ()) if set_at <= at), default=None)
+
+
+def relative_to_root(target: str, proxy_root: Path) -> str | None:
+    try:
+        return Path(target).resolve().relative_to(proxy_root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Window:
+    """Tells an effect of the residual window (docs/reliability.md, "What is promised")
+    that harms nothing by construction, and says why; anything else is a violation.
+
+    Only an effect that ended after its attempt's lease ran out is a stale one. In the
+    window, an attempt passed ``ensure_alive()`` while it held its lease and its
+    one syscall landed later (frozen between the two, or blocked in the kernel). The
+    journal's "before" line comes before that check, so such an effect *began* inside a
+    lease of its attempt; one that began after all its leases had expired passed a
+    check it should have failed (a broken self-stop): never explained. Then, since
+    proxy names carry their attempt (ADR 0016), its syscall can only:
+
+    - ``write``: rename a file into place under its own attempt's name, which no other
+      attempt writes: at most an orphan, since its row cannot commit after it lost its
+      item (``check_proxy_rows``). A name that is not its own is never explained;
+    - ``delete``: unlink a name that no live row names at the end (names are never
+      reused, so nothing will name it again): its purge's dead asset's file, or an
+      orphan. One that a live row names is never explained;
+    - ``rmdir``: remove an empty folder (it fails on any other);
+    - ``mkdir``: add a folder, empty or wanted anyway;
+    - fail, changing nothing.
+    """
+
+    leases: Leases
+    live: Mapping[str, int]
+    """Every path a live asset's proxy row names at the end, to its asset."""
+    proxy_root: Path
+    wall_minus_monotonic: float
+
+    def explain(self, effect: Effect) -> str | None:
+        end = effect.end + self.wall_minus_monotonic
+        held = lease_until(self.leases, effect.owner, end)
+        if held is not None and end <= held:
+            # Not late: an effect inside its lease is no stale attempt's, and an overlap
+            # it is part of is the other effect's to explain, or a violation.
+            return None
+        start = effect.start + self.wall_minus_monotonic
+        until = lease_until(self.leases, effect.owner, start)
+        if until is None or start > until:
+            return None
+        began = (
+            f"it began {until - start:.3f} s before its attempt's lease ran out, so its "
+            "check passed in the lease and only the syscall came late (the residual window)"
+        )
+        if effect.ok is False:
+            return f"{began}; the syscall failed and changed nothing"
+        relative = relative_to_root(effect.target, self.proxy_root)
+        if effect.action == "write":
+            name = None if relative is None else parse_proxy_name(relative)
+            tag = None if name is None else name.written_by
+            if tag is None or (tag.item_id, tag.attempt) != effect.owner:
+                return None
+            return (
+                f"{began}; it renamed into place a name only its own attempt writes "
+                "(ADR 0016): at most an orphan no row names, for the sweep"
+            )
+        if effect.action == "delete":
+            if relative is not None and relative in self.live:
+                return None
+            return (
+                f"{began}; it unlinked a name no live row names (names are never reused): "
+                "its purge's dead asset's file, or an orphan"
+            )
+        if effect.action == "rmdir":
+            return (
+                f"{began}; rmdir removes only an empty folder (a newer rename into it "
+                "fails, and that crawl reports the original for the next one)"
+            )
+        if effect.action == "mkdir":
+            return f"{began}; mkdir adds at most an empty folder, for the sweep"
+        return None
 
 
 def install_audit(url: str) -> None:
@@ -230,15 +385,34 @@ def clip_at_kernel_time(effect: Effect, freezes: Freezes) -> Effect:
 
 
 def check_side_effects(
-    effects: Iterable[Effect], freezes: Freezes | None = None
+    effects: Iterable[Effect],
+    freezes: Freezes | None = None,
+    window: Window | None = None,
+    explained: list[Explained] | None = None,
 ) -> list[Violation]:
     """No overlaps between the intervals of two attempts of one config, each interval
-    first ended at its kernel time where :func:`clip_at_kernel_time` allows it."""
+    first ended at its kernel time where :func:`clip_at_kernel_time` allows it.
+
+    With a ``window``, an overlap one of whose effects it explains goes to ``explained``
+    instead: the effects it explains are taken out first, and every overlap left among
+    the others is a violation (so an explained pair never hides another overlap of the
+    same two attempts)."""
     clipped = [clip_at_kernel_time(e, freezes or {}) for e in effects]
+    why = {e: window.explain(e) for e in clipped} if window is not None else {}
+    judged = [e for e in clipped if why.get(e) is None]
     found = []
-    for overlap in overlaps(clipped):
+    for overlap in overlaps(judged):
         notes = "".join(freeze_note(e, freezes or {}) for e in (overlap.first, overlap.second))
         found.append(Violation("side_effects", overlap.describe() + notes))
+    if explained is not None and window is not None:
+        for overlap in overlaps(clipped):
+            pair = (overlap.first, overlap.second)
+            reasons = [f"{e.describe()}: {why[e]}" for e in pair if why.get(e) is not None]
+            if reasons:
+                notes = "".join(freeze_note(e, freezes or {}) for e in pair)
+                explained.append(
+                    Explained("side_effects", overlap.describe() + notes, "; ".join(reasons))
+                )
     return found
 
 
@@ -440,6 +614,8 @@ def check_effects_within_lease(
     effects: Iterable[Effect],
     wall_minus_monotonic: float,
     freezes: Freezes | None = None,
+    window: Window | None = None,
+    explained: list[Explained] | None = None,
 ) -> list[Violation]:
     """No attempt touched a file outside its lease.
 
@@ -448,55 +624,56 @@ def check_effects_within_lease(
     before that. So every effect must end while some lease the attempt held by then
     (its claim's, or one a heartbeat had renewed before the effect ended) still ran.
     An effect whose interval spans a freeze ends at its kernel time where
-    :func:`clip_at_kernel_time` allows it.
+    :func:`clip_at_kernel_time` allows it. With a ``window``, each effect outside its
+    lease that the window explains goes to ``explained``; the first other one of each
+    attempt is a violation.
     """
-    leases: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
-    for item, attempt, at, expires in conn.execute(
-        "SELECT item, attempt, at, lease_expires_at FROM faults_leases ORDER BY at"
-    ):
-        leases[(item, attempt)].append((at.timestamp(), expires.timestamp()))
+    leases = load_leases(conn)
     found: list[Violation] = []
     reported: set[tuple[int, int]] = set()
     clipped = [clip_at_kernel_time(e, freezes or {}) for e in effects]
     for effect in sorted(clipped, key=lambda e: e.start):
-        if effect.owner in reported:
-            continue
         end = effect.end + wall_minus_monotonic
-        held = [expires for at, expires in leases.get(effect.owner, []) if at <= end]
-        until = max(held, default=None)
+        until = lease_until(leases, effect.owner, end)
         if until is not None and end <= until:
             continue
-        reported.add(effect.owner)
         if until is None:
             why = "no lease of that attempt was recorded before it"
         else:
             why = f"the attempt's lease had expired {end - until:.3f} s before it ended"
         note = freeze_note(effect, freezes or {})
-        found.append(Violation("stale_effects", f"{effect.describe()}: {why}{note}"))
+        detail = f"{effect.describe()}: {why}{note}"
+        harmless = window.explain(effect) if window is not None else None
+        if harmless is not None:
+            if explained is not None:
+                explained.append(Explained("stale_effects", detail, harmless))
+            continue
+        if effect.owner in reported:
+            continue
+        reported.add(effect.owner)
+        found.append(Violation("stale_effects", detail))
     return found
 
 
 # --- 4 --------------------------------------------------------------------------------
 
 
-def check_proxies(
-    conn: psycopg.Connection[Any],
-    proxy_root: Path,
-    effects: Iterable[Effect],
-    wall_minus_monotonic: float,
-) -> list[Violation]:
-    """Live assets' proxy files exist; no delete hit the file of an asset live then.
+def live_proxy_paths(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """Every path a live asset's proxy row names, to its asset."""
+    return {
+        path: asset_id
+        for asset_id, path in conn.execute(
+            "SELECT a.id, p.path FROM assets a JOIN proxy_files p ON p.asset_id = a.id "
+            "WHERE NOT a.is_deleted AND p.path IS NOT NULL"
+        )
+    }
 
-    Journal times are monotonic; asset times are wall-clock (the Workers' clock.now()).
-    ``wall_minus_monotonic`` maps one onto the other on this machine.
-    """
+
+def check_proxies(conn: psycopg.Connection[Any], proxy_root: Path) -> list[Violation]:
+    """Every live asset has its thumbnail row, and every file its rows name is on disk:
+    no tolerance, whatever happened in the window."""
     found: list[Violation] = []
-    live: dict[str, tuple[int, datetime]] = {}
-    for asset_id, path, created_at in conn.execute(
-        "SELECT a.id, p.path, a.created_at FROM assets a JOIN proxy_files p ON p.asset_id = a.id "
-        "WHERE NOT a.is_deleted AND p.path IS NOT NULL"
-    ):
-        live[path] = (asset_id, created_at)
+    for path, asset_id in sorted(live_proxy_paths(conn).items()):
         if not (proxy_root / path).is_file():
             found.append(
                 Violation("proxies", f"live asset {asset_id}: its proxy {path} is not on disk")
@@ -507,25 +684,91 @@ def check_proxies(
     ).fetchall()
     for (asset_id,) in missing_rows:
         found.append(Violation("proxies", f"live asset {asset_id} has no thumbnail row"))
-    root = proxy_root.resolve()
-    margin = timedelta(milliseconds=50)
+    return found
+
+
+def check_proxy_names(
+    effects: Iterable[Effect], live: Mapping[str, int], proxy_root: Path
+) -> list[Violation]:
+    """No journalled effect ever replaced or deleted a file a live row names, checked
+    without any tolerance, in the window too (ADR 0016 makes it hold by construction):
+
+    - every ``write`` renames into a name that carries its own item and attempt, so no
+      write replaced a file any other attempt wrote, whenever a row named it;
+    - no ``delete`` that may have run (it succeeded, or its process died inside it)
+      targets a file a live row names at the end (names are never reused: no delete of
+      one can be legitimate, before the row or after it).
+    """
+    found: list[Violation] = []
     for effect in effects:
-        if effect.action != "delete" or effect.ok is False:
-            continue
-        try:
-            relative = Path(effect.target).resolve().relative_to(root).as_posix()
-        except ValueError:
-            continue
-        if relative not in live:
-            continue
-        asset_id, created_at = live[relative]
-        deleted_at = datetime.fromtimestamp(effect.start + wall_minus_monotonic, created_at.tzinfo)
-        if deleted_at > created_at + margin:
+        relative = relative_to_root(effect.target, proxy_root)
+        if effect.action == "write":
+            name = None if relative is None else parse_proxy_name(relative)
+            tag = None if name is None else name.written_by
+            if tag is None or (tag.item_id, tag.attempt) != effect.owner:
+                carried = "no attempt" if tag is None else f"attempt {tag.text}"
+                found.append(
+                    Violation(
+                        "proxy_names",
+                        f"{effect.describe()}: a write to a name that carries {carried}, "
+                        f"not its own {effect.item}-{effect.attempt}: it can replace "
+                        "another attempt's file",
+                    )
+                )
+        elif effect.action == "delete" and effect.ok is not False and relative in live:
             found.append(
                 Violation(
-                    "proxies",
-                    f"{effect.describe()} deleted the proxy of asset {asset_id}, live since "
-                    f"{created_at} (the delete at about {deleted_at})",
+                    "proxy_names",
+                    f"{effect.describe()}: deleted {relative}, the proxy of live asset "
+                    f"{live.get(relative or '')}",
+                )
+            )
+    return found
+
+
+def check_proxy_rows(conn: psycopg.Connection[Any]) -> list[Violation]:
+    """No stale attempt's proxy row reached the database: every proxy row written (seen
+    by an audit trigger inside the writing transaction) names a file of the attempt
+    that was then its config's one running item; and every live row names a file
+    written by a crawl attempt of its asset's config."""
+    found: list[Violation] = []
+    for op, asset_id, config, path, at, running in conn.execute(
+        "SELECT op, asset_id, config, path, at, running FROM faults_proxy_rows "
+        "WHERE path IS NOT NULL ORDER BY id"
+    ):
+        what = f"{op} of a proxy row of asset {asset_id} (config {config}) naming {path} at {at}"
+        name = parse_proxy_name(path)
+        tag = None if name is None else name.written_by
+        owners = [(r["id"], r["attempt"]) for r in running]
+        if tag is None:
+            found.append(Violation("proxy_rows", f"{what}: its name carries no attempt"))
+        elif len(running) != 1 or (tag.item_id, tag.attempt) not in owners:
+            found.append(
+                Violation(
+                    "proxy_rows",
+                    f"{what}: written by attempt {tag.text}, but the config's running "
+                    f"items were {running}",
+                )
+            )
+    crawls = {
+        (item, attempt): config
+        for item, attempt, config in conn.execute(
+            "SELECT a.work_item_id, a.attempt, w.storage_config_id FROM work_attempts a "
+            "JOIN work_items w ON w.id = a.work_item_id WHERE w.kind = 'crawl'"
+        )
+    }
+    for asset_id, config, path in conn.execute(
+        "SELECT a.id, a.storage_config_id, p.path FROM assets a "
+        "JOIN proxy_files p ON p.asset_id = a.id WHERE NOT a.is_deleted AND p.path IS NOT NULL"
+    ):
+        name = parse_proxy_name(path)
+        tag = None if name is None else name.written_by
+        if tag is None or crawls.get((tag.item_id, tag.attempt)) != config:
+            found.append(
+                Violation(
+                    "proxy_rows",
+                    f"live asset {asset_id} (config {config}): its row names {path}, "
+                    "not a file of a crawl attempt of its config",
                 )
             )
     return found

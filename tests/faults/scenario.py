@@ -114,6 +114,9 @@ class Report:
     effects: int = 0
     assets: Counter[str] = field(default_factory=Counter)
     violations: list[checker.Violation] = field(default_factory=list)
+    explained: list[checker.Explained] = field(default_factory=list)
+    """Effects of stale attempts in the residual window that harm nothing by
+    construction (``checker.Window``): reported, each with why, not violations."""
     drained: bool = False
     seconds: Counter[str] = field(default_factory=Counter)
     workdir: Path | None = None
@@ -134,6 +137,9 @@ class Report:
             "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()),
             f"violations: {len(self.violations)}",
             *[f"  {v}" for v in self.violations],
+            f"reported effects of the residual window, harmless by construction: "
+            f"{len(self.explained)}",
+            *[f"  {e}" for e in self.explained],
             *self.notes,
         ]
         return "\n".join(lines)
@@ -622,17 +628,24 @@ class Scenario:
         effects = self.effects()
         self.report.effects = len(effects)
         found = self.report.violations
+        explained = self.report.explained
         freezes = {p.pid: p.freezes for p in self._processes()}
-        found += checker.check_side_effects(effects, freezes)
         with psycopg.connect(self.url) as conn:
+            live = checker.live_proxy_paths(conn)
+            window = checker.Window(
+                checker.load_leases(conn), live, self.proxies, self.wall_minus_monotonic
+            )
+            found += checker.check_side_effects(effects, freezes, window, explained)
             found += checker.check_attempts(conn)
             found += checker.check_attempt_history(conn)
             found += checker.check_transitions(conn)
             found += checker.check_stale_writes(conn)
             found += checker.check_effects_within_lease(
-                conn, effects, self.wall_minus_monotonic, freezes
+                conn, effects, self.wall_minus_monotonic, freezes, window, explained
             )
-            found += checker.check_proxies(conn, self.proxies, effects, self.wall_minus_monotonic)
+            found += checker.check_proxies(conn, self.proxies)
+            found += checker.check_proxy_names(effects, live, self.proxies)
+            found += checker.check_proxy_rows(conn)
             self._dump(conn)
             for kind, status, count in conn.execute(
                 "SELECT kind, status::text, count(*) FROM work_items GROUP BY 1, 2"
