@@ -85,6 +85,12 @@ class Settings:
         ("pg_restart", 1),
     )
     keep_workdir: bool = False
+    worker_pythonpath: str = ""
+    """Put first on the Workers' PYTHONPATH: a folder of ``tests/faults/builds`` whose
+    ``sitecustomize`` breaks the build, to show the run then fails."""
+    database_sabotage: str = ""
+    """SQL run in the suite's database before any Worker starts (e.g. dropping an index),
+    for the same purpose."""
 
     def worker_env(self) -> dict[str, str]:
         return {
@@ -96,6 +102,7 @@ class Settings:
             "SAFELIGHT_MAX_STALLS": str(self.max_stalls),
             "SAFELIGHT_MAX_CONCURRENT_FILES": str(self.max_concurrent_files),
             "SAFELIGHT_LOG_LEVEL": "info",
+            **({"PYTHONPATH": self.worker_pythonpath} if self.worker_pythonpath else {}),
         }
 
 
@@ -249,6 +256,9 @@ class Scenario:
     def _create_database(self) -> str:
         url = self.cluster.create_database(DATABASE)
         checker.install_audit(url)
+        if self.s.database_sabotage:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(self.s.database_sabotage)  # type: ignore[arg-type]
         return url
 
     def _make_configs(self) -> None:
