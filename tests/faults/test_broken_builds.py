@@ -48,8 +48,11 @@ BROKEN = replace(SHORT, duration_seconds=40.0)
         ),
     ],
 )
-async def test_the_run_fails_against_a_broken_build(settings: Settings, expected: set[str]) -> None:
-    report = await run_scenario(settings)
+async def test_the_run_fails_against_a_broken_build(
+    settings: Settings, expected: set[str], tmp_path: Path
+) -> None:
+    # In pytest's temporary folder: a run with violations keeps its own for a post-mortem.
+    report = await run_scenario(settings, tmp_path)
     summary = report.summary()
     print(summary)
     checks = {v.check for v in report.violations}
