@@ -10,6 +10,10 @@ random moments. See ``tests/faults/scenario.py`` for what it does and
 
     .venv/bin/python bench/faults.py --duration 600 --seed 7
 
+To see the run fail when the guarantee is broken, run it against a broken build:
+``--build no_self_stop``, ``--build no_fence`` (tests/faults/builds: a
+``sitecustomize`` first on the Workers' PYTHONPATH only) or ``--drop-running-index``.
+
 Prints the counts (faults by kind, items, attempts, effects) and every violation, and
 writes them to ``bench/results/faults-<seed>.json``. Exit 1 if a violation was found;
 the run's folder (journals, Worker logs, the queue's history) is then kept for the
@@ -31,7 +35,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from safelight.work.store import RUNNING_CONFIG_INDEX  # noqa: E402
 from tests.faults.scenario import Report, Settings, run_scenario  # noqa: E402
+
+BUILDS = REPO / "tests" / "faults" / "builds"
 
 
 def main() -> int:
@@ -43,6 +50,16 @@ def main() -> int:
         "--keep", action="store_true", help="keep the run's folder even without a violation"
     )
     parser.add_argument("--verbose", action="store_true", help="log every fault as it lands")
+    parser.add_argument(
+        "--build",
+        choices=sorted(p.name for p in BUILDS.iterdir() if (p / "sitecustomize.py").is_file()),
+        help="run the Workers as a broken build of tests/faults/builds (to see the run fail)",
+    )
+    parser.add_argument(
+        "--drop-running-index",
+        action="store_true",
+        help="drop the unique index of running items before the Workers start (the same)",
+    )
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -58,6 +75,8 @@ def main() -> int:
         lease_seconds=args.lease,
         heartbeat_seconds=args.lease / 4,
         keep_workdir=args.keep,
+        worker_pythonpath=str(BUILDS / args.build) if args.build else "",
+        database_sabotage=f"DROP INDEX {RUNNING_CONFIG_INDEX}" if args.drop_running_index else "",
         drain_timeout_seconds=max(defaults.drain_timeout_seconds, 30 * args.lease),
     )
     started = datetime.now(UTC)
@@ -90,6 +109,7 @@ def document(report: Report, started: datetime, seconds: float) -> dict[str, obj
         "drained": report.drained,
         "phases": {k: round(v, 1) for k, v in report.seconds.items()},
         "violations": [str(v) for v in report.violations],
+        "explained": [str(e) for e in report.explained],
         "notes": report.notes,
     }
 
