@@ -772,3 +772,34 @@ def check_proxy_rows(conn: psycopg.Connection[Any]) -> list[Violation]:
                 )
             )
     return found
+
+
+# --- all of them ----------------------------------------------------------------------
+
+
+def check_everything(
+    conn: psycopg.Connection[Any],
+    effects: Sequence[Effect],
+    freezes: Freezes,
+    proxy_root: Path,
+    wall_minus_monotonic: float,
+) -> tuple[list[Violation], list[Explained]]:
+    """Every check of a drained run that the journals and the database can make (the
+    scenario adds its own watch of leases, check 2), and the window's explained effects:
+    what a fault run reports, and what a test of one fault asserts on."""
+    found: list[Violation] = []
+    explained: list[Explained] = []
+    live = live_proxy_paths(conn)
+    window = Window(load_leases(conn), live, proxy_root, wall_minus_monotonic)
+    found += check_side_effects(effects, freezes, window, explained)
+    found += check_attempts(conn)
+    found += check_attempt_history(conn)
+    found += check_transitions(conn)
+    found += check_stale_writes(conn)
+    found += check_effects_within_lease(
+        conn, effects, wall_minus_monotonic, freezes, window, explained
+    )
+    found += check_proxies(conn, proxy_root)
+    found += check_proxy_names(effects, live, proxy_root)
+    found += check_proxy_rows(conn)
+    return found, explained

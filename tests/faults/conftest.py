@@ -14,6 +14,7 @@ import pytest
 
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
+from tests.faults.rig import Rig
 
 _names = itertools.count()
 
@@ -50,3 +51,17 @@ def scratch() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def rig(private_cluster: PrivateCluster, fault_database: str, scratch: Path) -> Iterator[Rig]:
+    state = Rig(private_cluster, fault_database, scratch)
+    try:
+        yield state
+    finally:
+        for proxy in state.proxies:
+            proxy.heal()
+        for worker in state.workers:
+            worker.ensure_dead()
+        for proxy in state.proxies:
+            proxy.close()

@@ -79,6 +79,20 @@ class WorkerProcess:
         self.freezes.append((self.frozen_since, time.monotonic()))
         self.frozen_since = None
 
+    def stopped(self) -> bool:
+        """Whether the process is stopped (by a signal; ``/proc``'s state ``T``)."""
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat[stat.rindex(")") + 2 :].startswith("T")
+
+    def wait_until_it_stops_itself(self, timeout: float = 60) -> None:
+        """Wait for the process to stop at its fault point (``tests/faults/builds``'s
+        ``faultpoints``); from then on it counts as frozen, to be thawed by the test."""
+        wait_for(f"worker {self.name} to stop at its fault point", self.stopped, timeout)
+        self.frozen_since = time.monotonic()
+
     def kill(self) -> None:
         """SIGKILL the process group and reap it."""
         with contextlib.suppress(ProcessLookupError):

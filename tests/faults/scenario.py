@@ -638,24 +638,13 @@ class Scenario:
         effects = self.effects()
         self.report.effects = len(effects)
         found = self.report.violations
-        explained = self.report.explained
         freezes = {p.pid: p.freezes for p in self._processes()}
         with psycopg.connect(self.url) as conn:
-            live = checker.live_proxy_paths(conn)
-            window = checker.Window(
-                checker.load_leases(conn), live, self.proxies, self.wall_minus_monotonic
+            violations, explained = checker.check_everything(
+                conn, effects, freezes, self.proxies, self.wall_minus_monotonic
             )
-            found += checker.check_side_effects(effects, freezes, window, explained)
-            found += checker.check_attempts(conn)
-            found += checker.check_attempt_history(conn)
-            found += checker.check_transitions(conn)
-            found += checker.check_stale_writes(conn)
-            found += checker.check_effects_within_lease(
-                conn, effects, self.wall_minus_monotonic, freezes, window, explained
-            )
-            found += checker.check_proxies(conn, self.proxies)
-            found += checker.check_proxy_names(effects, live, self.proxies)
-            found += checker.check_proxy_rows(conn)
+            found += violations
+            self.report.explained += explained
             self._dump(conn)
             for kind, status, count in conn.execute(
                 "SELECT kind, status::text, count(*) FROM work_items GROUP BY 1, 2"

@@ -12,134 +12,14 @@ deterministic: real ``safelight worker`` processes on the suite's own PostgreSQL
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
-from safelight.library.samplegen import generate_jpegs
-from tests.faults import checker
-from tests.faults.cluster import PrivateCluster
-from tests.faults.effects import effects_of, read_lines
-from tests.faults.netproxy import TcpProxy
-from tests.faults.processes import WorkerProcess, start_worker, wait_for
+from tests.faults.processes import WorkerProcess, wait_for
+from tests.faults.rig import LEASE_SECONDS, RECOVERY_SECONDS, Rig
 
 pytestmark = pytest.mark.faults
-
-LEASE_SECONDS = 2.0
-RECOVERY_SECONDS = 0.5
-
-
-@dataclass
-class Rig:
-    cluster: PrivateCluster
-    url: str
-    folder: Path
-    config_id: str = ""
-    workers: list[WorkerProcess] = field(default_factory=list)
-    proxies: list[TcpProxy] = field(default_factory=list)
-    wall_minus_monotonic: float = field(
-        default_factory=lambda: datetime.now(UTC).timestamp() - time.monotonic()
-    )
-
-    def env(self, url: str) -> dict[str, str]:
-        return {
-            "SAFELIGHT_DATABASE_URL": url,
-            "SAFELIGHT_HOME": str(self.folder / "home"),
-            "SAFELIGHT_PROXY_ROOT": str(self.folder / "proxies"),
-            "SAFELIGHT_LEASE_SECONDS": str(LEASE_SECONDS),
-            "SAFELIGHT_HEARTBEAT_SECONDS": "0.5",
-            "SAFELIGHT_POLL_SECONDS": "0.5",
-            "SAFELIGHT_RECOVERY_INTERVAL_SECONDS": str(RECOVERY_SECONDS),
-            "SAFELIGHT_SHUTDOWN_GRACE_SECONDS": "1",
-            "SAFELIGHT_MAX_CONCURRENT_FILES": "1",
-        }
-
-    def start(
-        self, name: str, *, through_proxy: bool = False
-    ) -> tuple[WorkerProcess, TcpProxy | None]:
-        proxy = None
-        url = self.url
-        if through_proxy:
-            proxy = TcpProxy("127.0.0.1", self.cluster.port)
-            self.proxies.append(proxy)
-            url = url.replace(f":{self.cluster.port}/", f":{proxy.port}/")
-        worker = start_worker(name, self.folder / "workers", self.env(url))
-        self.workers.append(worker)
-        return worker, proxy
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.url) as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
-
-    def add_config(self, photos: int) -> None:
-        library = self.folder / "library"
-        generate_jpegs(library, photos, 0.3, seed=9, per_folder=10)
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            row = conn.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at) "
-                "VALUES ('alice', %s, now()) RETURNING id",
-                (str(library.resolve()),),
-            ).fetchone()
-            assert row is not None
-            self.config_id = str(row[0])
-            # No crawl from the Workers' scheduler beside the test's own.
-            conn.execute(
-                "INSERT INTO work_schedules (name, kind, storage_config_id, next_run_at) "
-                "VALUES (%s, 'crawl', %s, now() + interval '1 day')",
-                (f"crawl:{self.config_id}", self.config_id),
-            )
-
-    def enqueue_crawl(self) -> int:
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            row = conn.execute(
-                "INSERT INTO work_items (kind, storage_config_id, requested_at) "
-                "VALUES ('crawl', %s, now()) RETURNING id",
-                (self.config_id,),
-            ).fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def idle(self) -> bool:
-        """Every Worker is up (it logs so once its database is open) and every item,
-        the Workers' start-up schedule included, is finished."""
-        if not all(f"worker(s) {w.name} serving" in w.log_text() for w in self.workers):
-            return False
-        rows = self.query(
-            "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')), count(*) "
-            "FROM work_items"
-        )
-        return rows[0][0] == 0 and rows[0][1] > 0
-
-    def status(self, item_id: int) -> tuple[str, int, str | None]:
-        ((status, attempt, worker),) = self.query(
-            "SELECT status::text, attempt, worker_id FROM work_items WHERE id = %s", item_id
-        )
-        return status, attempt, worker
-
-    def effects_outside_leases(self) -> list[checker.Violation]:
-        died = {w.pid: w.died_at for w in self.workers}
-        effects = effects_of(read_lines(w.journal for w in self.workers), died)
-        with psycopg.connect(self.url) as conn:
-            return checker.check_effects_within_lease(conn, effects, self.wall_minus_monotonic)
-
-
-@pytest.fixture
-def rig(private_cluster: PrivateCluster, fault_database: str, scratch: Path) -> Iterator[Rig]:
-    state = Rig(private_cluster, fault_database, scratch)
-    try:
-        yield state
-    finally:
-        for proxy in state.proxies:
-            proxy.heal()
-        for worker in state.workers:
-            worker.ensure_dead()
-        for proxy in state.proxies:
-            proxy.close()
 
 
 def test_a_claim_answered_after_its_lease_expired_touches_no_file(rig: Rig) -> None:

@@ -6,7 +6,14 @@ The self-stop goes too because it alone keeps a stale attempt from reaching its 
 transaction (``HandlerContext.fenced`` checks ``ensure_alive()`` first): with it on, the
 missing fence is reached only in the residual window, too rarely for one short run."""
 
+import sys
+from pathlib import Path
 from types import MappingProxyType
+
+# faultpoints sits beside the builds' folders (see its docstring).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import faultpoints
 
 from safelight.work import executor, store
 
@@ -24,3 +31,5 @@ executor._Attempt._self_stop_due = _no_self_stop  # type: ignore[method-assign]
 store.QUERIES = MappingProxyType(  # type: ignore[misc]
     {**store.QUERIES, "lock_attempt": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE"}
 )
+
+faultpoints.install()

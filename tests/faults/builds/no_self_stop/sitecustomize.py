@@ -3,6 +3,14 @@ neither its timer, nor ``ensure_alive()``, nor its heartbeat stops it when it ru
 half a lease without one. Losing its item (the heartbeat's fenced answer) or a shutdown
 still stops it, and every database write is still fenced."""
 
+import sys
+from pathlib import Path
+
+# faultpoints sits beside the builds' folders (see its docstring).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import faultpoints
+
 from safelight.work import executor
 
 
@@ -16,3 +24,5 @@ def _no_self_stop(self: object) -> None:
 
 executor._Attempt._overdue = _never_overdue  # type: ignore[method-assign]
 executor._Attempt._self_stop_due = _no_self_stop  # type: ignore[method-assign]
+
+faultpoints.install()
