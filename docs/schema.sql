@@ -307,6 +307,8 @@ CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month,
 
 CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at);
 
+CREATE INDEX ix_proxy_files_legacy_name ON public.proxy_files USING btree (asset_id, proxy_type) WHERE (path ~ '/[^/.]+\.[^/.]+$'::text);
+
 CREATE INDEX ix_proxy_files_path ON public.proxy_files USING btree (path) WHERE (path IS NOT NULL);
 
 CREATE INDEX ix_storage_configs_idle ON public.storage_configs USING btree (id) WHERE (active AND (running_item_id IS NULL));

@@ -39,6 +39,8 @@ RESULT_KEYS = {
     "skipped",
     "images",
     "videos",
+    "proxies_renamed",
+    "proxy_errors",
 }
 
 

@@ -362,7 +362,14 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert document["files"] == 5 and document["files_per_second"] == 2.5
     assert document["assets"] == {"image": 3, "video": 1, "total": 4}
     assert (document["new"], document["deleted"], document["soft_deleted_total"]) == (3, 1, 1)
-    assert document["proxies"] == {"made": 9, "files": 6, "folder": Path("/proxies/7")}
+    assert document["proxies"] == {
+        "made": 9,
+        "renamed": 0,
+        "files": 6,
+        "folder": Path("/proxies/7"),
+    }
+    assert document["proxy_errors"] == []
+    assert "renamed" not in rendered(document)
     assert document["errors"] == [{"path": "bad.jpg", "reason": "corrupt"}]
     text = rendered(document)
     assert "Done in 2.0 s (5 files, 2.5 files/s)" in text
@@ -371,6 +378,21 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert "bad.jpg corrupt" in text and "1 file could not be ingested" in text
     assert "burst_detection #2: no" in text
     assert "safelight purge 00000000" in text
+
+
+def test_the_summary_names_renamed_proxies_and_those_that_could_not_be() -> None:
+    document = summary(
+        result={
+            "total": 1,
+            "proxies_renamed": 3,
+            "proxy_errors": [{"path": "c/ab/abcd/thumbnail.jpg", "reason": "not renamed: gone"}],
+        }
+    )
+    assert document["proxies"]["renamed"] == 3
+    text = rendered(document)
+    assert "3 renamed from an older version's names" in text
+    assert "1 proxy file under the proxy folder could not be renamed" in text
+    assert "c/ab/abcd/thumbnail.jpg not renamed: gone" in text
 
 
 def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:

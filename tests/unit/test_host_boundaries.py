@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -21,7 +22,13 @@ from safelight.library.paths import (
     proxy_path,
 )
 from safelight.library.proxyroot import DatabaseIdentity, ProxyRootTaken, claim_proxy_root
-from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_empty_folders
+from safelight.library.proxytree import (
+    UnsafeProxyPath,
+    delete_file,
+    link_file,
+    open_file,
+    remove_empty_folders,
+)
 from safelight.library.roots import (
     DEMO_FOLDER,
     RootOverlap,
@@ -270,6 +277,67 @@ def test_a_file_kept_by_its_own_stat_is_not_deleted(tmp_path: Path) -> None:
     thumb = _proxy(root)
     kept = delete_file(root, thumb.relative_to(root).as_posix(), alive, keep=lambda st: True)
     assert kept is False and thumb.exists()
+
+
+def test_link_file_gives_the_very_file_a_second_name(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    thumb = _proxy(root)
+    link_file(root, thumb.relative_to(root).as_posix(), "thumbnail.7-1.jpg", alive)
+    new = thumb.parent / "thumbnail.7-1.jpg"
+    assert new.stat().st_ino == thumb.stat().st_ino and new.read_bytes() == b"proxy"
+    with pytest.raises(ValueError, match="not a file name"):
+        link_file(root, thumb.relative_to(root).as_posix(), "../escape.jpg", alive)
+
+
+def test_link_file_refuses_a_link_and_a_name_swapped_before_the_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "proxies"
+    secret = tmp_path / "original.jpg"
+    secret.write_bytes(b"the only copy")
+    thumb = _proxy(root)
+    relative = thumb.relative_to(root).as_posix()
+    thumb.unlink()
+    thumb.symlink_to(secret)
+    with pytest.raises(UnsafeProxyPath, match="not linked"):
+        link_file(root, relative, "thumbnail.7-1.jpg", alive)
+    assert not (thumb.parent / "thumbnail.7-1.jpg").exists()
+
+    # Checked as a file, then swapped for a link before the linkat: the new name would
+    # be that link, so it goes again.
+    thumb.unlink()
+    thumb.write_bytes(b"proxy")
+    real_link = os.link
+
+    def swap_then_link(src: str, dst: str, **kwargs: Any) -> None:
+        thumb.unlink()
+        thumb.symlink_to(secret)
+        real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(proxytree.os, "link", swap_then_link)
+    with pytest.raises(UnsafeProxyPath, match="changed while it was linked"):
+        link_file(root, relative, "thumbnail.7-1.jpg", alive)
+    assert not os.path.lexists(thumb.parent / "thumbnail.7-1.jpg")
+    assert secret.read_bytes() == b"the only copy"
+
+
+def test_open_file_reads_only_a_regular_file_reached_without_links(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    thumb = _proxy(root)
+    relative = thumb.relative_to(root).as_posix()
+    with open_file(root, relative) as f:
+        assert f.read() == b"proxy"
+    fifo = thumb.parent / "full_preview.jpg"
+    os.mkfifo(fifo)
+    with (
+        pytest.raises(UnsafeProxyPath, match="not a regular file"),
+        open_file(root, fifo.relative_to(root).as_posix()),
+    ):
+        pass
+    thumb.unlink()
+    thumb.symlink_to(tmp_path)
+    with pytest.raises(UnsafeProxyPath, match="symbolic link"), open_file(root, relative):
+        pass
 
 
 # --- the proxy root's marker ----------------------------------------------------------

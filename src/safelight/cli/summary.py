@@ -62,6 +62,11 @@ def build_summary(
         for e in (result or {}).get("skipped") or []
         if isinstance(e, Mapping)
     ]
+    proxy_errors = [
+        {"path": e.get("path"), "reason": e.get("reason")}
+        for e in (result or {}).get("proxy_errors") or []
+        if isinstance(e, Mapping)
+    ]
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -84,6 +89,7 @@ def build_summary(
         "soft_deleted_total": int(library["soft_deleted"]),
         "proxies": {
             "made": _count(result, "proxies"),
+            "renamed": _count(result, "proxies_renamed"),
             "files": int(library["proxy_files"]),
             "folder": proxy_folder,
         },
@@ -91,6 +97,7 @@ def build_summary(
         "burst_assets": int(library["burst_assets"]),
         "live_photos": int(library["live_photos"]),
         "errors": errors,
+        "proxy_errors": proxy_errors,
         "skipped": skipped,
         "seconds": round(seconds, 3),
         "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
@@ -149,10 +156,15 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{_plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
         f"{summary['deleted']} soft-deleted",
     )
+    renamed = (
+        f"; {proxies['renamed']} renamed from an older version's names"
+        if proxies.get("renamed")
+        else ""
+    )
     grid.add_row(
         "proxies",
         safe_text(
-            f"{proxies['made']} made (thumbnails, previews, BlurHashes); "
+            f"{proxies['made']} made (thumbnails, previews, BlurHashes){renamed}; "
             f"{proxies['files']} files in {proxies['folder']}"
         ),
     )
@@ -184,6 +196,21 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             listing.add_row(safe_text(error["path"]), safe_text(error["reason"]))
         parts += [
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
+            listing,
+        ]
+    proxy_errors = summary.get("proxy_errors") or []
+    if proxy_errors:
+        listing = Table.grid(padding=(0, 2))
+        listing.add_column(overflow="fold")
+        listing.add_column(overflow="fold")
+        for entry in proxy_errors:
+            listing.add_row(safe_text(str(entry["path"])), safe_text(str(entry["reason"])))
+        parts += [
+            Text(
+                f"{_plural(len(proxy_errors), 'proxy file')} under the proxy folder "
+                "could not be renamed (each still shows as it is):",
+                style="bold",
+            ),
             listing,
         ]
     skipped = summary.get("skipped") or []

@@ -17,9 +17,10 @@ the in-memory index they read must not change between the read and the write. Th
 slow parts (hashing, decoding, encoding) run outside that lock.
 
 At the end, live assets whose file the walk did not see are soft-deleted, unless they
-lie under a folder that could not be listed. A root that is missing, cannot be listed,
-or holds no media while the config has live assets fails the crawl and soft-deletes
-nothing: an unmounted share must not empty a library.
+lie under a folder that could not be listed; then proxies still under a name of before
+ADR 0016 get this attempt's (``library.legacynames``, ADR 0017). A root that is
+missing, cannot be listed, or holds no media while the config has live assets fails the
+crawl and soft-deletes nothing: an unmounted share must not empty a library.
 
 One bad file never stops a crawl: its relative path and reason go to the result and to
 ``asset_errors``; the next crawl retries it, and forgets the error once it succeeds.
@@ -50,7 +51,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
-from safelight.library import assets
+from safelight.library import assets, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     CrawlIndex,
@@ -68,9 +69,11 @@ from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
 from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
+from safelight.library.legacynames import LegacyProxy
 from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
+from safelight.library.proxytree import UnsafeProxyPath, delete_file
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
 
@@ -124,6 +127,9 @@ class _Tally:
     errors: list[FileError] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     seen_unchanged: list[int] = field(default_factory=list)
+    proxies_renamed: int = 0
+    proxy_errors: list[FileError] = field(default_factory=list)
+    """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
 
 
 class _Crawl:
@@ -192,6 +198,7 @@ class _Crawl:
         await self._process_all(files)
         stop_if_cancelled(self.ctx)
         await self._finish(error_paths)
+        await self._rename_legacy_proxies()
         self._progress(force=True)
         async with self.services.pool.connection() as conn:
             by_type = await assets.counts_by_type(conn, self.config_id)
@@ -225,6 +232,12 @@ class _Crawl:
             ),
             "images": by_type["image"],
             "videos": by_type["video"],
+            "proxies_renamed": self.tally.proxies_renamed,
+            "proxy_errors": _capped(
+                [{"path": e.path, "reason": e.reason} for e in self.tally.proxy_errors],
+                "path",
+                "reason",
+            ),
         }
 
     async def _walk(self) -> Walker:
@@ -310,6 +323,59 @@ class _Crawl:
                 await assets.record_error(conn, self.config_id, path, reason, now)
             await assets.clear_errors(conn, self.config_id, resolved)
         self.tally.counts["deleted"] += deleted
+
+    async def _rename_legacy_proxies(self) -> None:
+        """Give each of the config's proxies still under a legacy name this attempt's
+        name, a page at a time: link, repoint the rows (fenced), then delete each old
+        name no row names any more (library.legacynames, ADR 0017)."""
+        after: tuple[int, str] | None = (0, "")
+        while after is not None:
+            stop_if_cancelled(self.ctx)
+            async with self.services.pool.connection() as conn:
+                page = await legacynames.legacy_page(conn, self.config_id, after, _WRITE_BATCH)
+            after = page.after
+            if not page.proxies:
+                continue
+            linked = await asyncio.to_thread(self._link_tagged, page.proxies)
+            async with self.ctx.fenced() as conn:
+                left = await legacynames.repoint(conn, linked)
+            self.tally.proxies_renamed += len(linked)
+            async with self.services.pool.connection() as conn:
+                cur = await conn.execute(
+                    assets.QUERIES["proxy_paths_named"], {"paths": sorted(left)}
+                )
+                still = {row[0] for row in await cur.fetchall()}
+            # Only this attempt writes the config's rows, and never a legacy name: a name
+            # no row names now stays so.
+            await asyncio.to_thread(self._delete_old_names, sorted(left - still))
+
+    def _link_tagged(self, proxies: list[LegacyProxy]) -> list[tuple[LegacyProxy, str]]:
+        """Blocking (links, or copies): runs in a thread."""
+        linked = []
+        for legacy in proxies:
+            self.alive.check()
+            try:
+                new = legacynames.link_tagged(
+                    self.proxy_root, legacy, self.written_by, self.alive.ensure_alive
+                )
+            except (OSError, UnsafeProxyPath) as error:
+                self._proxy_error(legacy.name.relative, "not renamed", error)
+                continue
+            linked.append((legacy, new))
+        return linked
+
+    def _delete_old_names(self, relatives: list[str]) -> None:
+        """Blocking: runs in a thread. A name left behind is an orphan, for the sweep."""
+        for relative in relatives:
+            try:
+                delete_file(self.proxy_root, relative, self.alive.ensure_alive)
+            except (OSError, UnsafeProxyPath) as error:
+                self._proxy_error(relative, "renamed, but the old name was not deleted", error)
+
+    def _proxy_error(self, relative: str, what: str, error: OSError | UnsafeProxyPath) -> None:
+        reason = describe_os_error(error) if isinstance(error, OSError) else error.reason
+        self.ctx.logger.warning("crawl: proxy %s %s: %s", relative, what, reason)
+        self.tally.proxy_errors.append(FileError(relative, f"{what}: {reason}"))
 
     # --- one file --------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Deleting under the proxy root: through directory descriptors, never through a link.
+"""Deleting (and reading) under the proxy root: through directory descriptors, never
+through a link.
 
 Every delete opens the proxy root (which an operator may reach through links of their
 own: it is resolved once, in the settings), then each folder below it with
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from safelight.work.journal import side_effect
 
@@ -87,6 +89,54 @@ def inspect(root: Path, relative: str) -> os.stat_result | None:
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeProxyPath(relative, "is a symbolic link: not followed")
     return st
+
+
+@contextmanager
+def open_file(root: Path, relative: str) -> Iterator[IO[bytes]]:
+    """The regular file ``root/relative``, open for reading, reached without following a
+    link at any level; ``UnsafeProxyPath`` for a link or anything but a regular file,
+    ``FileNotFoundError`` when it is missing. (``O_NONBLOCK``: a FIFO put there does not
+    hang the open; it is refused like any other non-file.)"""
+    parts = _split(relative)
+    with _folder(root, parts[:-1], relative) as folder:
+        try:
+            fd = os.open(
+                parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder
+            )
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise UnsafeProxyPath(relative, "is a symbolic link: not followed") from None
+            raise
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeProxyPath(relative, "is not a regular file: not read")
+        yield file
+
+
+def link_file(root: Path, relative: str, new_name: str, ensure_alive: Callable[[], None]) -> None:
+    """Give the regular file ``root/relative`` a second name, ``new_name``, in its own
+    folder (a journalled ``write``, checked by ``ensure_alive``): ``linkat`` relative to
+    the folder's descriptor, which never follows a link. Had the old name been swapped for
+    something else between the check and the link, the new name would not be the file
+    checked: it is then unlinked again and ``UnsafeProxyPath`` raised. ``OSError`` from
+    ``link`` itself (``EPERM`` where the file system has no hard links) propagates."""
+    parts = _split(relative)
+    if "/" in new_name or new_name in ("", ".", ".."):
+        raise ValueError(f"not a file name: {new_name!r}")
+    with _folder(root, parts[:-1], relative) as fd:
+        st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeProxyPath(relative, "is a symbolic link or not a file: not linked")
+        target = root / "/".join([*parts[:-1], new_name])
+        with side_effect("write", target, ensure_alive):
+            os.link(parts[-1], new_name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        linked = os.stat(new_name, dir_fd=fd, follow_symlinks=False)
+        if (linked.st_dev, linked.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(
+            linked.st_mode
+        ):
+            with side_effect("delete", target, ensure_alive):
+                os.unlink(new_name, dir_fd=fd)
+            raise UnsafeProxyPath(relative, "changed while it was linked: not linked")
 
 
 def delete_file(

@@ -190,6 +190,33 @@ DELETE FROM proxy_files WHERE path = ANY(%(paths)s)
 -- Which of these paths (relative to the proxy root) some proxy row names.
 SELECT DISTINCT path FROM proxy_files WHERE path = ANY(%(paths)s)
 
+-- proxies_legacy_of_config --
+-- A page of a config's live proxy rows whose file name is <type>.<ext> (before ADR 0016),
+-- in (asset, type) order after a key. The pattern is the one of
+-- ix_proxy_files_legacy_name (migration 0007), written the same so that the planner
+-- uses that index: empty once every proxy is renamed, so this costs a crawl nothing.
+SELECT p.asset_id, p.proxy_type, p.path
+FROM proxy_files p
+WHERE p.path ~ '/[^/.]+\.[^/.]+$'
+  AND (p.asset_id, p.proxy_type) > (%(after_asset)s::bigint, %(after_type)s::text)
+  AND EXISTS (
+    SELECT 1 FROM assets a
+    WHERE a.id = p.asset_id AND a.storage_config_id = %(config_id)s AND NOT a.is_deleted
+  )
+ORDER BY p.asset_id, p.proxy_type
+LIMIT %(limit)s
+
+-- proxies_repoint --
+-- Each row that still names its legacy file names the new one; the legacy names it left.
+UPDATE proxy_files p
+SET path = r.new_path
+FROM unnest(
+    %(asset_ids)s::bigint[], %(proxy_types)s::text[], %(old_paths)s::text[],
+    %(new_paths)s::text[]
+) AS r(asset_id, proxy_type, old_path, new_path)
+WHERE p.asset_id = r.asset_id AND p.proxy_type = r.proxy_type AND p.path = r.old_path
+RETURNING r.old_path
+
 -- tokens_delete_expired --
 -- Delete the auth tokens that expired before now.
 DELETE FROM auth_tokens WHERE expires_at < %(now)s
