@@ -16,7 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.library import legacynames
 from safelight.library.paths import parse_proxy_name
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, make_harness, write
+from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
 
 pytestmark = pytest.mark.integration
 
@@ -201,3 +201,36 @@ async def test_without_hard_links_the_file_is_copied_under_its_new_name(
         assert (h.proxy_root / path).read_bytes() == before[key]
         assert not (h.proxy_root / legacy[key]).exists()
     assert not list((h.proxy_root / ".staging").glob("*.tmp"))
+
+
+async def test_a_crawl_that_dies_between_link_and_repoint_leaves_only_orphans(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash ADR 0016 feared of a rename: the new names exist, the rows still name
+    the old ones (which are still there), the next crawl renames under its own names,
+    and the sweep deletes the dead attempt's names past its age floor."""
+    h = make_harness(pool, tmp_path)
+    config = await crawled_library(h, tmp_path, photos=1)
+    legacy = await make_legacy(h)
+
+    async def crash(*args: object) -> set[str]:
+        raise RuntimeError("the Worker died here")
+
+    monkeypatch.setattr(legacynames, "repoint", crash)
+    died = await h.run("crawl", config_id=config)
+    assert died.status is Status.FAILED
+    assert await proxy_rows(h) == legacy
+    for path in legacy.values():
+        assert (h.proxy_root / path).is_file()
+    folder = h.proxy_root / next(iter(legacy.values())).rsplit("/", 1)[0]
+    orphans = {p.name for p in folder.iterdir() if f".{died.id}-{died.attempt}." in p.name}
+    assert len(orphans) == 2
+
+    monkeypatch.undo()
+    again = await h.run("crawl", config_id=config)
+    assert again.result is not None and again.result["proxies_renamed"] == 2
+    rows = await proxy_rows(h)
+    assert all(f".{again.id}-{again.attempt}." in p for p in rows.values())
+    swept = await make_harness(pool, tmp_path, clock=later(2)).run("proxy_sweep")
+    assert swept.result is not None and swept.result["deleted"] == 2
+    assert {p.name for p in folder.iterdir()} == {p.rsplit("/", 1)[1] for p in rows.values()}
