@@ -60,8 +60,8 @@ from common import (
     write_result,
 )
 
+from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
-from safelight.work.clock import SystemClock
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.store import WorkStore, claim_query
 

@@ -64,12 +64,12 @@ from common import (
     write_result,
 )
 
+from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
 from safelight.library.hashing import hash_file
-from safelight.library.samplegen import generate_jpegs
-from safelight.work.clock import SystemClock
+from safelight.testing.samplegen import generate_jpegs
 from safelight.work.store import WorkStore
 
 CHUNK = 1 << 20

@@ -48,7 +48,7 @@ from safelight.library.decoding import ImageDecoder
 from safelight.library.images import ProxySpec
 from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB
 from safelight.library.metadata import MAX_IMAGE_PIXELS
-from safelight.library.samplegen import generate_jpegs
+from safelight.testing.samplegen import generate_jpegs
 
 MB = 1e6
 

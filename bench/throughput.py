@@ -54,9 +54,9 @@ from common import (
     write_result,
 )
 
+from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
-from safelight.work.clock import SystemClock
 from safelight.work.store import WorkStore
 
 BENCH = Path(__file__).resolve().parent

@@ -47,10 +47,10 @@ from common import (
     write_result,
 )
 
+from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
-from safelight.work.clock import SystemClock
 from safelight.work.store import WorkStore
 
 ALL_KINDS = [spec.name for spec in KIND_SPECS]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from safelight.core.journal import Journal, attempt_scope
 from safelight.work.model import Status, WorkItem
 
 
@@ -30,4 +32,12 @@ def running_item(
         attempt=attempt,
         stalls=0,
         worker_id=worker_id,
+    )
+
+
+def scope_of(journal: Journal | None, item: WorkItem) -> AbstractContextManager[None]:
+    """The journal's attempt scope of ``item``'s attempt, as a Worker sets it around the
+    handler."""
+    return attempt_scope(
+        journal, config_id=item.storage_config_id, item_id=item.id, attempt=item.attempt
     )

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from safelight.core.clock import Clock, SystemClock
+from safelight.core.journal import Journal, attempt_scope
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import check_schema
 from safelight.handlers import KIND_SPECS, Services, build_handlers
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
-from safelight.work.clock import Clock, SystemClock
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
-from safelight.work.journal import Journal, attempt_scope
 from safelight.work.maintenance import (
     LeaseRecovery,
     Periodic,
@@ -118,7 +118,10 @@ def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[
 
     def wrap(handler: Handler) -> Handler:
         async def with_journal(ctx: HandlerContext) -> dict[str, Any] | None:
-            with attempt_scope(journal, ctx.item):
+            item = ctx.item
+            with attempt_scope(
+                journal, config_id=item.storage_config_id, item_id=item.id, attempt=item.attempt
+            ):
                 return await handler(ctx)
 
         return with_journal

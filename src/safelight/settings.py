@@ -99,7 +99,7 @@ class Settings:
 
     log_format: str = "text"
     # Fault-injection runs only: a file that gets a JSON line before and after every
-    # file side effect of every attempt (safelight.work.journal). None: off.
+    # file side effect of every attempt (safelight.core.journal). None: off.
     side_effect_log: Path | None = None
 
     def __post_init__(self) -> None:

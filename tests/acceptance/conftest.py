@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from safelight.cli.main import cli
-from safelight.library.samplegen import generate_library
 from safelight.logs import CHATTY_LIBRARIES
+from safelight.testing.samplegen import generate_library
 from tests.acceptance.harness import Sample
 
 SAMPLE_SEED = 7

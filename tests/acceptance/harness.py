@@ -13,7 +13,7 @@ from typing import Any
 
 from click.testing import Result
 
-from safelight.library.samplegen import Manifest
+from safelight.testing.samplegen import Manifest
 
 REPO = Path(__file__).resolve().parents[2]
 

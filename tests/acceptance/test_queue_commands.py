@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from safelight.app import app_store
+from safelight.core.clock import SystemClock
 from safelight.db.database import open_database
 from safelight.settings import Settings
-from safelight.work.clock import SystemClock
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import json_of, safelight_process
 

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from safelight.library.paths import STAGING_FOLDER
-from safelight.library.samplegen import generate_jpegs
+from safelight.testing.samplegen import generate_jpegs
 from tests.faults.effects import Effect, effects_of, overlaps, read_lines
 from tests.faults.processes import WorkerProcess, start_worker, wait_for
 

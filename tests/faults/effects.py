@@ -2,7 +2,7 @@
 the first check: no two attempts of one storage config had side effects at once.
 
 A journal line is written, fsynced, before and after each file side effect of an
-attempt (``safelight.work.journal``). One effect's interval runs from its ``before`` to
+attempt (``safelight.core.journal``). One effect's interval runs from its ``before`` to
 its ``after``. A ``before`` with no ``after`` (the process was killed in the middle) is
 open until the process was known dead; for a process still running at the end (it
 should not be, the checker runs after every Worker stopped) it stays open for ever.
@@ -12,7 +12,7 @@ refused inside its interval, before anything was touched: it had no side effect,
 is left out. (No engine code writes it yet: see docs/reliability.md, bug 3.)
 
 The ``after`` line of an effect that succeeded may also carry the kernel's time of it
-(``folder_ctime_ns`` with ``realtime_ns``, see ``safelight.work.journal._kernel_time``):
+(``folder_ctime_ns`` with ``realtime_ns``, see ``safelight.core.journal._kernel_time``):
 an upper bound of when the effect ran, give or take ``KERNEL_CLOCK_MARGIN``, kept as
 ``Effect.kernel`` on the journal's clock. The interval itself is left as journalled;
 the checker decides when that bound may shorten it (``checker.clip_at_kernel_time``).

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from safelight.library.samplegen import generate_jpegs
+from safelight.testing.samplegen import generate_jpegs
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
 from tests.faults.effects import Effect, effects_of, read_lines

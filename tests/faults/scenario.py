@@ -45,10 +45,10 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
+from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
-from safelight.library.samplegen import generate_jpegs, generate_library
-from safelight.work.clock import SystemClock
+from safelight.testing.samplegen import generate_jpegs, generate_library
 from safelight.work.store import WorkStore
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster

@@ -28,8 +28,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.paths import parse_proxy_name
-from safelight.work.sql import QUERIES
-from safelight.work.store import RUNNING_CONFIG_INDEX, WorkStore
+from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
 from tests.faults import checker
 from tests.faults.processes import wait_for
 from tests.faults.rig import Rig

@@ -29,18 +29,18 @@ from uuid import UUID
 
 import pytest
 
+from safelight.core.clock import SystemClock
+from safelight.core.journal import Journal, side_effect
 from safelight.library import paths
 from safelight.library.crawl import publish_image_proxies
 from safelight.library.images import make_image_proxies
 from safelight.library.proxytree import delete_file
-from safelight.library.samplegen import generate_jpegs
-from safelight.work.clock import SystemClock
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.samplegen import generate_jpegs
 from safelight.work.errors import AttemptStopped, StopReason
-from safelight.work.fakeclock import FakeClock
-from safelight.work.journal import Journal, attempt_scope, side_effect
 from tests.faults.checker import check_side_effects
 from tests.faults.effects import effects_of, read_lines
-from tests.items import running_item
+from tests.items import running_item, scope_of
 
 pytestmark = pytest.mark.faults
 
@@ -83,7 +83,7 @@ def test_a_delete_frozen_while_its_journal_line_is_written_deletes_nothing(
     target.parent.mkdir(parents=True)
     target.write_bytes(b"a live asset's thumbnail, maybe")
     attempt = Attempt(tmp_path)
-    with attempt_scope(attempt.journal, ITEM), contextlib.suppress(AttemptStopped):
+    with scope_of(attempt.journal, ITEM), contextlib.suppress(AttemptStopped):
         delete_file(root, target.relative_to(root).as_posix(), attempt.ensure_alive)
     assert target.exists(), "the woken attempt deleted the file"
     assert attempt.effects() == []
@@ -96,7 +96,7 @@ def test_a_proxy_write_frozen_while_its_journal_line_is_written_touches_no_file_
     proxies = make_image_proxies(source)
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path)
-    with attempt_scope(attempt.journal, ITEM), pytest.raises(AttemptStopped):
+    with scope_of(attempt.journal, ITEM), pytest.raises(AttemptStopped):
         publish_image_proxies(
             proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
         )
@@ -122,7 +122,7 @@ def test_a_proxy_write_s_interval_ends_with_its_rename_not_with_the_folder_s_fsy
         fsync_dir(folder)
 
     monkeypatch.setattr(paths, "_fsync_dir", watched)
-    with attempt_scope(attempt.journal, ITEM):
+    with scope_of(attempt.journal, ITEM):
         publish_image_proxies(
             proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
         )
@@ -159,7 +159,7 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
         return made
 
     monkeypatch.setattr(paths.tempfile, "mkstemp", frozen_right_after)
-    with attempt_scope(attempt.journal, ITEM), pytest.raises(AttemptStopped):
+    with scope_of(attempt.journal, ITEM), pytest.raises(AttemptStopped):
         publish_image_proxies(
             proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
         )
@@ -196,7 +196,7 @@ class Freezer:
         time.sleep(0.15)
         # Lease recovery gave the item to its next attempt, which deletes a proxy of
         # the config meanwhile.
-        with attempt_scope(self.journal, NEXT), side_effect("delete", self.next_target):
+        with scope_of(self.journal, NEXT), side_effect("delete", self.next_target):
             self.next_target.unlink()
         time.sleep(0.15)
         self.freezes.append((stop, time.monotonic()))
@@ -231,7 +231,7 @@ def frozen_rename(
             freezer.freeze()
 
     monkeypatch.setattr(os, "replace", replace_frozen)
-    with attempt_scope(journal, ITEM):
+    with scope_of(journal, ITEM):
         paths.move_into_place(staged, target, lambda: None)
     monkeypatch.undo()
     journal.close()

@@ -22,8 +22,8 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import KIND_SPECS, Handler, Services, build_handlers
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status, WorkItem
 from safelight.work.store import WorkStore
 

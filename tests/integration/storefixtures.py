@@ -9,7 +9,7 @@ from uuid import UUID
 
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.store import WorkStore
 

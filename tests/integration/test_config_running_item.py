@@ -10,7 +10,7 @@ from uuid import UUID
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import (
     ALL_KINDS,

@@ -11,8 +11,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.configs import ConfigError, StorageConfigs, resolve_root
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import InvalidWorkItem
-from safelight.work.fakeclock import FakeClock
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.store import WorkStore
 

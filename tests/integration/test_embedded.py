@@ -20,7 +20,7 @@ import pytest
 
 from safelight.db.database import open_database
 from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
 

@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.crawl import COUNTERS
 from safelight.library.decoding import ImageDecoder
-from safelight.library.samplegen import Manifest, generate_library
+from safelight.testing.samplegen import Manifest, generate_library
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import (
     copy_library,

@@ -10,10 +10,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
-from safelight.work.sql import QUERIES
-from safelight.work.store import MAX_CLAIM_BATCH, claim_query
+from safelight.work.store import MAX_CLAIM_BATCH, QUERIES, claim_query
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, make_store
 
 pytestmark = pytest.mark.integration

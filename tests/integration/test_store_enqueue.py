@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptLost, InvalidWorkItem
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.integration.storefixtures import (
     ALL_KINDS,

@@ -11,8 +11,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptLost
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Beat, CancelResult, RecoveryReport, Status
 from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
 

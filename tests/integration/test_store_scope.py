@@ -11,9 +11,9 @@ from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import connect
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
-from safelight.work.sql import QUERIES
+from safelight.work.store import QUERIES
 from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,

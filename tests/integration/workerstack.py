@@ -13,8 +13,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import KIND_SPECS, Services, build_handlers
 from safelight.settings import Settings
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import WorkItem
 from safelight.work.store import WorkStore
 from safelight.work.worker import Worker, WorkerSettings

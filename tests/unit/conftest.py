@@ -13,7 +13,7 @@ from uuid import UUID
 
 import pytest
 
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Beat
 from tests.items import running_item
 

@@ -39,8 +39,8 @@ from safelight.db.database import DatabaseUnavailable
 from safelight.library.configs import ConfigError
 from safelight.logs import CHATTY_LIBRARIES, masker
 from safelight.settings import Settings, SettingsError
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import InvalidWorkItem
-from safelight.work.fakeclock import FakeClock
 
 UNREACHABLE = "postgresql://u:pw-unit@127.0.0.1:1/x"
 

@@ -29,7 +29,7 @@ from safelight.library.decoding import (
 )
 from safelight.library.errors import CorruptMedia, MediaError
 from safelight.library.images import ProxySpec
-from safelight.library.samplegen import Manifest, generate_library
+from safelight.testing.samplegen import Manifest, generate_library
 
 SPEC = ProxySpec(thumbnail_width=32, preview_width=96)
 # Only a test that hangs on a bug waits this long; a passing one never does.

@@ -19,10 +19,10 @@ import psycopg
 import psycopg_pool
 import pytest
 
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
     Abandoned,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from safelight.work.clock import Clock, SystemClock, abandon, wait_done, wait_with_timeout
-from safelight.work.fakeclock import FakeClock
+from safelight.core.clock import Clock, SystemClock, abandon, wait_done, wait_with_timeout
+from safelight.testing.fakeclock import FakeClock
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

@@ -29,7 +29,7 @@ from safelight.library.images import (
     make_image_proxies,
 )
 from safelight.library.metadata import read_image_metadata
-from safelight.library.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
+from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,11 @@ from uuid import UUID
 
 import pytest
 
+from safelight.core.journal import Journal, attempt_scope, side_effect
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptStopped
-from safelight.work.fakeclock import FakeClock
-from safelight.work.journal import Journal, attempt_scope, side_effect
-from tests.items import running_item
 
 CONFIG = UUID("00000000-0000-0000-0000-0000000000c1")
-ITEM = running_item(id=7, attempt=3, config=CONFIG)
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -29,7 +27,7 @@ async def test_effects_inside_an_attempt_are_journalled_before_and_after(
 ) -> None:
     clock = FakeClock(monotonic_start=100.0)
     journal = Journal(tmp_path / "j" / "effects.jsonl", clock)
-    with attempt_scope(journal, ITEM):
+    with attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3):
         with side_effect("write", tmp_path / "a.jpg"):
             await clock.advance(2)
         # Library code in a thread still knows its attempt: to_thread copies the context.
@@ -54,7 +52,11 @@ def _delete_in_thread(path: Path) -> None:
 
 def test_a_failed_effect_still_closes_its_interval(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
-    with attempt_scope(journal, ITEM), pytest.raises(OSError), side_effect("delete", "x"):
+    with (
+        attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3),
+        pytest.raises(OSError),
+        side_effect("delete", "x"),
+    ):
         raise OSError("gone")
     journal.close()
     assert [(x["phase"], x.get("ok")) for x in _lines(tmp_path / "effects.jsonl")] == [
@@ -67,7 +69,7 @@ def test_outside_an_attempt_or_without_a_journal_nothing_is_written(tmp_path: Pa
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     with side_effect("write", "x"):
         pass
-    with attempt_scope(None, ITEM), side_effect("write", "y"):
+    with attempt_scope(None, config_id=CONFIG, item_id=7, attempt=3), side_effect("write", "y"):
         pass
     journal.close()
     assert (tmp_path / "effects.jsonl").read_text() == ""
@@ -81,7 +83,7 @@ def test_an_attempt_stopped_while_its_line_was_written_changes_nothing(tmp_path:
         raise AttemptStopped("self-stopped")
 
     with (
-        attempt_scope(journal, ITEM),
+        attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3),
         pytest.raises(AttemptStopped),
         side_effect("delete", "x", stopped),
     ):
@@ -122,7 +124,10 @@ def test_a_successful_effect_s_after_line_carries_the_kernel_s_time_of_it(
         target.mkdir()
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     real_before = time.time_ns()
-    with attempt_scope(journal, ITEM), side_effect(action, target):
+    with (
+        attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3),
+        side_effect(action, target),
+    ):
         if action == "write":
             os.replace(staged, target)
         elif action == "delete":
@@ -151,7 +156,10 @@ def test_the_kernel_s_time_is_the_folder_s_ctime_so_a_utime_cannot_set_it_back(
     folder.mkdir()
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     real_before = time.time_ns()
-    with attempt_scope(journal, ITEM), side_effect("write", folder / "a.jpg"):
+    with (
+        attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3),
+        side_effect("write", folder / "a.jpg"),
+    ):
         (folder / "a.jpg").write_bytes(b"jpeg")
         os.utime(folder, ns=(0, 0))  # an mtime from 1970; the ctime moves on
     journal.close()
@@ -161,7 +169,7 @@ def test_the_kernel_s_time_is_the_folder_s_ctime_so_a_utime_cannot_set_it_back(
 
 def test_a_failed_effect_or_an_unreadable_folder_records_no_kernel_time(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
-    with attempt_scope(journal, ITEM):
+    with attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3):
         with pytest.raises(FileNotFoundError), side_effect("delete", tmp_path / "gone.jpg"):
             (tmp_path / "gone.jpg").unlink()
         with side_effect("rmdir", tmp_path / "nowhere" / "x"):
@@ -184,7 +192,10 @@ def test_without_a_journal_no_kernel_time_is_read(
         return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "stat", counted)
-    with attempt_scope(None, ITEM), side_effect("delete", tmp_path / "x"):
+    with (
+        attempt_scope(None, config_id=CONFIG, item_id=7, attempt=3),
+        side_effect("delete", tmp_path / "x"),
+    ):
         pass
     with side_effect("delete", tmp_path / "y"):
         pass

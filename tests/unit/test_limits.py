@@ -37,7 +37,7 @@ from safelight.library.limits import (
 from safelight.library.metadata import VideoMetadata
 from safelight.library.video import ToolTimedOut, VideoProxySpec, _web_video_command, run_killable
 from safelight.settings import Settings, SettingsError
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 
 SMALL = ProxySpec(thumbnail_width=32, preview_width=96)
 
@@ -472,8 +472,8 @@ async def test_the_time_limit_runs_on_the_injected_clock(tmp_path: Path) -> None
 async def test_a_video_whose_ffmpeg_hangs_gets_a_per_file_timeout(tmp_path: Path) -> None:
     """The whole path: probe (real ffprobe), then a poster ffmpeg that never ends; the
     fake clock passes its limit, and the video's error names the limit."""
-    from safelight.library.samplegen import generate_library
     from safelight.library.video import make_video_proxies
+    from safelight.testing.samplegen import generate_library
 
     library = generate_library(tmp_path / "library", seed=9)
     if library.video_skipped_reason is not None:

@@ -10,7 +10,7 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from safelight.work.fakeclock import FakeClock
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.maintenance import (
     LeaseRecovery,
     Periodic,

@@ -22,7 +22,7 @@ from safelight.library.errors import (
     UnreadableFile,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifDate, apple_maker_note, exif_bytes, read_exif
+from safelight.library.exif import ExifDate, read_exif
 from safelight.library.metadata import (
     captured_at_from_exif,
     file_time,
@@ -31,7 +31,8 @@ from safelight.library.metadata import (
     read_video_metadata,
     video_metadata_from_probe,
 )
-from safelight.library.samplegen import Manifest, generate_library
+from safelight.testing.exif import apple_maker_note, exif_bytes
+from safelight.testing.samplegen import Manifest, generate_library
 
 HAVE_FFMPEG = shutil.which("ffmpeg") is not None and shutil.which("ffprobe") is not None
 EXIFTOOL = shutil.which("exiftool")

@@ -11,6 +11,7 @@ from uuid import UUID
 
 import pytest
 
+from safelight.core.journal import Journal, attempt_scope
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.paths import (
     AttemptTag,
@@ -21,15 +22,11 @@ from safelight.library.paths import (
     proxy_path,
     write_atomically,
 )
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptStopped
-from safelight.work.fakeclock import FakeClock
-from safelight.work.journal import Journal, attempt_scope
-from tests.items import running_item
 
 CONFIG = UUID("6f1c2d3e-4a5b-4c6d-8e7f-901234567890")
 HASH = "0123456789abcdef"
-
-JOURNAL_ITEM = running_item(id=1, attempt=1, config=None)
 
 
 @pytest.fixture
@@ -260,7 +257,7 @@ def test_a_stopped_attempt_leaves_not_even_a_temporary_file(tmp_path: Path) -> N
 def test_writes_are_journalled_around_the_publish(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     target = tmp_path / "p" / "preview.jpg"
-    with attempt_scope(journal, JOURNAL_ITEM):
+    with attempt_scope(journal, config_id=None, item_id=1, attempt=1):
         write_atomically(target, b"data", lambda: None, tmp_path / ".staging")
     journal.close()
     lines = [json.loads(x) for x in (tmp_path / "effects.jsonl").read_text().splitlines()]
@@ -275,7 +272,7 @@ def test_writes_are_journalled_around_the_publish(tmp_path: Path) -> None:
 def test_a_second_write_into_an_existing_folder_is_the_rename_alone(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "effects.jsonl", FakeClock())
     first, second = tmp_path / "p" / "thumbnail.jpg", tmp_path / "p" / "preview.jpg"
-    with attempt_scope(journal, JOURNAL_ITEM):
+    with attempt_scope(journal, config_id=None, item_id=1, attempt=1):
         write_atomically(first, b"a", lambda: None, tmp_path / ".staging")
         write_atomically(second, b"b", lambda: None, tmp_path / ".staging")
     journal.close()

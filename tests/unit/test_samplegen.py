@@ -16,7 +16,7 @@ from PIL import Image, ImageCms
 
 from safelight.library.exif import read_exif
 from safelight.library.mediatypes import is_ignored_name, media_type
-from safelight.library.samplegen import (
+from safelight.testing.samplegen import (
     Manifest,
     display_p3_profile,
     generate_jpegs,

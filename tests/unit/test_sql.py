@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from safelight.work.sql import parse_queries
+from safelight.core.sql import parse_queries
 
 
 def test_a_block_keeps_its_description_and_drops_the_notes_after_it() -> None:

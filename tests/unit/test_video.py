@@ -21,20 +21,20 @@ from PIL import Image
 
 from safelight.library import video
 from safelight.library.errors import CorruptMedia, UnsupportedMedia
-from safelight.library.samplegen import (
-    GREEN,
-    RED,
-    Manifest,
-    generate_library,
-    marker_picture,
-    set_mp4_rotation,
-)
 from safelight.library.video import (
     VideoProxySpec,
     killable_command,
     make_video_proxies,
     probe_video,
     run_killable,
+)
+from safelight.testing.samplegen import (
+    GREEN,
+    RED,
+    Manifest,
+    generate_library,
+    marker_picture,
+    set_mp4_rotation,
 )
 
 FFMPEG = shutil.which("ffmpeg")

@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import RunResult
-from safelight.work.fakeclock import FakeClock
 from safelight.work.model import Status, WorkItem
 from safelight.work.outcome import Succeeded
 from safelight.work.worker import Worker, WorkerSettings, worker_ids

@@ -32,8 +32,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from safelight.core.clock import Clock
 from safelight.terminal import first_line, printable
-from safelight.work.clock import Clock
 
 PLAIN_LINE_EVERY_SECONDS = 1.0
 # Counters shown besides the bar, in this order, with their labels.

@@ -10,7 +10,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.work.sql import load_queries
+from safelight.core.sql import load_queries
 
 QUERIES = load_queries("safelight.cli", "queries.sql")
 

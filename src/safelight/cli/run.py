@@ -170,7 +170,7 @@ def ensure_demo_library(home: Path) -> tuple[Path, Any]:
     root = home / DEMO_FOLDER
     if root.is_dir() and any(root.iterdir()):
         return root, None
-    from safelight.library.samplegen import generate_library
+    from safelight.testing.samplegen import generate_library
 
     home.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{DEMO_FOLDER}-", dir=home))

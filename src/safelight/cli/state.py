@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 import click
 
 from safelight.app import open_app_database
+from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.logs import configure_logging, secrets_of_url
 from safelight.settings import Settings
-from safelight.work.clock import Clock, SystemClock
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from safelight import __version__
-from safelight.work.sql import load_queries
+from safelight.core.sql import load_queries
 
 _log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from uuid import UUID
 
 import psycopg
 
-from safelight.work.clock import Clock
+from safelight.core.clock import Clock
 from safelight.work.errors import AttemptStopped, WorkError
 from safelight.work.model import WorkItem
 

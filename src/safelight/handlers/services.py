@@ -7,9 +7,9 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.core.clock import Clock
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
-from safelight.work.clock import Clock
 from safelight.work.store import WorkStore
 
 

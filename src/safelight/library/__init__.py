@@ -1,15 +1,32 @@
-"""The library domain's media layer: pure functions over original files, no database.
+"""The library domain: storage configs, their originals, and the assets and proxies made
+from them. Two kinds of module live here side by side.
 
-- ``paths``: confinement of paths under a storage root, proxy locations, atomic writes.
+Database code, on PostgreSQL through a connection or pool the caller passes (writes on
+the caller's fenced transaction), every query a named block of ``queries.sql`` or
+``configs.sql``:
+
+- ``configs``: storage configs, the folders of originals that scope work.
+- ``assets``: the asset and proxy repository, and the owner of ``queries.sql``.
+- ``purge``: one soft-deleted asset's proxy files, then its rows.
+- ``legacynames``, ``proxyroot``: a few queries (the legacy-named proxies of a config
+  and their repointing; the database's identity) beside file code that needs none.
+
+Pure code, over files and values, with no database:
+
+- ``paths``, ``proxytree``, ``originals``, ``roots``: confinement under a root, proxy
+  locations, atomic writes, deletes through no link, which folders may be roots.
 - ``hashing``: the content hash that tracks a file across moves and renames.
 - ``mediatypes``: which files are photos or videos, and which names a crawl ignores.
 - ``metadata`` (with ``exif``): capture time, camera, size, orientation, burst and Live
   Photo identifiers, read without decoding pixels.
-- ``images``: thumbnail, preview and BlurHash of a photo, from one decode.
-- ``video``: ffprobe/ffmpeg proxies of a video, killable as a process group.
-- ``samplegen``: generated libraries for tests and ``safelight demo``.
+- ``images``, ``decoding``, ``video``, ``limits``: proxies of a photo or video, decoded
+  in a process pool or by ffmpeg, within what one file may cost the machine.
+- ``crawl``, ``sweep``, ``bursts``, ``livephotos``: the walk and index of a crawl, the
+  orphan proxy files, burst and Live Photo grouping.
 
-Every failure that belongs to one file is a ``MediaError`` (see ``errors``) carrying a
-short human reason, so a crawl records it against that file and moves on. This package
-imports nothing heavy: import the module you need.
+The library imports ``safelight.core`` (clock, named-SQL loader, side-effect journal)
+and never the engine (``safelight.work``): handlers join the two. Every failure that
+belongs to one file is a ``MediaError`` (see ``errors``) carrying a short human reason,
+so a crawl records it against that file and moves on. This package imports nothing
+heavy: import the module you need.
 """

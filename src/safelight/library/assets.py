@@ -16,8 +16,8 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
+from safelight.core.sql import load_queries
 from safelight.library.mediatypes import MediaType
-from safelight.work.sql import load_queries
 
 QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")
 

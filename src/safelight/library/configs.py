@@ -21,9 +21,9 @@ from uuid import UUID
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.core.clock import Clock
+from safelight.core.sql import load_queries
 from safelight.library.roots import OwnFolder, check_storage_root
-from safelight.work.clock import Clock
-from safelight.work.sql import load_queries
 
 QUERIES = load_queries("safelight.library", "configs.sql")
 

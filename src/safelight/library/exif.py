@@ -1,5 +1,4 @@
-"""A small, bounds-checked EXIF (TIFF IFD) reader for the few tags safelight needs, and
-the matching writer that ``samplegen`` uses to make test photos.
+"""A small, bounds-checked EXIF (TIFF IFD) reader for the few tags safelight needs.
 
 Why not Pillow's ``getexif()``: it parses every tag, warns (``UserWarning``) on the
 malformed blocks real cameras write, and does not read Apple's maker note. Here every
@@ -20,43 +19,40 @@ SubsecTime and OffsetTime (Exif IFD); and from maker notes:
 - Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
   endian): 0x1101 SequenceNumber when non-zero.
 
-Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables. ``exif_bytes`` and
-``apple_maker_note`` write the same tags (ExifTool reads what they write).
+Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables; they are public so
+that the writer of test photos (``safelight.testing.exif``) writes the very tags read here.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from datetime import datetime
 from typing import IO, Protocol
-
-from PIL import Image
 
 _TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4}
 _INT_FORMATS = {1: "B", 3: "H", 4: "I", 6: "b", 8: "h", 9: "i", 13: "I"}
 _MAX_ENTRIES = 1024  # real IFDs hold a few dozen; more means garbage
 _MAX_VALUE_BYTES = 1 << 20
 
-_TAG_MAKE = 0x010F
-_TAG_MODEL = 0x0110
-_TAG_ORIENTATION = 0x0112
-_TAG_EXIF_IFD = 0x8769
-_TAG_DATE_ORIGINAL = 0x9003
-_TAG_DATE_DIGITIZED = 0x9004
-_TAG_OFFSET_ORIGINAL = 0x9011
-_TAG_OFFSET_DIGITIZED = 0x9012
-_TAG_SUBSEC_ORIGINAL = 0x9291
-_TAG_SUBSEC_DIGITIZED = 0x9292
-_TAG_MAKER_NOTE = 0x927C
+TAG_MAKE = 0x010F
+TAG_MODEL = 0x0110
+TAG_ORIENTATION = 0x0112
+TAG_EXIF_IFD = 0x8769
+TAG_DATE_ORIGINAL = 0x9003
+TAG_DATE_DIGITIZED = 0x9004
+TAG_OFFSET_ORIGINAL = 0x9011
+TAG_OFFSET_DIGITIZED = 0x9012
+TAG_SUBSEC_ORIGINAL = 0x9291
+TAG_SUBSEC_DIGITIZED = 0x9292
+TAG_MAKER_NOTE = 0x927C
 
-_APPLE_BURST_UUID = 0x000B
-_APPLE_MEDIA_GROUP_UUID = 0x0011
-_CANON_CAMERA_SETTINGS = 0x0001
-_CANON_SHOT_INFO = 0x0004
-_PANASONIC_BURST_MODE = 0x002A
-_PANASONIC_SEQUENCE_NUMBER = 0x002B
-_FUJIFILM_SEQUENCE_NUMBER = 0x1101
+APPLE_BURST_UUID = 0x000B
+APPLE_MEDIA_GROUP_UUID = 0x0011
+CANON_CAMERA_SETTINGS = 0x0001
+CANON_SHOT_INFO = 0x0004
+PANASONIC_BURST_MODE = 0x002A
+PANASONIC_SEQUENCE_NUMBER = 0x002B
+FUJIFILM_SEQUENCE_NUMBER = 0x1101
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,27 +137,27 @@ def _read_tiff(src: _Source) -> ExifFields:
         return ExifFields()
     (ifd0_offset,) = struct.unpack(endian + "I", head[4:8])
     ifd0 = _read_ifd(src, ifd0_offset, endian, base=0)
-    make = _text(src, ifd0.get(_TAG_MAKE))
-    model = _text(src, ifd0.get(_TAG_MODEL))
-    orientation = _first_int(src, ifd0.get(_TAG_ORIENTATION), endian)
+    make = _text(src, ifd0.get(TAG_MAKE))
+    model = _text(src, ifd0.get(TAG_MODEL))
+    orientation = _first_int(src, ifd0.get(TAG_ORIENTATION), endian)
     if orientation is not None and not 1 <= orientation <= 8:
         orientation = None
 
     exif_ifd: dict[int, _Entry] = {}
-    exif_offset = _first_int(src, ifd0.get(_TAG_EXIF_IFD), endian)
+    exif_offset = _first_int(src, ifd0.get(TAG_EXIF_IFD), endian)
     if exif_offset is not None and exif_offset != ifd0_offset:
         exif_ifd = _read_ifd(src, exif_offset, endian, base=0)
     dates = tuple(
         ExifDate(value, _text(src, exif_ifd.get(subsec)), _text(src, exif_ifd.get(offset)))
         for tag, subsec, offset in (
-            (_TAG_DATE_ORIGINAL, _TAG_SUBSEC_ORIGINAL, _TAG_OFFSET_ORIGINAL),
-            (_TAG_DATE_DIGITIZED, _TAG_SUBSEC_DIGITIZED, _TAG_OFFSET_DIGITIZED),
+            (TAG_DATE_ORIGINAL, TAG_SUBSEC_ORIGINAL, TAG_OFFSET_ORIGINAL),
+            (TAG_DATE_DIGITIZED, TAG_SUBSEC_DIGITIZED, TAG_OFFSET_DIGITIZED),
         )
         if (value := _text(src, exif_ifd.get(tag))) is not None
     )
     burst_id = content_identifier = None
     sequence_number = None
-    note = exif_ifd.get(_TAG_MAKER_NOTE)
+    note = exif_ifd.get(TAG_MAKER_NOTE)
     if note is not None and note.size <= _MAX_VALUE_BYTES:
         burst_id, content_identifier, sequence_number = _read_maker_note(
             src, note, endian, make or ""
@@ -188,25 +184,25 @@ def _read_maker_note(
         apple_endian = ">" if head[12:14] == b"MM" else "<"
         ifd = _read_ifd(src, 14, apple_endian, base=note.offset)
         return (
-            _text(src, ifd.get(_APPLE_BURST_UUID)),
-            _text(src, ifd.get(_APPLE_MEDIA_GROUP_UUID)),
+            _text(src, ifd.get(APPLE_BURST_UUID)),
+            _text(src, ifd.get(APPLE_MEDIA_GROUP_UUID)),
             None,
         )
     if head.startswith(b"Panasonic\0"):
         note_endian = _guess_endian(src, note.offset + 12, endian)
         ifd = _read_ifd(src, note.offset + 12, note_endian, base=0)
-        burst_mode = _first_int(src, ifd.get(_PANASONIC_BURST_MODE), note_endian)
-        number = _first_int(src, ifd.get(_PANASONIC_SEQUENCE_NUMBER), note_endian)
+        burst_mode = _first_int(src, ifd.get(PANASONIC_BURST_MODE), note_endian)
+        number = _first_int(src, ifd.get(PANASONIC_SEQUENCE_NUMBER), note_endian)
         return None, None, number if burst_mode not in (None, 0) else None
     if head.startswith(b"FUJIFILM") and len(head) >= 12:
         (ifd_offset,) = struct.unpack("<I", head[8:12])
         ifd = _read_ifd(src, ifd_offset, "<", base=note.offset)
-        number = _first_int(src, ifd.get(_FUJIFILM_SEQUENCE_NUMBER), "<")
+        number = _first_int(src, ifd.get(FUJIFILM_SEQUENCE_NUMBER), "<")
         return None, None, number if number else None
     if make.lower().startswith("canon"):
         ifd = _read_ifd(src, note.offset, endian, base=0)
-        settings = _ints(src, ifd.get(_CANON_CAMERA_SETTINGS), endian)
-        shot_info = _ints(src, ifd.get(_CANON_SHOT_INFO), endian)
+        settings = _ints(src, ifd.get(CANON_CAMERA_SETTINGS), endian)
+        shot_info = _ints(src, ifd.get(CANON_SHOT_INFO), endian)
         continuous = settings[5] if len(settings) > 5 else 0
         if continuous != 0 and len(shot_info) > 9:
             return None, None, shot_info[9]
@@ -286,66 +282,3 @@ def _ints(src: _Source, entry: _Entry | None, endian: str) -> tuple[int, ...]:
 def _first_int(src: _Source, entry: _Entry | None, endian: str) -> int | None:
     values = _ints(src, entry, endian)
     return values[0] if values else None
-
-
-# --- writing (test and demo photos) ---------------------------------------------------------
-
-
-def exif_bytes(
-    *,
-    make: str | None = None,
-    model: str | None = None,
-    orientation: int | None = None,
-    captured_at: datetime | None = None,
-    maker_note: bytes | None = None,
-) -> bytes:
-    """An EXIF block (``Exif\\0\\0`` + TIFF) for ``Image.save(exif=...)``: IFD0 Make, Model,
-    Orientation; Exif IFD DateTimeOriginal = DateTimeDigitized with SubsecTime* (ms) and,
-    when ``captured_at`` is aware, OffsetTime*; and the maker note."""
-    exif = Image.Exif()
-    for tag, value in ((_TAG_MAKE, make), (_TAG_MODEL, model), (_TAG_ORIENTATION, orientation)):
-        if value is not None:
-            exif[tag] = value
-    sub = exif.get_ifd(_TAG_EXIF_IFD)
-    if captured_at is not None:
-        sub[_TAG_DATE_ORIGINAL] = sub[_TAG_DATE_DIGITIZED] = captured_at.strftime(
-            "%Y:%m:%d %H:%M:%S"
-        )
-        sub[_TAG_SUBSEC_ORIGINAL] = sub[_TAG_SUBSEC_DIGITIZED] = (
-            f"{captured_at.microsecond // 1000:03d}"
-        )
-        offset = captured_at.utcoffset()
-        if offset is not None:
-            minutes = int(offset.total_seconds()) // 60
-            text = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-            sub[_TAG_OFFSET_ORIGINAL] = sub[_TAG_OFFSET_DIGITIZED] = text
-    if maker_note is not None:
-        sub[_TAG_MAKER_NOTE] = maker_note
-    return exif.tobytes()
-
-
-def apple_maker_note(
-    *, burst_id: str | None = None, content_identifier: str | None = None
-) -> bytes:
-    """An Apple maker note: header, big-endian IFD at 14 with MakerNoteVersion, BurstUUID
-    and MediaGroupUUID, string values after it (offsets relative to the note)."""
-    strings = [
-        (tag, value.encode("ascii") + b"\0")
-        for tag, value in (
-            (_APPLE_BURST_UUID, burst_id),
-            (_APPLE_MEDIA_GROUP_UUID, content_identifier),
-        )
-        if value
-    ]
-    count = 1 + len(strings)
-    data_start = 14 + 2 + 12 * count + 4
-    table = struct.pack(">HHIi", 0x0001, 9, 1, 14)  # MakerNoteVersion 14, as recent iPhones
-    data = b""
-    for tag, raw in strings:
-        if len(raw) <= 4:  # TIFF keeps values of up to 4 bytes in the entry itself
-            table += struct.pack(">HHI4s", tag, 2, len(raw), raw)
-        else:
-            table += struct.pack(">HHII", tag, 2, len(raw), data_start + len(data))
-            data += raw
-    header = b"Apple iOS\0" + b"\x00\x01" + b"MM" + struct.pack(">H", count)
-    return header + table + b"\0" * 4 + data

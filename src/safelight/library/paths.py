@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import BinaryIO
 from uuid import UUID
 
+from safelight.core.journal import side_effect
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
-from safelight.work.journal import side_effect
 
 CONTENT_HASH_HEX_LENGTH = 16
 """Length of a content hash in hex digits (XXH3-64, see ``hashing``)."""

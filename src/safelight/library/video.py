@@ -38,6 +38,7 @@ from typing import Any
 
 from PIL import Image
 
+from safelight.core.clock import Clock, SystemClock, wait_done
 from safelight.library.errors import CorruptMedia, MediaError, UnsupportedMedia
 from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.limits import (
@@ -55,7 +56,6 @@ from safelight.library.metadata import (
 )
 from safelight.library.originals import Original
 from safelight.library.paths import open_original
-from safelight.work.clock import Clock, SystemClock, wait_done
 
 WEB_VIDEO_NAME = "video.mp4"
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from safelight.work.clock import Clock
+from safelight.core.clock import Clock
 from safelight.work.model import Beat, WorkItem
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from safelight.work.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
+from safelight.core.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
 from safelight.work.context import (
     AttemptStore,
     Handler,

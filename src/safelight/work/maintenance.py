@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from safelight.work.clock import Clock
+from safelight.core.clock import Clock
 from safelight.work.model import RecoveryReport
 from safelight.work.store import WorkStore
 

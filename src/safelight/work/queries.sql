@@ -1,5 +1,5 @@
 -- Every runtime query of the engine, as named blocks: "-- name --" then a line that
--- says what it does. Loaded once by safelight.work.sql. Every write of an attempt is
+-- says what it does. Loaded once by safelight.work.store. Every write of an attempt is
 -- fenced by (id, attempt) and status = 'running', and "no row" means the attempt lost
 -- the item.
 -- Times: a transition (claimed, started, heartbeat, lease, ended, finished) is stamped
@@ -49,7 +49,7 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- claimed_at is read per row in "history", after the item's row passed the running
 -- index: a claim that waited there for the end of its config's previous attempt is
 -- stamped after that end committed, so the history's intervals of a config never meet.
--- Only the description line is sent (safelight.work.sql): under 4096 characters, or
+-- Only the description line is sent (safelight.core.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at

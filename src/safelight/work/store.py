@@ -30,14 +30,16 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.core.clock import Clock
+from safelight.core.sql import load_queries
 from safelight.work.batching import Batcher
-from safelight.work.clock import Clock
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.model import Beat, CancelResult, RecoveryReport, Status, WorkItem
-from safelight.work.sql import QUERIES
 
 _log = logging.getLogger(__name__)
+
+QUERIES = load_queries("safelight.work", "queries.sql")
 
 RUNNING_CONFIG_INDEX = "ix_work_items_storage_config_running"
 DEDUP_INDEX = "ix_work_items_dedup_key_queued"
@@ -484,7 +486,7 @@ class WorkStore:  # pragma: no mutate block
 
     async def recover_expired_leases(self) -> RecoveryReport:
         """Take back every running item whose lease has expired by the database's clock
-        (or by the clock's :meth:`~safelight.work.clock.Clock.transition_time`).
+        (or by the clock's :meth:`~safelight.core.clock.Clock.transition_time`).
 
         Each is requeued in its place with one more stall, failed as stalled at the
         ``max_stalls``-th stall, or, when its dedup key already has a queued item,

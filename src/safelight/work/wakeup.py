@@ -16,8 +16,8 @@ from typing import Any
 
 import psycopg
 
+from safelight.core.clock import Clock
 from safelight.db.pool import connect
-from safelight.work.clock import Clock
 
 CHANNEL = "safelight_work"
 _log = logging.getLogger(__name__)

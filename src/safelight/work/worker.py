@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from safelight.work.clock import Clock
+from safelight.core.clock import Clock
 from safelight.work.errors import TRANSIENT_DATABASE_ERRORS
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem

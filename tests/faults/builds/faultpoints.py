@@ -26,7 +26,7 @@ def install() -> None:
     if not spec:
         return
     action, _, proxy_type = spec.partition(":")
-    from safelight.work import journal
+    from safelight.core import journal
 
     original = journal.Journal.write
     stopped = False

@@ -1,7 +1,7 @@
 """The one source of time for everything under ``src/``.
 
 Every part that reads or waits on time takes a :class:`Clock`. Production uses
-:class:`SystemClock`; tests use :class:`safelight.work.fakeclock.FakeClock`, which moves
+:class:`SystemClock`; tests use :class:`safelight.testing.fakeclock.FakeClock`, which moves
 only when the test advances it, so no test sleeps for real to wait for a deadline.
 
 Deadlines must therefore be built from the clock's own timers. ``asyncio.timeout`` and

@@ -1,6 +1,8 @@
-"""Loads ``queries.sql`` once into a read-only mapping of named queries.
+"""Loads a ``.sql`` file of named blocks once into a read-only mapping of named queries.
 
-Queries are never assembled from strings at run time: every value is a parameter.
+Each package keeps its queries in its own file, loaded by the module that runs them
+(``work.store`` loads ``work/queries.sql``). Queries are never assembled from strings
+at run time: every value is a parameter.
 """
 
 from __future__ import annotations
@@ -45,6 +47,3 @@ def _drop_notes(sql: str) -> str:
 
 def load_queries(package: str, filename: str) -> Mapping[str, str]:
     return parse_queries((resources.files(package) / filename).read_text("utf-8"))
-
-
-QUERIES = load_queries("safelight.work", "queries.sql")

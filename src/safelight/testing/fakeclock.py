@@ -1,6 +1,6 @@
 """A clock that moves only when a test moves it.
 
-:class:`FakeClock` implements :class:`safelight.work.clock.Clock`. Its time stands
+:class:`FakeClock` implements :class:`safelight.core.clock.Clock`. Its time stands
 still until the test calls :meth:`FakeClock.advance`, which fires exactly the timers
 and sleepers that fall due, in deadline order, and lets the event loop run after each
 one, so the tasks it wakes get to react before the next deadline. No test has to sleep
@@ -51,7 +51,7 @@ class FakeTimer:
 
 
 class FakeClock:
-    """A :class:`~safelight.work.clock.Clock` for tests; see the module docstring.
+    """A :class:`~safelight.core.clock.Clock` for tests; see the module docstring.
 
     ``start`` is the wall time :meth:`now` returns before the first advance, and
     ``monotonic_start`` what :meth:`monotonic` returns. Both move together.

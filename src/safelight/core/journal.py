@@ -19,7 +19,9 @@ that ran on waking, though both intervals span the freeze.
 
 The current attempt travels in a context variable set around the handler, so library
 code deep in a thread (``asyncio.to_thread`` copies the context) reports its effects
-without every function taking one more parameter.
+without every function taking one more parameter. The scope names the attempt by its
+ids (storage config, work item, attempt number), the fields every line carries, so the
+journal knows nothing of the engine's work items.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import UUID
 
-from safelight.work.clock import Clock
-from safelight.work.model import WorkItem
+from safelight.core.clock import Clock
 
 
 class Journal:
@@ -63,18 +65,24 @@ class Journal:
 
 
 @dataclass(frozen=True, slots=True)
-class _Attempt:
+class _Scope:
     journal: Journal
-    item: WorkItem
+    config_id: UUID | None
+    item_id: int
+    attempt: int
 
 
-_current: ContextVar[_Attempt | None] = ContextVar("safelight_attempt", default=None)
+_current: ContextVar[_Scope | None] = ContextVar("safelight_attempt", default=None)
 
 
 @contextmanager
-def attempt_scope(journal: Journal | None, item: WorkItem) -> Iterator[None]:
-    """Route the side effects reported inside this block to ``journal``, as ``item``'s."""
-    token = _current.set(None if journal is None else _Attempt(journal, item))
+def attempt_scope(
+    journal: Journal | None, *, config_id: UUID | None, item_id: int, attempt: int
+) -> Iterator[None]:
+    """Route the side effects reported inside this block to ``journal``, as those of
+    attempt ``attempt`` of work item ``item_id`` (of storage config ``config_id``)."""
+    scope = None if journal is None else _Scope(journal, config_id, item_id, attempt)
+    token = _current.set(scope)
     try:
         yield
     finally:
@@ -98,12 +106,11 @@ def side_effect(
             ensure_alive()
         yield
         return
-    item = current.item
     base: dict[str, object] = {
         "pid": os.getpid(),
-        "config": None if item.storage_config_id is None else str(item.storage_config_id),
-        "item": item.id,
-        "attempt": item.attempt,
+        "config": None if current.config_id is None else str(current.config_id),
+        "item": current.item_id,
+        "attempt": current.attempt,
         "action": action,
         "target": str(target),
     }
