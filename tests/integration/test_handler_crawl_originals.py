@@ -202,7 +202,7 @@ async def test_an_image_swapped_after_the_open_is_decoded_from_the_opened_file(
     # Hashed (the open happened); decode not yet started.
     after(
         monkeypatch,
-        "_decide_known_content",
+        "_decide",
         lambda: swap_folder_for_link(root / "album", tmp_path / "secret"),
     )
     decoder = ImageDecoder(decoder_processes) if decoder_processes else None

@@ -2,15 +2,12 @@
 
 Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing
 and writes run in threads; a photo's metadata and proxies in the Worker process's decode
-processes when it has them, ``Services.decoder``, else in a thread too). Per file:
-
-- a known path with the same size and mtime (ns) is unchanged: not hashed again;
-- otherwise it is hashed, and its content decides: the same as the asset at that path
-  (touched: the row takes the new stat); the content of a live asset elsewhere whose
-  file is gone (a move: the row follows, the proxies stay); the content of a live asset
-  whose file is still there (a duplicate copy: not a second asset); or new content (a
-  new asset: metadata, proxies written atomically, then the asset and its proxy rows in
-  one fenced transaction). A known path with new content soft-deletes its old asset.
+processes when it has them, ``Services.decoder``, else in a thread too). Per file,
+``library.decisions`` decides from what the crawl knows (unchanged by its stat, or, once
+hashed, touched, moved, a duplicate, or new content) and ``_apply`` makes the writes;
+new content is ingested: metadata, proxies written atomically, then the asset and its
+proxy rows in one fenced transaction. A known path with new content soft-deletes its
+old asset.
 
 Decisions and the writes that follow from them are taken one at a time (``_decide``):
 the in-memory index they read must not change between the read and the write. The
@@ -51,7 +48,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
-from safelight.library import assets, legacynames
+from safelight.library import assets, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     CrawlIndex,
@@ -380,10 +377,10 @@ class _Crawl:
     # --- one file --------------------------------------------------------------------
 
     async def _process(self, walked: WalkedFile) -> None:
-        known = self.index.at_path(walked.path)
-        if known and (known.size_bytes, known.modified_ns) == (walked.size, walked.mtime_ns):
+        unchanged = decisions.by_stat(self.index.at_path(walked.path), walked.size, walked.mtime_ns)
+        if unchanged is not None:
             self.tally.counts["unchanged"] += 1
-            self.tally.seen_unchanged.append(known.id)
+            self.tally.seen_unchanged.append(unchanged.asset.id)
             return
         try:
             # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
@@ -393,8 +390,7 @@ class _Crawl:
                     hash_descriptor, original.fd, ensure_alive=self.alive.check
                 )
                 self.tally.counts["hashed"] += 1
-                new = await self._decide_known_content(walked, hashed)
-                if new:
+                if await self._decide(walked, hashed):
                     await self._ingest(walked, original, hashed)
             finally:
                 original.close()
@@ -412,36 +408,47 @@ class _Crawl:
             self.ctx.logger.exception("crawl: unexpected error on %s", walked.path)
             self._error(walked.path, f"unexpected error: {type(error).__name__}: {error}")
 
-    async def _decide_known_content(self, walked: WalkedFile, hashed: HashedFile) -> bool:
-        """Settle a file whose content is already accounted for; True if it is new content."""
+    async def _decide(self, walked: WalkedFile, hashed: HashedFile) -> bool:
+        """Decide a hashed file (``library.decisions``) and apply what is decided; True if
+        it is new content, to ingest. Under the lock: the index must not change between
+        the decision and its writes."""
         h = hashed.content_hash
         async with self.decide:
-            known = self.index.at_path(walked.path)
-            if known is not None and known.content_hash == h:
-                # Touched or copied over with the same bytes: same asset, new stat.
-                await self._relocate(known, walked, hashed)
+            decision = decisions.by_content(
+                walked.path,
+                h,
+                at_path=self.index.at_path(walked.path),
+                with_content=self.index.with_hash(h),
+                ingesting=self.inflight.get(h),
+            )
+            if isinstance(decision, decisions.AskOwner):
+                there = await self._still_there(decision.owner)
+                decision = decisions.by_owner(decision, still_there=there)
+            return await self._apply(decision, walked, hashed)
+
+    async def _apply(
+        self, decision: decisions.Decision, walked: WalkedFile, hashed: HashedFile
+    ) -> bool:
+        """The writes of one decision (the one place that makes them); True for new
+        content, whose writes come with its ingest."""
+        match decision:
+            case decisions.Touched(asset):
+                await self._relocate(asset, walked, hashed)
                 self.tally.counts["unchanged"] += 1
-                return False
-            owner = self.index.with_hash(h)
-            if owner is not None and owner.file_path != walked.path:
-                if await self._still_there(owner):
-                    self._duplicate(walked.path, owner.file_path)
-                    if known is not None:
-                        await self._soft_delete(known)
-                    return False
+            case decisions.Moved(asset, replaces):
                 async with self.ctx.fenced() as conn:
-                    if known is not None:
-                        await self._soft_delete_on(conn, known)
-                    await self._relocate_on(conn, owner, walked, hashed)
+                    if replaces is not None:
+                        await self._soft_delete_on(conn, replaces)
+                    await self._relocate_on(conn, asset, walked, hashed)
                 self.tally.counts["moved"] += 1
-                return False
-            if h in self.inflight:
-                self._duplicate(walked.path, self.inflight[h])
-                if known is not None:
-                    await self._soft_delete(known)
-                return False
-            self.inflight[h] = walked.path
-            return True
+            case decisions.Duplicate(same_as, replaces):
+                self._duplicate(walked.path, same_as)
+                if replaces is not None:
+                    await self._soft_delete(replaces)
+            case decisions.New():
+                self.inflight[hashed.content_hash] = walked.path
+                return True
+        return False
 
     async def _ingest(self, walked: WalkedFile, source: Original, hashed: HashedFile) -> None:
         h = hashed.content_hash

@@ -1,0 +1,104 @@
+"""What a crawl does with one walked file, decided from what it knows, with no I/O.
+
+Two looks. Before hashing, :func:`by_stat`: a known path with the same size and mtime
+(ns) is unchanged, and is not read. After hashing, :func:`by_content`, from the asset at
+the path, the live asset with that content, and the content being ingested right now:
+
+- ``Touched``: the same content as the asset at that path (touched, or copied over with
+  the same bytes): the same asset, with the new stat;
+- ``Moved``: the content of a live asset elsewhere whose file is gone: that asset
+  follows the file here (its proxies stay), and an asset of other content at this
+  path goes;
+- ``Duplicate``: the content of a live asset whose file is still there, or of a file
+  being ingested by this crawl right now: not a second asset; an asset of other content
+  at this path goes;
+- ``New``: content the library does not have yet: ingest it.
+
+Whether the other asset's file still holds its content is a fact only the file system
+knows, asked only when it matters: ``by_content`` then answers ``AskOwner``, and
+:func:`by_owner` decides with the answer. The crawl handler applies each decision in
+one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from safelight.library.assets import KnownAsset
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    asset: KnownAsset
+
+
+@dataclass(frozen=True, slots=True)
+class Touched:
+    asset: KnownAsset
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    asset: KnownAsset
+    """The asset that follows its content to the walked path."""
+    replaces: KnownAsset | None
+    """The asset of other content at that path, which goes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    same_as: str
+    """The path of the file that holds the content already."""
+    replaces: KnownAsset | None
+
+
+@dataclass(frozen=True, slots=True)
+class New:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class AskOwner:
+    """Find out whether ``owner``'s file still holds its content, then ask
+    :func:`by_owner` (unsure counts as there: a duplicate changes nothing, a wrong move
+    would take the asset away from a file that still holds it)."""
+
+    owner: KnownAsset
+    replaces: KnownAsset | None
+
+
+Decision = Touched | Moved | Duplicate | New
+
+
+def by_stat(at_path: KnownAsset | None, size: int, mtime_ns: int) -> Unchanged | None:
+    """``Unchanged`` when the path is known with this size and mtime; None: hash it."""
+    if at_path is not None and (at_path.size_bytes, at_path.modified_ns) == (size, mtime_ns):
+        return Unchanged(at_path)
+    return None
+
+
+def by_content(
+    path: str,
+    content_hash: str,
+    *,
+    at_path: KnownAsset | None,
+    with_content: KnownAsset | None,
+    ingesting: str | None,
+) -> Decision | AskOwner:
+    """Decide a hashed file. ``with_content``: the live asset with this content, if any;
+    ``ingesting``: the path this crawl is ingesting this content from, if any."""
+    if at_path is not None and at_path.content_hash == content_hash:
+        return Touched(at_path)
+    if with_content is not None and with_content.file_path != path:
+        return AskOwner(with_content, at_path)
+    if ingesting is not None:
+        return Duplicate(ingesting, at_path)
+    return New()
+
+
+def by_owner(ask: AskOwner, *, still_there: bool) -> Duplicate | Moved:
+    """The content's asset elsewhere: a copy of a file that is still there is a
+    duplicate; a file that is gone has moved here."""
+    if still_there:
+        return Duplicate(ask.owner.file_path, ask.replaces)
+    return Moved(ask.owner, ask.replaces)
