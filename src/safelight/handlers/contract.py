@@ -1,9 +1,8 @@
-"""What a handler may rely on: the handler contract, as a structural type.
+"""What a handler may rely on, and the helpers every handler shares.
 
-The executor hands every handler a context (``safelight.work.context.HandlerContext``)
-with the item, the clock, a logger, ``progress``, ``cancelled``, ``ensure_alive`` and
-``fenced``. Handlers are typed against this protocol rather than the class, so the two
-can evolve apart as long as the contract holds.
+The executor hands every handler a context (``safelight.work.context.HandlerContext``,
+re-exported here with ``Handler``, the engine's one definition of both) with the item,
+the clock, a logger, ``progress``, ``cancelled``, ``ensure_alive`` and ``fenced``.
 
 The rules every handler here keeps:
 
@@ -20,42 +19,23 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import threading
-from collections.abc import Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
-import psycopg
-
-from safelight.core.clock import Clock
+from safelight.work.context import Handler, HandlerContext
 from safelight.work.errors import AttemptStopped, WorkError
-from safelight.work.model import WorkItem
 
-
-class HandlerContext(Protocol):
-    @property
-    def item(self) -> WorkItem: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def logger(self) -> logging.Logger | logging.LoggerAdapter[Any]: ...
-
-    @property
-    def cancelled(self) -> asyncio.Event: ...
-
-    def progress(self, **counters: int) -> None: ...
-
-    def ensure_alive(self) -> None: ...
-
-    def fenced(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]: ...
-
-
-Handler = Callable[[HandlerContext], Coroutine[Any, Any, dict[str, Any] | None]]
-"""``async def handler(ctx) -> dict | None``, as the executor runs it (in a task of its own)."""
+__all__ = [
+    "Handler",
+    "HandlerContext",
+    "HandlerFailed",
+    "MalformedPayload",
+    "ThreadAlive",
+    "config_id_of",
+    "payload_keys",
+    "stop_if_cancelled",
+]
 
 
 class MalformedPayload(WorkError, ValueError):

@@ -48,7 +48,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
-from safelight.library import assets, decisions, legacynames
+from safelight.library import assets, configs, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     CrawlIndex,
@@ -103,7 +103,7 @@ async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
     payload_keys(ctx, frozenset())
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
-        config = await assets.config_by_id(conn, config_id)
+        config = await configs.config_by_id(conn, config_id)
         if config is None:
             raise HandlerFailed(f"storage config {config_id} does not exist")
         if not config.active:

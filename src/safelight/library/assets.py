@@ -25,14 +25,6 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 @dataclass(frozen=True, slots=True)
-class StorageConfig:
-    id: UUID
-    owner: str
-    root_path: str
-    active: bool
-
-
-@dataclass(frozen=True, slots=True)
 class KnownAsset:
     """What a crawl keeps in memory of one live asset."""
 
@@ -79,17 +71,6 @@ class ProxyRecord:
     size_bytes: int | None = None
     width: int | None = None
     height: int | None = None
-
-
-async def config_by_id(conn: Conn, config_id: UUID) -> StorageConfig | None:
-    cur = conn.cursor(row_factory=dict_row)
-    await cur.execute(QUERIES["config_by_id"], {"config_id": config_id})
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    return StorageConfig(
-        id=row["id"], owner=row["owner"], root_path=row["root_path"], active=row["active"]
-    )
 
 
 async def live_assets(conn: Conn, config_id: UUID) -> list[KnownAsset]:

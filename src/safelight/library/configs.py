@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -95,6 +96,14 @@ def _check_owner(owner: str) -> str:
     return owner
 
 
+async def config_by_id(conn: psycopg.AsyncConnection[Any], config_id: UUID) -> StorageConfig | None:
+    """One storage config, on the caller's connection."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["config_get"], {"id": config_id})
+    row = await cur.fetchone()
+    return None if row is None else _config_from_row(row)
+
+
 class StorageConfigs:
     """Adding, finding and disabling storage configs, on a pool of autocommit connections."""
 
@@ -140,10 +149,7 @@ class StorageConfigs:
 
     async def get(self, config_id: UUID) -> StorageConfig | None:
         async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(QUERIES["config_get"], {"id": config_id})
-            row = await cur.fetchone()
-        return None if row is None else _config_from_row(row)
+            return await config_by_id(conn, config_id)
 
     async def resolve_id(self, text: str) -> StorageConfig:
         """The config named by a full id or a unique prefix of one (at least

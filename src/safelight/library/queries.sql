@@ -5,10 +5,6 @@
 -- connection, because one item per storage config runs at a time (ADR 0008), so no
 -- other attempt changes a config's assets under a running handler.
 
--- config_by_id --
--- One storage config: its root folder and whether it is active.
-SELECT id, owner, root_path, active FROM storage_configs WHERE id = %(config_id)s
-
 -- database_identity --
 -- Which database this is, for the proxy root's marker: the cluster's id and the name.
 SELECT system_identifier, current_database() FROM pg_control_system()

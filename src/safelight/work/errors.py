@@ -59,3 +59,17 @@ TRANSIENT_DATABASE_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.InterfaceError,
     psycopg_pool.PoolTimeout,
 )
+
+
+def describe(error: BaseException) -> str:
+    """An exception as a work item's error records it: its type and its whole message,
+    no traceback."""
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def describe_briefly(error: BaseException) -> str:
+    """An exception for one log line: its type and the first line of its message
+    (psycopg's run to several)."""
+    lines = str(error).splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

@@ -42,6 +42,7 @@ from safelight.work.errors import (
     AttemptLost,
     AttemptStopped,
     StopReason,
+    describe,
 )
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
@@ -218,7 +219,7 @@ class Executor:
                 item.id,
                 item.attempt,
                 call,
-                _describe(exc),
+                describe(exc),
             )
             return RunResult(outcome, write, False)
         if not applied:
@@ -411,7 +412,7 @@ class _Attempt:
                     item.id,
                     item.attempt,
                     self._misses,
-                    _describe(exc),
+                    describe(exc),
                 )
                 continue
             self._misses = 0
@@ -460,15 +461,15 @@ class _Attempt:
             if error is None:
                 return Succeeded(handler.result())
             if isinstance(error, TRANSIENT_DATABASE_ERRORS):
-                return self._interrupted(_describe(error))
-            return self._failed(_describe(error), error)
+                return self._interrupted(describe(error))
+            return self._failed(describe(error), error)
         if error is not None and not isinstance(error, AttemptStopped):
             self._log.warning(
                 "work item %d attempt %d: the handler raised while stopping (%s): %s",
                 item.id,
                 item.attempt,
                 reason,
-                _describe(error),
+                describe(error),
                 exc_info=error,
             )
         if reason is StopReason.LOST:
@@ -501,9 +502,3 @@ class _Attempt:
             exc_info=error,
         )
         return Failed(text)
-
-
-def _describe(error: BaseException) -> str:
-    """An exception as stored in a work item's error: its type and message, no traceback."""
-    message = str(error)
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import psycopg
 
 from safelight.core.clock import Clock
+from safelight.work.errors import describe_briefly
 from safelight.work.model import RecoveryReport
 from safelight.work.store import WorkStore
 
@@ -97,11 +98,5 @@ async def every(
         try:
             await action()
         except (psycopg.Error, OSError, TimeoutError) as exc:
-            _log.warning("%s failed (%s); retrying in %g s", name, _describe(exc), seconds)
+            _log.warning("%s failed (%s); retrying in %g s", name, describe_briefly(exc), seconds)
         await clock.sleep(seconds)
-
-
-def _describe(exc: BaseException) -> str:
-    """The error's type and the first line of its message (psycopg's run to several)."""
-    lines = str(exc).splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
