@@ -208,7 +208,7 @@ async def test_two_claims_racing_for_one_config(
         bursts = await store.enqueue("burst_detection", config_id=config)
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_items"],
+            QUERIES["items_claim"],
             {
                 "worker_ids": ["A"],
                 "limit": 1,

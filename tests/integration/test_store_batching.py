@@ -138,7 +138,7 @@ async def test_outcomes_written_together_go_out_in_one_statement_each_fenced(
 
 
 def test_the_claim_is_written_for_each_batch_size_and_nothing_else_is_spliced() -> None:
-    template = QUERIES["claim_items"]
+    template = QUERIES["items_claim"]
     assert template.count("%(limit)s") == 4
     for n in (1, MAX_CLAIM_BATCH):
         sql = claim_query(n)
@@ -150,7 +150,7 @@ def test_the_claim_is_written_for_each_batch_size_and_nothing_else_is_spliced() 
 
 
 async def test_outcomes_are_never_prepared_while_claims_are(database_url: str) -> None:
-    """A plan for finish_attempts cached while work_attempts was small scanned the whole
+    """A plan for attempts_finish cached while work_attempts was small scanned the whole
     history on every outcome (docs/benchmarks.md, 3): it is planned anew each time."""
     one = await open_pool(database_url, min_size=1, max_size=1)
     try:
@@ -167,6 +167,6 @@ async def test_outcomes_are_never_prepared_while_claims_are(database_url: str) -
     finally:
         await one.close()
     # Compared by their description lines: the server holds them with $n placeholders.
-    claim, finish = (QUERIES[name].splitlines()[0] for name in ("claim_items", "finish_attempts"))
+    claim, finish = (QUERIES[name].splitlines()[0] for name in ("items_claim", "attempts_finish"))
     assert any(statement.startswith(claim) for statement in prepared)
     assert not any(statement.startswith(finish) for statement in prepared)

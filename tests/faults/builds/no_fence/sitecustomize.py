@@ -29,7 +29,7 @@ def _no_self_stop(self: object) -> None:
 executor._Attempt._overdue = _never_overdue  # type: ignore[method-assign]
 executor._Attempt._self_stop_due = _no_self_stop  # type: ignore[method-assign]
 store.QUERIES = MappingProxyType(  # type: ignore[misc]
-    {**store.QUERIES, "lock_attempt": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE"}
+    {**store.QUERIES, "attempt_lock": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE"}
 )
 
 faultpoints.install()
