@@ -179,7 +179,7 @@ async def test_two_claims_racing_for_one_config(
     url = fault_database
     if index == "dropped":
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP INDEX {RUNNING_CONFIG_INDEX}")  # type: ignore[arg-type]
+            conn.execute(f"DROP INDEX {RUNNING_CONFIG_INDEX}")
     clock = DatabaseTimeClock()
     pools = {
         app: AsyncConnectionPool(

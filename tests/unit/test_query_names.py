@@ -135,12 +135,12 @@ def _bindings(tree: ast.Module, nodes: list[ast.AST], module: str | None) -> dic
     its imports, and (for a module of ``src/``) its own top-level names."""
     names: dict[str, str] = {}
     if module is not None:
-        for node in tree.body:
-            target, _ = _assignment(node)
+        for statement in tree.body:
+            target, _ = _assignment(statement)
             if target is not None:
                 names[target] = f"{module}.{target}"
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                names[node.name] = f"{module}.{node.name}"
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                names[statement.name] = f"{module}.{statement.name}"
     for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:

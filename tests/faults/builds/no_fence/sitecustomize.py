@@ -13,7 +13,7 @@ from types import MappingProxyType
 # faultpoints sits beside the builds' folders (see its docstring).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import faultpoints
+import faultpoints  # type: ignore[import-not-found]  # on the sys.path entry above
 
 from safelight.work import executor, store
 
@@ -28,8 +28,12 @@ def _no_self_stop(self: object) -> None:
 
 executor._Attempt._overdue = _never_overdue  # type: ignore[method-assign]
 executor._Attempt._self_stop_due = _no_self_stop  # type: ignore[method-assign]
-store.QUERIES = MappingProxyType(  # type: ignore[misc]
-    {**store.QUERIES, "attempt_lock": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE"}
+# store's own name for the mapping (it imported it), so its lookups see the stand-in.
+store.QUERIES = MappingProxyType(  # type: ignore[attr-defined]
+    {
+        **store.QUERIES,  # type: ignore[attr-defined]
+        "attempt_lock": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE",
+    }
 )
 
 faultpoints.install()
