@@ -52,7 +52,7 @@ class Setup:
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.database_url) as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(sql, params).fetchall()
 
     def enqueue_crawl(self) -> int:
         with psycopg.connect(self.database_url, autocommit=True) as conn:
@@ -97,7 +97,7 @@ class Setup:
 
 
 def journal(worker: WorkerProcess) -> list[dict[str, Any]]:
-    return read_lines([worker.journal])  # type: ignore[return-value]
+    return read_lines([worker.journal])
 
 
 def between_files(worker: WorkerProcess) -> bool:

@@ -313,7 +313,7 @@ class Window:
 
 def install_audit(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(AUDIT_SQL)  # type: ignore[arg-type]
+        conn.execute(AUDIT_SQL)
 
 
 # --- 1 --------------------------------------------------------------------------------

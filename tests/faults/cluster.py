@@ -76,7 +76,7 @@ class PrivateCluster:
     def create_database(self, name: str) -> str:
         """Create and migrate database ``name``; its URL (TCP, 127.0.0.1)."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+            conn.execute(f'CREATE DATABASE "{name}"')
         url = self.url(name)
 
         async def migrated() -> None:

@@ -40,7 +40,7 @@ def fault_database(private_cluster: PrivateCluster) -> Iterator[str]:
         yield url
     finally:
         with psycopg.connect(private_cluster.url(), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

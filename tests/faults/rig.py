@@ -81,7 +81,7 @@ class Rig:
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.url) as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(sql, params).fetchall()
 
     def add_config(self, photos: int) -> None:
         library = self.folder / "library"
@@ -120,7 +120,9 @@ class Rig:
             "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')), count(*) "
             "FROM work_items"
         )
-        return rows[0][0] == 0 and rows[0][1] > 0
+        unfinished: int = rows[0][0]
+        items: int = rows[0][1]
+        return unfinished == 0 and items > 0
 
     def status(self, item_id: int) -> tuple[str, int, str | None]:
         ((status, attempt, worker),) = self.query(

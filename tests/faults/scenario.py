@@ -125,7 +125,7 @@ class Report:
     """Effects of stale attempts in the residual window that harm nothing by
     construction (``checker.Window``): reported, each with why, not violations."""
     drained: bool = False
-    seconds: Counter[str] = field(default_factory=Counter)
+    seconds: dict[str, float] = field(default_factory=dict)
     workdir: Path | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -258,7 +258,7 @@ class Scenario:
         checker.install_audit(url)
         if self.s.database_sabotage:
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(self.s.database_sabotage)  # type: ignore[arg-type]
+                conn.execute(self.s.database_sabotage)
         return url
 
     def _make_configs(self) -> None:

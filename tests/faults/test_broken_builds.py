@@ -178,7 +178,7 @@ async def test_two_claims_racing_for_one_config(
     url = fault_database
     if index == "dropped":
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP INDEX {RUNNING_CONFIG_INDEX}")  # type: ignore[arg-type]
+            conn.execute(f"DROP INDEX {RUNNING_CONFIG_INDEX}")
     clock = DatabaseTimeClock()
     pools = {
         app: AsyncConnectionPool(
@@ -207,7 +207,7 @@ async def test_two_claims_racing_for_one_config(
         bursts = await store.enqueue("burst_detection", config_id=config)
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_items"],
+            QUERIES["items_claim"],
             {
                 "worker_ids": ["A"],
                 "limit": 1,

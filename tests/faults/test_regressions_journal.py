@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,7 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path, freeze_on="never")
     at_freeze: list[dict[str, tuple[int, int]]] = []
-    mkstemp = paths.tempfile.mkstemp
+    mkstemp = tempfile.mkstemp
 
     def frozen_right_after(*args: Any, **kwargs: Any) -> tuple[int, str]:
         made = mkstemp(*args, **kwargs)
@@ -158,7 +159,7 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
         attempt.stopped = True
         return made
 
-    monkeypatch.setattr(paths.tempfile, "mkstemp", frozen_right_after)
+    monkeypatch.setattr(tempfile, "mkstemp", frozen_right_after)
     with scope_of(attempt.journal, ITEM), pytest.raises(AttemptStopped):
         publish_image_proxies(
             proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY

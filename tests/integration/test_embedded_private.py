@@ -53,7 +53,8 @@ def long_home(scratch: Path, length: int) -> Path:
 
 
 def socket_folder(url: str) -> Path:
-    return Path(conninfo_to_dict(url)["host"])
+    host: str = conninfo_to_dict(url)["host"]  # type: ignore[assignment]  # a URL with a host
+    return Path(host)
 
 
 def private_runtime_bases() -> list[Path]:

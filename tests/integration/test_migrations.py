@@ -161,7 +161,9 @@ def test_0005_names_the_items_already_running(empty_database: str) -> None:
             (busy, idle),
         )
         conn.execute(m0005.sql.encode())
-        named = dict(conn.execute("SELECT id, running_item_id FROM storage_configs").fetchall())
+        named: dict[Any, Any] = dict(
+            conn.execute("SELECT id, running_item_id FROM storage_configs").fetchall()
+        )
     assert named == {busy: running, idle: None}
 
 
@@ -222,14 +224,14 @@ async def test_a_database_with_migrations_this_release_does_not_know_is_refused(
         r"the database has migrations this safelight \(.+\) does not know: "
         r"0099_future.sql, 0100_later.sql; it was migrated by a newer release: upgrade safelight"
     )
-    conn = await connect(empty_database)
+    aconn = await connect(empty_database)
     try:
         with pytest.raises(NewerSchemaError, match=expected):
-            await migrate(conn)
+            await migrate(aconn)
         with pytest.raises(NewerSchemaError, match=expected):
-            await check_schema(conn)
+            await check_schema(aconn)
     finally:
-        await conn.close()
+        await aconn.close()
     for run_migrations in (True, False):
         with pytest.raises(NewerSchemaError, match=expected):
             await open_database(empty_database, tmp_path, run_migrations=run_migrations)
@@ -242,12 +244,12 @@ async def test_a_recorded_migration_of_another_name_is_unknown(database_url: str
         conn.execute(
             "UPDATE schema_migrations SET name = '0002_renamed.sql' WHERE version = '0002'"
         )
-    conn = await connect(database_url)
+    aconn = await connect(database_url)
     try:
         with pytest.raises(NewerSchemaError, match=r"does not know: 0002_renamed.sql;"):
-            await check_schema(conn)
+            await check_schema(aconn)
     finally:
-        await conn.close()
+        await aconn.close()
 
 
 async def test_a_migration_whose_file_changed_is_refused_naming_it(
@@ -262,12 +264,12 @@ async def test_a_migration_whose_file_changed_is_refused_naming_it(
         rf"file {file_checksums()['0004_claim_queue_order.sql'][:12]}…\); "
         r"an applied migration must never change"
     )
-    conn = await connect(database_url)
+    aconn = await connect(database_url)
     try:
         with pytest.raises(ChangedMigrationError, match=expected):
-            await migrate(conn)
+            await migrate(aconn)
     finally:
-        await conn.close()
+        await aconn.close()
     for run_migrations in (True, False):
         with pytest.raises(ChangedMigrationError, match=expected):
             await open_database(database_url, tmp_path, run_migrations=run_migrations)
@@ -296,12 +298,12 @@ async def test_a_database_migrated_before_checksums_gets_them_at_the_next_migrat
         ).fetchall()
     assert [c[0] for c in columns] == ["version", "name", "applied_at"]
 
-    conn = await connect(empty_database)
+    aconn = await connect(empty_database)
     try:
-        assert await migrate(conn) == [known[-1].name]
-        assert await migrate(conn) == []
+        assert await migrate(aconn) == [known[-1].name]
+        assert await migrate(aconn) == []
     finally:
-        await conn.close()
+        await aconn.close()
     assert recorded(empty_database) == file_checksums()
     # The same table as a database migrated from scratch.
     assert [r for r in _catalog(empty_database) if "schema_migrations" in str(r[1])] == [

@@ -109,7 +109,7 @@ async def test_outcomes_written_together_go_out_in_one_statement_each_fenced(
         store.cancel(c.id, c.attempt),
         store.complete(d.id, d.attempt + 1),  # a stale attempt: fenced out
     )
-    assert applied == [True, True, True, False]
+    assert applied == [True, True, True, False]  # type: ignore[comparison-overlap]  # a list
     assert len(await transactions_of(pool, [a.id, b.id, c.id])) == 1
     rows = {}
     for item in items:
@@ -137,7 +137,7 @@ async def test_outcomes_written_together_go_out_in_one_statement_each_fenced(
 
 
 def test_the_claim_is_written_for_each_batch_size_and_nothing_else_is_spliced() -> None:
-    template = QUERIES["claim_items"]
+    template = QUERIES["items_claim"]
     assert template.count("%(limit)s") == 4
     for n in (1, MAX_CLAIM_BATCH):
         sql = claim_query(n)
@@ -149,7 +149,7 @@ def test_the_claim_is_written_for_each_batch_size_and_nothing_else_is_spliced() 
 
 
 async def test_outcomes_are_never_prepared_while_claims_are(database_url: str) -> None:
-    """A plan for finish_attempts cached while work_attempts was small scanned the whole
+    """A plan for attempts_finish cached while work_attempts was small scanned the whole
     history on every outcome (docs/benchmarks.md, 3): it is planned anew each time."""
     one = await open_pool(database_url, min_size=1, max_size=1)
     try:
@@ -166,6 +166,6 @@ async def test_outcomes_are_never_prepared_while_claims_are(database_url: str) -
     finally:
         await one.close()
     # Compared by their description lines: the server holds them with $n placeholders.
-    claim, finish = (QUERIES[name].splitlines()[0] for name in ("claim_items", "finish_attempts"))
+    claim, finish = (QUERIES[name].splitlines()[0] for name in ("items_claim", "attempts_finish"))
     assert any(statement.startswith(claim) for statement in prepared)
     assert not any(statement.startswith(finish) for statement in prepared)

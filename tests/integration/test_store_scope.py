@@ -133,7 +133,7 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     try:
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_items"],
+            QUERIES["items_claim"],
             {
                 "worker_ids": ["A"],
                 "limit": 1,
@@ -230,7 +230,7 @@ async def test_a_claimer_passes_over_a_config_whose_head_another_claim_holds(
     try:
         await a_conn.execute("BEGIN")
         cur = await a_conn.execute(
-            QUERIES["claim_items"],
+            QUERIES["items_claim"],
             {
                 "worker_ids": ["A"],
                 "limit": 1,

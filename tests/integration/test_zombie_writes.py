@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library import purge
+from safelight.library import proxytree, purge
 from safelight.library.crawl import publish_image_proxies
 from safelight.library.images import make_image_proxies
 from safelight.library.paths import AttemptTag
@@ -108,7 +108,7 @@ async def test_a_stale_purge_s_late_unlink_cannot_remove_what_a_newer_attempt_wr
     assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
     newer_files: dict[str, str] = {}
     written: dict[str, tuple[bytes, int]] = {}
-    real_delete = purge.delete_file
+    real_delete = proxytree.delete_file  # what purge imported
 
     def late_delete(root: Path, relative: str, ensure_alive: Any) -> bool:
         if not newer_files:

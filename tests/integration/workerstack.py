@@ -89,7 +89,7 @@ def make_stack(pool: AsyncConnectionPool[Any], tmp_path: Path) -> Stack:
     executor = Executor(
         store,
         clock,
-        build_handlers(services),  # type: ignore[arg-type]
+        build_handlers(services),
         ExecutorSettings(
             lease_seconds=LEASE, heartbeat_seconds=HEARTBEAT, shutdown_grace_seconds=10.0
         ),

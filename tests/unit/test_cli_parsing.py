@@ -3,6 +3,7 @@ exit codes, JSON output, progress lines and the run summary."""
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import logging
@@ -412,7 +413,7 @@ def test_the_owner_falls_back_when_the_os_has_no_user_name(
     def no_user() -> str:
         raise KeyError("uid not found")
 
-    monkeypatch.setattr(admin.getpass, "getuser", no_user)
+    monkeypatch.setattr(getpass, "getuser", no_user)
     assert admin.os_user() == "owner"
 
 

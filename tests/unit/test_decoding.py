@@ -109,7 +109,7 @@ class Holder:
         """The pid of the process running ``hold``, once it runs."""
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(self._fd, lambda: ready.done() or ready.set_result(None))
+        loop.add_reader(self._fd, lambda: ready.done() or ready.set_result(None))  # type: ignore[func-returns-value]
         try:
             await asyncio.wait_for(ready, DEADLOCK_SECONDS)
         finally:

@@ -333,7 +333,8 @@ async def test_jump_moves_time_without_firing_then_advance_fires_what_is_due(
 
 def test_the_system_clock_leaves_transition_times_to_the_database() -> None:
     # None: every statement stamps its transition with the database's own clock.
-    assert SystemClock().transition_time() is None
+    clock: Clock = SystemClock()
+    assert clock.transition_time() is None
 
 
 async def test_the_system_clock_reads_utc_and_a_monotonic_clock() -> None:

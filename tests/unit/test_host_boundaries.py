@@ -12,7 +12,6 @@ from uuid import UUID
 
 import pytest
 
-from safelight.library import proxytree
 from safelight.library.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
@@ -250,7 +249,7 @@ def test_a_folder_swapped_for_a_link_mid_delete_sends_it_nowhere(
             config_folder.symlink_to(library / str(CONFIG), target_is_directory=True)
         return fd
 
-    monkeypatch.setattr(proxytree.os, "open", open_then_swap)
+    monkeypatch.setattr(os, "open", open_then_swap)
     with pytest.raises(UnsafeProxyPath):
         delete_file(root, target.relative_to(root).as_posix(), alive)
     assert original.read_bytes() == b"proxy"
@@ -314,7 +313,7 @@ def test_link_file_refuses_a_link_and_a_name_swapped_before_the_link(
         thumb.symlink_to(secret)
         real_link(src, dst, **kwargs)
 
-    monkeypatch.setattr(proxytree.os, "link", swap_then_link)
+    monkeypatch.setattr(os, "link", swap_then_link)
     with pytest.raises(UnsafeProxyPath, match="changed while it was linked"):
         link_file(root, relative, "thumbnail.7-1.jpg", alive)
     assert not os.path.lexists(thumb.parent / "thumbnail.7-1.jpg")

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image, ImageFile, ImageOps
 from PIL.JpegImagePlugin import JpegImageFile
 
-from safelight.library import images
+from safelight.library import images, metadata
 from safelight.library.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -171,7 +171,7 @@ def test_panorama_strip_is_bounded_in_height(tmp_path: Path) -> None:
 
 def test_the_original_is_decoded_once(library: Manifest, monkeypatch: pytest.MonkeyPatch) -> None:
     opened: list[object] = []
-    real_open = images.open_image
+    real_open = metadata.open_image  # what images imported
 
     def counting(fp: object) -> Image.Image:
         opened.append(fp)
@@ -239,7 +239,11 @@ def test_transparency_is_flattened_onto_white(tmp_path: Path) -> None:
     ],
 )
 def test_pixel_modes_become_rgb(
-    tmp_path: Path, mode: str, fmt: str, fill: object, expected: tuple[int, int, int] | None
+    tmp_path: Path,
+    mode: str,
+    fmt: str,
+    fill: float | tuple[float, ...] | None,
+    expected: tuple[int, int, int] | None,
 ) -> None:
     path = tmp_path / f"picture.{fmt.lower()}"
     picture = Image.new(mode, (64, 48), fill) if fill is not None else Image.new("P", (64, 48), 3)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -270,7 +271,8 @@ async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
 @pytest.mark.parametrize("tool", ["ffmpeg", "ffprobe"])
 async def test_missing_tools(library: Manifest, tmp_path: Path, tool: str) -> None:
     missing = tmp_path / f"no-{tool}"
-    spec = VideoProxySpec(**{tool: str(missing)})
+    tools: dict[str, Any] = {tool: str(missing)}
+    spec = VideoProxySpec(**tools)
     with pytest.raises(UnsupportedMedia) as caught:
         await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
     assert caught.value.reason == f"{missing} is not installed"
@@ -281,7 +283,7 @@ async def test_a_tool_that_vanishes_after_the_look_up_is_still_not_installed(
 ) -> None:
     """Found on the PATH, gone at the spawn: the spawn's own error says so."""
     monkeypatch.setattr(video, "_SETPRIV", None)
-    monkeypatch.setattr(video.shutil, "which", lambda name: name)
+    monkeypatch.setattr(shutil, "which", lambda name: name)
     with pytest.raises(UnsupportedMedia) as caught:
         await run_killable([str(tmp_path / "gone")])
     assert caught.value.reason == f"{tmp_path / 'gone'} is not installed"

@@ -60,7 +60,7 @@ class Store:
         reply = self.claims.popleft() if self.claims else None
         if isinstance(reply, BaseException):
             raise reply
-        return reply  # type: ignore[no-any-return]
+        return reply
 
     async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
         self.calls.append((self.clock.monotonic() - 1000.0, "pending", sorted(kinds), owner))
@@ -98,10 +98,10 @@ def make(clock: FakeClock, store: Store, **kwargs: Any) -> tuple[Worker, Executo
     finished: list[Any] = []
     settings = kwargs.pop("settings", SETTINGS)
     worker = Worker(
-        store,
-        executor,
+        store,  # type: ignore[arg-type]  # a stand-in with the methods the Worker calls
+        executor,  # type: ignore[arg-type]  # likewise
         clock,
-        settings,  # type: ignore[arg-type]
+        settings,
         on_finished=lambda i, r: finished.append((i.id, r.outcome)),
         **kwargs,
     )

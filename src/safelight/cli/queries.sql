@@ -2,6 +2,10 @@
 -- summary `run` prints, as named blocks: "-- name --" then a line that says what it
 -- does. Loaded once by safelight.cli.queries. Nothing here writes; every filter is a
 -- parameter, NULL meaning "any".
+-- Names read subject first (ADR 0020): the table or thing the query reads or changes,
+-- singular for one row and plural for a set, then what it does or returns, then any
+-- qualifier (`items_list`, `status_failures`).
+-- tests/unit/test_query_names.py checks that each is used and each name used exists.
 
 -- items_list --
 -- Work items, newest first, filtered by status, config and kind.

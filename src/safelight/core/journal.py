@@ -134,8 +134,9 @@ def side_effect(
         # Written also when the effect failed: the interval ends either way.
         if kernel:
             # Realtime first, then the stamp: a delay between the two only makes the
-            # effect's time, mapped through them, later (see _kernel_time).
-            kernel["realtime_ns"] = time.time_ns()
+            # effect's time, mapped through them, later (see _kernel_time). The real
+            # clock, not the injected one: it is compared with the kernel's ctime.
+            kernel["realtime_ns"] = time.time_ns()  # noqa: TID251
         journal.write({**base, "phase": "after", "ok": ok, **kernel, "t": journal.stamp()})
 
 

@@ -1,5 +1,9 @@
 -- The bookkeeping of safelight.db.migrate, as named blocks: "-- name --" then a line
 -- that says what it does. The migrations themselves are the files of migrations/.
+-- Names read subject first (ADR 0020): the table or thing the query reads or changes,
+-- singular for one row and plural for a set, then what it does or returns, then any
+-- qualifier (`migration_record`, `migrations_applied`).
+-- tests/unit/test_query_names.py checks that each is used and each name used exists.
 
 -- migrations_lock --
 -- Waits for any other process migrating this database (a session lock).

@@ -4,6 +4,10 @@
 -- run the writes inside their attempt's fenced transaction; the reads may use any
 -- connection, because one item per storage config runs at a time (ADR 0008), so no
 -- other attempt changes a config's assets under a running handler.
+-- Names read subject first (ADR 0020): the table or thing the query reads or changes,
+-- singular for one row and plural for a set, then what it does or returns, then any
+-- qualifier (`asset_insert`, `proxies_of_asset`).
+-- tests/unit/test_query_names.py checks that each is used and each name used exists.
 
 -- database_identity --
 -- Which database this is, for the proxy root's marker: the cluster's id and the name.

@@ -16,8 +16,8 @@ One attempt, from claim to outcome (docs/executor.md has the whole story):
    the executor waits up to ``shutdown_grace_seconds`` for the handler to finish.
 4. The outcome follows from why the attempt stopped, never from what the handler raised
    while stopping. A handler cancelled because its attempt stopped never reaches
-   ``fail`` (design review of #337, finding 1): a self-stopped attempt that failed its
-   item once the database was back would end the item for good with no retry.
+   ``fail`` (docs/executor.md): a self-stopped attempt that failed its item once the
+   database was back would end the item for good with no retry.
 5. :func:`~safelight.work.outcome.record` makes the outcome's one store call, if any.
 """
 

@@ -9,23 +9,27 @@
 -- now(): now() is when the transaction began, and a statement that waited for the one
 -- before it (a row lock, the running index) would record a time before that one's end.
 -- requested_at and the schedules stay on the caller's clock (%(now)s, never NULL).
+-- Names read subject first (ADR 0020): the table or thing the query reads or changes,
+-- singular for one row and plural for a set, then what it does or returns, then any
+-- qualifier (`attempt_lock`, `items_claim`).
+-- tests/unit/test_query_names.py checks that each is used and each name used exists.
 
 -- config_check --
 -- Whether a storage config exists and is active (enqueue validates its scope).
 SELECT active FROM storage_configs WHERE id = %(config_id)s
 
--- enqueue_item --
+-- item_enqueue --
 -- Add a queued item, or nothing when its dedup key already has a queued item.
 INSERT INTO work_items (kind, storage_config_id, dedup_key, payload, requested_at)
 VALUES (%(kind)s, %(config_id)s, %(dedup_key)s, %(payload)s, %(now)s)
 ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
 RETURNING id
 
--- queued_id_by_dedup_key --
+-- item_queued_by_dedup_key --
 -- The queued item that holds a dedup key.
 SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 
--- claim_items --
+-- items_claim --
 -- Take the oldest eligible queued items, at most one for each Worker named, with leases.
 -- Eligible: a kind these Workers run; unscoped, or of an active config they serve that
 -- has no running item; and at most one item of a config. Two looks (bench/claim.py), so
@@ -141,7 +145,7 @@ WITH stamp AS MATERIALIZED (
 )
 SELECT * FROM claimed
 
--- heartbeat_attempt --
+-- attempt_heartbeat --
 -- Renew an attempt's lease; no row means the attempt lost the item.
 -- One stamp for both columns, read before any wait for the row: a lease counted from
 -- earlier only ends earlier, and it still starts after the beat was sent.
@@ -154,7 +158,7 @@ SET heartbeat_at = (SELECT at FROM stamp),
 WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
 RETURNING cancel_requested
 
--- finish_attempts --
+-- attempts_finish --
 -- End running attempts: succeeded, failed or cancelled (each fenced), and record them.
 -- One row per attempt in the arrays; a row back for each attempt that still held its item.
 -- finished_at is read as each row is written (PostgreSQL computes it again after
@@ -182,7 +186,7 @@ FROM finished f
 WHERE a.work_item_id = f.id AND a.attempt = f.attempt
 RETURNING a.work_item_id, a.attempt
 
--- release_attempt --
+-- attempt_release --
 -- Put a running attempt's item back to queued without a stall (graceful shutdown).
 WITH released AS (
     UPDATE work_items
@@ -196,9 +200,9 @@ FROM released r
 WHERE a.work_item_id = r.id AND a.attempt = r.attempt
 RETURNING a.work_item_id
 
--- retry_attempt --
+-- attempt_retry --
 -- Put an interrupted attempt's item back to queued in its place with one more stall (fenced).
--- The same decision as recover_expired_lease (taken_back_status, migration 0006): failed
+-- The same decision as item_recover_expired_lease (taken_back_status, migration 0006): failed
 -- once it reaches max_stalls, ended as superseded when its dedup key already has a
 -- queued item, else queued.
 WITH current AS (
@@ -235,7 +239,7 @@ WITH current AS (
 )
 SELECT new_status FROM retried
 
--- lock_attempt --
+-- attempt_lock --
 -- Fence a handler's transaction: the attempt still owns the item and its lease holds.
 -- FOR SHARE conflicts with recovery's UPDATE, so either recovery waits for this
 -- transaction to end, or this one sees the item gone.
@@ -244,7 +248,7 @@ WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
   AND lease_expires_at > coalesce(%(now)s::timestamptz, clock_timestamp())
 FOR SHARE
 
--- recover_expired_lease --
+-- item_recover_expired_lease --
 -- Take back one running item whose lease expired: requeue it in its place with one
 -- more stall, fail it once it reaches max_stalls, or end it as superseded when its
 -- dedup key already has a queued item (taken_back_status, migration 0006).
@@ -287,7 +291,7 @@ WITH stamp AS MATERIALIZED (
 )
 SELECT id, new_status FROM recovered
 
--- request_cancel --
+-- item_request_cancel --
 -- Cancel a queued item at once, or flag a running one for its attempt's next heartbeat.
 UPDATE work_items
 SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
@@ -306,7 +310,7 @@ SELECT * FROM work_items WHERE id = %(id)s
 -- The attempt history of one item, oldest first.
 SELECT * FROM work_attempts WHERE work_item_id = %(id)s ORDER BY attempt
 
--- delete_finished_items --
+-- items_delete_finished --
 -- Delete a batch of finished items older than the cutoff (their attempts cascade).
 DELETE FROM work_items
 WHERE id IN (
@@ -316,7 +320,7 @@ WHERE id IN (
     LIMIT %(batch)s
 )
 
--- pending_for_worker --
+-- items_pending_for_worker --
 -- How many items a Worker could still run are queued or running (for --until-idle).
 SELECT count(*)
 FROM work_items w
@@ -329,7 +333,7 @@ WHERE w.status IN ('queued', 'running')
         AND (c.active OR w.status = 'running'))
   )
 
--- active_config_ids --
+-- configs_active_ids --
 -- The active storage configs, optionally of one owner (the scheduler's crawls).
 SELECT id FROM storage_configs
 WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s::text)

@@ -57,14 +57,14 @@ def claim_query(count: int) -> str:
 
 
 def _claim_queries() -> dict[int, str]:
-    """``claim_items`` for each batch size, the size written into its text.
+    """``items_claim`` for each batch size, the size written into its text.
 
     The one exception to "every value is a parameter", for the planner's sake: with
     ``LIMIT %(limit)s`` PostgreSQL's generic plan assumes a tenth of the table, so it
     keeps planning the claim anew on every call (three times its cost). The sizes are
     this module's own integers, never input.
     """
-    template = QUERIES["claim_items"]
+    template = QUERIES["items_claim"]
     return {n: template.replace("%(limit)s", str(n)) for n in range(1, MAX_CLAIM_BATCH + 1)}
 
 
@@ -215,7 +215,7 @@ class WorkStore:  # pragma: no mutate block
                 await self._check_config(conn, config_id)
             cur = conn.cursor()
             await cur.executemany(
-                QUERIES["enqueue_item"],
+                QUERIES["item_enqueue"],
                 [
                     {
                         "kind": kind,
@@ -263,11 +263,11 @@ class WorkStore:  # pragma: no mutate block
         # The queued holder of a dedup key can be claimed between our insert and our
         # look-up; then the key is free again and the next insert succeeds.
         for _ in range(_ENQUEUE_TRIES):
-            cur = await conn.execute(QUERIES["enqueue_item"], params)
+            cur = await conn.execute(QUERIES["item_enqueue"], params)
             row = await cur.fetchone()
             if row is not None:
                 return int(row[0])
-            cur = await conn.execute(QUERIES["queued_id_by_dedup_key"], {"dedup_key": dedup_key})
+            cur = await conn.execute(QUERIES["item_queued_by_dedup_key"], {"dedup_key": dedup_key})
             row = await cur.fetchone()
             if row is not None:
                 return int(row[0])
@@ -369,7 +369,7 @@ class WorkStore:  # pragma: no mutate block
     async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["heartbeat_attempt"],
+                QUERIES["attempt_heartbeat"],
                 {
                     "id": item_id,
                     "attempt": attempt,
@@ -403,7 +403,7 @@ class WorkStore:  # pragma: no mutate block
     async def _finish_batch(self, endings: Sequence[_Ending]) -> list[bool]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["finish_attempts"],
+                QUERIES["attempts_finish"],
                 {
                     "ids": [e.item_id for e in endings],
                     "attempts": [e.attempt for e in endings],
@@ -443,7 +443,7 @@ class WorkStore:  # pragma: no mutate block
         """
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["retry_attempt"],
+                QUERIES["attempt_retry"],
                 {
                     "id": item_id,
                     "attempt": attempt,
@@ -457,7 +457,7 @@ class WorkStore:  # pragma: no mutate block
     async def release(self, item_id: int, attempt: int) -> bool:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["release_attempt"],
+                QUERIES["attempt_release"],
                 {"id": item_id, "attempt": attempt, "now": self._clock.transition_time()},
             )
             return await cur.fetchone() is not None
@@ -475,7 +475,7 @@ class WorkStore:  # pragma: no mutate block
         """
         async with self._pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
-                QUERIES["lock_attempt"],
+                QUERIES["attempt_lock"],
                 {"id": item_id, "attempt": attempt, "now": self._clock.transition_time()},
             )
             if await cur.fetchone() is None:
@@ -498,7 +498,7 @@ class WorkStore:  # pragma: no mutate block
             while True:
                 params = {"now": self._clock.transition_time(), "max_stalls": self._max_stalls}
                 try:
-                    cur = await conn.execute(QUERIES["recover_expired_lease"], params)
+                    cur = await conn.execute(QUERIES["item_recover_expired_lease"], params)
                 except pg_errors.UniqueViolation as exc:
                     # An enqueue committed a queued item with this dedup key after our
                     # snapshot; the next round sees it and supersedes instead.
@@ -551,14 +551,14 @@ class WorkStore:  # pragma: no mutate block
 
     async def active_config_ids(self, owner: str | None = None) -> list[UUID]:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(QUERIES["active_config_ids"], {"owner": owner})
+            cur = await conn.execute(QUERIES["configs_active_ids"], {"owner": owner})
             return [row[0] for row in await cur.fetchall()]
 
     async def pending_count(self, kinds: Collection[str], owner: str | None = None) -> int:
         """Items a Worker of ``kinds`` (and ``owner``) could run that are queued or running."""
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["pending_for_worker"], {"kinds": list(kinds), "owner": owner}
+                QUERIES["items_pending_for_worker"], {"kinds": list(kinds), "owner": owner}
             )
             row = await cur.fetchone()
         return int(row[0]) if row else 0
@@ -566,7 +566,8 @@ class WorkStore:  # pragma: no mutate block
     async def request_cancel(self, item_id: int) -> CancelResult:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                QUERIES["request_cancel"], {"id": item_id, "now": self._clock.transition_time()}
+                QUERIES["item_request_cancel"],
+                {"id": item_id, "now": self._clock.transition_time()},
             )
             row = await cur.fetchone()
             if row is not None:
@@ -595,7 +596,7 @@ class WorkStore:  # pragma: no mutate block
         async with self._pool.connection() as conn:
             while True:
                 cur = await conn.execute(
-                    QUERIES["delete_finished_items"], {"cutoff": cutoff, "batch": batch}
+                    QUERIES["items_delete_finished"], {"cutoff": cutoff, "batch": batch}
                 )
                 deleted += int(cur.rowcount)
                 if cur.rowcount < batch:

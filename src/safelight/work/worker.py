@@ -1,7 +1,7 @@
 """The Worker: claims one item at a time and runs it to its end, for months.
 
-One :class:`Worker` runs one item at a time, as spec #337 says; parallelism is inside
-the handler (``max_concurrent_files``). A process may run several Workers sharing its
+One :class:`Worker` runs one item at a time; parallelism is inside the handler
+(``max_concurrent_files``). A process may run several Workers sharing its
 pool and its LISTEN connection (``--concurrency``); the claim, not the process, keeps
 two items of one storage config from running at once.
 """

@@ -6,6 +6,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import faultpoints
+import faultpoints  # type: ignore[import-not-found]  # on the sys.path entry above
 
 faultpoints.install()

@@ -13,7 +13,7 @@ from types import MappingProxyType
 # faultpoints sits beside the builds' folders (see its docstring).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import faultpoints
+import faultpoints  # type: ignore[import-not-found]  # on the sys.path entry above
 
 from safelight.work import executor, store
 
@@ -28,8 +28,12 @@ def _no_self_stop(self: object) -> None:
 
 executor._Attempt._overdue = _never_overdue  # type: ignore[method-assign]
 executor._Attempt._self_stop_due = _no_self_stop  # type: ignore[method-assign]
-store.QUERIES = MappingProxyType(  # type: ignore[misc]
-    {**store.QUERIES, "lock_attempt": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE"}
+# The store's module-level mapping, which its lookups read: they see the stand-in.
+store.QUERIES = MappingProxyType(
+    {
+        **store.QUERIES,
+        "attempt_lock": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE",
+    }
 )
 
 faultpoints.install()

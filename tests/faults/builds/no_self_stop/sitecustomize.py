@@ -9,7 +9,7 @@ from pathlib import Path
 # faultpoints sits beside the builds' folders (see its docstring).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import faultpoints
+import faultpoints  # type: ignore[import-not-found]  # on the sys.path entry above
 
 from safelight.work import executor
 
