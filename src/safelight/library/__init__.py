@@ -21,7 +21,8 @@ Pure code, over files and values, with no database:
   Photo identifiers, read without decoding pixels.
 - ``images``, ``decoding``, ``video``, ``limits``: proxies of a photo or video, decoded
   in a process pool or by ffmpeg, within what one file may cost the machine.
-- ``crawl``, ``sweep``, ``bursts``, ``livephotos``: the walk and index of a crawl, the
+- ``crawl``, ``decisions``, ``sweep``, ``bursts``, ``livephotos``: the walk and index of
+  a crawl, what it does with each file (unchanged, touched, moved, duplicate, new), the
   orphan proxy files, burst and Live Photo grouping.
 
 The library imports ``safelight.core`` (clock, named-SQL loader, side-effect journal)
