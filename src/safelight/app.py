@@ -33,7 +33,7 @@ from safelight.work.maintenance import (
     every,
 )
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Failed, Interrupted, Succeeded, UnknownKind
+from safelight.work.outcome import Complete, Fail, Retry
 from safelight.work.store import WorkStore
 from safelight.work.wakeup import Listener, WakeupHub
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
@@ -64,8 +64,11 @@ class FinishedItem:
     kind: str
     storage_config_id: UUID | None
     outcome: str
+    """The outcome's name (``safelight.work.outcome``)."""
     result: dict[str, Any] | None
     error: str | None
+    counts_as_failure: bool
+    """The item failed for good (a failed handler, an unknown kind)."""
 
 
 @dataclass
@@ -127,15 +130,20 @@ def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[
 
 
 def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
+    """The item as its attempt ended: the result and error are those its write stored."""
+    write = result.write
+    body = write.result if isinstance(write, Complete) else None
+    error = write.error if isinstance(write, Fail | Retry) else None
     outcome = result.outcome
-    body: dict[str, Any] | None = outcome.result if isinstance(outcome, Succeeded) else None
-    error: str | None = None
-    if isinstance(outcome, Failed | Interrupted):
-        error = outcome.error
-    elif isinstance(outcome, UnknownKind):
-        error = f"no handler for kind {outcome.kind}"
-    name = type(outcome).__name__.lower()
-    return FinishedItem(item.id, item.kind, item.storage_config_id, name, body, error)
+    return FinishedItem(
+        item.id,
+        item.kind,
+        item.storage_config_id,
+        outcome.name,
+        body,
+        error,
+        outcome.counts_as_failure,
+    )
 
 
 async def run_workers(

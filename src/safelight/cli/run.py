@@ -35,8 +35,6 @@ from safelight.work.model import Status
 CRAWL_KIND = "crawl"
 DEFAULT_WORKERS = 2
 DEMO_SEED = 2024
-# Outcomes of an attempt (safelight.app.FinishedItem.outcome) that mean the item failed.
-FAILED_OUTCOMES = frozenset({"failed", "unknownkind"})
 
 
 def crawl_dedup_key(config_id: object) -> str:
@@ -93,7 +91,7 @@ def run_folder(
             for f in report.finished
         ]
         failed_here = any(
-            i["storage_config_id"] == config.id and i["outcome"] in FAILED_OUTCOMES for i in items
+            f.storage_config_id == config.id and f.counts_as_failure for f in report.finished
         )
         crawl_status = crawl.status.value if crawl is not None else "missing"
         crawl_error = crawl.error if crawl is not None else "the crawl item was deleted"
