@@ -17,7 +17,7 @@ from uuid import UUID
 
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import check_schema
-from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
@@ -25,13 +25,7 @@ from safelight.work.clock import Clock, SystemClock
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
 from safelight.work.journal import Journal, attempt_scope
-from safelight.work.maintenance import (
-    LeaseRecovery,
-    Periodic,
-    Scheduler,
-    ScheduleSettings,
-    every,
-)
+from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
 from safelight.work.outcome import Complete, Fail, Retry
 from safelight.work.store import WorkStore
@@ -101,17 +95,6 @@ async def open_app_database(
 
 def app_store(database: Database, settings: Settings, clock: Clock) -> WorkStore:
     return WorkStore(database.pool, clock, KIND_SPECS, max_stalls=settings.max_stalls)
-
-
-def schedule_settings(settings: Settings) -> ScheduleSettings:
-    return ScheduleSettings(
-        crawl_interval_seconds=settings.crawl_interval_seconds,
-        periodic=(
-            Periodic("proxy_sweep", settings.proxy_sweep_interval_seconds),
-            Periodic("token_cleanup", settings.token_cleanup_interval_seconds),
-            Periodic("work_item_retention", settings.retention_interval_seconds),
-        ),
-    )
 
 
 def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[str, Handler]:
