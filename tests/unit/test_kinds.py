@@ -3,6 +3,7 @@ the scheduler."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -118,9 +119,22 @@ async def test_a_bound_handler_refuses_unknown_payload_keys_before_it_runs() -> 
     assert str(refused.value) == "a bare payload does not take 'a' (it takes: none)"
 
 
-def test_build_handlers_binds_one_handler_per_kind() -> None:
-    handlers = build_handlers(cast(Services, object()))
+async def test_build_handlers_binds_one_handler_per_kind_to_the_services(
+    tmp_path: Path,
+) -> None:
+    class Store:
+        async def delete_finished(self, retention: timedelta) -> int:
+            return int(retention / timedelta(days=1))
+
+    services = SimpleNamespace(store=Store(), settings=Settings(home=tmp_path))
+    handlers = build_handlers(cast(Services, services))
     assert list(handlers) == [kind.name for kind in KINDS]
     assert {name: h.__name__ for name, h in handlers.items()} == {
         kind.name: kind.run.__name__ for kind in KINDS
+    }
+    # The retention handler needs nothing but the services' store and settings.
+    retention = handlers["work_item_retention"]
+    assert await retention(_context("work_item_retention", {})) == {
+        "deleted": 7,
+        "retention_days": 7.0,
     }

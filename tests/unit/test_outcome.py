@@ -7,7 +7,9 @@ from typing import Any, get_args
 
 import pytest
 
+from safelight.app import FinishedItem, finished_item
 from safelight.work.errors import StopReason
+from safelight.work.executor import RunResult
 from safelight.work.outcome import (
     Abandoned,
     Cancel,
@@ -127,3 +129,25 @@ def test_writes_declare_the_store_call_they_make() -> None:
         Cancel: "cancel",
         Release: "release",
     }
+
+
+@pytest.mark.parametrize(("outcome", "write", "call"), CASES)
+def test_a_finished_item_reports_the_outcome_and_what_its_write_stored(
+    outcome: Outcome, write: Write | None, call: tuple[Any, ...] | None
+) -> None:
+    finished = finished_item(ITEM, RunResult(outcome, write_for(outcome), True))
+    result = outcome.result if isinstance(outcome, Succeeded) else None
+    error = {
+        Failed: "ValueError: bad",
+        Interrupted: "OperationalError: gone",
+        UnknownKind: "no handler for kind purge",
+    }.get(type(outcome))
+    assert finished == FinishedItem(
+        ITEM.id,
+        ITEM.kind,
+        ITEM.storage_config_id,
+        outcome.name,
+        result,
+        error,
+        outcome.counts_as_failure,
+    )
