@@ -6,7 +6,7 @@ that needs a fact of a kind reads it from its row: the store's validation the
 :attr:`~Kind.spec`, the executor the handler :meth:`~Kind.bind` makes, the scheduler
 the :meth:`~Kind.schedule`, the CLI and the handlers the :attr:`~Kind.name` and
 :meth:`~Kind.dedup_key`. The engine (``work/``) knows no kind by name; it is handed
-what it needs from here.
+what it needs from here (ADR 0018).
 """
 
 from __future__ import annotations
