@@ -19,21 +19,15 @@ from safelight.core.clock import Clock, SystemClock
 from safelight.core.journal import Journal, attempt_scope
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import check_schema
-from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import Executor, ExecutorSettings, RunResult
-from safelight.work.maintenance import (
-    LeaseRecovery,
-    Periodic,
-    Scheduler,
-    ScheduleSettings,
-    every,
-)
+from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Failed, Interrupted, Succeeded, UnknownKind
+from safelight.work.outcome import Complete, Fail, Retry
 from safelight.work.store import WorkStore
 from safelight.work.wakeup import Listener, WakeupHub
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
@@ -64,8 +58,11 @@ class FinishedItem:
     kind: str
     storage_config_id: UUID | None
     outcome: str
+    """The outcome's name (``safelight.work.outcome``)."""
     result: dict[str, Any] | None
     error: str | None
+    counts_as_failure: bool
+    """The item failed for good (a failed handler, an unknown kind)."""
 
 
 @dataclass
@@ -100,17 +97,6 @@ def app_store(database: Database, settings: Settings, clock: Clock) -> WorkStore
     return WorkStore(database.pool, clock, KIND_SPECS, max_stalls=settings.max_stalls)
 
 
-def schedule_settings(settings: Settings) -> ScheduleSettings:
-    return ScheduleSettings(
-        crawl_interval_seconds=settings.crawl_interval_seconds,
-        periodic=(
-            Periodic("proxy_sweep", settings.proxy_sweep_interval_seconds),
-            Periodic("token_cleanup", settings.token_cleanup_interval_seconds),
-            Periodic("work_item_retention", settings.retention_interval_seconds),
-        ),
-    )
-
-
 def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[str, Handler]:
     """Each handler runs with its attempt as the journal's current one (a no-op without)."""
     if journal is None:
@@ -130,15 +116,20 @@ def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[
 
 
 def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
+    """The item as its attempt ended: the result and error are those its write stored."""
+    write = result.write
+    body = write.result if isinstance(write, Complete) else None
+    error = write.error if isinstance(write, Fail | Retry) else None
     outcome = result.outcome
-    body: dict[str, Any] | None = outcome.result if isinstance(outcome, Succeeded) else None
-    error: str | None = None
-    if isinstance(outcome, Failed | Interrupted):
-        error = outcome.error
-    elif isinstance(outcome, UnknownKind):
-        error = f"no handler for kind {outcome.kind}"
-    name = type(outcome).__name__.lower()
-    return FinishedItem(item.id, item.kind, item.storage_config_id, name, body, error)
+    return FinishedItem(
+        item.id,
+        item.kind,
+        item.storage_config_id,
+        outcome.name,
+        body,
+        error,
+        outcome.counts_as_failure,
+    )
 
 
 async def run_workers(

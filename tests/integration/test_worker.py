@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.work.maintenance import LeaseRecovery, Periodic, Scheduler, ScheduleSettings
+from safelight.handlers import CRAWL
+from safelight.work.maintenance import (
+    LeaseRecovery,
+    PerConfig,
+    Periodic,
+    Scheduler,
+    ScheduleSettings,
+)
 from safelight.work.model import Status
 from safelight.work.outcome import Released, Succeeded
 from safelight.work.wakeup import Listener, WakeupHub
@@ -152,8 +159,8 @@ async def test_schedules_enqueue_each_period_once_across_workers(
     stack = make_stack(pool, tmp_path)
     c = await add_config(pool, stack.clock)
     settings = ScheduleSettings(
-        crawl_interval_seconds=4 * 3600,
         periodic=(Periodic("token_cleanup", 86400), Periodic("proxy_sweep", 3600)),
+        per_config=(PerConfig("crawl", 4 * 3600, CRAWL.dedup_key),),
     )
     schedulers = [Scheduler(stack.store, settings) for _ in range(4)]
     first = await asyncio.gather(*(s.run_once() for s in schedulers))

@@ -10,9 +10,11 @@ from uuid import UUID
 import psycopg
 import pytest
 
+from safelight.handlers import CRAWL
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.maintenance import (
     LeaseRecovery,
+    PerConfig,
     Periodic,
     Scheduler,
     ScheduleSettings,
@@ -50,8 +52,8 @@ class Store:
 
 
 SETTINGS = ScheduleSettings(
-    crawl_interval_seconds=14400.0,
     periodic=(Periodic("token_cleanup", 86400.0), Periodic("proxy_sweep", 3600.0)),
+    per_config=(PerConfig("crawl", 14400.0, CRAWL.dedup_key),),
 )
 
 
@@ -77,7 +79,9 @@ async def test_scheduler_skips_kinds_it_has_no_handler_for() -> None:
 
 
 def test_schedule_settings_defaults() -> None:
-    assert ScheduleSettings() == ScheduleSettings(crawl_interval_seconds=14400.0, periodic=())
+    # The intervals are the settings' (tests/unit/test_kinds.py checks the defaults the
+    # kinds table hands the scheduler); the engine schedules nothing of its own.
+    assert ScheduleSettings() == ScheduleSettings(periodic=(), per_config=())
 
 
 async def test_lease_recovery_reports_and_logs_only_when_it_took_something(

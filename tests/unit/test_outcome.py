@@ -1,12 +1,15 @@
-"""The outcome → store-call mapping, for every outcome, and record() making the call."""
+"""The outcome → store-call mapping, for every outcome, record() making the call, and
+the names and failure flags the outcomes and writes declare."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
+from safelight.app import FinishedItem, finished_item
 from safelight.work.errors import StopReason
+from safelight.work.executor import RunResult
 from safelight.work.outcome import (
     Abandoned,
     Cancel,
@@ -73,7 +76,7 @@ async def test_record_makes_exactly_that_call_and_returns_whether_it_applied(
     applied: bool,
 ) -> None:
     store.writes = applied
-    result = await record(store, ITEM, outcome)
+    result = await record(store, ITEM, write_for(outcome))
     if call is None:
         assert store.calls == []
         assert result is False
@@ -85,7 +88,7 @@ async def test_record_makes_exactly_that_call_and_returns_whether_it_applied(
 async def test_record_lets_a_store_error_through(store: ScriptedStore) -> None:
     store.writes = ConnectionError("database is down")
     with pytest.raises(ConnectionError, match=r"^database is down$"):
-        await record(store, ITEM, Failed("ValueError: bad"))
+        await record(store, ITEM, write_for(Failed("ValueError: bad")))
     assert store.calls == [(0.0, "fail", 7, 3, "ValueError: bad")]
 
 
@@ -94,3 +97,57 @@ def test_no_outcome_of_a_stopped_attempt_reaches_fail() -> None:
     says the handler itself failed writes ``fail``."""
     failing = [outcome for outcome, write, _ in CASES if isinstance(write, Fail)]
     assert failing == [Failed("ValueError: bad"), UnknownKind("purge")]
+
+
+def test_outcomes_declare_the_names_runs_report_and_which_count_as_failure() -> None:
+    """The names are what a run's summary and its JSON say (``safelight.app``), and
+    ``counts_as_failure`` decides ``safelight run``'s exit code: both are declared by
+    each class, so renaming a class changes neither."""
+    declared = {
+        cls: (vars(cls)["name"], vars(cls)["counts_as_failure"]) for cls in get_args(Outcome)
+    }
+    assert declared == {
+        Succeeded: ("succeeded", False),
+        Failed: ("failed", True),
+        Interrupted: ("interrupted", False),
+        UnknownKind: ("unknownkind", True),
+        Cancelled: ("cancelled", False),
+        Released: ("released", False),
+        ClaimedLate: ("claimedlate", False),
+        Lost: ("lost", False),
+        SelfStopped: ("selfstopped", False),
+        Abandoned: ("abandoned", False),
+    }
+    assert Failed("x").name == "failed" and UnknownKind("k").counts_as_failure
+
+
+def test_writes_declare_the_store_call_they_make() -> None:
+    assert {cls: vars(cls)["name"] for cls in get_args(Write)} == {
+        Complete: "complete",
+        Fail: "fail",
+        Retry: "retry",
+        Cancel: "cancel",
+        Release: "release",
+    }
+
+
+@pytest.mark.parametrize(("outcome", "write", "call"), CASES)
+def test_a_finished_item_reports_the_outcome_and_what_its_write_stored(
+    outcome: Outcome, write: Write | None, call: tuple[Any, ...] | None
+) -> None:
+    finished = finished_item(ITEM, RunResult(outcome, write_for(outcome), True))
+    result = outcome.result if isinstance(outcome, Succeeded) else None
+    error = {
+        Failed: "ValueError: bad",
+        Interrupted: "OperationalError: gone",
+        UnknownKind: "no handler for kind purge",
+    }.get(type(outcome))
+    assert finished == FinishedItem(
+        ITEM.id,
+        ITEM.kind,
+        ITEM.storage_config_id,
+        outcome.name,
+        result,
+        error,
+        outcome.counts_as_failure,
+    )

@@ -13,10 +13,9 @@ from safelight.cli.queries import list_assets
 from safelight.cli.queue import config_option, resolve_config
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
+from safelight.handlers import PURGE
 from safelight.library.configs import StorageConfigs
 from safelight.settings import Settings
-
-PURGE_KIND = "purge"
 
 
 def _size(value: int | None) -> str:
@@ -89,6 +88,8 @@ def purge(state: CliState, config_ref: str) -> None:
     async def body(database: Database, settings: Settings) -> int:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_ref)
         store = app_store(database, settings, state.clock)
-        return await store.enqueue(PURGE_KIND, config_id=config.id, dedup_key=f"purge:{config.id}")
+        return await store.enqueue(
+            PURGE.name, config_id=config.id, dedup_key=PURGE.dedup_key(config.id)
+        )
 
     click.echo(str(state.with_database(body)))

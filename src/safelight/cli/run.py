@@ -26,21 +26,15 @@ from safelight.cli.queries import asset_errors, library_counts
 from safelight.cli.state import CliState, pass_state
 from safelight.cli.summary import FAILED, INTERRUPTED, SUCCEEDED, build_summary, render_summary
 from safelight.db.database import Database
+from safelight.handlers import CRAWL
 from safelight.library.configs import StorageConfigs, resolve_root
 from safelight.library.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings
 from safelight.terminal import printable
 from safelight.work.model import Status
 
-CRAWL_KIND = "crawl"
 DEFAULT_WORKERS = 2
 DEMO_SEED = 2024
-# Outcomes of an attempt (safelight.app.FinishedItem.outcome) that mean the item failed.
-FAILED_OUTCOMES = frozenset({"failed", "unknownkind"})
-
-
-def crawl_dedup_key(config_id: object) -> str:
-    return f"crawl:{config_id}"
 
 
 def run_folder(
@@ -56,7 +50,7 @@ def run_folder(
     clock = state.clock
 
     def label(item: Started) -> str:
-        if item.kind == CRAWL_KIND:
+        if item.kind == CRAWL.name:
             return f"crawl {root.name or root}"
         return f"{item.kind.replace('_', ' ')} #{item.id}"
 
@@ -65,7 +59,7 @@ def run_folder(
         config = added.config
         store = app_store(database, settings, clock)
         crawl_id = await store.enqueue(
-            CRAWL_KIND, config_id=config.id, dedup_key=crawl_dedup_key(config.id)
+            CRAWL.name, config_id=config.id, dedup_key=CRAWL.dedup_key(config.id)
         )
         view = choose_view(
             as_json=as_json, stdout=sys.stdout, stderr=sys.stderr, clock=clock, label=label
@@ -93,7 +87,7 @@ def run_folder(
             for f in report.finished
         ]
         failed_here = any(
-            i["storage_config_id"] == config.id and i["outcome"] in FAILED_OUTCOMES for i in items
+            f.storage_config_id == config.id and f.counts_as_failure for f in report.finished
         )
         crawl_status = crawl.status.value if crawl is not None else "missing"
         crawl_error = crawl.error if crawl is not None else "the crawl item was deleted"

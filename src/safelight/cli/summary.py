@@ -17,11 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from safelight.cli.output import safe_text, short_id
+from safelight.work.outcome import Released, Succeeded
 
 # The statuses of a run, by exit code meaning.
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
+# The items a summary does not list as failed: their attempt did its work, or gave the
+# item back to the queue for the next run.
+_ENDED_WELL = frozenset({Succeeded.name, Released.name})
 
 
 def _count(result: Mapping[str, Any] | None, key: str) -> int:
@@ -179,7 +183,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             f"{summary['soft_deleted_total']} soft-deleted asset(s) wait for "
             f"'safelight purge {short_id(config['id'])}'",
         )
-    failed_items = [i for i in summary["items"] if i["outcome"] not in ("succeeded", "released")]
+    failed_items = [i for i in summary["items"] if i["outcome"] not in _ENDED_WELL]
     for item in failed_items:
         grid.add_row(
             "failed",

@@ -1,69 +1,71 @@
-"""Every kind's handler, and the kinds the engine knows, for the Worker.
+"""The kinds table: every kind of work, as its handler module declares it (``Kind``).
 
-``KIND_SPECS`` tells the store which kinds exist and how they are scoped;
-``build_handlers(services)`` gives the executor one handler per kind.
+Everything that needs to know the kinds reads them here: the store's validation
+(``KIND_SPECS``), the executor (``build_handlers(services)``: one handler per kind), the
+scheduler (``schedule_settings(settings)``), and the CLI (a row's name and dedup key).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
-from safelight.handlers.burst_detection import run_burst_detection
+from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.contract import Handler, HandlerContext, HandlerFailed, MalformedPayload
-from safelight.handlers.crawl import run_crawl
-from safelight.handlers.noop import run_noop
-from safelight.handlers.proxy_deletion import run_proxy_deletion
-from safelight.handlers.proxy_sweep import run_proxy_sweep
-from safelight.handlers.purge import run_purge
-from safelight.handlers.retention import run_retention
+from safelight.handlers.crawl import CRAWL
+from safelight.handlers.kind import Kind
+from safelight.handlers.noop import NOOP
+from safelight.handlers.proxy_deletion import PROXY_DELETION
+from safelight.handlers.proxy_sweep import PROXY_SWEEP
+from safelight.handlers.purge import PURGE
+from safelight.handlers.retention import WORK_ITEM_RETENTION
 from safelight.handlers.services import Services
-from safelight.handlers.token_cleanup import run_token_cleanup
-from safelight.work.kinds import KindSpec, Scope
+from safelight.handlers.token_cleanup import TOKEN_CLEANUP
+from safelight.settings import Settings
+from safelight.work.kinds import KindSpec
+from safelight.work.maintenance import PerConfig, Periodic, ScheduleSettings
 
 __all__ = [
+    "BURST_DETECTION",
+    "CRAWL",
+    "KINDS",
     "KIND_SPECS",
+    "NOOP",
+    "PROXY_DELETION",
+    "PROXY_SWEEP",
+    "PURGE",
+    "TOKEN_CLEANUP",
+    "WORK_ITEM_RETENTION",
     "Handler",
     "HandlerContext",
     "HandlerFailed",
+    "Kind",
     "MalformedPayload",
     "Services",
     "build_handlers",
+    "schedule_settings",
 ]
 
-KIND_SPECS: tuple[KindSpec, ...] = (
-    KindSpec("crawl", Scope.REQUIRED),
-    KindSpec("burst_detection", Scope.REQUIRED),
-    KindSpec("purge", Scope.REQUIRED),
-    KindSpec("proxy_deletion", Scope.OPTIONAL),
-    KindSpec("proxy_sweep", Scope.FORBIDDEN),
-    KindSpec("token_cleanup", Scope.FORBIDDEN),
-    KindSpec("work_item_retention", Scope.FORBIDDEN),
-    KindSpec("noop", Scope.OPTIONAL),
+KINDS: tuple[Kind, ...] = (
+    CRAWL,
+    BURST_DETECTION,
+    PURGE,
+    PROXY_DELETION,
+    PROXY_SWEEP,
+    TOKEN_CLEANUP,
+    WORK_ITEM_RETENTION,
+    NOOP,
 )
 
-_WithServices = Callable[[HandlerContext, Services], Awaitable[dict[str, Any]]]
+KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)
 
 
 def build_handlers(services: Services) -> dict[str, Handler]:
-    """One handler per kind of ``KIND_SPECS``, bound to ``services``."""
+    """One handler per kind of ``KINDS``, bound to ``services``."""
+    return {kind.name: kind.bind(services) for kind in KINDS}
 
-    def bound(run: _WithServices) -> Handler:
-        async def handler(ctx: HandlerContext) -> dict[str, Any] | None:
-            return await run(ctx, services)
 
-        handler.__name__ = handler.__qualname__ = run.__name__
-        return handler
-
-    handlers: dict[str, Handler] = {
-        "crawl": bound(run_crawl),
-        "burst_detection": bound(run_burst_detection),
-        "purge": bound(run_purge),
-        "proxy_deletion": bound(run_proxy_deletion),
-        "proxy_sweep": bound(run_proxy_sweep),
-        "token_cleanup": run_token_cleanup,
-        "work_item_retention": bound(run_retention),
-        "noop": run_noop,
-    }
-    assert set(handlers) == {spec.name for spec in KIND_SPECS}
-    return handlers
+def schedule_settings(settings: Settings) -> ScheduleSettings:
+    """The kinds of ``KINDS`` that have an interval, for the scheduler."""
+    schedules = [kind.schedule(settings) for kind in KINDS]
+    return ScheduleSettings(
+        periodic=tuple(s for s in schedules if isinstance(s, Periodic)),
+        per_config=tuple(s for s in schedules if isinstance(s, PerConfig)),
+    )

@@ -14,22 +14,18 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from safelight.handlers.contract import (
-    HandlerContext,
-    config_id_of,
-    payload_keys,
-    stop_if_cancelled,
-)
+from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
+from safelight.handlers.kind import Kind
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
 from safelight.library.errors import PathOutsideRoot
 from safelight.library.livephotos import Capture, pair_live_photos
 from safelight.library.paths import confined
+from safelight.work.kinds import Scope
 
 
 async def run_burst_detection(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload_keys(ctx, frozenset())
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
@@ -84,6 +80,9 @@ async def run_burst_detection(ctx: HandlerContext, services: Services) -> dict[s
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
         "live_photos": len(pairs),
     }
+
+
+BURST_DETECTION = Kind("burst_detection", Scope.REQUIRED, run_burst_detection)
 
 
 async def _primaries(

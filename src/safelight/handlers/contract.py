@@ -12,7 +12,8 @@ The rules every handler here keeps:
   an attempt that must stop touches no file from then on;
 - it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
 - a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
-  records as the item's error.
+  records as the item's error (keys its kind does not take are refused before the
+  handler runs, ``Kind.bind``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any
 from uuid import UUID
 
 from safelight.work.context import Handler, HandlerContext
@@ -32,8 +32,8 @@ __all__ = [
     "HandlerFailed",
     "MalformedPayload",
     "ThreadAlive",
+    "check_payload_keys",
     "config_id_of",
-    "payload_keys",
     "stop_if_cancelled",
 ]
 
@@ -57,17 +57,15 @@ def stop_if_cancelled(ctx: HandlerContext) -> None:
         raise AttemptStopped("stopped: the attempt was asked to stop")
 
 
-def payload_keys(ctx: HandlerContext, allowed: frozenset[str]) -> dict[str, Any]:
-    """The payload, refused if it has keys this kind does not know (a typo must not pass)."""
-    payload = ctx.item.payload
-    unknown = sorted(set(payload) - allowed)
+def check_payload_keys(ctx: HandlerContext, allowed: frozenset[str]) -> None:
+    """Refuse a payload with keys its kind does not take (a typo must not pass)."""
+    unknown = sorted(set(ctx.item.payload) - allowed)
     if unknown:
         known = ", ".join(sorted(allowed)) or "none"
         raise MalformedPayload(
             f"a {ctx.item.kind} payload does not take {', '.join(map(repr, unknown))}"
             f" (it takes: {known})"
         )
-    return dict(payload)
 
 
 def config_id_of(ctx: HandlerContext) -> UUID:

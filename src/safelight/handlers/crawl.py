@@ -38,15 +38,16 @@ from uuid import UUID
 import psycopg
 from psycopg import errors as pg_errors
 
+from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.contract import (
     HandlerContext,
     HandlerFailed,
     ThreadAlive,
     config_id_of,
-    payload_keys,
     stop_if_cancelled,
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
+from safelight.handlers.kind import Kind
 from safelight.handlers.services import Services
 from safelight.library import assets, configs, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
@@ -73,6 +74,7 @@ from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_erro
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
 from safelight.library.video import VideoProxySpec, make_video_proxies
 from safelight.work.errors import AttemptStopped
+from safelight.work.kinds import Scope
 
 COUNTERS = (
     "total",
@@ -100,7 +102,6 @@ _WRITE_BATCH = 1000
 
 
 async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload_keys(ctx, frozenset())
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         config = await configs.config_by_id(conn, config_id)
@@ -116,6 +117,11 @@ async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
     await check_proxy_root(services)
     crawl = _Crawl(ctx, services, config_id, Path(config.root_path), CrawlIndex(known))
     return await crawl.run(error_paths)
+
+
+CRAWL = Kind(
+    "crawl", Scope.REQUIRED, run_crawl, interval=lambda settings: settings.crawl_interval_seconds
+)
 
 
 @dataclass
@@ -203,9 +209,9 @@ class _Crawl:
         async with self.ctx.fenced() as conn:
             await self.services.store.enqueue_in(
                 conn,
-                "burst_detection",
+                BURST_DETECTION.name,
                 config_id=self.config_id,
-                dedup_key=f"burst_detection:{self.config_id}",
+                dedup_key=BURST_DETECTION.dedup_key(self.config_id),
             )
         counts = self.tally.counts
         return {

@@ -10,14 +10,15 @@ import asyncio
 import math
 from typing import Any
 
-from safelight.handlers.contract import HandlerContext, MalformedPayload, payload_keys
+from safelight.handlers.contract import HandlerContext, MalformedPayload
+from safelight.handlers.kind import Kind
+from safelight.handlers.services import Services
 from safelight.work.errors import AttemptStopped
+from safelight.work.kinds import Scope
 
-_KEYS = frozenset({"seconds", "result"})
 
-
-async def run_noop(ctx: HandlerContext) -> dict[str, Any]:
-    payload = payload_keys(ctx, _KEYS)
+async def run_noop(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+    payload = ctx.item.payload
     seconds = payload.get("seconds", 0)
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise MalformedPayload(f"noop seconds must be a number, not {seconds!r}")
@@ -30,6 +31,9 @@ async def run_noop(ctx: HandlerContext) -> dict[str, Any]:
     if seconds > 0:
         await _sleep_unless_cancelled(ctx, float(seconds))
     return result if result is not None else {"slept": seconds}
+
+
+NOOP = Kind("noop", Scope.OPTIONAL, run_noop, payload_keys=frozenset({"seconds", "result"}))
 
 
 async def _sleep_unless_cancelled(ctx: HandlerContext, seconds: float) -> None:

@@ -23,16 +23,16 @@ from uuid import UUID
 from safelight.handlers.contract import (
     HandlerContext,
     MalformedPayload,
-    payload_keys,
     stop_if_cancelled,
 )
 from safelight.handlers.guards import check_proxy_root
+from safelight.handlers.kind import Kind
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.paths import parse_proxy_name
 from safelight.library.proxytree import UnsafeProxyPath, delete_file, inspect
+from safelight.work.kinds import Scope
 
-_KEYS = frozenset({"paths", "asset_ids"})
 _BATCH = 100
 """Files per fenced transaction: short transactions, so the heartbeat never waits long."""
 
@@ -46,7 +46,7 @@ class _Tally:
 
 
 async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload = payload_keys(ctx, _KEYS)
+    payload = ctx.item.payload
     if ("paths" in payload) == ("asset_ids" in payload):
         raise MalformedPayload('a proxy_deletion payload takes exactly one of "paths", "asset_ids"')
     root = services.settings.proxies
@@ -108,6 +108,14 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
         "missing": tally.missing,
         "refused": tally.refused,
     }
+
+
+PROXY_DELETION = Kind(
+    "proxy_deletion",
+    Scope.OPTIONAL,
+    run_proxy_deletion,
+    payload_keys=frozenset({"paths", "asset_ids"}),
+)
 
 
 def _delete(ctx: HandlerContext, root: Path, path: str, tally: _Tally) -> None:

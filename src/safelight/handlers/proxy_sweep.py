@@ -16,12 +16,14 @@ from typing import Any
 
 import psycopg
 
-from safelight.handlers.contract import HandlerContext, payload_keys, stop_if_cancelled
+from safelight.handlers.contract import HandlerContext, stop_if_cancelled
 from safelight.handlers.guards import check_active_roots, check_proxy_root
+from safelight.handlers.kind import Kind
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_folder
 from safelight.library.sweep import is_young, scan_proxy_root
+from safelight.work.kinds import Scope
 
 _BATCH = 500
 LISTED_AT_MOST = 100
@@ -40,7 +42,6 @@ async def still_orphan(
 
 
 async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload_keys(ctx, frozenset())
     root = services.settings.proxies
     if not root.is_dir():
         return {
@@ -101,6 +102,14 @@ async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, 
         "foreign": len(scan.foreign),
         "left_alone": [{"path": p, "reason": r} for p, r in scan.foreign[:LISTED_AT_MOST]],
     }
+
+
+PROXY_SWEEP = Kind(
+    "proxy_sweep",
+    Scope.FORBIDDEN,
+    run_proxy_sweep,
+    interval=lambda settings: settings.proxy_sweep_interval_seconds,
+)
 
 
 def _young(ctx: HandlerContext, st: Any) -> bool:

@@ -8,20 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from safelight.handlers.contract import (
-    HandlerContext,
-    config_id_of,
-    payload_keys,
-    stop_if_cancelled,
-)
+from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
 from safelight.handlers.guards import check_proxy_root
+from safelight.handlers.kind import Kind
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.purge import purge_asset
+from safelight.work.kinds import Scope
 
 
 async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload_keys(ctx, frozenset())
     config_id = config_id_of(ctx)
     await check_proxy_root(services)
     async with services.pool.connection() as conn:
@@ -54,3 +50,6 @@ async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
         "kept_shared": kept_shared,
         "refused": refused,
     }
+
+
+PURGE = Kind("purge", Scope.REQUIRED, run_purge)

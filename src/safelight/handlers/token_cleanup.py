@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from safelight.handlers.contract import HandlerContext, payload_keys
+from safelight.handlers.contract import HandlerContext
+from safelight.handlers.kind import Kind
+from safelight.handlers.services import Services
 from safelight.library import assets
+from safelight.work.kinds import Scope
 
 
-async def run_token_cleanup(ctx: HandlerContext) -> dict[str, Any]:
-    payload_keys(ctx, frozenset())
+async def run_token_cleanup(ctx: HandlerContext, services: Services) -> dict[str, Any]:
     async with ctx.fenced() as conn:
         deleted = await assets.delete_expired_tokens(conn, ctx.clock.now())
     return {"deleted": deleted}
+
+
+TOKEN_CLEANUP = Kind(
+    "token_cleanup",
+    Scope.FORBIDDEN,
+    run_token_cleanup,
+    interval=lambda settings: settings.token_cleanup_interval_seconds,
+)

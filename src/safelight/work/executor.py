@@ -195,13 +195,13 @@ class Executor:
         write = write_for(outcome)
         if write is None:
             return RunResult(outcome, None, False)
-        call = type(write).__name__.lower()
+        call = write.name
         # Limited like a heartbeat: a write hung on a dead connection must not hold the
         # Worker forever. If it did not apply, the lease expires and recovery requeues.
         seconds = self._settings.heartbeat_seconds
         try:
             applied = await wait_with_timeout(
-                self._clock, record(self._store, item, outcome), seconds
+                self._clock, record(self._store, item, write), seconds
             )
         except TimeoutError:
             log.error(

@@ -1,4 +1,8 @@
-"""What the engine knows of a kind: its name and whether it must, may or must not be scoped."""
+"""What the engine knows of a kind: its name and whether it must, may or must not be scoped.
+
+The kinds themselves are the domain's (``safelight.handlers.KINDS``), which hands the
+store their specs and the scheduler their schedules; the engine names none of them.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ from dataclasses import dataclass
 
 
 class Scope(enum.StrEnum):
-    REQUIRED = "required"  # always names a storage config (Crawl, BurstDetection, Purge)
-    OPTIONAL = "optional"  # scoped when it names a config (ProxyDeletion, noop)
-    FORBIDDEN = "forbidden"  # never scoped (TokenCleanup, ProxySweep, WorkItemRetention)
+    REQUIRED = "required"  # every item names a storage config
+    OPTIONAL = "optional"  # scoped when the item names a config
+    FORBIDDEN = "forbidden"  # never scoped
 
 
 @dataclass(frozen=True, slots=True)

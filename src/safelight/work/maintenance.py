@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from uuid import UUID
 
 import psycopg
 
@@ -24,16 +25,29 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Periodic:
-    """An unscoped kind enqueued once every ``interval_seconds`` across all Workers."""
+    """An unscoped kind enqueued once every ``interval_seconds`` across all Workers, under
+    a schedule (and dedup key) named after the kind."""
 
     kind: str
     interval_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
+class PerConfig:
+    """A scoped kind enqueued once every ``interval_seconds`` for each active config,
+    under the schedule (and dedup key) ``schedule_name(config_id)``."""
+
+    kind: str
+    interval_seconds: float
+    schedule_name: Callable[[UUID], str]
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleSettings:
-    crawl_interval_seconds: float = 4 * 3600.0
+    """What the scheduler enqueues, and how often (the domain's kinds table says)."""
+
     periodic: tuple[Periodic, ...] = ()
+    per_config: tuple[PerConfig, ...] = ()
 
 
 class LeaseRecovery:
@@ -53,7 +67,8 @@ class LeaseRecovery:
 
 
 class Scheduler:
-    """Enqueues the periodic kinds, and a crawl of every active config it serves."""
+    """Enqueues each periodic kind, then each per-config kind for every active config it
+    serves, whenever its period is due. A kind the store does not know is skipped."""
 
     def __init__(
         self, store: WorkStore, settings: ScheduleSettings, *, owner: str | None = None
@@ -64,21 +79,26 @@ class Scheduler:
 
     async def run_once(self) -> list[int]:
         """Enqueue whatever is due now; return the ids enqueued."""
+        known = self._store.kind_names
         enqueued: list[int] = []
         for periodic in self._settings.periodic:
-            if periodic.kind not in self._store.kind_names:
+            if periodic.kind not in known:
                 continue
             item = await self._store.schedule_if_due(
                 periodic.kind, periodic.kind, periodic.interval_seconds
             )
             if item is not None:
                 enqueued.append(item)
-        if "crawl" in self._store.kind_names:
-            for config_id in await self._store.active_config_ids(self._owner):
+        per_config = [p for p in self._settings.per_config if p.kind in known]
+        if not per_config:
+            return enqueued
+        config_ids = await self._store.active_config_ids(self._owner)
+        for scoped in per_config:
+            for config_id in config_ids:
                 item = await self._store.schedule_if_due(
-                    f"crawl:{config_id}",
-                    "crawl",
-                    self._settings.crawl_interval_seconds,
+                    scoped.schedule_name(config_id),
+                    scoped.kind,
+                    scoped.interval_seconds,
                     config_id=config_id,
                 )
                 if item is not None:

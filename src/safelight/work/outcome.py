@@ -5,12 +5,17 @@ The executor decides an :data:`Outcome`; :func:`write_for` maps it, purely, to t
 small function makes the rule that matters most easy to check: an attempt that lost
 its claim (lost, self-stopped) or whose handler would not stop (abandoned) writes
 nothing, and never reaches ``fail``.
+
+Each outcome carries its ``name`` (what a run's summary and its JSON call it) and
+whether it ``counts_as_failure`` (the item failed for good: ``safelight run`` exits 1);
+each write carries the ``name`` of its store call, for the logs. They are declared,
+not derived from the class name, so renaming a class changes neither.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from safelight.work.context import AttemptStore
 from safelight.work.errors import StopReason
@@ -23,12 +28,18 @@ from safelight.work.model import WorkItem
 class Succeeded:
     """The handler returned; its result is stored with the item."""
 
+    name: ClassVar[str] = "succeeded"
+    counts_as_failure: ClassVar[bool] = False
+
     result: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
 class Failed:
     """The handler raised while nobody had asked it to stop: the item fails for good."""
+
+    name: ClassVar[str] = "failed"
+    counts_as_failure: ClassVar[bool] = True
 
     error: str
 
@@ -40,12 +51,18 @@ class Interrupted:
     work: the item goes back to the queue in its place counting a stall, as lease
     recovery would put it, and fails once it reaches max_stalls."""
 
+    name: ClassVar[str] = "interrupted"
+    counts_as_failure: ClassVar[bool] = False
+
     error: str
 
 
 @dataclass(frozen=True, slots=True)
 class UnknownKind:
     """No handler is registered for the item's kind: the item fails for good."""
+
+    name: ClassVar[str] = "unknownkind"
+    counts_as_failure: ClassVar[bool] = True
 
     kind: str
 
@@ -54,11 +71,17 @@ class UnknownKind:
 class Cancelled:
     """An operator cancelled the running item and the handler stopped."""
 
+    name: ClassVar[str] = "cancelled"
+    counts_as_failure: ClassVar[bool] = False
+
 
 @dataclass(frozen=True, slots=True)
 class Released:
     """The Worker shut down and the handler stopped: the item goes back to the queue
     without counting a stall."""
+
+    name: ClassVar[str] = "released"
+    counts_as_failure: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +92,9 @@ class ClaimedLate:
     Were it to write nothing, lease recovery would count a stall for work that never
     started, and enough network cuts could fail an item that never ran."""
 
+    name: ClassVar[str] = "claimedlate"
+    counts_as_failure: ClassVar[bool] = False
+
     seconds: float
 
 
@@ -77,12 +103,18 @@ class Lost:
     """The database says the item is no longer this attempt's. Writes nothing: a
     fenced write could not apply anyway."""
 
+    name: ClassVar[str] = "lost"
+    counts_as_failure: ClassVar[bool] = False
+
 
 @dataclass(frozen=True, slots=True)
 class SelfStopped:
     """No heartbeat succeeded for half a lease, so the attempt stopped itself. Writes
     nothing, as a lost attempt does: lease recovery requeues the item and counts a stall.
     Writing ``fail`` here would end the item for good once the database is back."""
+
+    name: ClassVar[str] = "selfstopped"
+    counts_as_failure: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +123,9 @@ class Abandoned:
     grace period. Writes nothing, not even ``release`` or ``cancel``: either would let
     another attempt start on the same storage config while this handler may still touch
     its files. The lease expires and recovery requeues the item, counting a stall."""
+
+    name: ClassVar[str] = "abandoned"
+    counts_as_failure: ClassVar[bool] = False
 
     reason: StopReason
 
@@ -113,27 +148,33 @@ Outcome: TypeAlias = (
 
 @dataclass(frozen=True, slots=True)
 class Complete:
+    name: ClassVar[str] = "complete"
+
     result: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
 class Fail:
+    name: ClassVar[str] = "fail"
+
     error: str
 
 
 @dataclass(frozen=True, slots=True)
 class Retry:
+    name: ClassVar[str] = "retry"
+
     error: str
 
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    pass
+    name: ClassVar[str] = "cancel"
 
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    pass
+    name: ClassVar[str] = "release"
 
 
 Write: TypeAlias = Complete | Fail | Retry | Cancel | Release
@@ -161,14 +202,13 @@ def write_for(outcome: Outcome) -> Write | None:
     return None
 
 
-async def record(store: AttemptStore, item: WorkItem, outcome: Outcome) -> bool:
-    """Make the outcome's store call for ``item``'s attempt.
+async def record(store: AttemptStore, item: WorkItem, write: Write | None) -> bool:
+    """Make ``write`` (an outcome's :func:`write_for`) for ``item``'s attempt.
 
-    Returns ``True`` only if a write was made and applied; ``False`` when the outcome
-    writes nothing or the store answered that the attempt no longer owns the item.
+    Returns ``True`` only if a write was made and applied; ``False`` when there is
+    nothing to write or the store answered that the attempt no longer owns the item.
     Store errors propagate.
     """
-    write = write_for(outcome)
     match write:
         case None:
             return False

@@ -334,7 +334,7 @@ WHERE w.status IN ('queued', 'running')
   )
 
 -- configs_active_ids --
--- The active storage configs, optionally of one owner (the scheduler's crawls).
+-- The active storage configs, optionally of one owner (the scheduler's per-config kinds).
 SELECT id FROM storage_configs
 WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s::text)
 ORDER BY created_at, id
