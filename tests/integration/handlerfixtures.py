@@ -113,7 +113,7 @@ def make_harness(
             **overrides,
         }
     )
-    store = WorkStore(pool, clock, KIND_SPECS)
+    store = WorkStore(pool, clock, KIND_SPECS, max_stalls=settings.max_stalls)
     services = Services(pool=pool, store=store, clock=clock, settings=settings, decoder=decoder)
     built = handlers if handlers is not None else build_handlers(services)
     reports: dict[int, list[dict[str, int]]] = {}

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from safelight.library.images import ProxySpec
+from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB
 from safelight.settings import Settings, SettingsError, default_decode_processes
+from safelight.work.executor import ExecutorSettings
+from safelight.work.worker import WorkerSettings
 
 
 def test_defaults_with_an_empty_environment() -> None:
@@ -114,3 +118,56 @@ def test_settings_are_frozen() -> None:
     settings = Settings.load({}, {})
     with pytest.raises(AttributeError):
         settings.lease_seconds = 1.0  # type: ignore[misc]
+
+
+def test_each_component_is_handed_its_own_config() -> None:
+    settings = Settings(
+        lease_seconds=80,
+        heartbeat_seconds=20,
+        shutdown_grace_seconds=3,
+        poll_seconds=7,
+        thumbnail_width=100,
+        thumbnail_quality=60,
+        preview_width=800,
+        preview_quality=70,
+        decode_memory_mib=256,
+    )
+    assert settings.executor() == ExecutorSettings(
+        lease_seconds=80, heartbeat_seconds=20, shutdown_grace_seconds=3
+    )
+    assert settings.worker("w", frozenset({"noop"}), owner="bob", until_idle=True) == (
+        WorkerSettings(
+            worker_id="w",
+            kinds=frozenset({"noop"}),
+            owner="bob",
+            lease_seconds=80,
+            poll_seconds=7,
+            until_idle=True,
+        )
+    )
+    assert settings.proxy_spec() == ProxySpec(
+        thumbnail_width=100,
+        thumbnail_quality=60,
+        preview_width=800,
+        preview_quality=70,
+        decode_memory_mib=256,
+    )
+
+
+def test_the_default_proxies() -> None:
+    spec = Settings().proxy_spec()
+    sizes = (spec.thumbnail_width, spec.thumbnail_quality, spec.preview_width, spec.preview_quality)
+    assert sizes == (300, 75, 1920, 85)
+    assert spec.decode_memory_mib == DEFAULT_DECODE_MEMORY_MIB
+
+
+def test_a_heartbeat_of_exactly_a_quarter_lease_is_allowed() -> None:
+    assert Settings(lease_seconds=40, heartbeat_seconds=10).executor().heartbeat_seconds == 10
+    with pytest.raises(SettingsError, match=r"heartbeat_seconds \(10\.5\) must be at most"):
+        Settings(lease_seconds=40, heartbeat_seconds=10.5)
+
+
+def test_a_default_is_read_from_the_settings_themselves() -> None:
+    assert (Settings.default("lease_seconds"), Settings.default("max_stalls")) == (60.0, 3)
+    with pytest.raises(ValueError, match=r"^home has no fixed default$"):
+        Settings.default("home")
