@@ -11,13 +11,22 @@ import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.app import Engine, FinishedItem, WorkerOptions, build_engine
+from safelight.app import (
+    SCHEDULER_TICK_SECONDS,
+    Engine,
+    FinishedItem,
+    WorkerOptions,
+    build_engine,
+    schedule_settings,
+)
 from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Services, build_handlers
 from safelight.library.decoding import ImageDecoder
@@ -25,7 +34,10 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import RunResult
+from safelight.work.maintenance import LeaseRecovery, Scheduler, every
+from safelight.work.model import WorkItem
 from safelight.work.outcome import Succeeded
+from safelight.work.wakeup import Listener
 from tests.items import running_item
 
 pytestmark = pytest.mark.usefixtures("loop_errors")
@@ -41,9 +53,9 @@ async def database() -> AsyncIterator[Database]:
 
 
 def settings(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(
-        **{"home": tmp_path / "home", "decode_processes": 2, "max_stalls": 5, **changes}
-    )
+    # Not the defaults, so that each is seen to come from the settings.
+    chosen = {"decode_processes": 2, "decode_memory_mib": 256, "max_stalls": 5}
+    return Settings(**{"home": tmp_path / "home", **chosen, **changes})
 
 
 async def test_building_starts_nothing_and_uses_no_connection(
@@ -95,6 +107,58 @@ async def test_the_parts_share_one_store_executor_clock_and_settings(
     assert engine.decoder is not None
     assert (engine.decoder.processes, engine.decoder.memory_mib) == (2, config.decode_memory_mib)
     assert [b.name for b in engine.background] == ["listener", "lease-recovery", "scheduler"]
+    await engine.close()
+
+
+async def test_the_wiring_of_the_executor_and_the_workers(
+    database: Database, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+
+    def on_progress(item: WorkItem, counters: Mapping[str, Any]) -> None:
+        pass
+
+    engine = build_engine(
+        settings(tmp_path), database, clock, WorkerOptions(concurrency=2), on_progress=on_progress
+    )
+    executor = engine.executor
+    assert executor._handlers is engine.handlers and executor._on_progress is on_progress
+    assert executor._logger.name == "safelight.executor"
+    assert engine.store._clock is clock
+    for worker in engine.workers:
+        # Each Worker wakes on the hub, and wakes its siblings when an item ends.
+        assert worker._wake is not None and worker._after_item == engine.hub.wake_all
+    await engine.close()
+
+
+async def test_the_background_tasks_run_on_the_engines_parts(
+    database: Database, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    engine = build_engine(
+        settings(tmp_path, recovery_interval_seconds=7.0),
+        database,
+        clock,
+        WorkerOptions(user="alice"),
+    )
+    listener, recovery, scheduler = (b.run for b in engine.background)
+    assert isinstance(listener, MethodType) and isinstance(listener.__self__, Listener)
+    assert listener.__func__ is Listener.run
+    assert (listener.__self__._url, listener.__self__._hub, listener.__self__._clock) == (
+        URL,
+        engine.hub,
+        clock,
+    )
+    assert isinstance(recovery, partial) and recovery.func is every and not recovery.keywords
+    (on, seconds, name, action) = recovery.args
+    assert (on, seconds, name) == (clock, 7.0, "lease recovery")
+    assert action.__func__ is LeaseRecovery.run_once and action.__self__._store is engine.store
+    assert isinstance(scheduler, partial) and scheduler.func is every and not scheduler.keywords
+    (on, seconds, name, action) = scheduler.args
+    assert (on, seconds, name) == (clock, SCHEDULER_TICK_SECONDS, "scheduler")
+    assert action.__func__ is Scheduler.run_once
+    assert action.__self__._store is engine.store and action.__self__._owner == "alice"
+    assert action.__self__._settings == schedule_settings(engine.settings)
     await engine.close()
 
 
@@ -187,7 +251,7 @@ async def test_the_side_effect_journal_is_opened_when_set_and_closed_with_the_en
     assert plain.journal is None and plain.handlers["noop"] is noop
     log = tmp_path / "effects" / "journal.jsonl"
     engine = build(settings(tmp_path, decode_processes=0, side_effect_log=log))
-    assert engine.journal is not None and log.exists()
+    assert engine.journal is not None and log.exists() and engine.journal._clock is engine.clock
     assert engine.handlers["noop"] is not noop  # it runs with its attempt as the journal's
     await engine.close()
     with pytest.raises(OSError):

@@ -4,11 +4,12 @@ the database password."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from safelight.library.images import ProxySpec
-from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB
+from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
 from safelight.settings import Settings, SettingsError, default_decode_processes
 from safelight.work.executor import ExecutorSettings
 from safelight.work.worker import WorkerSettings
@@ -171,3 +172,47 @@ def test_a_default_is_read_from_the_settings_themselves() -> None:
     assert (Settings.default("lease_seconds"), Settings.default("max_stalls")) == (60.0, 3)
     with pytest.raises(ValueError, match=r"^home has no fixed default$"):
         Settings.default("home")
+
+
+def test_the_edges_of_each_range_are_valid() -> None:
+    edges = Settings(
+        poll_seconds=0.5,
+        shutdown_grace_seconds=0,
+        decode_processes=0,
+        decode_memory_mib=MIN_DECODE_MEMORY_MIB,
+        thumbnail_quality=1,
+        preview_quality=95,
+        thumbnail_width=256,
+        preview_width=256,
+    )
+    assert (edges.poll_seconds, edges.shutdown_grace_seconds) == (0.5, 0)
+    assert Settings(shutdown_grace_seconds=0.5, thumbnail_quality=95, preview_quality=1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"shutdown_grace_seconds": -0.5}, "shutdown_grace_seconds must not be negative"),
+        (
+            {"decode_processes": -1},
+            "decode_processes must be 0 (decode in threads) or more, not -1",
+        ),
+        (
+            {"decode_memory_mib": MIN_DECODE_MEMORY_MIB - 1},
+            f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
+            f"not {MIN_DECODE_MEMORY_MIB - 1}",
+        ),
+        ({"thumbnail_quality": 0}, "thumbnail_quality must be between 1 and 95, not 0"),
+        ({"preview_quality": 96}, "preview_quality must be between 1 and 95, not 96"),
+        (
+            {"thumbnail_width": 257, "preview_width": 256},
+            "thumbnail_width must not be larger than preview_width",
+        ),
+    ],
+)
+def test_a_value_past_an_edge_is_refused_with_its_message(
+    changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings(**changes)
+    assert str(raised.value) == message

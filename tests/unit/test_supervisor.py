@@ -262,8 +262,17 @@ async def test_a_task_that_returns_when_cancelled_at_the_end_is_quiet(
 async def test_a_shutdown_set_from_outside_ends_the_run(clock: FakeClock) -> None:
     executor = Executor()
     shutdown = asyncio.Event()
-    task = asyncio.create_task(run([worker(clock, Store([item(4)]), executor, "w1")], [], shutdown))
+    task = asyncio.create_task(
+        run(
+            [worker(clock, Store([item(4)]), executor, "w1")],
+            [Service("listener", []).background],
+            shutdown,
+        )
+    )
     await executor.started.wait()
+    # Each task is named after what it runs (for the log and py-spy).
+    names = {t.get_name() for t in asyncio.all_tasks()}
+    assert {"listener", "w1"} <= names
     shutdown.set()
     assert await task == Stopped(interrupted=False, at_once=False)
     assert executor.released == [4]
