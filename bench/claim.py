@@ -62,6 +62,7 @@ from common import (
 
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
+from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.store import WorkStore, claim_query
 
@@ -210,7 +211,9 @@ def explain(conn: psycopg.Connection[Any]) -> str:
 async def claim_and_complete(url: str, free: str, samples: int) -> list[float]:
     """Real claims through WorkStore (committed), each followed by its completion."""
     pool = await open_pool(url, min_size=1, max_size=2)
-    store = WorkStore(pool, SystemClock(), [KindSpec("noop", Scope.OPTIONAL)])
+    store = WorkStore(
+        pool, SystemClock(), [KindSpec("noop", Scope.OPTIONAL)], max_stalls=Settings().max_stalls
+    )
     try:
         from uuid import UUID
 

@@ -69,6 +69,7 @@ from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
 from safelight.library.hashing import hash_file
+from safelight.settings import Settings
 from safelight.testing.samplegen import generate_jpegs
 from safelight.work.store import WorkStore
 
@@ -214,7 +215,9 @@ async def add_crawl(url: str, folder: Path) -> int:
     try:
         clock = SystemClock()
         config = (await StorageConfigs(pool, clock).add("bench", folder)).config.id
-        return await WorkStore(pool, clock, KIND_SPECS).enqueue("crawl", config_id=config)
+        return await WorkStore(pool, clock, KIND_SPECS, max_stalls=Settings().max_stalls).enqueue(
+            "crawl", config_id=config
+        )
     finally:
         await pool.close()
 

@@ -45,9 +45,9 @@ from common import print_table, versions, write_result
 from crawl import crawl_once
 
 from safelight.library.decoding import ImageDecoder
-from safelight.library.images import ProxySpec
 from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB
 from safelight.library.metadata import MAX_IMAGE_PIXELS
+from safelight.settings import Settings
 from safelight.testing.samplegen import generate_jpegs
 
 MB = 1e6
@@ -102,7 +102,7 @@ def _vm_hwm_kib(pid: int) -> int:
 async def decode_peak(path: Path, tiny: Path) -> dict[str, Any]:
     """Peak RSS of a fresh decode process that decodes ``tiny`` and then ``path``."""
     decoder = ImageDecoder(1)
-    spec = ProxySpec()
+    spec = Settings().proxy_spec()
     try:
         await decoder.decode(tiny, spec)
         (pid,) = decoder.pids()

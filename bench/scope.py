@@ -50,6 +50,7 @@ from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
+from safelight.settings import Settings
 from safelight.work.store import WorkStore
 
 # Benchmark-only instrumentation, as in tests/integration/test_store_stress.py.
@@ -107,7 +108,7 @@ async def enqueue(
     pool = await open_pool(url, min_size=1, max_size=2)
     try:
         clock = SystemClock()
-        store = WorkStore(pool, clock, KIND_SPECS)
+        store = WorkStore(pool, clock, KIND_SPECS, max_stalls=Settings().max_stalls)
         registry = StorageConfigs(pool, clock)
         ids = []
         for n in range(configs):

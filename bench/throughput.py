@@ -57,6 +57,7 @@ from common import (
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
+from safelight.settings import Settings
 from safelight.work.store import WorkStore
 
 BENCH = Path(__file__).resolve().parent
@@ -93,7 +94,7 @@ async def safelight_enqueue(url: str, items: int) -> tuple[float, float]:
     """Seconds for SINGLE_ITEMS one by one, and for the rest in bulk (enqueue_many)."""
     pool = await open_pool(url, min_size=1, max_size=2)
     try:
-        store = WorkStore(pool, SystemClock(), KIND_SPECS)
+        store = WorkStore(pool, SystemClock(), KIND_SPECS, max_stalls=Settings().max_stalls)
         start = time.perf_counter()
         for _ in range(SINGLE_ITEMS):
             await store.enqueue("noop")

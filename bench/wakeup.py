@@ -51,6 +51,7 @@ from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
+from safelight.settings import Settings
 from safelight.work.store import WorkStore
 
 ALL_KINDS = [spec.name for spec in KIND_SPECS]
@@ -101,7 +102,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         pool = await open_pool(url, min_size=1, max_size=4)
         try:
             clock = SystemClock()
-            store = WorkStore(pool, clock, KIND_SPECS)
+            store = WorkStore(pool, clock, KIND_SPECS, max_stalls=Settings().max_stalls)
             config = (await StorageConfigs(pool, clock).add("bench", photos)).config.id
             for n in range(args.workers):
                 procs.start(

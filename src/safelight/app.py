@@ -1,6 +1,10 @@
-"""Assembles a Worker process: database, store, handlers, executor, Workers, maintenance.
+"""The composition root of a Worker process: ``build_engine`` assembles its store,
+services, handlers, executor, Workers and background services without starting any;
+``run_workers`` checks the database and the folders, then runs them under the
+supervisor (``safelight.work.supervisor``).
 
-The CLI calls these; tests and benchmarks call them too, with a fake clock if they like.
+The CLI calls these; tests and benchmarks build the engine too, with a fake clock if
+they like, and run its parts themselves.
 """
 
 from __future__ import annotations
@@ -8,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -24,13 +28,14 @@ from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.context import Handler, HandlerContext
-from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.executor import Executor, RunResult
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
 from safelight.work.outcome import Complete, Fail, Retry
 from safelight.work.store import WorkStore
+from safelight.work.supervisor import Background, supervise
 from safelight.work.wakeup import Listener, WakeupHub
-from safelight.work.worker import Worker, WorkerSettings, worker_ids
+from safelight.work.worker import Worker, worker_ids
 
 _log = logging.getLogger(__name__)
 
@@ -132,6 +137,147 @@ def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """A Worker process's parts, assembled by :func:`build_engine` with nothing started."""
+
+    settings: Settings
+    database: Database
+    clock: Clock
+    name: str
+    """The Workers' ids start with it (``worker_ids``)."""
+    store: WorkStore
+    services: Services
+    handlers: Mapping[str, Handler]
+    executor: Executor
+    hub: WakeupHub
+    workers: tuple[Worker, ...]
+    background: tuple[Background, ...]
+    """The listener, lease recovery and (unless until idle) the scheduler, not started."""
+    finished: list[FinishedItem]
+    """Every attempt the Workers ran to its end, as it ended."""
+    decoder: ImageDecoder | None
+    journal: Journal | None
+    owns_decoder: bool
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds this engine's Workers claim: those it has a handler for."""
+        return frozenset(self.handlers)
+
+    async def close(self) -> None:
+        """Shut the decode processes (if the engine made them) and the journal."""
+        if self.decoder is not None and self.owns_decoder:
+            # Calls not started are cancelled; this waits for at most the photo each
+            # process is decoding (every handler has ended: nobody awaits them).
+            await asyncio.to_thread(self.decoder.shutdown)
+        if self.journal is not None:
+            self.journal.close()
+
+
+def build_engine(
+    settings: Settings,
+    database: Database,
+    clock: Clock,
+    options: WorkerOptions,
+    *,
+    on_progress: Callable[[WorkItem, Mapping[str, Any]], None] | None = None,
+    on_finished: Callable[[FinishedItem], None] | None = None,
+    handlers: Callable[[Services], Mapping[str, Handler]] = build_handlers,
+    decoder: ImageDecoder | None = None,
+) -> Engine:
+    """The store, services, handlers, executor, ``options.concurrency`` Workers and the
+    background services of one Worker process; nothing started.
+
+    It uses no connection and starts no task, thread or process: the pool is only
+    handed on, and the decode processes start with the first photo. It opens one file,
+    the side-effect journal, when the ``side_effect_log`` setting names one.
+    ``handlers`` makes the handlers from the services (tests wrap them); ``decoder`` is
+    a decode pool of the caller's, left running by :meth:`Engine.close` (default: one
+    made from the settings, or none with ``decode_processes`` 0).
+    """
+    store = app_store(database, settings, clock)
+    owns_decoder = decoder is None
+    if decoder is None and settings.decode_processes:
+        # One pool of decode processes for all of this process's Workers.
+        decoder = ImageDecoder(settings.decode_processes, settings.decode_memory_mib)
+    services = Services(
+        pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
+    )
+    journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
+    built = journaled(handlers(services), journal)
+    executor = Executor(
+        store,
+        clock,
+        built,
+        settings.executor(),
+        logging.getLogger("safelight.executor"),
+        on_progress=on_progress,
+    )
+    finished_items: list[FinishedItem] = []
+
+    def finished(item: WorkItem, result: RunResult) -> None:
+        done = finished_item(item, result)
+        finished_items.append(done)
+        if on_finished is not None:
+            on_finished(done)
+
+    hub = WakeupHub()
+    name = options.name or f"{socket.gethostname()}:{os.getpid()}"
+    workers = tuple(
+        Worker(
+            store,
+            executor,
+            clock,
+            settings.worker(
+                worker_id, frozenset(built), owner=options.user, until_idle=options.until_idle
+            ),
+            wake=hub.subscribe(),
+            on_finished=finished,
+            after_item=hub.wake_all,
+        )
+        for worker_id in worker_ids(name, options.concurrency)
+    )
+    background = [
+        Background("listener", Listener(database.url, hub, clock).run),
+        Background(
+            "lease-recovery",
+            partial(
+                every,
+                clock,
+                settings.recovery_interval_seconds,
+                "lease recovery",
+                LeaseRecovery(store).run_once,
+            ),
+        ),
+    ]
+    if not options.until_idle:
+        scheduler = Scheduler(store, schedule_settings(settings), owner=options.user)
+        background.append(
+            Background(
+                "scheduler",
+                partial(every, clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once),
+            )
+        )
+    return Engine(
+        settings=settings,
+        database=database,
+        clock=clock,
+        name=name,
+        store=store,
+        services=services,
+        handlers=built,
+        executor=executor,
+        hub=hub,
+        workers=workers,
+        background=tuple(background),
+        finished=finished_items,
+        decoder=decoder,
+        journal=journal,
+        owns_decoder=owns_decoder,
+    )
+
+
 async def run_workers(
     settings: Settings,
     options: WorkerOptions,
@@ -148,140 +294,44 @@ async def run_workers(
     The first SIGINT/SIGTERM stops claiming, cancels the running handlers, waits up to
     the grace period and releases their items: ``exit_code`` 0, ``interrupted`` set. A
     second stops at once (the items come back by lease recovery): ``exit_code`` 130.
+    A background task that fails stops the Workers as the first signal does and raises
+    :class:`~safelight.work.supervisor.BackgroundFailed` (ADR 0021).
     """
-    clock = clock or SystemClock()
-    shutdown = shutdown or asyncio.Event()
     # Whoever opened the database, Workers never run on a schema this release does not
     # know: they could write what a newer schema forbids, or miss what it requires.
     async with database.pool.connection() as conn:
         await check_schema(conn)
-    store = app_store(database, settings, clock)
-    # One pool of decode processes for all of this process's Workers; its processes
-    # start with the first photo (ImageDecoder) and end with run_workers.
-    decoder = (
-        ImageDecoder(settings.decode_processes, settings.decode_memory_mib)
-        if settings.decode_processes
-        else None
-    )
-    services = Services(
-        pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
-    )
-    # Before anything is claimed: nothing this process writes may land in a library it
-    # serves, and its proxy root must be this database's (library.roots, .proxyroot).
-    await check_active_roots(services, options.user)
-    await check_proxy_root(services)
-    journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
-    handlers = journaled(build_handlers(services), journal)
-    executor = Executor(
-        store,
-        clock,
-        handlers,
-        ExecutorSettings(
-            lease_seconds=settings.lease_seconds,
-            heartbeat_seconds=settings.heartbeat_seconds,
-            shutdown_grace_seconds=settings.shutdown_grace_seconds,
-        ),
-        logging.getLogger("safelight.executor"),
+    engine = build_engine(
+        settings,
+        database,
+        clock or SystemClock(),
+        options,
         on_progress=on_progress,
-    )
-    report = RunReport(exit_code=0)
-
-    def finished(item: WorkItem, result: RunResult) -> None:
-        done = finished_item(item, result)
-        report.finished.append(done)
-        if on_finished is not None:
-            on_finished(done)
-
-    hub = WakeupHub()
-    name = options.name or f"{socket.gethostname()}:{os.getpid()}"
-    workers = [
-        Worker(
-            store,
-            executor,
-            clock,
-            WorkerSettings(
-                worker_id=worker_id,
-                kinds=frozenset(handlers),
-                owner=options.user,
-                lease_seconds=settings.lease_seconds,
-                poll_seconds=settings.poll_seconds,
-                until_idle=options.until_idle,
-            ),
-            wake=hub.subscribe(),
-            on_finished=finished,
-            after_item=hub.wake_all,
-        )
-        for worker_id in worker_ids(name, options.concurrency)
-    ]
-
-    background = [
-        asyncio.create_task(Listener(database.url, hub, clock).run(), name="listener"),
-        asyncio.create_task(
-            every(
-                clock,
-                settings.recovery_interval_seconds,
-                "lease recovery",
-                LeaseRecovery(store).run_once,
-            ),
-            name="lease-recovery",
-        ),
-    ]
-    if not options.until_idle:
-        scheduler = Scheduler(store, schedule_settings(settings), owner=options.user)
-        background.append(
-            asyncio.create_task(
-                every(clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once),
-                name="scheduler",
-            )
-        )
-
-    tasks = [asyncio.create_task(w.run(shutdown), name=w.settings.worker_id) for w in workers]
-    loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM)
-
-    def on_signal(signum: int) -> None:
-        if not shutdown.is_set():
-            _log.warning(
-                "%s: finishing up; the running items go back to the queue (again to stop now)",
-                signal.Signals(signum).name,
-            )
-            report.interrupted = True
-            shutdown.set()
-        else:
-            _log.warning("stopping now; lease recovery will requeue the running items")
-            for task in tasks:
-                task.cancel()
-
-    if install_signal_handlers:
-        for signum in signals:
-            loop.add_signal_handler(signum, on_signal, signum)
-    _log.info(
-        "%d worker(s) %s serving %s on %s",
-        len(workers),
-        name,
-        f"user {options.user}" if options.user else "every user",
-        database.display,
+        on_finished=on_finished,
     )
     try:
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for result in results:
-            if isinstance(result, asyncio.CancelledError):
-                # A second signal: stopped at once, items left to lease recovery.
-                report.interrupted = True
-                report.exit_code = EXIT_INTERRUPTED
-            elif isinstance(result, BaseException):
-                raise result
+        # Before anything is claimed: nothing this process writes may land in a library
+        # it serves, and its proxy root must be this database's (library.roots, .proxyroot).
+        await check_active_roots(engine.services, options.user)
+        await check_proxy_root(engine.services)
+        _log.info(
+            "%d worker(s) %s serving %s on %s",
+            len(engine.workers),
+            engine.name,
+            f"user {options.user}" if options.user else "every user",
+            database.display,
+        )
+        stopped = await supervise(
+            engine.workers,
+            engine.background,
+            shutdown=shutdown or asyncio.Event(),
+            log=_log,
+            install_signal_handlers=install_signal_handlers,
+        )
     finally:
-        if install_signal_handlers:
-            for signum in signals:
-                loop.remove_signal_handler(signum)
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
-        if decoder is not None:
-            # Calls not started are cancelled; this waits for at most the photo each
-            # process is decoding (every handler has ended: nobody awaits them).
-            await asyncio.to_thread(decoder.shutdown)
-        if journal is not None:
-            journal.close()
-    return report
+        await engine.close()
+    return RunReport(
+        exit_code=EXIT_INTERRUPTED if stopped.at_once else 0,
+        finished=engine.finished,
+        interrupted=stopped.interrupted,
+    )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from safelight.db.urls import database_key, mask_url
+from safelight.library.images import ProxySpec
 from safelight.library.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
@@ -24,6 +25,8 @@ from safelight.library.limits import (
     available_memory_bytes,
     decode_processes_for,
 )
+from safelight.work.executor import ExecutorSettings, longest_heartbeat
+from safelight.work.worker import WorkerSettings
 
 ENV_PREFIX = "SAFELIGHT_"
 
@@ -58,6 +61,9 @@ def default_decode_processes(decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB)
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Every setting, each default written here and only here; each component gets its own
+    frozen config from the methods below (its config has no defaults of its own)."""
+
     # Where the queue lives. None: the embedded PostgreSQL under ``home``.
     database_url: str | None = None
     home: Path = field(default_factory=_default_home)
@@ -135,9 +141,8 @@ class Settings:
                 f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
                 f"not {self.decode_memory_mib}"
             )
-        # The self-stop fires half a lease after the last good heartbeat; a heartbeat
-        # interval near that would self-stop healthy attempts on one slow beat.
-        if self.heartbeat_seconds > self.lease_seconds / 4:
+        # Checked here too (the rule is the executor's) for a message naming the settings.
+        if self.heartbeat_seconds > longest_heartbeat(self.lease_seconds):
             raise SettingsError(
                 f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most a quarter of "
                 f"lease_seconds ({self.lease_seconds:g}), well under the half-lease self-stop"
@@ -150,6 +155,41 @@ class Settings:
             raise SettingsError("thumbnail_width must not be larger than preview_width")
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
+
+    def executor(self) -> ExecutorSettings:
+        return ExecutorSettings(
+            lease_seconds=self.lease_seconds,
+            heartbeat_seconds=self.heartbeat_seconds,
+            shutdown_grace_seconds=self.shutdown_grace_seconds,
+        )
+
+    def worker(
+        self,
+        worker_id: str,
+        kinds: frozenset[str],
+        *,
+        owner: str | None = None,
+        until_idle: bool = False,
+    ) -> WorkerSettings:
+        """A Worker's config: ``owner`` None serves every user's configs."""
+        return WorkerSettings(
+            worker_id=worker_id,
+            kinds=kinds,
+            owner=owner,
+            lease_seconds=self.lease_seconds,
+            poll_seconds=self.poll_seconds,
+            until_idle=until_idle,
+        )
+
+    def proxy_spec(self) -> ProxySpec:
+        """Sizes and qualities of a photo's (and a video poster's) proxies."""
+        return ProxySpec(
+            thumbnail_width=self.thumbnail_width,
+            thumbnail_quality=self.thumbnail_quality,
+            preview_width=self.preview_width,
+            preview_quality=self.preview_quality,
+            decode_memory_mib=self.decode_memory_mib,
+        )
 
     @property
     def proxies(self) -> Path:
@@ -177,6 +217,14 @@ class Settings:
         shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         shown["database_url"] = None if self.database_url is None else mask_url(self.database_url)
         return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The default of setting ``name`` (one with a fixed default), as help texts show it."""
+        (found,) = (f for f in dataclasses.fields(cls) if f.name == name)
+        if found.default is dataclasses.MISSING:
+            raise ValueError(f"{name} has no fixed default")
+        return found.default
 
     @classmethod
     def load(

@@ -45,6 +45,7 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import dict_row
 
+from safelight import settings as app_settings
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
@@ -207,7 +208,9 @@ class Scenario:
             self.url = await asyncio.to_thread(self._create_database)
             await asyncio.to_thread(self._make_configs)
             pool = await open_pool(self.url, min_size=1, max_size=4)
-            self.store = WorkStore(pool, SystemClock(), KIND_SPECS)
+            self.store = WorkStore(
+                pool, SystemClock(), KIND_SPECS, max_stalls=app_settings.Settings().max_stalls
+            )
             self._start_workers()
             self.report.seconds["setup"] = time.monotonic() - started
             chaos = time.monotonic()

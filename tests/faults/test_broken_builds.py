@@ -28,6 +28,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.paths import parse_proxy_name
+from safelight.settings import Settings
 from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
 from tests.faults import checker
 from tests.faults.processes import wait_for
@@ -195,7 +196,7 @@ async def test_two_claims_racing_for_one_config(
     a_conn = await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="claim-a")
     admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
     try:
-        store = WorkStore(pools["setup"], clock, TEST_KINDS)
+        store = WorkStore(pools["setup"], clock, TEST_KINDS, max_stalls=Settings().max_stalls)
         cur = await admin.execute(
             "INSERT INTO storage_configs (owner, root_path, created_at) "
             "VALUES ('alice', '/photos/race', now()) RETURNING id"
@@ -219,7 +220,7 @@ async def test_two_claims_racing_for_one_config(
         )
         claimed_a = await cur.fetchone()
         assert claimed_a is not None and claimed_a[0] == crawl
-        b_store = WorkStore(pools["claim-b"], clock, TEST_KINDS)
+        b_store = WorkStore(pools["claim-b"], clock, TEST_KINDS, max_stalls=Settings().max_stalls)
         b_claim = asyncio.create_task(b_store.claim("B", ["burst_detection"], lease_seconds=60.0))
         # B waits on A: on the index entry of A's running item, or (dropped) on the
         # config row A's trigger updated.

@@ -42,6 +42,7 @@ from safelight.work.errors import AttemptStopped, StopReason
 from tests.faults.checker import check_side_effects
 from tests.faults.effects import effects_of, read_lines
 from tests.items import running_item, scope_of
+from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.faults
 
@@ -94,7 +95,7 @@ def test_a_proxy_write_frozen_while_its_journal_line_is_written_touches_no_file_
     tmp_path: Path,
 ) -> None:
     (source,) = generate_jpegs(tmp_path / "library", 1, 0.1, seed=3)
-    proxies = make_image_proxies(source)
+    proxies = make_image_proxies(source, DEFAULT_SPEC)
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path)
     with scope_of(attempt.journal, ITEM), pytest.raises(AttemptStopped):
@@ -111,7 +112,7 @@ def test_a_proxy_write_s_interval_ends_with_its_rename_not_with_the_folder_s_fsy
     """The folder's fsync (milliseconds) changes nothing; a freeze during it must not
     leave an effect open across the freeze."""
     (source,) = generate_jpegs(tmp_path / "library", 1, 0.1, seed=3)
-    proxies = make_image_proxies(source)
+    proxies = make_image_proxies(source, DEFAULT_SPEC)
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path, freeze_on="never")
     open_at_fsync: list[bool] = []
@@ -145,7 +146,7 @@ def test_a_proxy_write_frozen_while_writing_its_temporary_file_touches_its_confi
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (source,) = generate_jpegs(tmp_path / "library", 1, 0.1, seed=3)
-    proxies = make_image_proxies(source)
+    proxies = make_image_proxies(source, DEFAULT_SPEC)
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path, freeze_on="never")
     at_freeze: list[dict[str, tuple[int, int]]] = []

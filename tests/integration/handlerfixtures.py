@@ -6,7 +6,6 @@ test moves it (so no lease expires and no heartbeat fires unless a test says so)
 from __future__ import annotations
 
 import io
-import logging
 import os
 import shutil
 from collections.abc import Mapping
@@ -19,11 +18,13 @@ from uuid import UUID
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.app import WorkerOptions, build_engine
+from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Handler, Services, build_handlers
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.executor import Executor, RunResult
 from safelight.work.model import Status, WorkItem
 from safelight.work.store import WorkStore
 
@@ -94,6 +95,12 @@ class Harness:
         return rows[0][0]
 
 
+def database_of(pool: AsyncConnectionPool[Any]) -> Database:
+    """A test's pool as ``build_engine`` takes it (its URL serves only the listener)."""
+    assert isinstance(pool.conninfo, str)
+    return Database(url=pool.conninfo, pool=pool)
+
+
 def make_harness(
     pool: AsyncConnectionPool[Any],
     tmp_path: Path,
@@ -103,6 +110,8 @@ def make_harness(
     decoder: ImageDecoder | None = None,
     **overrides: Any,
 ) -> Harness:
+    """The engine ``build_engine`` makes (the decode processes given, else photos decode
+    in threads), with ``handlers`` in place of the real ones if given."""
     clock = clock or FakeClock(start=START)
     settings = Settings(
         **{
@@ -110,26 +119,38 @@ def make_harness(
             "proxy_root": tmp_path / "proxies",
             "thumbnail_width": 64,
             "preview_width": 256,
+            "shutdown_grace_seconds": 5.0,
+            "decode_processes": 0,
             **overrides,
         }
     )
-    store = WorkStore(pool, clock, KIND_SPECS)
-    services = Services(pool=pool, store=store, clock=clock, settings=settings, decoder=decoder)
-    built = handlers if handlers is not None else build_handlers(services)
     reports: dict[int, list[dict[str, int]]] = {}
 
     def on_progress(item: WorkItem, counters: Mapping[str, int]) -> None:
         reports.setdefault(item.id, []).append(dict(counters))
 
-    executor = Executor(
-        store,
+    def make_handlers(services: Services) -> Mapping[str, Handler]:
+        return build_handlers(services) if handlers is None else handlers
+
+    engine = build_engine(
+        settings,
+        database_of(pool),
         clock,
-        built,
-        ExecutorSettings(lease_seconds=LEASE, heartbeat_seconds=10.0, shutdown_grace_seconds=5.0),
-        logging.getLogger("tests.handlers"),
+        WorkerOptions(until_idle=True),
         on_progress=on_progress,
+        handlers=make_handlers,
+        decoder=decoder,
     )
-    return Harness(pool, clock, store, settings, services, built, executor, progress=reports)
+    return Harness(
+        pool,
+        clock,
+        engine.store,
+        settings,
+        engine.services,
+        dict(engine.handlers),
+        engine.executor,
+        progress=reports,
+    )
 
 
 # --- small originals -------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.configs import ConfigError, StorageConfigs, resolve_root
+from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
@@ -88,7 +89,9 @@ async def test_add_refuses_a_blank_owner(configs: StorageConfigs, tmp_path: Path
 async def test_disable_stops_new_work_and_adding_again_reenables(
     pool: AsyncConnectionPool[Any], configs: StorageConfigs, tmp_path: Path
 ) -> None:
-    store = WorkStore(pool, FakeClock(), [KindSpec("crawl", Scope.REQUIRED)])
+    store = WorkStore(
+        pool, FakeClock(), [KindSpec("crawl", Scope.REQUIRED)], max_stalls=Settings().max_stalls
+    )
     added = await configs.add("alice", tmp_path)
     disabled, was_active = await configs.disable(added.config.id)
     assert was_active and not disabled.active

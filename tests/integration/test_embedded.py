@@ -20,6 +20,7 @@ import pytest
 
 from safelight.db.database import open_database
 from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
+from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
@@ -88,7 +89,7 @@ async def test_embedded_database_starts_migrates_and_persists(scratch: Path) -> 
     try:
         assert db.embedded_handle is not None
         assert (home / "pgdata" / "PG_VERSION").exists()
-        store = WorkStore(db.pool, clock, TEST_KINDS)
+        store = WorkStore(db.pool, clock, TEST_KINDS, max_stalls=Settings().max_stalls)
         item_id = await store.enqueue("noop", payload={"kept": True})
     finally:
         await db.close()
@@ -97,7 +98,7 @@ async def test_embedded_database_starts_migrates_and_persists(scratch: Path) -> 
     # A second start finds the same data: the queue survives a restart.
     db = await open_database(None, home)
     try:
-        store = WorkStore(db.pool, clock, TEST_KINDS)
+        store = WorkStore(db.pool, clock, TEST_KINDS, max_stalls=Settings().max_stalls)
         item = await store.get(item_id)
         assert item is not None and item.payload == {"kept": True}
     finally:

@@ -4,7 +4,6 @@ re-check, and the race of #337 (a purge and a crawl of one config, two Workers).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.contract import Handler, HandlerContext
-from safelight.work.executor import Executor, ExecutorSettings
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import (
     KINDS,
@@ -169,13 +167,6 @@ async def test_a_purge_and_a_crawl_of_one_config_on_two_workers_leave_the_new_as
     base = make_harness(pool, tmp_path)
     handlers = tracking(base.handlers, running, peak)
     h = make_harness(pool, tmp_path, clock=base.clock, handlers=handlers)
-    second = Executor(
-        h.store,
-        h.clock,
-        handlers,
-        ExecutorSettings(lease_seconds=LEASE, heartbeat_seconds=10.0, shutdown_grace_seconds=5.0),
-        logging.getLogger("tests.handlers.w2"),
-    )
     root = tmp_path / "library"
     write(root, "2024/beach.jpg", jpeg(4))
     write(root, "2024/other.jpg", jpeg(5))
@@ -189,7 +180,8 @@ async def test_a_purge_and_a_crawl_of_one_config_on_two_workers_leave_the_new_as
         await h.store.enqueue(kind, config_id=config)
     ours = {r[0] for r in await h.rows("SELECT id FROM work_items WHERE status = 'queued'")}
 
-    async def worker(name: str, executor: Executor) -> None:
+    # Two Workers of one process: one store, one executor (it keeps nothing between runs).
+    async def worker(name: str) -> None:
         while True:
             states = await h.rows(
                 "SELECT status::text FROM work_items WHERE id = ANY(%s)", list(ours)
@@ -200,11 +192,9 @@ async def test_a_purge_and_a_crawl_of_one_config_on_two_workers_leave_the_new_as
             if item is None:
                 await asyncio.sleep(0.002)
                 continue
-            await executor.run(item)
+            await h.executor.run(item)
 
-    await asyncio.wait_for(
-        asyncio.gather(worker("w1", h.executor), worker("w2", second)), timeout=60
-    )
+    await asyncio.wait_for(asyncio.gather(worker("w1"), worker("w2")), timeout=60)
 
     assert peak[0] == 1, "two items of one config ran at once"
     statuses = await h.rows(

@@ -24,6 +24,7 @@ from safelight.library.images import make_image_proxies
 from safelight.library.paths import AttemptTag
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
+from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +67,7 @@ async def test_a_stale_crawl_s_late_rename_only_adds_an_orphan_the_sweep_removes
     before = fingerprint(h.proxy_root, named)
     content_hash = await h.value("SELECT content_hash FROM assets WHERE file_path = 'a.jpg'")
     # Made with other settings than the newer attempt's: a replacement would show.
-    proxies = make_image_proxies(original)
+    proxies = make_image_proxies(original, DEFAULT_SPEC)
 
     late = publish_image_proxies(
         proxies,
@@ -115,7 +116,7 @@ async def test_a_stale_purge_s_late_unlink_cannot_remove_what_a_newer_attempt_wr
             # The purge froze right after its check; meanwhile it lost its item and a
             # newer attempt of the config published this content's proxies again.
             records = publish_image_proxies(
-                make_image_proxies(tmp_path / "away.jpg"),
+                make_image_proxies(tmp_path / "away.jpg", DEFAULT_SPEC),
                 root,
                 config,
                 content_hash,

@@ -1,9 +1,9 @@
-"""The real engine stack on a test database and a FakeClock: store, handlers, executor."""
+"""The real engine (``build_engine``) on a test database and a FakeClock: its store and
+executor, and Workers on them."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,13 +11,14 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import KIND_SPECS, Services, build_handlers
+from safelight.app import Engine, WorkerOptions, build_engine
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
 from safelight.work.store import WorkStore
-from safelight.work.worker import Worker, WorkerSettings
+from safelight.work.worker import Worker
+from tests.integration.handlerfixtures import database_of
 
 LEASE = 60.0
 HEARTBEAT = 10.0
@@ -31,6 +32,7 @@ class Stack:
     store: WorkStore
     executor: Executor
     settings: Settings
+    engine: Engine
     finished: list[tuple[WorkItem, RunResult]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -47,18 +49,12 @@ class Stack:
         wake: asyncio.Event | None = None,
         after_item: Callable[[], object] | None = None,
     ) -> Worker:
+        """A Worker on the engine's store and executor, as the engine's own are made."""
         return Worker(
             self.store,
             self.executor,
             self.clock,
-            WorkerSettings(
-                worker_id=worker_id,
-                kinds=frozenset(s.name for s in KIND_SPECS),
-                owner=owner,
-                lease_seconds=LEASE,
-                poll_seconds=POLL,
-                until_idle=until_idle,
-            ),
+            self.settings.worker(worker_id, self.engine.kinds, owner=owner, until_idle=until_idle),
             wake=wake,
             on_finished=self.on_finished,
             after_item=after_item,
@@ -83,16 +79,7 @@ def make_stack(pool: AsyncConnectionPool[Any], tmp_path: Path) -> Stack:
         lease_seconds=LEASE,
         heartbeat_seconds=HEARTBEAT,
         poll_seconds=POLL,
+        decode_processes=0,
     )
-    store = WorkStore(pool, clock, KIND_SPECS, max_stalls=3)
-    services = Services(pool=pool, store=store, clock=clock, settings=settings)
-    executor = Executor(
-        store,
-        clock,
-        build_handlers(services),
-        ExecutorSettings(
-            lease_seconds=LEASE, heartbeat_seconds=HEARTBEAT, shutdown_grace_seconds=10.0
-        ),
-        logging.getLogger("test.executor"),
-    )
-    return Stack(pool, clock, store, executor, settings)
+    engine = build_engine(settings, database_of(pool), clock, WorkerOptions())
+    return Stack(pool, clock, engine.store, engine.executor, settings, engine)

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 from rich.console import Console
 
-from safelight.cli import admin
+from safelight.cli import admin, main
 from safelight.cli.failures import (
     EXIT_DATABASE,
     EXIT_INTERNAL,
@@ -96,6 +96,14 @@ def test_the_group_help_lists_commands_and_exit_codes(env: dict[str, str | None]
     for command in ("run", "demo", "worker", "status", "items", "config", "enqueue", "purge"):
         assert f" {command} " in text
     assert "Exit codes: 0 ok; 1 work failed" in text and "130 interrupted" in text
+    # The settings' defaults, as Settings has them.
+    assert "without a heartbeat [env SAFELIGHT_LEASE_SECONDS; 60]." in text
+    assert "at most a quarter lease [env SAFELIGHT_HEARTBEAT_SECONDS; 10]." in text
+    assert "fails as stalled [env SAFELIGHT_MAX_STALLS; 3]." in text
+
+
+def test_an_options_help_shows_the_settings_variable_and_default() -> None:
+    assert main._env_and_default("poll_seconds") == "[env SAFELIGHT_POLL_SECONDS; 5]"
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,10 @@ from safelight.library.decoding import (
     decode_image,
 )
 from safelight.library.errors import CorruptMedia, MediaError
-from safelight.library.images import ProxySpec
 from safelight.testing.samplegen import Manifest, generate_library
+from tests.specs import proxy_spec
 
-SPEC = ProxySpec(thumbnail_width=32, preview_width=96)
+SPEC = proxy_spec(thumbnail_width=32, preview_width=96)
 # Only a test that hangs on a bug waits this long; a passing one never does.
 DEADLOCK_SECONDS = 30.0
 
@@ -144,12 +144,12 @@ WORKER = """
 import asyncio, sys
 from pathlib import Path
 from safelight.library.decoding import ImageDecoder
-from safelight.library.images import ProxySpec
+from safelight.settings import Settings
 
 async def main():
     decoder = ImageDecoder(2)
     photo = Path(sys.argv[1])
-    spec = ProxySpec(thumbnail_width=32, preview_width=96)
+    spec = Settings(thumbnail_width=32, preview_width=96).proxy_spec()
     await asyncio.gather(decoder.decode(photo, spec), decoder.decode(photo, spec))
     print(*decoder.pids(), flush=True)
     sys.stdin.read()

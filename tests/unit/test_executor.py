@@ -19,10 +19,11 @@ import psycopg
 import psycopg_pool
 import pytest
 
+from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
-from safelight.work.executor import Executor, ExecutorSettings, RunResult
+from safelight.work.executor import Executor, ExecutorSettings, RunResult, longest_heartbeat
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
     Abandoned,
@@ -53,6 +54,11 @@ SELF_STOPPED_30 = (
     "work item 7 attempt 3 self-stopped: no successful heartbeat for 30 s "
     "(half the 60 s lease); writing nothing, lease recovery will requeue it",
 )
+
+
+def timing(**changes: float) -> ExecutorSettings:
+    """The default timing (``Settings.executor()``), with ``changes``."""
+    return dataclasses.replace(Settings().executor(), **changes)
 
 
 def failed_beat(n: int) -> tuple[str, str]:
@@ -135,7 +141,7 @@ def make(
         store,
         clock,
         {"crawl": handler},
-        settings or ExecutorSettings(),
+        settings or timing(),
         logging.getLogger(LOGGER),
         on_progress,
     )
@@ -165,7 +171,7 @@ async def assert_quiet(clock: FakeClock) -> None:
 
 
 def test_the_default_settings() -> None:
-    settings = ExecutorSettings()
+    settings = Settings().executor()
     assert (settings.lease_seconds, settings.heartbeat_seconds) == (60.0, 10.0)
     assert settings.shutdown_grace_seconds == 10.0
 
@@ -175,8 +181,12 @@ def test_a_heartbeat_of_exactly_a_quarter_lease_and_no_grace_are_allowed() -> No
     assert settings.heartbeat_seconds == 10
 
 
+def test_the_longest_heartbeat_is_a_quarter_lease() -> None:
+    assert (longest_heartbeat(60.0), longest_heartbeat(1.0)) == (15.0, 0.25)
+
+
 def test_sub_second_timings_are_allowed() -> None:
-    settings = ExecutorSettings(lease_seconds=0.8, heartbeat_seconds=0.2)
+    settings = timing(lease_seconds=0.8, heartbeat_seconds=0.2)
     assert (settings.lease_seconds, settings.heartbeat_seconds) == (0.8, 0.2)
 
 
@@ -214,7 +224,7 @@ def test_settings_are_validated_with_a_message_naming_the_field(
     kwargs: dict[str, float], message: str
 ) -> None:
     with pytest.raises(ValueError) as raised:
-        ExecutorSettings(**kwargs)
+        timing(**kwargs)
     assert str(raised.value) == message
 
 
@@ -535,7 +545,7 @@ async def test_heartbeat_misses_are_counted_in_a_row_across_timeouts_and_failure
 ) -> None:
     store.beats = [HANG, HANG, DB_DOWN, HANG]
     probe = Probe(clock)
-    settings = ExecutorSettings(heartbeat_seconds=5)
+    settings = timing(heartbeat_seconds=5)
     task = await start(make(store, clock, probe, settings))
     await clock.advance(25)
     assert store.calls == [hb(5.0), hb(10.0), hb(15.0), hb(20.0), hb(25.0)]
@@ -775,7 +785,7 @@ async def test_heartbeats_go_on_while_a_cancelled_handler_winds_down(
             raise interrupted from None
         return {}
 
-    settings = ExecutorSettings(shutdown_grace_seconds=15)
+    settings = timing(shutdown_grace_seconds=15)
     task = await start(make(store, clock, handler, settings))
     await clock.advance(21.999)
     assert not task.done()

@@ -24,12 +24,12 @@ from safelight.library.errors import (
 )
 from safelight.library.images import (
     ImageProxies,
-    ProxySpec,
     encode_blurhash,
     make_image_proxies,
 )
 from safelight.library.metadata import read_image_metadata
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
+from tests.specs import DEFAULT_SPEC, proxy_spec
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def assert_upright(image: Image.Image) -> None:
 @pytest.mark.parametrize("orientation", range(1, 9))
 def test_proxies_are_upright_for_every_orientation(library: Manifest, orientation: int) -> None:
     photo = library.photo(f"orientation/orientation_{orientation}.jpg")
-    proxies = make_image_proxies(library.root / photo.path)
+    proxies = make_image_proxies(library.root / photo.path, DEFAULT_SPEC)
     assert (proxies.width, proxies.height) == (photo.width, photo.height)
     preview = decode(proxies.preview.data)
     thumbnail = decode(proxies.thumbnail.data)
@@ -96,14 +96,16 @@ def test_orientation_agrees_with_pillows_exif_transpose(
     path = library.root / f"orientation/orientation_{orientation}.jpg"
     with Image.open(path) as original:
         expected = np.asarray(ImageOps.exif_transpose(original).convert("RGB"), dtype=np.int16)
-    preview = np.asarray(decode(make_image_proxies(path).preview.data), dtype=np.int16)
+    preview = np.asarray(
+        decode(make_image_proxies(path, DEFAULT_SPEC).preview.data), dtype=np.int16
+    )
     assert preview.shape == expected.shape
     assert np.abs(preview - expected).mean() < 3
 
 
 def test_every_generated_photo_gets_upright_proxies(library: Manifest) -> None:
     for photo in library.photos:
-        proxies = make_image_proxies(library.root / photo.path)
+        proxies = make_image_proxies(library.root / photo.path, DEFAULT_SPEC)
         preview, thumbnail = decode(proxies.preview.data), decode(proxies.thumbnail.data)
         assert preview.width <= 1920 and thumbnail.width <= 300, photo.path
         assert preview.width <= photo.width and thumbnail.width <= preview.width, photo.path
@@ -125,7 +127,7 @@ def test_large_photo_is_scaled_down_with_a_dct_draft(
         return result
 
     monkeypatch.setattr(JpegImageFile, "draft", spy)
-    proxies = make_image_proxies(library.root / "2021/large/PXL_0300.jpg")
+    proxies = make_image_proxies(library.root / "2021/large/PXL_0300.jpg", DEFAULT_SPEC)
     assert drafts == [(2000, 1500)]  # 4000x3000 decoded at 1/2: still >= 1920 wide
     assert (proxies.preview.width, proxies.preview.height) == (1920, 1440)
     assert (proxies.thumbnail.width, proxies.thumbnail.height) == (300, 225)
@@ -136,17 +138,17 @@ def test_large_photo_is_scaled_down_with_a_dct_draft(
 def test_small_photo_is_never_upscaled(tmp_path: Path) -> None:
     path = tmp_path / "tiny.jpg"
     Image.new("RGB", (120, 80), (10, 200, 30)).save(path, "JPEG")
-    proxies = make_image_proxies(path)
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
     assert (proxies.preview.width, proxies.preview.height) == (120, 80)
     assert (proxies.thumbnail.width, proxies.thumbnail.height) == (120, 80)
 
 
 def test_custom_spec_and_qualities(library: Manifest) -> None:
     path = library.root / "2021/large/PXL_0300.jpg"
-    small = make_image_proxies(path, ProxySpec(thumbnail_width=128, preview_width=640))
+    small = make_image_proxies(path, proxy_spec(thumbnail_width=128, preview_width=640))
     assert (small.thumbnail.width, small.preview.width) == (128, 640)
-    low = make_image_proxies(path, ProxySpec(preview_quality=30))
-    high = make_image_proxies(path, ProxySpec(preview_quality=95))
+    low = make_image_proxies(path, proxy_spec(preview_quality=30))
+    high = make_image_proxies(path, proxy_spec(preview_quality=95))
     assert len(low.preview.data) < len(high.preview.data)
 
 
@@ -157,13 +159,13 @@ def test_custom_spec_and_qualities(library: Manifest) -> None:
 )  # fmt: skip
 def test_proxy_spec_is_validated(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
-        ProxySpec(**kwargs)
+        proxy_spec(**kwargs)
 
 
 def test_panorama_strip_is_bounded_in_height(tmp_path: Path) -> None:
     path = tmp_path / "strip.png"
     Image.new("RGB", (60, 20000), (0, 0, 200)).save(path, "PNG")
-    proxies = make_image_proxies(path)
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
     assert proxies.thumbnail.height <= 300 * images.MAX_ASPECT
     assert proxies.preview.height <= 1920 * images.MAX_ASPECT
     assert proxies.preview.width >= 1
@@ -178,7 +180,7 @@ def test_the_original_is_decoded_once(library: Manifest, monkeypatch: pytest.Mon
         return real_open(fp)  # type: ignore[arg-type]
 
     monkeypatch.setattr(images, "open_image", counting)
-    make_image_proxies(library.root / "2017/Summer/IMG_0001.JPG")
+    make_image_proxies(library.root / "2017/Summer/IMG_0001.JPG", DEFAULT_SPEC)
     assert len(opened) == 1
 
 
@@ -203,7 +205,7 @@ def p3_to_srgb(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
 
 def test_display_p3_is_converted_to_srgb(library: Manifest) -> None:
     photo = next(p for p in library.photos if p.display_p3)
-    preview = decode(make_image_proxies(library.root / photo.path).preview.data)
+    preview = decode(make_image_proxies(library.root / photo.path, DEFAULT_SPEC).preview.data)
     expected = p3_to_srgb(P3_PATCH)
     got = pixel(preview, 0.5, 0.5)
     assert close_to(got, expected, 3), (got, expected)
@@ -213,7 +215,7 @@ def test_display_p3_is_converted_to_srgb(library: Manifest) -> None:
 def test_a_broken_icc_profile_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "odd-profile.jpg"
     Image.new("RGB", (50, 40), (100, 150, 200)).save(path, "JPEG", icc_profile=b"not a profile")
-    preview = decode(make_image_proxies(path).preview.data)
+    preview = decode(make_image_proxies(path, DEFAULT_SPEC).preview.data)
     assert close_to(pixel(preview, 0.5, 0.5), (100, 150, 200), 3)
 
 
@@ -222,7 +224,7 @@ def test_transparency_is_flattened_onto_white(tmp_path: Path) -> None:
     picture = Image.new("RGBA", (200, 100), (0, 0, 0, 0))
     picture.paste((0, 0, 255, 255), (0, 0, 100, 100))
     picture.save(path, "PNG")
-    preview = decode(make_image_proxies(path).preview.data)
+    preview = decode(make_image_proxies(path, DEFAULT_SPEC).preview.data)
     assert close_to(pixel(preview, 0.75, 0.5), (255, 255, 255), 3)
     assert close_to(pixel(preview, 0.25, 0.5), (0, 0, 255), 6)
 
@@ -248,7 +250,7 @@ def test_pixel_modes_become_rgb(
     path = tmp_path / f"picture.{fmt.lower()}"
     picture = Image.new(mode, (64, 48), fill) if fill is not None else Image.new("P", (64, 48), 3)
     picture.save(path, fmt)
-    preview = decode(make_image_proxies(path).preview.data)
+    preview = decode(make_image_proxies(path, DEFAULT_SPEC).preview.data)
     if expected is not None:
         assert close_to(pixel(preview, 0.5, 0.5), expected, 8), pixel(preview, 0.5, 0.5)
 
@@ -257,7 +259,7 @@ def test_pixel_modes_become_rgb(
 
 
 def test_blurhash_is_valid_and_looks_like_the_photo(library: Manifest) -> None:
-    proxies = make_image_proxies(library.root / "2021/p3/IMG_0400.jpg")
+    proxies = make_image_proxies(library.root / "2021/p3/IMG_0400.jpg", DEFAULT_SPEC)
     assert blurhash.is_valid_blurhash(proxies.blurhash)
     assert len(proxies.blurhash) == 4 + 2 * 4 * 3  # 4x3 components
     mean = np.asarray(blurhash.decode(proxies.blurhash, 32, 24)).reshape(-1, 3).mean(axis=0)
@@ -274,7 +276,7 @@ def test_blurhash_equals_the_library_encoder() -> None:
 
 
 def test_blurhash_components_are_configurable(library: Manifest) -> None:
-    spec = ProxySpec(blurhash_x_components=5, blurhash_y_components=4)
+    spec = proxy_spec(blurhash_x_components=5, blurhash_y_components=4)
     result = make_image_proxies(library.root / "orientation/orientation_1.jpg", spec)
     assert len(result.blurhash) == 4 + 2 * 5 * 4
 
@@ -304,7 +306,7 @@ def test_decompression_bombs_are_refused(tmp_path: Path, side: int) -> None:
     path = tmp_path / "bomb.png"
     path.write_bytes(png_header_only(side, side))
     with pytest.raises(DecompressionBomb, match="decompression bomb"):
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
 
 
 @pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
@@ -312,13 +314,13 @@ def test_bomb_limit_holds_even_when_pillows_warning_is_ignored(tmp_path: Path) -
     path = tmp_path / "bomb.png"
     path.write_bytes(png_header_only(17_000, 17_000))
     with pytest.raises(DecompressionBomb, match="more than"):
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
 
 
 def test_truncated_jpeg_is_refused(library: Manifest) -> None:
     assert ImageFile.LOAD_TRUNCATED_IMAGES is False
     with pytest.raises(CorruptMedia, match="truncated") as caught:
-        make_image_proxies(library.root / "broken/truncated.jpg")
+        make_image_proxies(library.root / "broken/truncated.jpg", DEFAULT_SPEC)
     assert isinstance(caught.value, MediaError)
 
 
@@ -328,7 +330,7 @@ def test_truncated_heic_is_refused(library: Manifest, tmp_path: Path, keep: floa
     path = tmp_path / "cut.heic"
     path.write_bytes(data[: int(len(data) * keep)])
     with pytest.raises(MediaError) as caught:
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
     assert caught.value.reason
 
 
@@ -343,7 +345,7 @@ def test_heic_whose_last_box_is_cut_is_refused(
     path.write_bytes((library.root / "2020/live/IMG_0200.HEIC").read_bytes() + tail)
     read_image_metadata(path)  # libheif itself is happy with it
     with pytest.raises(CorruptMedia, match=r"runs past the end|corrupt file"):
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
 
 
 @pytest.mark.parametrize(
@@ -353,19 +355,19 @@ def test_not_an_image(tmp_path: Path, content: bytes, error: type[MediaError]) -
     path = tmp_path / "x.gif"
     path.write_bytes(content)
     with pytest.raises(error):
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
 
 
 def test_missing_and_folder(tmp_path: Path) -> None:
     with pytest.raises(UnreadableFile):
-        make_image_proxies(tmp_path / "gone.jpg")
+        make_image_proxies(tmp_path / "gone.jpg", DEFAULT_SPEC)
     (tmp_path / "dir.jpg").mkdir()
     with pytest.raises(UnreadableFile):
-        make_image_proxies(tmp_path / "dir.jpg")
+        make_image_proxies(tmp_path / "dir.jpg", DEFAULT_SPEC)
 
 
 def test_result_types(library: Manifest) -> None:
-    proxies = make_image_proxies(library.root / "orientation/orientation_1.jpg")
+    proxies = make_image_proxies(library.root / "orientation/orientation_1.jpg", DEFAULT_SPEC)
     assert isinstance(proxies, ImageProxies)
     assert proxies.preview.data[:2] == proxies.thumbnail.data[:2] == b"\xff\xd8"
 
@@ -375,7 +377,7 @@ def test_threads_give_the_same_proxies(library: Manifest) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     paths = [library.root / p.path for p in library.photos if not p.path.startswith("2021/large")]
-    sequential = [make_image_proxies(p) for p in paths]
+    sequential = [make_image_proxies(p, DEFAULT_SPEC) for p in paths]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        concurrent = list(pool.map(make_image_proxies, paths * 2))
+        concurrent = list(pool.map(make_image_proxies, paths * 2, [DEFAULT_SPEC] * len(paths) * 2))
     assert concurrent == sequential * 2

@@ -5,6 +5,7 @@ address-space limit; ffprobe/ffmpeg have a time limit, a thread cap and a low pr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import os
 import platform
@@ -35,11 +36,12 @@ from safelight.library.limits import (
     tool_threads,
 )
 from safelight.library.metadata import VideoMetadata
-from safelight.library.video import ToolTimedOut, VideoProxySpec, _web_video_command, run_killable
+from safelight.library.video import ToolTimedOut, _web_video_command, run_killable
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
+from tests.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
 
-SMALL = ProxySpec(thumbnail_width=32, preview_width=96)
+SMALL = proxy_spec(thumbnail_width=32, preview_width=96)
 
 
 # --- conversion: the same pixels as decoding whole, without the copies ------------------
@@ -197,7 +199,7 @@ import resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, resource.RLIM_INFINITY))
 from safelight.library.images import ProxySpec, make_image_proxies
-proxies = make_image_proxies(Path(sys.argv[1]), ProxySpec(decode_memory_mib=4096))
+proxies = make_image_proxies(Path(sys.argv[1]), ProxySpec(**{spec!r}))
 print(proxies.width, proxies.height)
 """
 
@@ -245,7 +247,16 @@ def test_a_large_high_depth_png_decodes_within_a_hard_memory_limit(
     big_compressible_png(path, 7300, 5480, colour_type)
     assert path.stat().st_size < 1_000_000
     result = subprocess.run(
-        [sys.executable, "-c", _UNDER_LIMIT.format(limit=limit_mib * MIB), str(path)],
+        [
+            sys.executable,
+            "-c",
+            _UNDER_LIMIT.format(
+                limit=limit_mib * MIB,
+                # The default spec, given whole: the script imports no more than it must.
+                spec=dataclasses.asdict(proxy_spec(decode_memory_mib=4096)),
+            ),
+            str(path),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -265,7 +276,7 @@ def test_a_png_too_large_for_the_budget_is_refused_before_decoding(tmp_path: Pat
     path = tmp_path / "panorama.png"
     path.write_bytes(header_only_png(12_000, 10_000))  # 120 MP of RGB: 480 MB decoded
     with pytest.raises(TooLargeToDecode) as caught:
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
     assert isinstance(caught.value, DecompressionBomb)
     assert caught.value.reason.startswith("too large to decode safely: 120.0 MP, limit ")
     limit = float(caught.value.reason.split("limit ")[1].split(" MP")[0])
@@ -274,13 +285,13 @@ def test_a_png_too_large_for_the_budget_is_refused_before_decoding(tmp_path: Pat
     # fails only later, as the truncated file it is.
     path.write_bytes(header_only_png(12_000, 10_000, colour_type=0))
     with pytest.raises(CorruptMedia, match="truncated"):
-        make_image_proxies(path)
+        make_image_proxies(path, DEFAULT_SPEC)
 
 
 def test_the_budget_decides_the_cap_and_jpegs_keep_their_draft(tmp_path: Path) -> None:
     """At the smallest budget a 12 MP PNG is refused, while a 12 MP JPEG, decoded at an
     eighth by libjpeg, is made."""
-    tight = ProxySpec(thumbnail_width=32, preview_width=96, decode_memory_mib=128)
+    tight = proxy_spec(thumbnail_width=32, preview_width=96, decode_memory_mib=128)
     picture = Image.new("RGB", (4000, 3000), (10, 120, 200))
     picture.save(tmp_path / "a.png")
     picture.save(tmp_path / "a.jpg", quality=80)
@@ -381,7 +392,7 @@ def test_ffmpeg_threads_are_capped_by_cores() -> None:
         has_audio=False, captured_at=datetime(2020, 1, 1, tzinfo=UTC), captured_at_source="file",
         make=None, model=None, content_identifier=None,
     )  # fmt: skip
-    command = _web_video_command(Path("in.mp4"), Path("out.mp4"), "scale", meta, VideoProxySpec())
+    command = _web_video_command(Path("in.mp4"), Path("out.mp4"), "scale", meta, VIDEO_SPEC)
     threads = str(tool_threads())
     input_at = command.index("-i")
     # Before -i: the decoder's; after it: the encoder's; and the filters' (global).
@@ -482,7 +493,7 @@ async def test_a_video_whose_ffmpeg_hangs_gets_a_per_file_timeout(tmp_path: Path
     clock = FakeClock()
     task = asyncio.create_task(
         make_video_proxies(
-            library.root / "2022/videos/clip.mp4", tmp_path, VideoProxySpec(ffmpeg=script),
+            library.root / "2022/videos/clip.mp4", tmp_path, video_spec(ffmpeg=script),
             lambda: None, clock=clock,
         )
     )  # fmt: skip

@@ -17,6 +17,7 @@ from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFi
 from safelight.library.hashing import hash_descriptor
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.video import make_video_proxies
+from tests.specs import VIDEO_SPEC
 
 
 @pytest.fixture(params=["openat2", "per-component"])
@@ -282,10 +283,10 @@ async def test_ffmpeg_reads_and_seeks_the_descriptor_as_it_does_the_path(
     by_fd_dir = tmp_path / "by-fd"
     by_path_dir.mkdir()
     by_fd_dir.mkdir()
-    by_path = await make_video_proxies(clip, by_path_dir, None, lambda: None)
+    by_path = await make_video_proxies(clip, by_path_dir, VIDEO_SPEC, lambda: None)
     with StorageRoot(root) as storage, storage.open("clip.mp4") as original:
         os.lseek(original.fd, 12345, os.SEEK_SET)  # its offset is not what ffmpeg uses
-        by_fd = await make_video_proxies(original, by_fd_dir, None, lambda: None)
+        by_fd = await make_video_proxies(original, by_fd_dir, VIDEO_SPEC, lambda: None)
         assert os.lseek(original.fd, 0, os.SEEK_CUR) == 12345
     assert by_fd.metadata == by_path.metadata and by_fd.metadata.duration_seconds == 3.0
     assert by_fd.poster == by_path.poster

@@ -22,6 +22,7 @@ from safelight.library.errors import MediaError
 from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.mediatypes import media_type
 from safelight.library.metadata import ImageMetadata, read_image_metadata
+from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.samples
 
@@ -161,12 +162,12 @@ def test_sample_image(path: Path) -> None:
     if name in EXPECTED_FAILURES:
         with pytest.raises(MediaError) as caught:
             read_image_metadata(path)
-            make_image_proxies(path)
+            make_image_proxies(path, DEFAULT_SPEC)
         assert caught.value.reason
         return
     meta = read_image_metadata(path)
     check_against_manifest(name, meta)
-    check_proxies(name, meta, make_image_proxies(path))
+    check_proxies(name, meta, make_image_proxies(path, DEFAULT_SPEC))
 
 
 @needs_samples
@@ -180,7 +181,8 @@ def test_orientation_samples_come_out_alike(shape: str) -> None:
         pytest.skip("orientation samples absent")
     previews = [
         np.asarray(
-            decoded(make_image_proxies(folder / f"{shape}_{n}.jpg").thumbnail.data), dtype=np.int16
+            decoded(make_image_proxies(folder / f"{shape}_{n}.jpg", DEFAULT_SPEC).thumbnail.data),
+            dtype=np.int16,
         )
         for n in range(1, 9)
     ]
@@ -207,7 +209,7 @@ def test_truncated_copies_of_real_files_fail_with_a_reason(tmp_path: Path) -> No
         cut = tmp_path / f"cut{suffix}"
         cut.write_bytes(data[: len(data) // 2])
         with pytest.raises(MediaError) as caught:
-            make_image_proxies(cut)
+            make_image_proxies(cut, DEFAULT_SPEC)
         assert caught.value.reason, suffix
         print(f"{relative(path)} cut in half: {type(caught.value).__name__}: {caught.value.reason}")
         try:

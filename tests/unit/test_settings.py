@@ -4,10 +4,15 @@ the database password."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from safelight.library.images import ProxySpec
+from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
 from safelight.settings import Settings, SettingsError, default_decode_processes
+from safelight.work.executor import ExecutorSettings
+from safelight.work.worker import WorkerSettings
 
 
 def test_defaults_with_an_empty_environment() -> None:
@@ -114,3 +119,100 @@ def test_settings_are_frozen() -> None:
     settings = Settings.load({}, {})
     with pytest.raises(AttributeError):
         settings.lease_seconds = 1.0  # type: ignore[misc]
+
+
+def test_each_component_is_handed_its_own_config() -> None:
+    settings = Settings(
+        lease_seconds=80,
+        heartbeat_seconds=20,
+        shutdown_grace_seconds=3,
+        poll_seconds=7,
+        thumbnail_width=100,
+        thumbnail_quality=60,
+        preview_width=800,
+        preview_quality=70,
+        decode_memory_mib=256,
+    )
+    assert settings.executor() == ExecutorSettings(
+        lease_seconds=80, heartbeat_seconds=20, shutdown_grace_seconds=3
+    )
+    assert settings.worker("w", frozenset({"noop"}), owner="bob", until_idle=True) == (
+        WorkerSettings(
+            worker_id="w",
+            kinds=frozenset({"noop"}),
+            owner="bob",
+            lease_seconds=80,
+            poll_seconds=7,
+            until_idle=True,
+        )
+    )
+    assert settings.proxy_spec() == ProxySpec(
+        thumbnail_width=100,
+        thumbnail_quality=60,
+        preview_width=800,
+        preview_quality=70,
+        decode_memory_mib=256,
+    )
+
+
+def test_the_default_proxies() -> None:
+    spec = Settings().proxy_spec()
+    sizes = (spec.thumbnail_width, spec.thumbnail_quality, spec.preview_width, spec.preview_quality)
+    assert sizes == (300, 75, 1920, 85)
+    assert spec.decode_memory_mib == DEFAULT_DECODE_MEMORY_MIB
+
+
+def test_a_heartbeat_of_exactly_a_quarter_lease_is_allowed() -> None:
+    assert Settings(lease_seconds=40, heartbeat_seconds=10).executor().heartbeat_seconds == 10
+    with pytest.raises(SettingsError, match=r"heartbeat_seconds \(10\.5\) must be at most"):
+        Settings(lease_seconds=40, heartbeat_seconds=10.5)
+
+
+def test_a_default_is_read_from_the_settings_themselves() -> None:
+    assert (Settings.default("lease_seconds"), Settings.default("max_stalls")) == (60.0, 3)
+    with pytest.raises(ValueError, match=r"^home has no fixed default$"):
+        Settings.default("home")
+
+
+def test_the_edges_of_each_range_are_valid() -> None:
+    edges = Settings(
+        poll_seconds=0.5,
+        shutdown_grace_seconds=0,
+        decode_processes=0,
+        decode_memory_mib=MIN_DECODE_MEMORY_MIB,
+        thumbnail_quality=1,
+        preview_quality=95,
+        thumbnail_width=256,
+        preview_width=256,
+    )
+    assert (edges.poll_seconds, edges.shutdown_grace_seconds) == (0.5, 0)
+    assert Settings(shutdown_grace_seconds=0.5, thumbnail_quality=95, preview_quality=1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"shutdown_grace_seconds": -0.5}, "shutdown_grace_seconds must not be negative"),
+        (
+            {"decode_processes": -1},
+            "decode_processes must be 0 (decode in threads) or more, not -1",
+        ),
+        (
+            {"decode_memory_mib": MIN_DECODE_MEMORY_MIB - 1},
+            f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
+            f"not {MIN_DECODE_MEMORY_MIB - 1}",
+        ),
+        ({"thumbnail_quality": 0}, "thumbnail_quality must be between 1 and 95, not 0"),
+        ({"preview_quality": 96}, "preview_quality must be between 1 and 95, not 96"),
+        (
+            {"thumbnail_width": 257, "preview_width": 256},
+            "thumbnail_width must not be larger than preview_width",
+        ),
+    ],
+)
+def test_a_value_past_an_edge_is_refused_with_its_message(
+    changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings(**changes)
+    assert str(raised.value) == message

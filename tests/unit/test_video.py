@@ -23,7 +23,6 @@ from PIL import Image
 from safelight.library import video
 from safelight.library.errors import CorruptMedia, UnsupportedMedia
 from safelight.library.video import (
-    VideoProxySpec,
     killable_command,
     make_video_proxies,
     probe_video,
@@ -37,6 +36,7 @@ from safelight.testing.samplegen import (
     marker_picture,
     set_mp4_rotation,
 )
+from tests.specs import VIDEO_SPEC, video_spec
 
 FFMPEG = shutil.which("ffmpeg")
 pytestmark = [
@@ -125,7 +125,7 @@ async def test_clip_with_audio(library: Manifest, tmp_path: Path) -> None:
         calls += 1
 
     result = await make_video_proxies(
-        library.root / "2022/videos/clip.mp4", tmp_path, None, counting
+        library.root / "2022/videos/clip.mp4", tmp_path, VIDEO_SPEC, counting
     )
     assert calls >= 4
     assert result.web_video == tmp_path / "video.mp4"
@@ -148,7 +148,7 @@ async def test_clip_with_audio(library: Manifest, tmp_path: Path) -> None:
 
 async def test_rotated_portrait_video_comes_out_upright(library: Manifest, tmp_path: Path) -> None:
     result = await make_video_proxies(
-        library.root / "2022/videos/portrait.mp4", tmp_path, None, alive
+        library.root / "2022/videos/portrait.mp4", tmp_path, VIDEO_SPEC, alive
     )
     assert result.metadata.rotation == 90
     assert (result.web_video_width, result.web_video_height) == (240, 320)
@@ -168,7 +168,7 @@ async def test_large_videos_are_scaled_to_720_on_the_short_side(
     source = marker_video(tmp_path / "big.mp4", size, rotation)
     out = tmp_path / "out"
     out.mkdir()
-    result = await make_video_proxies(source, out, None, alive)
+    result = await make_video_proxies(source, out, VIDEO_SPEC, alive)
     assert (result.web_video_width, result.web_video_height) == expected
     assert (result.poster.preview.width, result.poster.preview.height) == size  # < 1920 wide
     assert_upright(frame_of(result.web_video, tmp_path))
@@ -190,7 +190,7 @@ async def test_hdr_video_is_tone_mapped_to_sdr(tmp_path: Path) -> None:
     source = hlg_video(tmp_path / "hlg.mov")
     out = tmp_path / "out"
     out.mkdir()
-    result = await make_video_proxies(source, out, None, alive)
+    result = await make_video_proxies(source, out, VIDEO_SPEC, alive)
     assert result.metadata.hdr and result.metadata.codec == "hevc"
     (video,) = streams(result.web_video)
     assert (video["color_transfer"], video["color_primaries"]) == ("bt709", "bt709")
@@ -207,7 +207,7 @@ async def test_hdr_without_zscale_falls_back_to_plain_scaling(tmp_path: Path) ->
     out = tmp_path / "out"
     out.mkdir()
     source = hlg_video(tmp_path / "hlg.mov")
-    result = await make_video_proxies(source, out, VideoProxySpec(ffmpeg=ffmpeg), alive)
+    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
     assert (result.web_video_width, result.web_video_height) == (320, 240)
     assert result.poster.preview.width == 320
 
@@ -217,7 +217,7 @@ async def test_live_photo_video_keeps_its_identifier_in_metadata(
 ) -> None:
     pair = library.live_pairs[0]
     assert pair.video is not None
-    result = await make_video_proxies(library.root / pair.video, tmp_path, None, alive)
+    result = await make_video_proxies(library.root / pair.video, tmp_path, VIDEO_SPEC, alive)
     assert result.metadata.content_identifier == pair.content_identifier
     probed = await probe_video(result.web_video)
     assert probed.content_identifier is None  # no metadata copied into the proxy
@@ -237,7 +237,7 @@ async def test_ensure_alive_stops_the_work(library: Manifest, tmp_path: Path) ->
 
     with pytest.raises(Lost):
         await make_video_proxies(
-            library.root / "2022/videos/clip.mp4", tmp_path, None, lost_after_probe
+            library.root / "2022/videos/clip.mp4", tmp_path, VIDEO_SPEC, lost_after_probe
         )
     assert not (tmp_path / "video.mp4").exists()
 
@@ -254,7 +254,7 @@ def fake_tool(tmp_path: Path, body: str) -> str:
 
 async def test_ffmpeg_failure_reports_its_stderr(library: Manifest, tmp_path: Path) -> None:
     ffmpeg = fake_tool(tmp_path, "echo 'first line' >&2\necho 'boom: codec exploded' >&2\nexit 1")
-    spec = VideoProxySpec(ffmpeg=ffmpeg)
+    spec = video_spec(ffmpeg=ffmpeg)
     with pytest.raises(CorruptMedia, match="boom: codec exploded"):
         await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
 
@@ -264,7 +264,7 @@ async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
     source = tmp_path / "cut.mp4"
     source.write_bytes(data[: len(data) * 4 // 10])
     with pytest.raises(CorruptMedia) as caught:
-        await make_video_proxies(source, tmp_path, None, alive)
+        await make_video_proxies(source, tmp_path, VIDEO_SPEC, alive)
     assert "ffprobe" in caught.value.reason
 
 
@@ -272,7 +272,7 @@ async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
 async def test_missing_tools(library: Manifest, tmp_path: Path, tool: str) -> None:
     missing = tmp_path / f"no-{tool}"
     tools: dict[str, Any] = {tool: str(missing)}
-    spec = VideoProxySpec(**tools)
+    spec = video_spec(**tools)
     with pytest.raises(UnsupportedMedia) as caught:
         await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
     assert caught.value.reason == f"{missing} is not installed"
@@ -305,9 +305,9 @@ async def test_a_tool_reads_nothing_from_the_workers_stdin() -> None:
 
 def test_spec_is_validated() -> None:
     with pytest.raises(ValueError):
-        VideoProxySpec(web_video_short_side=719)
+        video_spec(web_video_short_side=719)
     with pytest.raises(ValueError):
-        VideoProxySpec(crf=60)
+        video_spec(crf=60)
 
 
 # --- cancellation kills the process group ---------------------------------------------------
@@ -385,7 +385,7 @@ async def test_cancel_kills_the_whole_group_of_make_video_proxies(
     ffmpeg = fake_tool(
         tmp_path, f"sleep 600 &\necho $$ $! > {pids}.tmp\nmv {pids}.tmp {pids}\nwait"
     )
-    spec = VideoProxySpec(ffmpeg=ffmpeg)
+    spec = video_spec(ffmpeg=ffmpeg)
     task = asyncio.create_task(
         make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
     )

@@ -4,6 +4,7 @@ when it waits, what wakes it, and what ends it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import deque
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import RunResult
 from safelight.work.model import Status, WorkItem
@@ -88,6 +90,7 @@ SETTINGS = WorkerSettings(
     worker_id="w1",
     kinds=frozenset({"noop", "crawl"}),
     owner="alice",
+    until_idle=False,
     lease_seconds=60.0,
     poll_seconds=5.0,
 )
@@ -230,9 +233,7 @@ async def test_a_shut_down_worker_does_not_claim(clock: FakeClock) -> None:
 
 
 async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock) -> None:
-    settings = WorkerSettings(
-        worker_id="w1", kinds=frozenset({"noop"}), owner="alice", until_idle=True
-    )
+    settings = Settings().worker("w1", frozenset({"noop"}), owner="alice", until_idle=True)
     store = Store(clock, [item(1), None, None], pending=[1, 0])
     worker, executor, _ = make(clock, store, settings=settings)
     run = asyncio.create_task(worker.run(asyncio.Event()))
@@ -303,18 +304,18 @@ async def test_a_bug_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:
 def test_worker_settings_are_validated(kwargs: dict[str, Any], message: str) -> None:
     base: dict[str, Any] = {"worker_id": "w", "kinds": frozenset({"noop"})}
     with pytest.raises(ValueError, match=message):
-        WorkerSettings(**{**base, **kwargs})
+        dataclasses.replace(Settings().worker(**base), **kwargs)
 
 
 def test_short_intervals_are_valid() -> None:
-    s = WorkerSettings(
-        worker_id="w", kinds=frozenset({"noop"}), lease_seconds=0.5, poll_seconds=0.5
+    s = dataclasses.replace(
+        Settings().worker("w", frozenset({"noop"})), lease_seconds=0.5, poll_seconds=0.5
     )
     assert (s.lease_seconds, s.poll_seconds) == (0.5, 0.5)
 
 
 def test_worker_settings_defaults() -> None:
-    s = WorkerSettings(worker_id="w", kinds=frozenset({"noop"}))
+    s = Settings().worker("w", frozenset({"noop"}))
     assert (s.owner, s.lease_seconds, s.poll_seconds, s.until_idle) == (None, 60.0, 5.0, False)
 
 

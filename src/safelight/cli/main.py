@@ -13,6 +13,12 @@ from safelight.cli import admin, assets, queue, run
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
+from safelight.settings import ENV_PREFIX, Settings
+
+
+def _env_and_default(name: str) -> str:
+    """A setting's variable and default as its option's help shows them."""
+    return f"[env {ENV_PREFIX}{name.upper()}; {Settings.default(name):g}]"
 
 
 class SafelightGroup(click.Group):
@@ -85,31 +91,31 @@ class SafelightGroup(click.Group):
     "--lease-seconds",
     type=float,
     default=None,
-    help="How long a claim holds without a heartbeat [env SAFELIGHT_LEASE_SECONDS; 60].",
+    help=f"How long a claim holds without a heartbeat {_env_and_default('lease_seconds')}.",
 )
 @click.option(
     "--heartbeat-seconds",
     type=float,
     default=None,
-    help="Heartbeat interval, at most a quarter lease [env SAFELIGHT_HEARTBEAT_SECONDS; 10].",
+    help=f"Heartbeat interval, at most a quarter lease {_env_and_default('heartbeat_seconds')}.",
 )
 @click.option(
     "--poll-seconds",
     type=float,
     default=None,
-    help="Idle poll, the safety net under NOTIFY [env SAFELIGHT_POLL_SECONDS; 5].",
+    help=f"Idle poll, the safety net under NOTIFY {_env_and_default('poll_seconds')}.",
 )
 @click.option(
     "--max-stalls",
     type=int,
     default=None,
-    help="Expired leases before an item fails as stalled [env SAFELIGHT_MAX_STALLS; 3].",
+    help=f"Expired leases before an item fails as stalled {_env_and_default('max_stalls')}.",
 )
 @click.option(
     "--max-concurrent-files",
     type=int,
     default=None,
-    help="Files one crawl works on at once [env SAFELIGHT_MAX_CONCURRENT_FILES; 4].",
+    help=f"Files one crawl works on at once {_env_and_default('max_concurrent_files')}.",
 )
 @click.option(
     "--decode-processes",

@@ -59,7 +59,6 @@ from safelight.library.crawl import (
     Walker,
     new_asset,
     own_folders,
-    proxy_spec,
     publish_image_proxies,
     publish_video_proxies,
 )
@@ -154,14 +153,7 @@ class _Crawl:
         # so a late rename of a stale attempt can never replace a file a row names.
         self.written_by = AttemptTag(ctx.item.id, ctx.item.attempt)
         self.index = index
-        settings = services.settings
-        self.spec: ProxySpec = proxy_spec(
-            settings.thumbnail_width,
-            settings.thumbnail_quality,
-            settings.preview_width,
-            settings.preview_quality,
-            settings.decode_memory_mib,
-        )
+        self.spec: ProxySpec = services.settings.proxy_spec()
         self.tally = _Tally()
         self.decide = asyncio.Lock()
         self.inflight: dict[str, str] = {}  # content hash -> the path being ingested with it

@@ -42,8 +42,7 @@ from uuid import UUID
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.errors import MediaError
 from safelight.library.hashing import HashedFile
-from safelight.library.images import ImageProxies, ProxySpec
-from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB
+from safelight.library.images import ImageProxies
 from safelight.library.mediatypes import MediaType, is_ignored_name, media_type
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
@@ -426,22 +425,6 @@ def new_asset(
         media_type="video",
         duration_seconds=meta.duration_seconds,
         **common,  # type: ignore[arg-type]
-    )
-
-
-def proxy_spec(
-    thumbnail_width: int,
-    thumbnail_quality: int,
-    preview_width: int,
-    preview_quality: int,
-    decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB,
-) -> ProxySpec:
-    return ProxySpec(
-        thumbnail_width=thumbnail_width,
-        thumbnail_quality=thumbnail_quality,
-        preview_width=preview_width,
-        preview_quality=preview_quality,
-        decode_memory_mib=decode_memory_mib,
     )
 
 

@@ -22,8 +22,8 @@ the fork server, and every decode process, running for good.
 
 Lifetimes:
 
-- One ``ImageDecoder`` per Worker process (``safelight.app.run_workers``), shared by
-  its Workers, shut down when they end.
+- One ``ImageDecoder`` per Worker process (``safelight.app.build_engine``), shared by
+  its Workers, shut down when they end (``Engine.close``).
 - A decode process dies with the Worker, even a SIGKILLed one: the kernel kills it
   when its parent dies (``PR_SET_PDEATHSIG``). "Parent" is the thread that started it,
   so processes are started only from the event loop's thread, which lives as long as

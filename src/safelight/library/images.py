@@ -94,12 +94,13 @@ _DECODE_ERRORS = (
 
 @dataclass(frozen=True, slots=True)
 class ProxySpec:
-    """Sizes (max width, px) and JPEG qualities of image proxies."""
+    """Sizes (max width, px) and JPEG qualities of image proxies (``Settings.proxy_spec()``
+    has the defaults)."""
 
-    thumbnail_width: int = 300
-    thumbnail_quality: int = 75
-    preview_width: int = 1920
-    preview_quality: int = 85
+    thumbnail_width: int
+    thumbnail_quality: int
+    preview_width: int
+    preview_quality: int
     blurhash_sample: int = 64
     blurhash_x_components: int = 4
     blurhash_y_components: int = 3
@@ -138,7 +139,7 @@ class ImageProxies:
     height: int
 
 
-def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec | None = None) -> ImageProxies:
+def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec) -> ImageProxies:
     """Thumbnail, preview and BlurHash of the photo at ``src`` (a path, or the crawl's
     open original), decoding it once.
 
@@ -146,7 +147,6 @@ def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec | None = None) -
     not fit the decode budget), ``CorruptMedia`` (truncated, corrupt),
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
-    spec = spec or ProxySpec()
     upright, box, icc_profile, display = _decode_reduced(src, spec)
     return _proxies(upright, icc_profile, display, spec, box)
 
@@ -226,9 +226,9 @@ def _check_boxes_complete(original: io.BufferedReader) -> None:
     raise CorruptMedia("corrupt file: too many top-level boxes")
 
 
-def proxies_from_upright_image(image: Image.Image, spec: ProxySpec | None = None) -> ImageProxies:
+def proxies_from_upright_image(image: Image.Image, spec: ProxySpec) -> ImageProxies:
     """Proxies of an already decoded, upright sRGB image (a video's poster frame)."""
-    return _proxies(_to_resizable(image), None, image.size, spec or ProxySpec(), None)
+    return _proxies(_to_resizable(image), None, image.size, spec, None)
 
 
 def _proxies(

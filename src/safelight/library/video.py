@@ -32,7 +32,7 @@ import os
 import shutil
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ WEB_VIDEO_NAME = "video.mp4"
 
 @dataclass(frozen=True, slots=True)
 class VideoProxySpec:
-    image: ProxySpec = field(default_factory=ProxySpec)
+    image: ProxySpec
     """Sizes and qualities of the poster's thumbnail and preview."""
     web_video_short_side: int = 720
     """Height of a landscape web video, width of a portrait one; never upscaled."""
@@ -238,7 +238,7 @@ def _original_mtime_ns(src: Path) -> int:
 async def make_video_proxies(
     src: Path | Original,
     out_dir_tmp: Path,
-    spec: VideoProxySpec | None,
+    spec: VideoProxySpec,
     ensure_alive: Callable[[], None],
     *,
     clock: Clock | None = None,
@@ -251,7 +251,6 @@ async def make_video_proxies(
     last lines of ffmpeg's stderr), ``UnsupportedMedia`` when ffmpeg/ffprobe is missing,
     ``ToolTimedOut`` when one runs past its time limit on ``clock``.
     """
-    spec = spec or VideoProxySpec()
     ensure_alive()
     metadata = await probe_video(src, spec.ffprobe, clock=clock)
     ensure_alive()

@@ -62,7 +62,7 @@ from safelight.work.outcome import (
     write_for,
 )
 
-__all__ = ["AttemptStore", "Executor", "ExecutorSettings", "RunResult"]
+__all__ = ["AttemptStore", "Executor", "ExecutorSettings", "RunResult", "longest_heartbeat"]
 
 # A later reason replaces an earlier one only if it is graver: a request to stop gives
 # way to a loss of ownership, which nothing undoes.
@@ -74,19 +74,24 @@ _ESCALATION = (
 )
 
 
+def longest_heartbeat(lease_seconds: float) -> float:
+    """The longest heartbeat interval a lease allows: a quarter of it, so that at least
+    two heartbeats fall inside the self-stop margin (half a lease) and one failed beat
+    never stops an attempt by itself."""
+    return lease_seconds / 4
+
+
 @dataclass(frozen=True, slots=True)
 class ExecutorSettings:
-    """Timing of one attempt, in seconds.
+    """Timing of one attempt, in seconds (``Settings.executor()`` has the defaults).
 
-    ``heartbeat_seconds`` is at most a quarter lease, so that at least two heartbeats
-    fall inside the self-stop margin (half a lease) and one failed beat never stops an
-    attempt by itself. ``shutdown_grace_seconds`` is how long a stopped attempt waits
-    for its handler to finish before abandoning it.
+    ``heartbeat_seconds`` is at most :func:`longest_heartbeat`. ``shutdown_grace_seconds``
+    is how long a stopped attempt waits for its handler to finish before abandoning it.
     """
 
-    lease_seconds: float = 60.0
-    heartbeat_seconds: float = 10.0
-    shutdown_grace_seconds: float = 10.0
+    lease_seconds: float
+    heartbeat_seconds: float
+    shutdown_grace_seconds: float
 
     def __post_init__(self) -> None:
         for name in ("lease_seconds", "heartbeat_seconds", "shutdown_grace_seconds"):
@@ -97,10 +102,10 @@ class ExecutorSettings:
             raise ValueError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
         if self.heartbeat_seconds <= 0:
             raise ValueError(f"heartbeat_seconds must be > 0, got {self.heartbeat_seconds!r}")
-        if self.heartbeat_seconds * 4 > self.lease_seconds:
+        if self.heartbeat_seconds > longest_heartbeat(self.lease_seconds):
             raise ValueError(
                 f"heartbeat_seconds must be at most lease_seconds / 4 "
-                f"({self.lease_seconds / 4:g}), got {self.heartbeat_seconds!r}"
+                f"({longest_heartbeat(self.lease_seconds):g}), got {self.heartbeat_seconds!r}"
             )
         if self.shutdown_grace_seconds < 0:
             raise ValueError(

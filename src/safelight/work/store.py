@@ -43,7 +43,6 @@ QUERIES = load_queries("safelight.work", "queries.sql")
 
 RUNNING_CONFIG_INDEX = "ix_work_items_storage_config_running"
 DEDUP_INDEX = "ix_work_items_dedup_key_queued"
-DEFAULT_MAX_STALLS = 3
 _ENQUEUE_TRIES = 5
 # A claim statement looks at the oldest 16 queued items; more Workers than that in one
 # batch would mostly come back empty-handed from the first look.
@@ -116,7 +115,7 @@ class WorkStore:  # pragma: no mutate block
         clock: Clock,
         kinds: Collection[KindSpec],
         *,
-        max_stalls: int = DEFAULT_MAX_STALLS,
+        max_stalls: int,
     ) -> None:
         if max_stalls < 1:
             raise ValueError("max_stalls must be at least 1")

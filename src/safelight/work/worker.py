@@ -33,14 +33,16 @@ FinishedCallback = Callable[[WorkItem, RunResult], object]
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
+    """One Worker's config (``Settings.worker()`` has the defaults)."""
+
     worker_id: str
     kinds: frozenset[str]
     # A per-user Worker serves only this user's configs; None serves every config.
-    owner: str | None = None
-    lease_seconds: float = 60.0
-    poll_seconds: float = 5.0
+    owner: str | None
+    lease_seconds: float
+    poll_seconds: float
     # Return once no item this Worker could run is queued or running.
-    until_idle: bool = False
+    until_idle: bool
 
     def __post_init__(self) -> None:
         if not self.kinds:

@@ -1,0 +1,401 @@
+"""The supervisor on a FakeClock, with real Workers on a scripted store and executor: how
+the run ends (idle, signals, a Worker's error, a background task's failure) and that
+nothing is left running after it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from safelight.settings import Settings
+from safelight.testing.fakeclock import FakeClock
+from safelight.work.executor import RunResult
+from safelight.work.model import WorkItem
+from safelight.work.outcome import Release, Released, Succeeded
+from safelight.work.supervisor import Background, BackgroundFailed, Stopped, supervise
+from safelight.work.worker import Worker
+from tests.items import running_item
+
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
+
+LOGGER = "test.supervisor"
+
+
+def item(n: int) -> WorkItem:
+    return running_item(id=n, attempt=1, config=None, kind="noop")
+
+
+class Store:
+    """Claims answer from a script (an item, None, or an exception to raise); nothing is
+    ever pending, so a Worker until idle returns once its claims come back empty."""
+
+    def __init__(self, claims: list[Any]) -> None:
+        self.claims = deque(claims)
+
+    async def claim(
+        self, worker_id: str, kinds: Any, *, owner: str | None, lease_seconds: float
+    ) -> WorkItem | None:
+        reply = self.claims.popleft() if self.claims else None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
+        return 0
+
+
+class Executor:
+    """Runs an item until shutdown (or ``gate``), then releases it as the real one does;
+    with ``ignore_shutdown`` it runs until cancelled."""
+
+    def __init__(self, *, gate: asyncio.Event | None = None, ignore_shutdown: bool = False):
+        self.started = asyncio.Event()
+        self.gate = gate
+        self.ignore_shutdown = ignore_shutdown
+        self.released: list[int] = []
+        self.finished: list[int] = []
+
+    async def run(
+        self,
+        work: WorkItem,
+        shutdown: asyncio.Event | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> RunResult:
+        assert shutdown is not None
+        self.started.set()
+        if self.ignore_shutdown:
+            await asyncio.Event().wait()
+        if self.gate is not None:
+            await self.gate.wait()
+            self.finished.append(work.id)
+            return RunResult(Succeeded({}), None, True)
+        await shutdown.wait()
+        self.released.append(work.id)
+        return RunResult(Released(), Release(), True)
+
+
+def worker(
+    clock: FakeClock, store: Store, executor: Executor, name: str, *, until_idle: bool = False
+) -> Worker:
+    settings = Settings().worker(name, frozenset({"noop"}), until_idle=until_idle)
+    return Worker(store, executor, clock, settings)  # type: ignore[arg-type]
+
+
+class Service:
+    """A background service that waits until cancelled, recording that it was."""
+
+    def __init__(self, name: str, ended: list[str]) -> None:
+        self.name = name
+        self.ended = ended
+
+    async def run(self) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.ended.append(self.name)
+            raise
+
+    @property
+    def background(self) -> Background:
+        return Background(self.name, self.run)
+
+
+def run(
+    workers: list[Worker], background: list[Background], shutdown: asyncio.Event
+) -> Coroutine[Any, Any, Stopped]:
+    return supervise(
+        workers,
+        background,
+        shutdown=shutdown,
+        log=logging.getLogger(LOGGER),
+        install_signal_handlers=False,
+    )
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
+
+
+@pytest.fixture
+async def signals(monkeypatch: pytest.MonkeyPatch) -> dict[int, Callable[[], object]]:
+    """The signal handlers the supervisor installs, to call as the kernel would; a
+    handler it removes leaves the dict."""
+    loop = asyncio.get_running_loop()
+    installed: dict[int, Callable[[], object]] = {}
+
+    def add(signum: int, callback: Callable[..., object], *args: object) -> None:
+        installed[signum] = lambda: callback(*args)
+
+    def remove(signum: int) -> bool:
+        return installed.pop(signum, None) is not None
+
+    monkeypatch.setattr(loop, "add_signal_handler", add)
+    monkeypatch.setattr(loop, "remove_signal_handler", remove)
+    return installed
+
+
+async def assert_nothing_left(clock: FakeClock) -> None:
+    await clock.settle()
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+# --- a background task that ends -------------------------------------------------------
+
+
+async def test_a_failed_background_task_is_logged_stops_the_workers_and_fails_the_run(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    busy, idle = Executor(), Executor()
+    ended: list[str] = []
+
+    async def recovery() -> None:
+        await busy.started.wait()  # fails while an item runs
+        raise ZeroDivisionError("a bug\nand more")
+
+    shutdown = asyncio.Event()
+    with pytest.raises(BackgroundFailed) as raised:
+        await run(
+            [worker(clock, Store([item(1)]), busy, "w1"), worker(clock, Store([]), idle, "w2")],
+            [Service("listener", ended).background, Background("lease-recovery", recovery)],
+            shutdown,
+        )
+    assert str(raised.value) == "the lease-recovery task stopped: ZeroDivisionError: a bug"
+    assert raised.value.name == "lease-recovery"
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
+    # The Workers stopped as on a first signal: the running item was released.
+    assert shutdown.is_set() and busy.released == [1] and idle.released == []
+    assert ended == ["listener"]
+    assert logged(caplog) == [
+        ("ERROR", "background task lease-recovery failed; stopping the Workers")
+    ]
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.exc_info is not None and record.exc_info[1] is raised.value.__cause__
+    await assert_nothing_left(clock)
+
+
+async def test_a_background_task_that_returns_fails_the_run_too(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scheduler() -> None:
+        return None
+
+    shutdown = asyncio.Event()
+    with pytest.raises(BackgroundFailed, match=r"^the scheduler task stopped: it returned$"):
+        await run(
+            [worker(clock, Store([]), Executor(), "w1")],
+            [Background("scheduler", scheduler)],
+            shutdown,
+        )
+    assert shutdown.is_set()
+    assert logged(caplog) == [("ERROR", "background task scheduler returned; stopping the Workers")]
+    await assert_nothing_left(clock)
+
+
+async def test_the_first_failure_is_the_one_raised(clock: FakeClock) -> None:
+    async def first() -> None:
+        raise KeyError("first")
+
+    async def second() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("second")
+
+    with pytest.raises(BackgroundFailed, match=r"^the one task stopped: KeyError: 'first'$"):
+        await run(
+            [worker(clock, Store([]), Executor(), "w1")],
+            [Background("one", first), Background("two", second)],
+            asyncio.Event(),
+        )
+    await assert_nothing_left(clock)
+
+
+# --- a normal end ------------------------------------------------------------------------
+
+
+async def test_workers_until_idle_end_the_run_and_the_background_is_cancelled_quietly(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    ended: list[str] = []
+    shutdown = asyncio.Event()
+    gate = asyncio.Event()
+    gate.set()
+    executor = Executor(gate=gate)
+    stopped = await run(
+        [
+            worker(clock, Store([item(1)]), executor, "w1", until_idle=True),
+            worker(clock, Store([]), Executor(), "w2", until_idle=True),
+        ],
+        [Service("listener", ended).background, Service("lease-recovery", ended).background],
+        shutdown,
+    )
+    assert stopped == Stopped(interrupted=False, at_once=False)
+    assert executor.finished == [1] and not shutdown.is_set()
+    assert sorted(ended) == ["lease-recovery", "listener"]
+    assert logged(caplog) == []
+    await assert_nothing_left(clock)
+
+
+async def test_a_task_that_returns_when_cancelled_at_the_end_is_quiet(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def listener() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return  # swallows it: it ended as it was asked to
+
+    stopped = await run(
+        [worker(clock, Store([]), Executor(), "w1", until_idle=True)],
+        [Background("listener", listener)],
+        asyncio.Event(),
+    )
+    assert stopped == Stopped(interrupted=False, at_once=False)
+    assert logged(caplog) == []
+
+
+async def test_a_shutdown_set_from_outside_ends_the_run(clock: FakeClock) -> None:
+    executor = Executor()
+    shutdown = asyncio.Event()
+    task = asyncio.create_task(
+        run(
+            [worker(clock, Store([item(4)]), executor, "w1")],
+            [Service("listener", []).background],
+            shutdown,
+        )
+    )
+    await executor.started.wait()
+    # Each task is named after what it runs (for the log and py-spy).
+    names = {t.get_name() for t in asyncio.all_tasks()}
+    assert {"listener", "w1"} <= names
+    shutdown.set()
+    assert await task == Stopped(interrupted=False, at_once=False)
+    assert executor.released == [4]
+
+
+async def test_without_workers_the_run_ends_at_once(clock: FakeClock) -> None:
+    stopped = await run([], [Service("listener", []).background], asyncio.Event())
+    assert stopped == Stopped(interrupted=False, at_once=False)
+    await assert_nothing_left(clock)
+
+
+# --- a Worker's error ----------------------------------------------------------------------
+
+
+async def test_a_workers_error_is_raised_once_its_siblings_have_finished(
+    clock: FakeClock,
+) -> None:
+    gate = asyncio.Event()
+    sibling = Executor(gate=gate)
+    ended: list[str] = []
+    task = asyncio.create_task(
+        run(
+            [
+                worker(clock, Store([KeyError("a bug")]), Executor(), "w1"),
+                worker(clock, Store([item(2)]), sibling, "w2", until_idle=True),
+            ],
+            [Service("listener", ended).background],
+            asyncio.Event(),
+        )
+    )
+    await sibling.started.wait()
+    await clock.settle()
+    assert not task.done()  # the sibling is still running its item
+    gate.set()
+    with pytest.raises(KeyError, match="a bug"):
+        await task
+    assert sibling.finished == [2] and ended == ["listener"]
+    await assert_nothing_left(clock)
+
+
+async def test_a_workers_error_goes_before_a_background_failure(clock: FakeClock) -> None:
+    started = asyncio.Event()
+
+    async def recovery() -> None:
+        await started.wait()
+        raise ZeroDivisionError
+
+    class Failing(Store):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            started.set()
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            raise KeyError("a bug")
+
+    with pytest.raises(KeyError, match="a bug"):
+        await run(
+            [worker(clock, Failing([]), Executor(), "w1")],
+            [Background("lease-recovery", recovery)],
+            asyncio.Event(),
+        )
+    await assert_nothing_left(clock)
+
+
+# --- signals -------------------------------------------------------------------------------
+
+
+async def test_the_first_signal_releases_the_running_items(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, signals: dict[int, Callable[[], object]]
+) -> None:
+    executor = Executor()
+    ended: list[str] = []
+    shutdown = asyncio.Event()
+    task = asyncio.create_task(
+        supervise(
+            [worker(clock, Store([item(3)]), executor, "w1")],
+            [Service("listener", ended).background],
+            shutdown=shutdown,
+            log=logging.getLogger(LOGGER),
+        )
+    )
+    await executor.started.wait()
+    assert sorted(signals) == [signal.SIGINT, signal.SIGTERM]
+    signals[signal.SIGTERM]()
+    assert await task == Stopped(interrupted=True, at_once=False)
+    assert executor.released == [3] and ended == ["listener"]
+    assert signals == {}  # removed
+    assert logged(caplog) == [
+        (
+            "WARNING",
+            "SIGTERM: finishing up; the running items go back to the queue (again to stop now)",
+        )
+    ]
+    await assert_nothing_left(clock)
+
+
+async def test_a_second_signal_stops_the_workers_at_once(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, signals: dict[int, Callable[[], object]]
+) -> None:
+    stuck = Executor(ignore_shutdown=True)
+    ended: list[str] = []
+    task = asyncio.create_task(
+        supervise(
+            [
+                worker(clock, Store([]), Executor(), "w1"),
+                worker(clock, Store([item(5)]), stuck, "w2"),
+            ],
+            [Service("listener", ended).background],
+            shutdown=asyncio.Event(),
+            log=logging.getLogger(LOGGER),
+        )
+    )
+    await stuck.started.wait()
+    signals[signal.SIGINT]()
+    await clock.settle()
+    assert not task.done()  # w2's item ignores the shutdown
+    signals[signal.SIGINT]()
+    assert await task == Stopped(interrupted=True, at_once=True)
+    assert stuck.released == [] and ended == ["listener"] and signals == {}
+    assert logged(caplog) == [
+        (
+            "WARNING",
+            "SIGINT: finishing up; the running items go back to the queue (again to stop now)",
+        ),
+        ("WARNING", "stopping now; lease recovery will requeue the running items"),
+    ]
+    await assert_nothing_left(clock)
