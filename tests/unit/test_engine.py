@@ -35,7 +35,7 @@ from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import RunResult
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Succeeded
+from safelight.work.outcome import Complete, Succeeded
 from safelight.work.wakeup import Listener
 from tests.items import running_item
 
@@ -191,7 +191,7 @@ async def test_each_finished_attempt_is_reported_and_kept(
     )
     item = running_item(id=7, attempt=1, config=None, kind="noop")
     # What a Worker calls once an item has ended.
-    engine.workers[0]._on_finished(item, RunResult(Succeeded({"n": 1}), None, True))  # type: ignore[misc]
+    engine.workers[0]._on_finished(item, RunResult(Succeeded({"n": 1}), Complete({"n": 1}), True))  # type: ignore[misc]
     assert seen == engine.finished
     assert [(f.id, f.kind, f.outcome, f.result) for f in seen] == [
         (7, "noop", "succeeded", {"n": 1})
