@@ -22,12 +22,15 @@ from PIL import Image
 
 from safelight.library import video
 from safelight.library.errors import CorruptMedia, UnsupportedMedia
+from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, ffmpeg_timeout_seconds
 from safelight.library.video import (
+    ToolTimedOut,
     killable_command,
     make_video_proxies,
     probe_video,
     run_killable,
 )
+from safelight.testing.fakeclock import FakeClock
 from safelight.testing.samplegen import (
     GREEN,
     RED,
@@ -257,6 +260,104 @@ async def test_ffmpeg_failure_reports_its_stderr(library: Manifest, tmp_path: Pa
     spec = video_spec(ffmpeg=ffmpeg)
     with pytest.raises(CorruptMedia, match="boom: codec exploded"):
         await make_video_proxies(library.root / "2022/videos/clip.mp4", tmp_path, spec, alive)
+
+
+def wrapping(folder: Path, tool: str, when_web_video: str) -> str:
+    """The real ``tool``, except that a call naming the web video runs ``when_web_video``
+    (shell) instead; every call's arguments are appended to ``folder/calls``."""
+    real = shutil.which(tool)
+    folder.mkdir()
+    return fake_tool(
+        folder,
+        f'echo "$*" >> {folder / "calls"}\n'
+        f'case "$*" in *video.mp4*) {when_web_video};; esac\n'
+        f'exec {real} "$@"',
+    )
+
+
+async def until_exists(path: Path) -> None:
+    """A real-time guard for a test's fake tool to have started."""
+    for _ in range(2000):
+        if await asyncio.to_thread(path.exists):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def test_both_probes_use_the_specs_ffprobe(library: Manifest, tmp_path: Path) -> None:
+    clip = library.root / "2022/videos/clip.mp4"
+    ffprobe = wrapping(tmp_path / "ffprobe", "ffprobe", ":")
+    out = tmp_path / "out"
+    out.mkdir()
+    await make_video_proxies(clip, out, video_spec(ffprobe=ffprobe), alive)
+    first, second = (tmp_path / "ffprobe" / "calls").read_text().splitlines()
+    assert str(clip) in first and str(out / "video.mp4") in second
+
+
+async def test_a_failed_encode_reports_ffmpegs_stderr_and_leaves_no_web_video(
+    library: Manifest, tmp_path: Path
+) -> None:
+    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", "echo 'boom: encoder' >&2; exit 1")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(CorruptMedia) as caught:
+        await make_video_proxies(
+            library.root / "2022/videos/clip.mp4", out, video_spec(ffmpeg=ffmpeg), alive
+        )
+    assert caught.value.reason == "ffmpeg could not encode the web video: boom: encoder"
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("tool", ["ffmpeg", "ffprobe"])
+async def test_a_hung_web_video_step_is_killed_at_its_limit_on_the_clock(
+    library: Manifest, tmp_path: Path, tool: str
+) -> None:
+    """The encode, and the probe of what it wrote, each have a time limit on the clock
+    the caller gave (the probe of the source has its own, the poster's is test_limits')."""
+    clip = library.root / "2022/videos/clip.mp4"
+    started = tmp_path / "started"
+    hung = wrapping(tmp_path / tool, tool, f"touch {started}; exec sleep 600")
+    limit = (
+        ffmpeg_timeout_seconds((await probe_video(clip)).duration_seconds)
+        if tool == "ffmpeg"
+        else FFPROBE_TIMEOUT_SECONDS
+    )
+    clock = FakeClock()
+    out = tmp_path / "out"
+    out.mkdir()
+    task = asyncio.create_task(
+        make_video_proxies(clip, out, video_spec(**{tool: hung}), alive, clock=clock)
+    )
+    await until_exists(started)
+    await clock.advance(limit - 1)
+    assert not task.done()
+    await clock.advance(1)
+    with pytest.raises(ToolTimedOut) as caught:
+        await asyncio.wait_for(task, 10)
+    assert (
+        caught.value.reason == f"fake-ffmpeg ran past its time limit of {limit:g} s and was killed"
+    )
+
+
+async def test_a_hung_probe_of_the_source_is_killed_at_its_limit_on_the_clock(
+    library: Manifest, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    hung = fake_tool(tmp_path, f"touch {started}; exec sleep 600")
+    clock = FakeClock()
+    task = asyncio.create_task(
+        make_video_proxies(
+            library.root / "2022/videos/clip.mp4",
+            tmp_path,
+            video_spec(ffprobe=hung),
+            alive,
+            clock=clock,
+        )
+    )
+    await until_exists(started)
+    await clock.advance(FFPROBE_TIMEOUT_SECONDS)
+    with pytest.raises(ToolTimedOut):
+        await asyncio.wait_for(task, 10)
 
 
 async def test_truncated_video(library: Manifest, tmp_path: Path) -> None:
