@@ -318,6 +318,7 @@ async def test_an_empty_root_of_a_library_with_assets_fails_and_soft_deletes_not
 
     assert item.status is Status.FAILED
     assert item.error is not None and "holds no photos or videos" in item.error
+    assert f"the storage root {root} holds" in item.error  # the root as configured
     assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
 
 
