@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -33,7 +32,11 @@ from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
 from tests.faults import checker
 from tests.faults.processes import wait_for
 from tests.faults.rig import Rig
-from tests.integration.storefixtures import TEST_KINDS, DatabaseTimeClock
+from tests.integration.storefixtures import (
+    TEST_KINDS,
+    DatabaseTimeClock,
+    wait_until_blocked_on_a_lock,
+)
 
 pytestmark = pytest.mark.faults
 
@@ -154,21 +157,6 @@ def test_a_stale_attempt_at_its_fenced_write_commits_nothing(rig: Rig, build: st
         assert "proxy_rows" in checks, found
 
 
-async def _wait_until_waiting(admin: psycopg.AsyncConnection[Any], app: str) -> None:
-    """Until ``app``'s statement waits on a lock (polling the server, not a timer)."""
-    for _ in range(10_000):
-        cur = await admin.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE application_name = %s AND wait_event_type = 'Lock'",
-            (app,),
-        )
-        row = await cur.fetchone()
-        if row is not None and row[0] > 0:
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"{app} never waited on a lock")
-
-
 @pytest.mark.parametrize("index", ["kept", "dropped"])
 async def test_two_claims_racing_for_one_config(
     fault_database: str, tmp_path: Path, index: str
@@ -224,7 +212,7 @@ async def test_two_claims_racing_for_one_config(
         b_claim = asyncio.create_task(b_store.claim("B", ["burst_detection"], lease_seconds=60.0))
         # B waits on A: on the index entry of A's running item, or (dropped) on the
         # config row A's trigger updated.
-        await _wait_until_waiting(admin, "claim-b")
+        await wait_until_blocked_on_a_lock(admin, "claim-b")
         await a_conn.execute("COMMIT")
         claimed_b = await b_claim
         if claimed_b is not None:

@@ -3,10 +3,12 @@ operator's check of the attempt history."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.fakeclock import FakeClock
@@ -133,3 +135,18 @@ async def overlapping_attempts(pool: AsyncConnectionPool[Any]) -> list[tuple[Any
     async with pool.connection() as conn:
         cur = await conn.execute(OVERLAPPING_ATTEMPTS)
         return list(await cur.fetchall())
+
+
+async def wait_until_blocked_on_a_lock(admin: psycopg.AsyncConnection[Any], app: str) -> None:
+    """Wait (on the database's answers, not a timer) until ``app``'s query waits on a lock."""
+    for _ in range(10_000):
+        cur = await admin.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND wait_event_type = 'Lock'",
+            (app,),
+        )
+        row = await cur.fetchone()
+        if row and row[0] > 0:
+            return
+        await asyncio.sleep(0.005)  # a poll of the server, not a wait for a deadline
+    raise AssertionError(f"{app} never blocked on a lock")

@@ -21,6 +21,7 @@ from tests.integration.storefixtures import (
     count,
     make_store,
     running_item_of,
+    wait_until_blocked_on_a_lock,
 )
 
 pytestmark = pytest.mark.integration
@@ -92,21 +93,6 @@ async def test_a_second_running_item_of_a_config_violates_the_index(
     assert await count(pool, "SELECT count(*) FROM work_items WHERE status = 'running'") == 3
 
 
-async def _wait_until_blocked_on_a_lock(admin: psycopg.AsyncConnection[Any], app: str) -> None:
-    """Wait (on the database's answers, not a timer) until ``app``'s query waits on a lock."""
-    for _ in range(10_000):
-        cur = await admin.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = %s AND wait_event_type = 'Lock'",
-            (app,),
-        )
-        row = await cur.fetchone()
-        if row and row[0] > 0:
-            return
-        await asyncio.sleep(0.005)  # a poll of the server, not a wait for a deadline
-    raise AssertionError(f"{app} never blocked on a lock")
-
-
 async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     pool: AsyncConnectionPool[Any], database_url: str
 ) -> None:
@@ -149,7 +135,7 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
         # B runs a different kind, so its candidate is the config's other item.
         b_store = make_store(b_store_pool, clock)
         b_claim = asyncio.create_task(b_store.claim("B", ["burst_detection"], lease_seconds=LEASE))
-        await _wait_until_blocked_on_a_lock(admin, "claim-b")
+        await wait_until_blocked_on_a_lock(admin, "claim-b")
         assert not b_claim.done()
         await a_conn.execute("COMMIT")
         assert await b_claim is None

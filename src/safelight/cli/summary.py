@@ -193,37 +193,35 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     parts: list[Any] = [headline, grid]
     errors = summary["errors"]
     if errors:
-        listing = Table.grid(padding=(0, 2))
-        listing.add_column(overflow="fold")
-        listing.add_column(overflow="fold")
-        for error in errors:
-            listing.add_row(safe_text(error["path"]), safe_text(error["reason"]))
         parts += [
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
-            listing,
+            _listing(errors),
         ]
     proxy_errors = summary.get("proxy_errors") or []
     if proxy_errors:
-        listing = Table.grid(padding=(0, 2))
-        listing.add_column(overflow="fold")
-        listing.add_column(overflow="fold")
-        for entry in proxy_errors:
-            listing.add_row(safe_text(str(entry["path"])), safe_text(str(entry["reason"])))
         parts += [
             Text(
                 f"{_plural(len(proxy_errors), 'proxy file')} under the proxy folder "
                 "could not be renamed (each still shows as it is):",
                 style="bold",
             ),
-            listing,
+            _listing(proxy_errors),
         ]
     skipped = summary.get("skipped") or []
     if skipped:
-        listing = Table.grid(padding=(0, 2))
-        listing.add_column(overflow="fold")
-        listing.add_column(overflow="fold")
-        for entry in skipped:
-            listing.add_row(safe_text(str(entry["path"])), safe_text(str(entry["reason"])))
-        parts += [Text(f"{_plural(len(skipped), 'entry', 'entries')} not crawled:"), listing]
+        parts += [
+            Text(f"{_plural(len(skipped), 'entry', 'entries')} not crawled:"),
+            _listing(skipped),
+        ]
     parts.append(safe_text(f"database: {summary['database']}", style="dim"))
     console.print(Group(*parts), highlight=False)
+
+
+def _listing(entries: list[Mapping[str, Any]]) -> Table:
+    """Two columns, a path and its reason, each folded rather than cut."""
+    listing = Table.grid(padding=(0, 2))
+    listing.add_column(overflow="fold")
+    listing.add_column(overflow="fold")
+    for entry in entries:
+        listing.add_row(safe_text(str(entry["path"])), safe_text(str(entry["reason"])))
+    return listing
