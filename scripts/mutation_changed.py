@@ -109,6 +109,9 @@ def main(argv: list[str]) -> int:
             config.write(
                 "\n[tool.mutmut]\n"
                 'source_paths = ["src"]\n'
+                # Tests that read the tree itself (the ADR index, the query names, the
+                # layering, the fault builds) need those folders beside the mutants.
+                'also_copy = ["docs", "bench", "scripts", "CONTRIBUTING.md", "README.md"]\n'
                 f"only_mutate = {json.dumps([str(p) for p in patterns])}\n"
                 f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
                 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'

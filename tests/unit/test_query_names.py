@@ -324,7 +324,7 @@ def test_the_scan_sees_the_lookups_it_must() -> None:
         "items_list",
         "src/safelight/cli/queries.py",
     ) in lookups
-    stand_in = "tests/faults/builds/no_fence/sitecustomize.py"
+    stand_in = "tests/faults/builds/breaks.py"
     assert ("safelight.work.store.QUERIES", "attempt_lock", stand_in) in lookups
 
 
