@@ -3,6 +3,7 @@ one decode; bombs, truncated and odd files give a MediaError."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 import zlib
@@ -381,3 +382,29 @@ def test_threads_give_the_same_proxies(library: Manifest) -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         concurrent = list(pool.map(make_image_proxies, paths * 2, [DEFAULT_SPEC] * len(paths) * 2))
     assert concurrent == sequential * 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"thumbnail_width": 0}, "thumbnail_width must be greater than 0, not 0"),
+        ({"preview_width": -3}, "preview_width must be greater than 0, not -3"),
+        (
+            {"thumbnail_width": 400, "preview_width": 300},
+            "thumbnail_width must not be larger than preview_width",
+        ),
+        ({"thumbnail_quality": 96}, "thumbnail_quality must be between 1 and 95, not 96"),
+        ({"preview_quality": 0}, "preview_quality must be between 1 and 95, not 0"),
+    ],
+)
+def test_a_proxy_spec_past_an_edge_names_the_field(changes: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        dataclasses.replace(DEFAULT_SPEC, **changes)
+    assert str(raised.value) == message
+
+
+def test_a_proxy_spec_at_its_edges_is_accepted() -> None:
+    spec = dataclasses.replace(
+        DEFAULT_SPEC, thumbnail_width=1, preview_width=1, thumbnail_quality=1, preview_quality=95
+    )
+    assert (spec.thumbnail_width, spec.preview_quality) == (1, 95)
