@@ -292,7 +292,7 @@ class _Attempt:
         self._misses = 0  # heartbeat calls in a row that failed or timed out
         self._cancelled = asyncio.Event()
         # Set by _start: the last heartbeat that counted, the tasks, the self-stop timer.
-        self._last_beat = math.nan
+        self._last_beat: float
         self._stopped: asyncio.Future[None]
         self._self_stop: TimerHandle
         self._handler: asyncio.Task[dict[str, Any] | None]
