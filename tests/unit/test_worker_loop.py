@@ -349,18 +349,18 @@ class TimedExecutor(Executor):
         (
             RunResult(Succeeded(None), Complete(None), True),
             None,
-            "work item 4 attempt 1: ended succeeded after 2.000 s (noop, unscoped)",
+            "work item 4 attempt 1: ended succeeded after 2.500 s (noop, unscoped)",
         ),
         (
             RunResult(Failed("RuntimeError: x"), Fail("RuntimeError: x"), False),
             UUID("00000000-0000-4000-8000-000000000002"),
-            "work item 4 attempt 1: ended failed after 2.000 s (noop, config "
+            "work item 4 attempt 1: ended failed after 2.500 s (noop, config "
             "00000000-0000-4000-8000-000000000002); its write did not apply",
         ),
         (
             RunResult(Lost(), None, False),
             None,
-            "work item 4 attempt 1: ended lost after 2.000 s (noop, unscoped)",
+            "work item 4 attempt 1: ended lost after 2.500 s (noop, unscoped)",
         ),
     ],
 )
@@ -375,14 +375,14 @@ async def test_one_info_line_when_an_item_is_claimed_and_one_when_it_ends(
     scope = "unscoped" if config is None else f"config {config}"
     worker = Worker(
         Store(clock, [claimed]),  # type: ignore[arg-type]  # a stand-in
-        TimedExecutor(clock, 2.0004, result),  # type: ignore[arg-type]  # likewise
+        TimedExecutor(clock, 2.5004, result),  # type: ignore[arg-type]  # likewise
         clock,
         SETTINGS,
     )
     with caplog.at_level(logging.INFO, logger="safelight.work.worker"):
         run = asyncio.create_task(worker.run_once())
         await clock.settle()
-        await clock.advance(2.0004)
+        await clock.advance(2.5004)
         assert run.done()
     first, last = caplog.records
     assert (first.levelname, first.getMessage()) == (
@@ -394,4 +394,4 @@ async def test_one_info_line_when_an_item_is_claimed_and_one_when_it_ends(
         fields = (record.item_id, record.kind, record.attempt, record.storage_config_id)  # type: ignore[attr-defined]
         assert fields == (4, "noop", 1, config)
     # The seconds to the millisecond, as the line says them.
-    assert (last.outcome, last.seconds) == (result.outcome.name, 2.0)  # type: ignore[attr-defined]
+    assert (last.outcome, last.seconds) == (result.outcome.name, 2.5)  # type: ignore[attr-defined]
