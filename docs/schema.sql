@@ -226,11 +226,15 @@ CREATE TABLE public.work_items (
     cancel_requested boolean DEFAULT false NOT NULL,
     error text,
     result jsonb,
+    retries integer DEFAULT 0 NOT NULL,
+    not_before timestamp with time zone,
     CONSTRAINT work_items_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT work_items_check CHECK (((status = 'running'::public.work_status) = (lease_expires_at IS NOT NULL))),
     CONSTRAINT work_items_check1 CHECK (((status = ANY (ARRAY['succeeded'::public.work_status, 'failed'::public.work_status, 'cancelled'::public.work_status])) = (finished_at IS NOT NULL))),
     CONSTRAINT work_items_kind_check CHECK ((kind <> ''::text)),
+    CONSTRAINT work_items_not_before_queued CHECK (((not_before IS NULL) OR (status = 'queued'::public.work_status))),
     CONSTRAINT work_items_payload_check CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT work_items_retries_check CHECK ((retries >= 0)),
     CONSTRAINT work_items_stalls_check CHECK ((stalls >= 0))
 );
 
@@ -322,6 +326,8 @@ CREATE INDEX ix_work_items_finished ON public.work_items USING btree (finished_a
 CREATE INDEX ix_work_items_queue_order ON public.work_items USING btree (requested_at, id) WHERE ((status = 'queued'::public.work_status) AND (attempt >= 0));
 
 CREATE INDEX ix_work_items_queued_by_config ON public.work_items USING btree (storage_config_id, requested_at, id) WHERE (status = 'queued'::public.work_status);
+
+CREATE INDEX ix_work_items_queued_not_before ON public.work_items USING btree (not_before) WHERE ((status = 'queued'::public.work_status) AND (not_before IS NOT NULL));
 
 CREATE INDEX ix_work_items_queued_unscoped ON public.work_items USING btree (requested_at, id) WHERE ((status = 'queued'::public.work_status) AND (storage_config_id IS NULL));
 

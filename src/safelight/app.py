@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import Executor, RunResult
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Complete, Fail, Retry
+from safelight.work.outcome import Complete, Fail, Retry, RetryLater
+from safelight.work.retry import Retries
 from safelight.work.store import WorkStore
 from safelight.work.supervisor import Background, supervise
 from safelight.work.wakeup import Listener, WakeupHub
@@ -124,7 +126,7 @@ def finished_item(item: WorkItem, result: RunResult) -> FinishedItem:
     """The item as its attempt ended: the result and error are those its write stored."""
     write = result.write
     body = write.result if isinstance(write, Complete) else None
-    error = write.error if isinstance(write, Fail | Retry) else None
+    error = write.error if isinstance(write, Fail | RetryLater | Retry) else None
     outcome = result.outcome
     return FinishedItem(
         item.id,
@@ -213,6 +215,7 @@ def build_engine(
         settings.executor(),
         logging.getLogger("safelight.executor"),
         on_progress=on_progress,
+        retries=Retries.of(KIND_SPECS, settings.retry_policy(), random.Random().random),
     )
     finished_items: list[FinishedItem] = []
 

@@ -26,6 +26,7 @@ from safelight.library.limits import (
     decode_processes_for,
 )
 from safelight.work.executor import ExecutorSettings, longest_heartbeat
+from safelight.work.retry import RetryPolicy
 from safelight.work.worker import WorkerSettings
 
 ENV_PREFIX = "SAFELIGHT_"
@@ -76,6 +77,15 @@ class Settings:
     recovery_interval_seconds: float = 15.0
     shutdown_grace_seconds: float = 10.0
     max_stalls: int = 3
+    # The retry policy of every kind that declares none of its own (its Kind row), for
+    # failures that may pass (safelight.work.retry, ADR 0024): at most this many failed
+    # attempts; after the nth, a wait of retry_delay_seconds * 2**(n-1), at most
+    # retry_max_delay_seconds, less up to retry_jitter of it at random. 30 s, 1, 2 and
+    # 4 min: a NAS that restarts is back within the 7.5 min they add up to.
+    retry_max_attempts: int = 5
+    retry_delay_seconds: float = 30.0
+    retry_max_delay_seconds: float = 3600.0
+    retry_jitter: float = 0.25
 
     max_concurrent_files: int = 4
     # A symbolic link in a library is never followed, only listed in the crawl's
@@ -124,6 +134,8 @@ class Settings:
             "retention_interval_seconds",
             "work_retention_days",
             "max_stalls",
+            "retry_max_attempts",
+            "retry_delay_seconds",
             "max_concurrent_files",
         ):
             positive(name)
@@ -140,6 +152,13 @@ class Settings:
                 f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most a quarter of "
                 f"lease_seconds ({self.lease_seconds:g}), well under the half-lease self-stop"
             )
+        if self.retry_max_delay_seconds < self.retry_delay_seconds:
+            raise SettingsError(
+                f"retry_max_delay_seconds ({self.retry_max_delay_seconds:g}) must not be less "
+                f"than retry_delay_seconds ({self.retry_delay_seconds:g})"
+            )
+        if not 0 <= self.retry_jitter <= 1:
+            raise SettingsError(f"retry_jitter must be between 0 and 1, not {self.retry_jitter}")
         try:
             self.proxy_spec()  # the proxies' rules (sizes, qualities, memory) live there
         except ValueError as exc:
@@ -152,6 +171,15 @@ class Settings:
             lease_seconds=self.lease_seconds,
             heartbeat_seconds=self.heartbeat_seconds,
             shutdown_grace_seconds=self.shutdown_grace_seconds,
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        """The retry policy of a kind whose ``Kind`` row declares none."""
+        return RetryPolicy(
+            max_attempts=self.retry_max_attempts,
+            delay_seconds=self.retry_delay_seconds,
+            max_delay_seconds=self.retry_max_delay_seconds,
+            jitter=self.retry_jitter,
         )
 
     def worker(

@@ -133,6 +133,11 @@ class ScriptedStore:
     async def fail(self, item_id: int, attempt: int, error: str) -> bool:
         return await self._write("fail", item_id, attempt, error)
 
+    async def retry_later(
+        self, item_id: int, attempt: int, error: str, delay_seconds: float
+    ) -> bool:
+        return await self._write("retry_later", item_id, attempt, error, delay_seconds)
+
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         return await self._write("retry", item_id, attempt, error)
 

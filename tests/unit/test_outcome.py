@@ -24,6 +24,8 @@ from safelight.work.outcome import (
     Release,
     Released,
     Retry,
+    RetryLater,
+    Retrying,
     SelfStopped,
     Succeeded,
     UnknownKind,
@@ -39,6 +41,11 @@ CASES: list[tuple[Outcome, Write | None, tuple[Any, ...] | None]] = [
     (Succeeded({"files": 3}), Complete({"files": 3}), ("complete", 7, 3, {"files": 3})),
     (Succeeded(None), Complete(None), ("complete", 7, 3, None)),
     (Failed("ValueError: bad"), Fail("ValueError: bad"), ("fail", 7, 3, "ValueError: bad")),
+    (
+        Retrying("OSError: [Errno 5] Input/output error", 27.5),
+        RetryLater("OSError: [Errno 5] Input/output error", 27.5),
+        ("retry_later", 7, 3, "OSError: [Errno 5] Input/output error", 27.5),
+    ),
     (
         Interrupted("OperationalError: gone"),
         Retry("OperationalError: gone"),
@@ -109,6 +116,7 @@ def test_outcomes_declare_the_names_runs_report_and_which_count_as_failure() -> 
     assert declared == {
         Succeeded: ("succeeded", False),
         Failed: ("failed", True),
+        Retrying: ("retrying", False),
         Interrupted: ("interrupted", False),
         UnknownKind: ("unknownkind", True),
         Cancelled: ("cancelled", False),
@@ -125,6 +133,7 @@ def test_writes_declare_the_store_call_they_make() -> None:
     assert {cls: vars(cls)["name"] for cls in get_args(Write)} == {
         Complete: "complete",
         Fail: "fail",
+        RetryLater: "retry_later",
         Retry: "retry",
         Cancel: "cancel",
         Release: "release",
@@ -139,6 +148,7 @@ def test_a_finished_item_reports_the_outcome_and_what_its_write_stored(
     result = outcome.result if isinstance(outcome, Succeeded) else None
     error = {
         Failed: "ValueError: bad",
+        Retrying: "OSError: [Errno 5] Input/output error",
         Interrupted: "OperationalError: gone",
         UnknownKind: "no handler for kind purge",
     }.get(type(outcome))

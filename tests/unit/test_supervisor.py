@@ -33,7 +33,8 @@ def item(n: int) -> WorkItem:
 
 class Store:
     """Claims answer from a script (an item, None, or an exception to raise); nothing is
-    ever pending, so a Worker until idle returns once its claims come back empty."""
+    ever pending, so a Worker until idle returns once its claims come back empty, and no
+    retry is ever due."""
 
     def __init__(self, claims: list[Any]) -> None:
         self.claims = deque(claims)
@@ -48,6 +49,9 @@ class Store:
 
     async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
         return 0
+
+    async def next_due_seconds(self, kinds: Any, owner: str | None = None) -> float | None:
+        return None
 
 
 class Executor:

@@ -39,12 +39,20 @@ def item(n: int) -> WorkItem:
 
 
 class Store:
-    """Claims answer from a script (an item, None, or an exception to raise)."""
+    """Claims answer from a script (an item, None, or an exception to raise), and so do
+    the pending counts and the seconds until the next retry falls due (None: none)."""
 
-    def __init__(self, clock: FakeClock, claims: list[Any], pending: list[int] | None = None):
+    def __init__(
+        self,
+        clock: FakeClock,
+        claims: list[Any],
+        pending: list[int] | None = None,
+        dues: list[float | None] | None = None,
+    ):
         self.clock = clock
         self.claims = deque(claims)
         self.pending = deque(pending or [])
+        self.dues = deque(dues or [])
         self.calls: list[tuple[Any, ...]] = []
 
     async def claim(
@@ -68,6 +76,10 @@ class Store:
     async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
         self.calls.append((self.clock.monotonic() - 1000.0, "pending", sorted(kinds), owner))
         return self.pending.popleft() if self.pending else 0
+
+    async def next_due_seconds(self, kinds: Any, owner: str | None = None) -> float | None:
+        self.calls.append((self.clock.monotonic() - 1000.0, "next_due", sorted(kinds), owner))
+        return self.dues.popleft() if self.dues else None
 
 
 class Executor:
@@ -95,6 +107,11 @@ SETTINGS = WorkerSettings(
     lease_seconds=60.0,
     poll_seconds=5.0,
 )
+
+
+def claim_times(store: Store) -> list[float]:
+    """When each claim was made, in seconds since the start."""
+    return [c[0] for c in store.calls if c[1] == "claim"]
 
 
 def make(clock: FakeClock, store: Store, **kwargs: Any) -> tuple[Worker, Executor, list[Any]]:
@@ -153,11 +170,11 @@ async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: Fa
     run = asyncio.create_task(worker.run(shutdown))
     await clock.settle()
     assert [i for i, _ in executor.ran] == [1, 2]
-    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0]
+    assert claim_times(store) == [0.0, 0.0, 0.0]
     await clock.advance(4.999)
-    assert len(store.calls) == 3
+    assert len(claim_times(store)) == 3
     await clock.advance(0.001)
-    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0, 5.0]
+    assert claim_times(store) == [0.0, 0.0, 0.0, 5.0]
     await clock.advance(5)
     assert [i for i, _ in executor.ran] == [1, 2, 3]
     assert all(event is shutdown for _, event in executor.ran)
@@ -177,7 +194,7 @@ async def test_a_wake_up_claims_at_once_without_waiting_for_the_poll(clock: Fake
     wake.set()
     await clock.settle()
     assert [i for i, _ in executor.ran] == [7]
-    assert [c[0] for c in store.calls] == [0.0, 0.0, 0.0]  # no time passed
+    assert claim_times(store) == [0.0, 0.0, 0.0]  # no time passed
     shutdown.set()
     await clock.settle()
     assert run.done()
@@ -218,7 +235,7 @@ async def test_waiting_leaves_no_waiter_behind(clock: FakeClock) -> None:
     worker, _, _ = make(clock, Store(clock, []), wake=asyncio.Event())
     shutdown = asyncio.Event()
     shutdown.set()
-    await worker._wait(shutdown)
+    await worker._wait(shutdown, 5.0)
     # Its three waiters (shutdown, poll, wake-up) are finished, not merely cancelled.
     assert [t for t in asyncio.all_tasks() if not t.done()] == [asyncio.current_task()]
     assert clock.deadlines() == []
@@ -249,7 +266,7 @@ async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock)
     assert [i for i, _ in executor.ran] == [1]
 
 
-async def test_without_until_idle_an_empty_queue_is_not_asked_about(clock: FakeClock) -> None:
+async def test_without_until_idle_an_empty_queue_is_not_counted(clock: FakeClock) -> None:
     store = Store(clock, [None])
     worker, _, _ = make(clock, store)
     shutdown = asyncio.Event()
@@ -258,7 +275,7 @@ async def test_without_until_idle_an_empty_queue_is_not_asked_about(clock: FakeC
     shutdown.set()
     await clock.settle()
     assert run.done()
-    assert [c[1] for c in store.calls] == ["claim"]
+    assert [c[1] for c in store.calls] == ["claim", "next_due"]
 
 
 async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(

@@ -21,6 +21,7 @@ from safelight.handlers.services import Services
 from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.maintenance import PerConfig, Periodic
+from safelight.work.retry import RetryPolicy
 
 Run = Callable[[HandlerContext, Services], Coroutine[Any, Any, dict[str, Any] | None]]
 """``async def run_x(ctx, services) -> dict | None``: a kind's handler before it is bound."""
@@ -28,7 +29,7 @@ Run = Callable[[HandlerContext, Services], Coroutine[Any, Any, dict[str, Any] | 
 
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A kind of work: its name, scope, handler, payload keys and schedule."""
+    """A kind of work: its name, scope, handler, payload keys, schedule and retries."""
 
     name: str
     scope: Scope
@@ -40,6 +41,10 @@ class Kind:
     """How often the scheduler enqueues it, in seconds, from the settings: once per period
     in all for an unscoped kind, once per period for each active config for a scoped one.
     ``None``: only when asked for."""
+    retry: RetryPolicy | None = None
+    """How its items are tried again after a failure that may pass (an I/O error of a
+    NAS mount, a handler's ``Retryable``: ``safelight.work.retry``). ``None``: the
+    settings' policy (``Settings.retry_policy()``), as every kind has today."""
 
     def __post_init__(self) -> None:
         if self.interval is not None and self.scope is Scope.OPTIONAL:
@@ -47,8 +52,9 @@ class Kind:
 
     @property
     def spec(self) -> KindSpec:
-        """What the store validates an item of this kind against."""
-        return KindSpec(self.name, self.scope)
+        """What the engine is handed of this kind: the store validates an item against
+        it, the executor retries by it."""
+        return KindSpec(self.name, self.scope, self.retry)
 
     def dedup_key(self, config_id: UUID) -> str:
         """The dedup key that keeps at most one item of this kind queued per storage config

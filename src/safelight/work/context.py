@@ -47,6 +47,13 @@ class AttemptStore(Protocol):
         """Running → failed, for good; ``False`` if the attempt had lost the item."""
         ...
 
+    async def retry_later(
+        self, item_id: int, attempt: int, error: str, delay_seconds: float
+    ) -> bool:
+        """Running → queued, not claimed again for ``delay_seconds``, counting a retry
+        (superseded by a queued item of its dedup key); ``False`` if lost."""
+        ...
+
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         """Running → queued in its place counting a stall (failed at max_stalls, or
         superseded by a queued item of its dedup key); ``False`` if lost."""

@@ -16,6 +16,12 @@ class InvalidWorkItem(WorkError, ValueError):
     """Enqueue refused an item: unknown kind, bad payload, bad or inactive config."""
 
 
+class Retryable(WorkError):
+    """A failure that may pass: raised by a handler that knows it (a share that is not
+    mounted), or mixed into its own error type. The item is tried again after its kind's
+    backoff, until its kind's maximum attempts (:mod:`safelight.work.retry`)."""
+
+
 class StopReason(enum.StrEnum):
     """Why an attempt was stopped before its handler finished on its own.
 

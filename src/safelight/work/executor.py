@@ -55,6 +55,7 @@ from safelight.work.outcome import (
     Lost,
     Outcome,
     Released,
+    Retrying,
     SelfStopped,
     Succeeded,
     UnknownKind,
@@ -62,6 +63,7 @@ from safelight.work.outcome import (
     record,
     write_for,
 )
+from safelight.work.retry import Retries
 
 __all__ = ["AttemptStore", "Executor", "ExecutorSettings", "RunResult", "longest_heartbeat"]
 
@@ -140,6 +142,8 @@ class Executor:
         settings: ExecutorSettings,
         logger: logging.Logger,
         on_progress: ProgressCallback | None = None,
+        *,
+        retries: Retries | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -147,6 +151,8 @@ class Executor:
         self._settings = settings
         self._logger = logger
         self._on_progress = on_progress
+        # The kinds' retry policies; without them no failure is retried.
+        self._retries = Retries() if retries is None else retries
 
     async def run(
         self,
@@ -266,7 +272,8 @@ class _Attempt:
 
     Made without side effects; :meth:`run` goes through the attempt's steps: start the
     tasks and the timer, wait for the handler (with a grace period once stopped), heed a
-    loss its fence found, decide the outcome (:func:`verdict`), report it, clean up.
+    loss its fence found, decide the outcome (:func:`verdict`, then the kind's retry policy
+    for a failure: ``Retries.after``), report it, clean up.
     Everything here runs on the event loop's thread, so no locks: a stop is one
     synchronous step that records the reason, sets ``cancelled`` and cancels the handler.
     """
@@ -283,6 +290,7 @@ class _Attempt:
         self._clock = executor._clock
         self._settings = executor._settings
         self._on_progress = executor._on_progress
+        self._retries = executor._retries
         self._item = item
         self._run_handler = handler
         self._log = log
@@ -310,7 +318,7 @@ class _Attempt:
             ending = _Ending.of(self._handler)
             if isinstance(ending.error, AttemptLost):
                 self._stop(StopReason.LOST)  # a fenced transaction found the item taken
-            outcome = verdict(ending, self._reason)
+            outcome = self._retries.after(verdict(ending, self._reason), self._item, ending.error)
             self._report(outcome, ending)
             return outcome
         finally:
@@ -381,6 +389,13 @@ class _Attempt:
             self._log.warning(
                 "interrupted by the database (%s); it goes back to the queue, counting a stall",
                 outcome.error,
+            )
+        elif isinstance(outcome, Retrying):
+            self._log.warning(
+                "failed (%s); it may pass: it goes back to the queue and is tried again in %.3g s",
+                outcome.error,
+                outcome.delay_seconds,
+                exc_info=error,
             )
         elif isinstance(outcome, Failed):
             self._log.error("failed: %s", outcome.error, exc_info=error)

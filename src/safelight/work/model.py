@@ -58,6 +58,30 @@ class WorkItem:
     cancel_requested: bool = False
     error: str | None = None
     result: dict[str, Any] | None = field(default=None)
+    retries: int = 0
+    """Failed attempts put back for a retry (ADR 0024); counted apart from ``stalls``."""
+    not_before: datetime | None = None
+    """A queued item waiting for its retry is not claimed before this (the database's)
+    time; None for every other item."""
+
+
+class RetryResult(enum.StrEnum):
+    """What ``items retry ID`` found."""
+
+    RETRIED = "retried"  # was failed, now queued and due at once
+    NOT_FAILED = "not_failed"  # queued, running, succeeded or cancelled: nothing to retry
+    KEY_QUEUED = "key_queued"  # failed, but its dedup key already has a queued item
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class RetriedCount:
+    """What ``items retry --failed`` did: ``retried`` items requeued, ``left_failed``
+    matching items left failed (their dedup key was queued, or another of its failed
+    items was requeued)."""
+
+    retried: int
+    left_failed: int
 
 
 class CancelResult(enum.StrEnum):

@@ -45,6 +45,20 @@ class Failed:
 
 
 @dataclass(frozen=True, slots=True)
+class Retrying:
+    """The handler raised an error that may pass while nobody had asked it to stop, and
+    its kind's policy has attempts left (:mod:`safelight.work.retry`): the item goes
+    back to the queue, to be claimed again once ``delay_seconds`` have passed on the
+    database's clock, counting a retry (not a stall). Not a failure for good."""
+
+    name: ClassVar[str] = "retrying"
+    counts_as_failure: ClassVar[bool] = False
+
+    error: str
+    delay_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Interrupted:
     """The handler raised a transient database error while nobody had asked it to stop
     (:data:`~safelight.work.errors.TRANSIENT_DATABASE_ERRORS`). Not a verdict on the
@@ -133,6 +147,7 @@ class Abandoned:
 Outcome: TypeAlias = (
     Succeeded
     | Failed
+    | Retrying
     | Interrupted
     | UnknownKind
     | Cancelled
@@ -168,6 +183,14 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryLater:
+    name: ClassVar[str] = "retry_later"
+
+    error: str
+    delay_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     name: ClassVar[str] = "cancel"
 
@@ -177,7 +200,7 @@ class Release:
     name: ClassVar[str] = "release"
 
 
-Write: TypeAlias = Complete | Fail | Retry | Cancel | Release
+Write: TypeAlias = Complete | Fail | RetryLater | Retry | Cancel | Release
 
 
 def write_for(outcome: Outcome) -> Write | None:
@@ -191,6 +214,8 @@ def write_for(outcome: Outcome) -> Write | None:
             return Complete(result)
         case Failed(error):
             return Fail(error)
+        case Retrying(error, delay_seconds):
+            return RetryLater(error, delay_seconds)
         case Interrupted(error):
             return Retry(error)
         case UnknownKind(kind):
@@ -216,6 +241,8 @@ async def record(store: AttemptStore, item: WorkItem, write: Write | None) -> bo
             return await store.complete(item.id, item.attempt, result)
         case Fail(error):
             return await store.fail(item.id, item.attempt, error)
+        case RetryLater(error, delay_seconds):
+            return await store.retry_later(item.id, item.attempt, error, delay_seconds)
         case Retry(error):
             return await store.retry(item.id, item.attempt, error)
         case Cancel():

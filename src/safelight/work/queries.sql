@@ -53,14 +53,21 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- claimed_at is read per row in "history", after the item's row passed the running
 -- index: a claim that waited there for the end of its config's previous attempt is
 -- stamped after that end committed, so the history's intervals of a config never meet.
+-- Waiting for a retry (ADR 0024): an item whose not_before is still ahead of "due"
+-- (read once, as the first look starts) is passed over in every look, by a filter on
+-- the rows the indexes return, so it blocks neither other configs nor the later items
+-- of its own config; once due it is taken in its place (requested_at). Checked again
+-- on the locked row, which a retry may have changed since the snapshot.
 -- Only the description line is sent (safelight.core.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+), due AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), fast AS (
     SELECT w.id, w.requested_at
     FROM work_items w
-    WHERE w.status = 'queued'
+    WHERE w.status = 'queued' AND (w.not_before IS NULL OR w.not_before <= (SELECT at FROM due))
       AND w.id IN (
         SELECT h.id
         FROM (
@@ -71,6 +78,7 @@ WITH stamp AS MATERIALIZED (
                 SELECT q.id, q.storage_config_id, q.requested_at
                 FROM work_items q
                 WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
+                  AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
                 ORDER BY q.requested_at, q.id
                 LIMIT 16
             ) q
@@ -93,6 +101,7 @@ WITH stamp AS MATERIALIZED (
     FROM work_items u
     WHERE NOT EXISTS (SELECT 1 FROM fast)
       AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s)
+      AND (u.not_before IS NULL OR u.not_before <= (SELECT at FROM due))
     ORDER BY u.requested_at, u.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -100,7 +109,7 @@ WITH stamp AS MATERIALIZED (
     SELECT w.id, w.requested_at
     FROM work_items w
     WHERE NOT EXISTS (SELECT 1 FROM fast)
-      AND w.status = 'queued'
+      AND w.status = 'queued' AND (w.not_before IS NULL OR w.not_before <= (SELECT at FROM due))
       AND w.id IN (
         SELECT head.id
         FROM storage_configs c
@@ -108,6 +117,7 @@ WITH stamp AS MATERIALIZED (
             SELECT q.id
             FROM work_items q
             WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s)
+              AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
             ORDER BY q.requested_at, q.id
             LIMIT 1
         ) head
@@ -133,7 +143,8 @@ WITH stamp AS MATERIALIZED (
         heartbeat_at = (SELECT at FROM stamp),
         lease_expires_at = (SELECT at FROM stamp) + make_interval(secs => %(lease_seconds)s),
         cancel_requested = false,
-        error = NULL
+        error = NULL,
+        not_before = NULL
     FROM pick
     WHERE w.id = pick.id
     RETURNING w.*, pick.nth
@@ -239,6 +250,53 @@ WITH current AS (
 )
 SELECT new_status FROM retried
 
+-- attempt_retry_later --
+-- Put a failed attempt's item back to queued until its backoff has passed, one more retry (fenced).
+-- The executor decided it may be retried (safelight.work.retry: a failure that may pass,
+-- attempts left). Superseded instead (cancelled, as lease recovery does) when its dedup
+-- key already has a queued item, which will do the same work: requeueing it would break
+-- ix_work_items_dedup_key_queued. One stamp, read once the row is locked: not_before is
+-- it plus the backoff, an interval added here to the database's clock (ADR 0015), never
+-- to a Worker's; the attempt's ended_at is the same stamp, and its outcome 'failed'.
+WITH stamp AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+), current AS (
+    SELECT id, attempt, dedup_key
+    FROM work_items
+    WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+    FOR UPDATE
+), decided AS (
+    SELECT c.id, c.attempt,
+           CASE WHEN c.dedup_key IS NOT NULL AND EXISTS (
+               SELECT 1 FROM work_items q WHERE q.dedup_key = c.dedup_key AND q.status = 'queued'
+           ) THEN 'cancelled' ELSE 'queued' END AS new_status
+    FROM current c
+), retried AS (
+    UPDATE work_items w
+    SET status = d.new_status::work_status,
+        retries = w.retries + 1,
+        not_before = CASE WHEN d.new_status = 'queued'
+            THEN (SELECT at FROM stamp) + make_interval(secs => %(delay_seconds)s) END,
+        lease_expires_at = NULL,
+        worker_id = NULL,
+        cancel_requested = false,
+        finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE (SELECT at FROM stamp) END,
+        error = CASE d.new_status
+            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+            ELSE %(error)s::text
+        END
+    FROM decided d
+    WHERE w.id = d.id
+    RETURNING w.id, w.attempt, d.new_status
+), history AS (
+    UPDATE work_attempts a
+    SET ended_at = (SELECT at FROM stamp),
+        outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'failed' END::attempt_outcome
+    FROM retried r
+    WHERE a.work_item_id = r.id AND a.attempt = r.attempt
+)
+SELECT new_status FROM retried
+
 -- attempt_lock --
 -- Fence a handler's transaction: the attempt still owns the item and its lease holds.
 -- FOR SHARE conflicts with recovery's UPDATE, so either recovery waits for this
@@ -295,12 +353,58 @@ SELECT id, new_status FROM recovered
 -- Cancel a queued item at once, or flag a running one for its attempt's next heartbeat.
 UPDATE work_items
 SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
+    not_before = NULL,
     finished_at = CASE WHEN status = 'queued'
         THEN coalesce(%(now)s::timestamptz, clock_timestamp()) ELSE finished_at END,
     error = CASE WHEN status = 'queued' THEN 'cancelled before it ran' ELSE error END,
     cancel_requested = (status = 'running')
 WHERE id = %(id)s AND status IN ('queued', 'running')
 RETURNING status
+
+-- item_retry_failed --
+-- Put one failed item back to queued, due now, its retries and stalls counted afresh; no row if it is not failed or its dedup key is queued.
+-- An operator's retry (safelight items retry ID): it keeps its place (requested_at)
+-- and its last error until it is claimed, as a retried attempt's item does.
+UPDATE work_items w
+SET status = 'queued', finished_at = NULL, result = NULL, not_before = NULL,
+    retries = 0, stalls = 0
+WHERE w.id = %(id)s AND w.status = 'failed'
+  AND (w.dedup_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM work_items q WHERE q.dedup_key = w.dedup_key AND q.status = 'queued'
+  ))
+RETURNING w.id
+
+-- items_retry_failed --
+-- Put the failed items of a kind and a config (NULL: any) back to queued, as item_retry_failed does; how many, and how many stay failed.
+-- Of the failed items that share a dedup key only the newest is requeued, and none whose
+-- key already has a queued item (ix_work_items_dedup_key_queued): the rest stay failed.
+WITH matching AS (
+    SELECT w.id, w.dedup_key
+    FROM work_items w
+    WHERE w.status = 'failed'
+      AND (%(kind)s::text IS NULL OR w.kind = %(kind)s::text)
+      AND (%(config_id)s::uuid IS NULL OR w.storage_config_id = %(config_id)s::uuid)
+), chosen AS (
+    SELECT m.id FROM matching m WHERE m.dedup_key IS NULL
+    UNION ALL
+    (
+        SELECT DISTINCT ON (m.dedup_key) m.id
+        FROM matching m
+        WHERE m.dedup_key IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM work_items q WHERE q.dedup_key = m.dedup_key AND q.status = 'queued'
+        )
+        ORDER BY m.dedup_key, m.id DESC
+    )
+), retried AS (
+    UPDATE work_items w
+    SET status = 'queued', finished_at = NULL, result = NULL, not_before = NULL,
+        retries = 0, stalls = 0
+    FROM chosen c
+    WHERE w.id = c.id AND w.status = 'failed'
+    RETURNING w.id
+)
+SELECT (SELECT count(*) FROM retried) AS retried,
+       (SELECT count(*) FROM matching) - (SELECT count(*) FROM retried) AS left_failed
 
 -- item_by_id --
 -- One item.
@@ -331,6 +435,24 @@ WHERE w.status IN ('queued', 'running')
     w.storage_config_id IS NULL
     OR ((%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
         AND (c.active OR w.status = 'running'))
+  )
+
+-- items_next_due --
+-- Seconds until the earliest not-before still ahead among the queued items a Worker could run; NULL if none waits.
+-- The Worker's wake-up timer (ADR 0024): a retry falls due with no notification. Read
+-- on the database's clock, as the claim compares not_before, so no Worker's clock skews
+-- it; the Worker sleeps that long on its own monotonic clock.
+WITH stamp AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
+)
+SELECT extract(epoch FROM min(w.not_before) - (SELECT at FROM stamp))::float8 AS seconds
+FROM work_items w
+LEFT JOIN storage_configs c ON c.id = w.storage_config_id
+WHERE w.status = 'queued' AND w.not_before > (SELECT at FROM stamp)
+  AND w.kind = ANY(%(kinds)s)
+  AND (
+    w.storage_config_id IS NULL
+    OR (c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text))
   )
 
 -- configs_active_ids --

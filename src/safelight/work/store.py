@@ -35,7 +35,15 @@ from safelight.core.sql import load_queries
 from safelight.work.batching import Batcher
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
-from safelight.work.model import Beat, CancelResult, RecoveryReport, Status, WorkItem
+from safelight.work.model import (
+    Beat,
+    CancelResult,
+    RecoveryReport,
+    RetriedCount,
+    RetryResult,
+    Status,
+    WorkItem,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -75,6 +83,24 @@ def _is_unique_violation_of(exc: BaseException, index_name: str) -> bool:
     return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == index_name
 
 
+async def _requeue(
+    conn: psycopg.AsyncConnection[Any], query: str, params: Mapping[str, Any]
+) -> psycopg.AsyncCursor[Any]:
+    """Run a statement that puts items back to queued where their dedup key is free.
+
+    It checks the key in its snapshot; an enqueue of the same key that commits after it
+    makes the statement fail on ix_work_items_dedup_key_queued instead, and the next run
+    sees that key queued and leaves its item alone.
+    """
+    for _ in range(_ENQUEUE_TRIES):
+        try:
+            return await conn.execute(query, params)
+        except pg_errors.UniqueViolation as exc:
+            if not _is_unique_violation_of(exc, DEDUP_INDEX):
+                raise
+    raise RuntimeError("could not requeue: a dedup key kept being taken (contended)")
+
+
 @dataclass(frozen=True, slots=True)
 class _Ending:
     item_id: int
@@ -103,6 +129,8 @@ def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
         cancel_requested=row["cancel_requested"],
         error=row["error"],
         result=row["result"],
+        retries=row["retries"],
+        not_before=row["not_before"],
     )
 
 
@@ -433,6 +461,26 @@ class WorkStore:  # pragma: no mutate block
             item_id, attempt, Status.CANCELLED, error="cancelled while running"
         )
 
+    async def retry_later(
+        self, item_id: int, attempt: int, error: str, delay_seconds: float
+    ) -> bool:
+        """Running → queued with one more retry, not claimed again until ``delay_seconds``
+        have passed on the database's clock (its ``not_before``), after a failure that
+        may pass (the executor decided, :mod:`safelight.work.retry`).
+
+        Ended as superseded instead when its dedup key already has a queued item.
+        """
+        params = {
+            "id": item_id,
+            "attempt": attempt,
+            "error": error,
+            "delay_seconds": float(delay_seconds),
+            "now": self._clock.transition_time(),
+        }
+        async with self._pool.connection() as conn:
+            cur = await _requeue(conn, QUERIES["attempt_retry_later"], params)
+            return await cur.fetchone() is not None
+
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         """Running → queued in its place with one more stall, after a transient error.
 
@@ -574,6 +622,50 @@ class WorkStore:  # pragma: no mutate block
             cur = await conn.execute(QUERIES["item_by_id"], {"id": item_id})
             exists = await cur.fetchone() is not None
         return CancelResult.FINISHED if exists else CancelResult.NOT_FOUND
+
+    async def retry_failed(self, item_id: int) -> RetryResult:
+        """An operator's retry: a failed item back to queued, due at once, with its
+        retries and stalls counted afresh (its place and last error kept until it is
+        claimed). Nothing changes for an item that is not failed, or whose dedup key
+        already has a queued item (which will do the same work)."""
+        async with self._pool.connection() as conn:
+            cur = await _requeue(conn, QUERIES["item_retry_failed"], {"id": item_id})
+            if await cur.fetchone() is not None:
+                return RetryResult.RETRIED
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(QUERIES["item_by_id"], {"id": item_id})
+            row = await cur.fetchone()
+        if row is None:
+            return RetryResult.NOT_FOUND
+        if row["status"] == Status.FAILED:
+            return RetryResult.KEY_QUEUED
+        return RetryResult.NOT_FAILED
+
+    async def retry_failed_matching(
+        self, *, kind: str | None = None, config_id: UUID | None = None
+    ) -> RetriedCount:
+        """:meth:`retry_failed` for every failed item of ``kind`` and ``config_id``
+        (None: any), in one statement. Of failed items sharing a dedup key only the
+        newest is requeued, and none whose key already has a queued item."""
+        params = {"kind": kind, "config_id": config_id}
+        async with self._pool.connection() as conn:
+            cur = await _requeue(conn, QUERIES["items_retry_failed"], params)
+            row = await cur.fetchone()
+        assert row is not None  # counts: always one row
+        return RetriedCount(retried=int(row[0]), left_failed=int(row[1]))
+
+    async def next_due_seconds(
+        self, kinds: Collection[str], owner: str | None = None
+    ) -> float | None:
+        """Seconds until the earliest queued item of ``kinds`` (and ``owner``) that waits
+        for its retry falls due, by the database's clock; None if none waits."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["items_next_due"],
+                {"kinds": list(kinds), "owner": owner, "now": self._clock.transition_time()},
+            )
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     async def get(self, item_id: int) -> WorkItem | None:
         async with self._pool.connection() as conn:

@@ -117,11 +117,13 @@ class Worker:
                 # Cleared before the claim, so a notification that arrives during it
                 # makes the next wait return at once instead of being missed.
                 self._wake.clear()
+            wait = self._settings.poll_seconds
             try:
                 if await self.run_once(shutdown) is not None:
                     continue
                 if self._settings.until_idle and await self._idle():
                     return
+                wait = await self._until_due()
             except TRANSIENT_ERRORS as exc:
                 _log.warning(
                     "worker %s cannot reach the database (%s); retrying in %g s",
@@ -129,17 +131,25 @@ class Worker:
                     type(exc).__name__,
                     self._settings.poll_seconds,
                 )
-            await self._wait(shutdown)
+            await self._wait(shutdown, wait)
 
     async def _idle(self) -> bool:
         s = self._settings
         return await self._store.pending_count(s.kinds, s.owner) == 0
 
-    async def _wait(self, shutdown: asyncio.Event) -> None:
-        """Until a wake-up, the poll interval, or shutdown, whichever comes first."""
+    async def _until_due(self) -> float:
+        """The poll interval, or less when a retry falls due sooner: no notification
+        comes when an item's not-before time passes (ADR 0024), so the Worker wakes for
+        it itself."""
+        s = self._settings
+        due = await self._store.next_due_seconds(s.kinds, s.owner)
+        return s.poll_seconds if due is None else min(s.poll_seconds, due)
+
+    async def _wait(self, shutdown: asyncio.Event, seconds: float) -> None:
+        """Until a wake-up, ``seconds``, or shutdown, whichever comes first."""
         waiters: list[asyncio.Future[object]] = [
             asyncio.ensure_future(shutdown.wait()),
-            asyncio.ensure_future(self._clock.sleep(self._settings.poll_seconds)),
+            asyncio.ensure_future(self._clock.sleep(seconds)),
         ]
         if self._wake is not None:
             waiters.append(asyncio.ensure_future(self._wake.wait()))
