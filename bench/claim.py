@@ -13,14 +13,19 @@ the other and a claim is timed in each:
   together they hold 100k (1M) queued items, all requested before the one eligible item
   of the free config (the known trap: a NOT EXISTS claim walks all of them);
 - ``backlog 100k`` / ``backlog 1M``: the same items with the K configs free, so the
-  claim takes the oldest of them.
+  claim takes the oldest of them;
+- ``waiting 1k`` (between ``one`` and ``blocked``, then removed): ``--waiting`` items
+  waiting for a retry (not before tomorrow), requested before the one eligible item and
+  spread over every config, the free one included: the claim passes them over.
 
 A sample is the claim statement of src/safelight/work/queries.sql (the one the Worker
 runs, on a psycopg connection, prepared after 5 uses as the Worker's are) in a
 transaction that rolls back, timed on the client: one round trip. Each state is timed
 on a connection of its own (a Worker connected in that state), and again on one that
 went through every earlier state ("carried over", with the custom plans PostgreSQL
-made for it there: see ``measure``). Each state is
+made for it there: see ``measure``), and the claim as it was before migration 0004
+(``--no-before`` leaves it out) and before migration 0008 (its not-before filter) in the
+same rounds (not in ``waiting``, where they would take a waiting item). Each state is
 measured in ``--rounds`` rounds of ``--samples`` claims; a round's median is one
 figure, and the table gives the median of the rounds with their min..max. In the
 blocked 100k state of K=1 the same claim is also timed with real commits (claim, then
@@ -61,6 +66,7 @@ from common import (
 )
 
 from safelight.core.clock import SystemClock
+from safelight.core.sql import parse_queries
 from safelight.db.pool import open_pool
 from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
@@ -73,6 +79,13 @@ CARRIED = "safelight, carried"
 # The claim as it was before migration 0004 (only the LATERAL over configs), timed
 # beside the current one in the same rounds.
 BEFORE = (Path(__file__).resolve().parent / "sql" / "claim_lateral_v1.sql").read_text()
+BEFORE_LABEL = "before (LATERAL only)"
+# The claim before migration 0008 (no not-before filter), loaded as the store loads its
+# own (notes dropped) and written for one Worker, as claim_query(1) is.
+BEFORE_0008 = parse_queries(
+    (Path(__file__).resolve().parent / "sql" / "claim_v2_before_0008.sql").read_text()
+)["items_claim"].replace("%(limit)s", "1")
+BEFORE_0008_LABEL = "before 0008"
 
 # The trap, for reference: the oldest queued item whose config has no running item,
 # found by walking the queue in order and checking each item's config.
@@ -176,6 +189,19 @@ def add_queued(conn: psycopg.Connection[Any], configs: list[str], start: int, co
     )
 
 
+def add_waiting(conn: psycopg.Connection[Any], configs: list[str], count: int) -> None:
+    """``count`` queued noop items waiting for a retry until tomorrow, spread over
+    ``configs``, requested in 2019 (before everything else)."""
+    conn.execute(
+        "INSERT INTO work_items (kind, storage_config_id, requested_at, retries, not_before)"
+        " SELECT 'noop', (%(configs)s::uuid[])[1 + g %% %(k)s],"
+        "        timestamptz '2019-06-01' + g * interval '1 microsecond', 1,"
+        "        now() + interval '1 day'"
+        " FROM generate_series(1, %(count)s) g",
+        {"configs": configs, "k": len(configs), "count": count},
+    )
+
+
 def set_busy(conn: psycopg.Connection[Any], configs: list[str], busy: bool) -> None:
     """Give each config a running item (an extra one, requested long ago), or end it."""
     if busy:
@@ -245,6 +271,8 @@ def measure(
     args: argparse.Namespace,
     expect: int | None,
     peer: Peer | None = None,
+    *,
+    current_only: bool = False,
 ) -> dict[str, Any]:
     """Round medians (ms) of each claim variant (and of the peer), in turns.
 
@@ -257,8 +285,10 @@ def measure(
     same claim on ``conn``, which has gone through every earlier state, to show it.
     """
     variants = {"safelight": claim_query(1)}
-    if not args.no_before:
-        variants["before (LATERAL only)"] = BEFORE
+    if not current_only:
+        variants[BEFORE_0008_LABEL] = BEFORE_0008
+    if not args.no_before and not current_only:
+        variants[BEFORE_LABEL] = BEFORE
     per_round: dict[str, list[float]] = {name: [] for name in [*variants, CARRIED]}
     every: dict[str, list[float]] = {name: [] for name in per_round}
     custom_before = custom_plans(conn, claim_query(1))
@@ -309,6 +339,15 @@ def run_configs(busy_count: int, args: argparse.Namespace, peer: Peer | None) ->
         if peer is not None:
             peer.ask(cmd="state", state="one")
         out["one"] = measure(conn, url, args, eligible, peer)
+        if args.waiting:
+            add_waiting(conn, [*busy, free], args.waiting)
+            vacuum(conn)
+            label = f"waiting {args.waiting // 1000}k" if args.waiting >= 1000 else "waiting"
+            print(f"K={busy_count}: {label}", flush=True)
+            out[label] = measure(conn, url, args, eligible, current_only=True)
+            out[f"plan {label}"] = explain(conn)
+            conn.execute("DELETE FROM work_items WHERE not_before IS NOT NULL")
+            vacuum(conn)
         loaded = 0
         for step in BLOCKED_STEPS:
             if step > args.max_items:
@@ -357,6 +396,9 @@ def main() -> None:
     parser.add_argument("--max-items", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument(
+        "--waiting", type=int, default=1000, help="items waiting for a retry (0: no such state)"
+    )
     parser.add_argument("--no-peer", action="store_true", help="skip PgQueuer")
     parser.add_argument(
         "--no-before", action="store_true", help="skip the claim before migration 0004"
@@ -392,7 +434,8 @@ def report(results: dict[str, Any]) -> None:
                 notes.append((k, state, f"{data['median']:.3g}", f"{data['p95']:.3g}"))
                 continue
             ours = statistics.median(data["safelight"]["rounds"])
-            before = data.get("before (LATERAL only)")
+            before = data.get(BEFORE_LABEL)
+            before_0008 = data.get(BEFORE_0008_LABEL)
             peer = data.get("pgqueuer")
             carried = data[CARRIED]
             rows.append(
@@ -403,6 +446,7 @@ def report(results: dict[str, Any]) -> None:
                     f"{data['safelight']['all']['p95']:.3g}",
                     f"{ours / base:.2f}x",
                     f"{spread(carried['rounds'])} ({carried['custom plans']})",
+                    spread(before_0008["rounds"]) if before_0008 else "",
                     spread(before["rounds"]) if before else "",
                     spread(peer["rounds"]) if peer else "",
                     f"{ours / statistics.median(peer['rounds']):.2f}" if peer else "",
@@ -416,6 +460,7 @@ def report(results: dict[str, Any]) -> None:
             "p95 ms",
             "vs one",
             "carried over ms (custom plans)",
+            "before 0008 ms",
             "before 0004 ms",
             "PgQueuer ms",
             "safelight / PgQueuer",

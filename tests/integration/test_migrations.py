@@ -167,6 +167,33 @@ def test_0005_names_the_items_already_running(empty_database: str) -> None:
     assert named == {busy: running, idle: None}
 
 
+def test_0008_gives_every_item_no_retries_and_no_wait(empty_database: str) -> None:
+    """Applied to a database with items in every state, 0008 leaves each with no
+    retries and no not-before time, due as it was, and then refuses a not-before time on
+    an item that is not queued."""
+    before, (m0008, *_) = (
+        [m for m in available_migrations() if m.version < "0008"],
+        [m for m in available_migrations() if m.version >= "0008"],
+    )
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        for m in before:
+            conn.execute(m.sql.encode())
+        conn.execute(
+            "INSERT INTO work_items (kind, status, requested_at, attempt, stalls, finished_at,"
+            " lease_expires_at) VALUES"
+            " ('noop', 'queued', now(), 0, 0, NULL, NULL),"
+            " ('noop', 'running', now(), 1, 1, NULL, now()),"
+            " ('noop', 'failed', now(), 2, 2, now(), NULL)"
+        )
+        conn.execute(m0008.sql.encode())
+        rows = conn.execute(
+            "SELECT status::text, stalls, retries, not_before FROM work_items ORDER BY id"
+        ).fetchall()
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE work_items SET not_before = now() WHERE status = 'failed'")
+    assert rows == [("queued", 0, 0, None), ("running", 1, 0, None), ("failed", 2, 0, None)]
+
+
 # --- a newer schema, changed files, checksums ----------------------------------------
 
 OLD_TABLE = (

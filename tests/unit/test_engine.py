@@ -53,7 +53,13 @@ async def database() -> AsyncIterator[Database]:
 
 def settings(tmp_path: Path, **changes: Any) -> Settings:
     # Not the defaults, so that each is seen to come from the settings.
-    chosen = {"decode_processes": 2, "decode_memory_mib": 256, "max_stalls": 5}
+    chosen = {
+        "decode_processes": 2,
+        "decode_memory_mib": 256,
+        "max_stalls": 5,
+        "retry_max_attempts": 3,
+        "retry_delay_seconds": 2.0,
+    }
     return Settings(**{"home": tmp_path / "home", **chosen, **changes})
 
 
@@ -124,6 +130,11 @@ async def test_the_wiring_of_the_executor_and_the_workers(
     assert executor._handlers is engine.handlers and executor._on_progress is on_progress
     assert executor._logger.name == "safelight.executor"
     assert engine.store._clock is clock
+    # Every kind is retried by its own policy or, declaring none, by the settings'.
+    chosen = settings(tmp_path).retry_policy()
+    assert executor._retries.policies == {spec.name: chosen for spec in KIND_SPECS}
+    draws = {executor._retries.draw() for _ in range(20)}
+    assert len(draws) > 1 and all(0 <= d < 1 for d in draws)
     for worker in engine.workers:
         # Each Worker wakes on the hub, and wakes its siblings when an item ends.
         assert worker._wake is not None and worker._after_item == engine.hub.wake_all

@@ -29,6 +29,7 @@ from safelight.handlers import (
 from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.maintenance import PerConfig, Periodic, ScheduleSettings
+from safelight.work.retry import RetryPolicy
 from tests.items import running_item
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
@@ -39,7 +40,17 @@ C1 = UUID("00000000-0000-0000-0000-0000000000c1")
 def test_each_kind_is_declared_once_and_the_store_gets_its_spec() -> None:
     names = [kind.name for kind in KINDS]
     assert len(set(names)) == len(names)
-    assert tuple(KindSpec(kind.name, kind.scope) for kind in KINDS) == KIND_SPECS
+    assert tuple(KindSpec(kind.name, kind.scope, kind.retry) for kind in KINDS) == KIND_SPECS
+
+
+def test_every_kind_is_retried_by_the_settings_policy_unless_its_row_says_otherwise() -> None:
+    assert {kind.name: kind.retry for kind in KINDS} == dict.fromkeys(
+        [kind.name for kind in KINDS], None
+    )
+    own = RetryPolicy(max_attempts=2, delay_seconds=1.0, max_delay_seconds=1.0, jitter=0.0)
+    kind = Kind("retried", Scope.FORBIDDEN, NOOP.run, retry=own)
+    assert kind.spec == KindSpec("retried", Scope.FORBIDDEN, own)
+    assert Kind("plain", Scope.FORBIDDEN, NOOP.run).spec == KindSpec("plain", Scope.FORBIDDEN)
 
 
 def test_payload_keys_are_those_the_handlers_take() -> None:

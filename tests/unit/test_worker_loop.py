@@ -47,7 +47,7 @@ class Store:
         clock: FakeClock,
         claims: list[Any],
         pending: list[int] | None = None,
-        dues: list[float | None] | None = None,
+        dues: list[Any] | None = None,
     ):
         self.clock = clock
         self.claims = deque(claims)
@@ -79,7 +79,10 @@ class Store:
 
     async def next_due_seconds(self, kinds: Any, owner: str | None = None) -> float | None:
         self.calls.append((self.clock.monotonic() - 1000.0, "next_due", sorted(kinds), owner))
-        return self.dues.popleft() if self.dues else None
+        reply = self.dues.popleft() if self.dues else None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
 
 
 class Executor:
@@ -181,6 +184,74 @@ async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: Fa
     shutdown.set()
     await clock.settle()
     assert run.done() and run.exception() is None
+
+
+async def test_a_retry_that_falls_due_before_the_poll_is_claimed_when_it_is_due(
+    clock: FakeClock,
+) -> None:
+    """No notification comes when a not-before time passes: the Worker wakes for it."""
+    store = Store(clock, [None, item(5)], dues=[3.0])
+    worker, executor, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert store.calls == [
+        (0.0, "claim", "w1", ["crawl", "noop"], "alice", 60.0),
+        (0.0, "next_due", ["crawl", "noop"], "alice"),
+    ]
+    await clock.advance(2.999)
+    assert claim_times(store) == [0.0]
+    await clock.advance(0.001)
+    assert claim_times(store)[:2] == [0.0, 3.0]
+    assert [i for i, _ in executor.ran] == [5]
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+
+
+async def test_a_retry_due_after_the_poll_waits_only_for_the_poll(clock: FakeClock) -> None:
+    store = Store(clock, [None, None], dues=[12.0, 7.0])
+    worker, _, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.advance(5)
+    assert claim_times(store) == [0.0, 5.0]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_a_worker_until_idle_waits_for_a_retry_to_fall_due(clock: FakeClock) -> None:
+    settings = Settings().worker("w1", frozenset({"noop"}), owner="alice", until_idle=True)
+    store = Store(clock, [None, item(6), None], pending=[1, 0], dues=[1.5])
+    worker, executor, _ = make(clock, store, settings=settings)
+    run = asyncio.create_task(worker.run(asyncio.Event()))
+    await clock.settle()
+    assert [c[1] for c in store.calls] == ["claim", "pending", "next_due"]
+    await clock.advance(1.5)
+    assert run.done() and run.exception() is None
+    assert [i for i, _ in executor.ran] == [6]
+    assert claim_times(store) == [0.0, 1.5, 1.5]
+
+
+async def test_a_database_outage_asking_for_the_next_retry_waits_for_the_poll(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(clock, [None, item(8)], dues=[psycopg.OperationalError("down")])
+    worker, executor, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    with caplog.at_level(logging.WARNING, logger="safelight.work.worker"):
+        await clock.advance(4.999)
+        assert executor.ran == []
+        await clock.advance(0.001)
+    assert [i for i, _ in executor.ran] == [8]
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker w1 cannot reach the database (OperationalError); retrying in 5 s"
+    ]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
 
 
 async def test_a_wake_up_claims_at_once_without_waiting_for_the_poll(clock: FakeClock) -> None:

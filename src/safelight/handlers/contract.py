@@ -13,7 +13,10 @@ The rules every handler here keeps:
 - it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
 - a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
   records as the item's error (keys its kind does not take are refused before the
-  handler runs, ``Kind.bind``).
+  handler runs, ``Kind.bind``);
+- a failure that may pass (the storage went away for a while) is a ``Retryable``
+  (:class:`HandlerUnavailable`, :func:`handler_failure`), which the executor retries
+  after the kind's backoff; an ``OSError`` of such a kind that escapes is retried too.
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ import threading
 from uuid import UUID
 
 from safelight.work.context import Handler, HandlerContext
-from safelight.work.errors import AttemptStopped, WorkError
+from safelight.work.errors import AttemptStopped, Retryable, WorkError
+from safelight.work.retry import is_retryable
 
 __all__ = [
     "Handler",
     "HandlerContext",
     "HandlerFailed",
+    "HandlerUnavailable",
     "MalformedPayload",
     "ThreadAlive",
     "check_payload_keys",
     "config_id_of",
+    "handler_failure",
     "stop_if_cancelled",
 ]
 
@@ -44,6 +50,20 @@ class MalformedPayload(WorkError, ValueError):
 
 class HandlerFailed(WorkError):
     """The handler cannot do its work at all (the message says why); the item fails."""
+
+
+class HandlerUnavailable(HandlerFailed, Retryable):
+    """The handler cannot do its work now, for a reason that may pass (the storage or
+    the network went away for a while); the item is tried again after its kind's
+    backoff, and fails once its kind's attempts are spent (``safelight.work.retry``)."""
+
+
+def handler_failure(message: str, cause: BaseException) -> HandlerFailed:
+    """``message`` as the item's error: :class:`HandlerUnavailable` when ``cause`` (an
+    I/O error of a NAS mount, say) may pass, else :class:`HandlerFailed`."""
+    if is_retryable(cause):
+        return HandlerUnavailable(message)
+    return HandlerFailed(message)
 
 
 def stop_if_cancelled(ctx: HandlerContext) -> None:

@@ -44,6 +44,7 @@ from safelight.handlers.contract import (
     HandlerFailed,
     ThreadAlive,
     config_id_of,
+    handler_failure,
     stop_if_cancelled,
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
@@ -247,9 +248,10 @@ class _Crawl:
             # from this descriptor, through no symbolic link.
             self.storage = await asyncio.to_thread(StorageRoot, self.root)
         except OSError as error:
-            raise HandlerFailed(
+            raise handler_failure(
                 f"the storage root {self.configured_root} cannot be opened: "
-                f"{describe_os_error(error)}; nothing was changed"
+                f"{describe_os_error(error)}; nothing was changed",
+                error,
             ) from error
         own = await asyncio.to_thread(
             own_folders,
@@ -267,7 +269,9 @@ class _Crawl:
                 stop_if_cancelled(self.ctx)
                 await asyncio.to_thread(self.walker.step)
         except RootUnavailable as error:
-            raise HandlerFailed(f"{error.reason}; nothing was changed") from error
+            # Its cause is the OSError of listing the root: retried if that may pass.
+            cause = error.__cause__ if error.__cause__ is not None else error
+            raise handler_failure(f"{error.reason}; nothing was changed", cause) from error
         return self.walker
 
     async def _process_all(self, files: list[WalkedFile]) -> None:
