@@ -10,8 +10,8 @@
 -- items_list --
 -- Work items, newest first, filtered by status, config and kind.
 SELECT w.id, w.kind, w.status::text AS status, w.storage_config_id, w.dedup_key,
-       w.attempt, w.stalls, w.worker_id, w.requested_at, w.started_at, w.finished_at,
-       w.lease_expires_at, w.cancel_requested, w.error
+       w.attempt, w.stalls, w.retries, w.worker_id, w.requested_at, w.not_before,
+       w.started_at, w.finished_at, w.lease_expires_at, w.cancel_requested, w.error
 FROM work_items w
 WHERE (%(status)s::text IS NULL OR w.status = %(status)s::text::work_status)
   AND (%(config_id)s::uuid IS NULL OR w.storage_config_id = %(config_id)s::uuid)

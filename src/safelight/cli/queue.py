@@ -1,4 +1,5 @@
-"""The queue: ``enqueue``, ``worker``, ``items``, ``items show``, ``cancel``, ``status``."""
+"""The queue: ``enqueue``, ``worker``, ``items``, ``items show``, ``items retry``,
+``cancel``, ``status``."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs
 from safelight.settings import Settings
-from safelight.work.model import CancelResult, Status, WorkItem
+from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
 STATUS_LIMIT = 10
 
@@ -71,8 +72,10 @@ def item_document(item: WorkItem) -> dict[str, Any]:
         "payload": item.payload,
         "attempt": item.attempt,
         "stalls": item.stalls,
+        "retries": item.retries,
         "worker_id": item.worker_id,
         "requested_at": item.requested_at,
+        "not_before": item.not_before,
         "started_at": item.started_at,
         "heartbeat_at": item.heartbeat_at,
         "lease_expires_at": item.lease_expires_at,
@@ -81,6 +84,16 @@ def item_document(item: WorkItem) -> dict[str, Any]:
         "error": item.error,
         "result": item.result,
     }
+
+
+def status_cell(row: Mapping[str, Any]) -> str:
+    """An item's status as the list shows it: with a cancel request, or the time a
+    retry waits for."""
+    if row["cancel_requested"]:
+        return f"{row['status']} (cancel requested)"
+    if row["not_before"] is not None:
+        return f"{row['status']} (retry at {row['not_before']})"
+    return str(row["status"])
 
 
 @click.command("enqueue")
@@ -219,6 +232,7 @@ def items(
                 "config",
                 "attempt",
                 "stalls",
+                "retries",
                 "requested",
                 "finished",
                 "worker",
@@ -228,10 +242,11 @@ def items(
                 (
                     r["id"],
                     r["kind"],
-                    r["status"] + (" (cancel requested)" if r["cancel_requested"] else ""),
+                    status_cell(r),
                     short_id(r["storage_config_id"]),
                     r["attempt"],
                     r["stalls"],
+                    r["retries"],
                     r["requested_at"],
                     r["finished_at"],
                     r["worker_id"],
@@ -281,6 +296,77 @@ def items_show(state: CliState, item_id: int, as_json: bool) -> None:
             ),
         )
     )
+
+
+@items.command("retry")
+@click.argument("item_id", metavar="ID", type=int, required=False)
+@click.option(
+    "--failed", "every_failed", is_flag=True, help="Every failed item (of --kind, of --config)."
+)
+@click.option("--kind", metavar="KIND", default=None, help="With --failed: only this kind.")
+@config_option("With --failed: only items of this storage config.")
+@pass_state
+def items_retry(
+    state: CliState,
+    item_id: int | None,
+    every_failed: bool,
+    kind: str | None,
+    config_ref: str | None,
+) -> None:
+    """Put failed item ID back to the queue, due now, its retries and stalls counted
+    afresh; with --failed, every failed item (of a kind, of a config), and say how many.
+
+    A failed item whose dedup key already has a queued item stays failed: that item
+    does its work.
+    """
+    if every_failed:
+        if item_id is not None:
+            raise click.UsageError("give an item ID or --failed, not both")
+        click.echo(retry_every_failed(state, kind, config_ref))
+        return
+    if item_id is None:
+        raise click.UsageError("give an item ID, or --failed for every failed item")
+    if kind is not None or config_ref is not None:
+        raise click.UsageError("--kind and --config go with --failed")
+    click.echo(retry_one(state, item_id))
+
+
+def retry_one(state: CliState, item_id: int) -> str:
+    """``items retry ID``: the line to print, or a one-line :class:`Failure`."""
+
+    async def body(database: Database, settings: Settings) -> tuple[RetryResult, WorkItem | None]:
+        store = app_store(database, settings, state.clock)
+        return await store.retry_failed(item_id), await store.get(item_id)
+
+    result, item = state.with_database(body)
+    if result is RetryResult.RETRIED:
+        return f"item {item_id} is queued again, due now"
+    if item is None:
+        raise Failure(f"there is no work item {item_id}")
+    if result is RetryResult.KEY_QUEUED:
+        raise Failure(
+            f"item {item_id} stays failed: its dedup key {item.dedup_key} already has a "
+            "queued item, which does its work"
+        )
+    raise Failure(f"item {item_id} is {item.status.value}, not failed: nothing to retry")
+
+
+def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None) -> str:
+    """``items retry --failed``: how many were requeued, and how many stay failed."""
+
+    async def body(database: Database, settings: Settings) -> RetriedCount:
+        config_id = await resolve_config(database, state, config_ref)
+        store = app_store(database, settings, state.clock)
+        return await store.retry_failed_matching(kind=kind, config_id=config_id)
+
+    counted = state.with_database(body)
+    line = f"retried {counted.retried} failed item(s): queued again, due now"
+    if counted.left_failed:
+        line += (
+            f"; {counted.left_failed} stay failed: their dedup key already has a queued "
+            "item, or a newer failed item of their key was retried"
+        )
+    return line
 
 
 @click.command("cancel")
