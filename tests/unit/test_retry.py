@@ -225,12 +225,14 @@ def test_a_kind_with_no_policy_is_not_retried() -> None:
 def test_each_kind_gets_its_own_policy_or_the_default() -> None:
     own = dataclasses.replace(POLICY, max_attempts=2)
     default = dataclasses.replace(POLICY, max_attempts=7)
+    draws = Draws()
     retries = Retries.of(
         [KindSpec("crawl", Scope.REQUIRED, own), KindSpec("noop", Scope.OPTIONAL)],
         default,
-        Draws(),
+        draws,
     )
     assert retries.policies == {"crawl": own, "noop": default}
+    assert retries.draw is draws
 
 
 def item_of(kind: str, retries: int) -> Any:

@@ -83,24 +83,6 @@ def _is_unique_violation_of(exc: BaseException, index_name: str) -> bool:
     return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == index_name
 
 
-async def _requeue(
-    conn: psycopg.AsyncConnection[Any], query: str, params: Mapping[str, Any]
-) -> psycopg.AsyncCursor[Any]:
-    """Run a statement that puts items back to queued where their dedup key is free.
-
-    It checks the key in its snapshot; an enqueue of the same key that commits after it
-    makes the statement fail on ix_work_items_dedup_key_queued instead, and the next run
-    sees that key queued and leaves its item alone.
-    """
-    for _ in range(_ENQUEUE_TRIES):
-        try:
-            return await conn.execute(query, params)
-        except pg_errors.UniqueViolation as exc:
-            if not _is_unique_violation_of(exc, DEDUP_INDEX):
-                raise
-    raise RuntimeError("could not requeue: a dedup key kept being taken (contended)")
-
-
 @dataclass(frozen=True, slots=True)
 class _Ending:
     item_id: int
@@ -478,8 +460,25 @@ class WorkStore:  # pragma: no mutate block
             "now": self._clock.transition_time(),
         }
         async with self._pool.connection() as conn:
-            cur = await _requeue(conn, QUERIES["attempt_retry_later"], params)
+            cur = await self._requeue(conn, QUERIES["attempt_retry_later"], params)
             return await cur.fetchone() is not None
+
+    async def _requeue(
+        self, conn: psycopg.AsyncConnection[Any], query: str, params: Mapping[str, Any]
+    ) -> psycopg.AsyncCursor[Any]:
+        """Run a statement that puts items back to queued where their dedup key is free.
+
+        It checks the key in its snapshot; an enqueue of the same key that commits after
+        it makes the statement fail on ix_work_items_dedup_key_queued instead, and the
+        next run sees that key queued and leaves its item alone.
+        """
+        for _ in range(_ENQUEUE_TRIES):
+            try:
+                return await conn.execute(query, params)
+            except pg_errors.UniqueViolation as exc:
+                if not _is_unique_violation_of(exc, DEDUP_INDEX):
+                    raise
+        raise RuntimeError("could not requeue: a dedup key kept being taken (contended)")
 
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         """Running → queued in its place with one more stall, after a transient error.
@@ -629,7 +628,7 @@ class WorkStore:  # pragma: no mutate block
         claimed). Nothing changes for an item that is not failed, or whose dedup key
         already has a queued item (which will do the same work)."""
         async with self._pool.connection() as conn:
-            cur = await _requeue(conn, QUERIES["item_retry_failed"], {"id": item_id})
+            cur = await self._requeue(conn, QUERIES["item_retry_failed"], {"id": item_id})
             if await cur.fetchone() is not None:
                 return RetryResult.RETRIED
             cur = conn.cursor(row_factory=dict_row)
@@ -649,7 +648,7 @@ class WorkStore:  # pragma: no mutate block
         newest is requeued, and none whose key already has a queued item."""
         params = {"kind": kind, "config_id": config_id}
         async with self._pool.connection() as conn:
-            cur = await _requeue(conn, QUERIES["items_retry_failed"], params)
+            cur = await self._requeue(conn, QUERIES["items_retry_failed"], params)
             row = await cur.fetchone()
         assert row is not None  # counts: always one row
         return RetriedCount(retried=int(row[0]), left_failed=int(row[1]))
