@@ -17,15 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from safelight.cli.output import safe_text, short_id
-from safelight.work.outcome import Released, Succeeded
+from safelight.work.outcome import Released, Retrying, Succeeded
 
 # The statuses of a run, by exit code meaning.
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 # The items a summary does not list as failed: their attempt did its work, or gave the
-# item back to the queue for the next run.
-_ENDED_WELL = frozenset({Succeeded.name, Released.name})
+# item back to the queue for the next run, or for a retry (whose own end is listed too).
+_ENDED_WELL = frozenset({Succeeded.name, Released.name, Retrying.name})
 
 
 def _count(result: Mapping[str, Any] | None, key: str) -> int:

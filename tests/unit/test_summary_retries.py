@@ -1,0 +1,52 @@
+"""A run's summary lists an item that failed for good, not an attempt that went back to
+the queue for a retry (ADR 0024)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from rich.console import Console
+
+from safelight.cli.summary import build_summary, render_summary
+
+
+def rendered(items: list[dict[str, Any]]) -> str:
+    document = build_summary(
+        status="succeeded",
+        exit_code=0,
+        database="embedded",
+        config={"id": UUID(int=7), "owner": "alice", "root": Path("/photos"), "created": True},
+        crawl={"item_id": 1, "status": "succeeded", "error": None, "result": None},
+        library={
+            "images": 0,
+            "videos": 0,
+            "soft_deleted": 0,
+            "bursts": 0,
+            "burst_assets": 0,
+            "live_photos": 0,
+            "proxy_files": 0,
+        },
+        stored_errors=[],
+        proxy_folder=Path("/proxies"),
+        seconds=1.0,
+        items=items,
+    )
+    out = io.StringIO()
+    render_summary(Console(file=out, width=120), document)
+    return " ".join(out.getvalue().split())
+
+
+def item(n: int, outcome: str, error: str | None) -> dict[str, Any]:
+    return {"id": n, "kind": "crawl", "storage_config_id": None, "outcome": outcome, "error": error}
+
+
+def test_a_retried_attempt_is_not_listed_as_failed_but_the_last_failure_is() -> None:
+    eio = "OSError: [Errno 5] Input/output error"
+    retried_then_done = rendered([item(1, "retrying", eio), item(1, "succeeded", None)])
+    assert "failed" not in retried_then_done
+    spent = rendered([item(1, "retrying", eio), item(1, "failed", f"failed 2 times; last: {eio}")])
+    assert f"failed crawl #1: failed 2 times; last: {eio}" in spent
+    assert spent.count(eio) == 1
