@@ -88,7 +88,7 @@ async def test_a_failure_that_may_pass_goes_back_to_the_queue_after_its_backoff(
     assert logs(caplog) == [
         (
             "WARNING",
-            f"work item 7 attempt 3 failed ({EIO}); it may pass: it goes back to the queue "
+            f"work item 7 attempt 3: failed ({EIO}); it may pass: it goes back to the queue "
             "and is tried again in 22.5 s",
         )
     ]
@@ -118,7 +118,7 @@ async def test_the_last_attempt_fails_the_item_for_good(
     assert result == RunResult(Failed(text), Fail(text), True)
     assert store.calls == [(3.0, "fail", 7, 3, text)]
     assert draws.calls == 0
-    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3: failed: {text}")]
 
 
 async def test_a_failure_that_would_repeat_fails_at_once(

@@ -24,7 +24,15 @@ from safelight.library.video import ToolTimedOut
 from safelight.settings import Settings, SettingsError
 from safelight.work.errors import InvalidWorkItem, Retryable
 from safelight.work.kinds import KindSpec, Scope
-from safelight.work.outcome import Failed, Retrying
+from safelight.work.outcome import (
+    Failed,
+    Interrupted,
+    Lost,
+    Released,
+    Retrying,
+    SelfStopped,
+    Succeeded,
+)
 from safelight.work.retry import TRANSIENT_ERRNOS, Retries, RetryPolicy, after_failure, is_retryable
 from tests.items import running_item
 
@@ -248,6 +256,18 @@ def test_retries_decide_by_the_items_kind_and_its_retries_so_far() -> None:
     assert retries.outcome(item_of("crawl", 0), EIO) == Retrying(EIO_TEXT, 30.0)
     assert retries.outcome(item_of("crawl", 1), EIO) == Failed(f"failed 2 times; last: {EIO_TEXT}")
     assert retries.outcome(item_of("noop", 0), EIO) == Failed(EIO_TEXT)  # no policy
+
+
+def test_only_a_failed_verdict_for_an_error_is_the_policys_to_decide() -> None:
+    retries = Retries({"crawl": dataclasses.replace(POLICY, jitter=0.0)}, Draws(0.0))
+    item = item_of("crawl", 0)
+    failed = Failed(EIO_TEXT)
+    assert retries.after(failed, item, EIO) == Retrying(EIO_TEXT, 30.0)
+    # Cancelled on its own, nothing raised: a failure no retry would mend.
+    unasked = Failed("CancelledError: the handler was cancelled while its attempt was not stopped")
+    assert retries.after(unasked, item, None) is unasked
+    for verdict in (Succeeded(None), Released(), Lost(), SelfStopped(), Interrupted(EIO_TEXT)):
+        assert retries.after(verdict, item, EIO) is verdict
 
 
 def test_no_retries_retry_nothing() -> None:
