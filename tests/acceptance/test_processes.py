@@ -71,6 +71,18 @@ def test_help_documents_the_exit_codes() -> None:
         assert code in text
 
 
+def test_a_payload_its_kind_does_not_take_is_exit_2_in_a_real_process(
+    tmp_path: Path, database_url: str
+) -> None:
+    env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
+    done = safelight_process("enqueue", "noop", "--payload", '{"seconds": "abc"}', env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert_one_line_error(done.stderr, 'enqueue noop: payload field "seconds": expected a number')
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM work_items").fetchone() == (0,)
+
+
 def test_bad_paths_are_exit_2_in_a_real_process(tmp_path: Path, database_url: str) -> None:
     env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
     done = safelight_process("run", str(tmp_path / "missing"), env=env)

@@ -22,7 +22,7 @@ import pytest
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import HandlerContext
-from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
+from safelight.work.errors import AttemptLost, AttemptStopped, StopReason, WorkError
 from safelight.work.executor import Executor, ExecutorSettings, RunResult, longest_heartbeat
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
@@ -282,6 +282,24 @@ async def test_a_handler_that_raises_fails_the_item_with_type_and_message(
     assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
     exc_info = log_records(caplog)[0].exc_info
     assert exc_info is not None and exc_info[1] is error  # the traceback is logged
+    await assert_quiet(clock)
+
+
+async def test_an_error_raised_on_purpose_fails_the_item_with_one_line_and_no_traceback(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Refused(WorkError):
+        pass
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        raise Refused('noop: payload field "seconds": expected a number, got "abc"')
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    text = 'Refused: noop: payload field "seconds": expected a number, got "abc"'
+    assert finished(task) == RunResult(Failed(text), Fail(text), True)
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    assert log_records(caplog)[0].exc_info is None
     await assert_quiet(clock)
 
 

@@ -12,8 +12,9 @@ The rules every handler here keeps:
   an attempt that must stop touches no file from then on;
 - it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
 - a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
-  records as the item's error (keys its kind does not take are refused before the
-  handler runs, ``Kind.bind``).
+  records as the item's error (the payload's shape, its kind's model, is checked at
+  enqueue and again before the handler runs, ``Kind.bind``; the handler checks only
+  what needs the disk or the database).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "HandlerFailed",
     "MalformedPayload",
     "ThreadAlive",
-    "check_payload_keys",
     "config_id_of",
     "stop_if_cancelled",
 ]
@@ -55,17 +55,6 @@ def stop_if_cancelled(ctx: HandlerContext) -> None:
     if ctx.cancelled.is_set():
         ctx.ensure_alive()
         raise AttemptStopped("stopped: the attempt was asked to stop")
-
-
-def check_payload_keys(ctx: HandlerContext, allowed: frozenset[str]) -> None:
-    """Refuse a payload with keys its kind does not take (a typo must not pass)."""
-    unknown = sorted(set(ctx.item.payload) - allowed)
-    if unknown:
-        known = ", ".join(sorted(allowed)) or "none"
-        raise MalformedPayload(
-            f"a {ctx.item.kind} payload does not take {', '.join(map(repr, unknown))}"
-            f" (it takes: {known})"
-        )
 
 
 def config_id_of(ctx: HandlerContext) -> UUID:

@@ -48,6 +48,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library import assets, configs, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
@@ -100,7 +101,7 @@ RESULT_LIST_LIMIT = 1000
 _WRITE_BATCH = 1000
 
 
-async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         config = await configs.config_by_id(conn, config_id)

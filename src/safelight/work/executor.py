@@ -42,6 +42,7 @@ from safelight.work.errors import (
     AttemptLost,
     AttemptStopped,
     StopReason,
+    WorkError,
     describe,
 )
 from safelight.work.model import Beat, WorkItem
@@ -504,6 +505,9 @@ class _Attempt:
             self._item.id,
             self._item.attempt,
             text,
-            exc_info=error,
+            # An error raised on purpose (a malformed payload, a handler that cannot do
+            # its work) says all in its message: one line. Anything else is a surprise,
+            # logged with its traceback.
+            exc_info=None if isinstance(error, WorkError) else error,
         )
         return Failed(text)

@@ -1,4 +1,5 @@
-"""What the engine knows of a kind: its name and whether it must, may or must not be scoped.
+"""What the engine knows of a kind: its name, whether it must, may or must not be scoped,
+and how to check its payload.
 
 The kinds themselves are the domain's (``safelight.handlers.KINDS``), which hands the
 store their specs and the scheduler their schedules; the engine names none of them.
@@ -7,7 +8,13 @@ store their specs and the scheduler their schedules; the engine names none of th
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+PayloadCheck = Callable[[Mapping[str, Any]], object]
+"""Checks a payload (a JSON object) for its kind: raises ``ValueError`` with one line
+naming the field for one the kind does not take; what it returns is not used."""
 
 
 class Scope(enum.StrEnum):
@@ -20,3 +27,5 @@ class Scope(enum.StrEnum):
 class KindSpec:
     name: str
     scope: Scope
+    check_payload: PayloadCheck | None = None
+    """None: any JSON object (the store still refuses anything else)."""

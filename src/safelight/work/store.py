@@ -159,6 +159,11 @@ class WorkStore:  # pragma: no mutate block
             raise InvalidWorkItem(f"a {kind} item is unscoped and cannot name a storage config")
         if dedup_key is not None and not dedup_key.strip():
             raise InvalidWorkItem("a dedup key must not be blank")
+        if spec.check_payload is not None:
+            try:
+                spec.check_payload(payload)
+            except ValueError as error:
+                raise InvalidWorkItem(f"enqueue {kind}: {error}") from None
         return payload
 
     async def enqueue(
@@ -173,8 +178,8 @@ class WorkStore:  # pragma: no mutate block
 
         With a dedup key that already has a queued item, return that item's id and add
         nothing. Raises :class:`InvalidWorkItem` (and writes nothing) for an unknown
-        kind, a payload that is not a JSON object, or a config that does not exist or
-        is inactive.
+        kind, a payload that is not a JSON object or that its kind's check refuses
+        (``KindSpec.check_payload``), or a config that does not exist or is inactive.
         """
         body = self._validate(kind, config_id, dedup_key, payload)
         async with self._pool.connection() as conn:
@@ -206,7 +211,8 @@ class WorkStore:  # pragma: no mutate block
         *,
         config_id: UUID | None = None,
     ) -> list[int]:
-        """Queue many items of one kind (no dedup keys) in one transaction."""
+        """Queue many items of one kind (no dedup keys) in one transaction; every payload
+        is checked before the first is written, so one bad payload writes nothing."""
         bodies = [self._validate(kind, config_id, None, p) for p in payloads]
         now = self._clock.now()
         async with self._pool.connection() as conn, conn.transaction():
