@@ -226,6 +226,7 @@ CREATE TABLE public.work_items (
     cancel_requested boolean DEFAULT false NOT NULL,
     error text,
     result jsonb,
+    progress jsonb,
     CONSTRAINT work_items_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT work_items_check CHECK (((status = 'running'::public.work_status) = (lease_expires_at IS NOT NULL))),
     CONSTRAINT work_items_check1 CHECK (((status = ANY (ARRAY['succeeded'::public.work_status, 'failed'::public.work_status, 'cancelled'::public.work_status])) = (finished_at IS NOT NULL))),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from tests.acceptance.harness import Sample, safelight_process, start_safelight
 
@@ -94,6 +95,14 @@ def test_bad_paths_are_exit_2_in_a_real_process(tmp_path: Path, database_url: st
     assert_one_line_error(done.stderr, "is not a folder")
 
 
+def _count(database_url: str, table: str) -> int:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+        counted = row.fetchone()
+    assert counted is not None
+    return int(counted[0])
+
+
 def _crawl_status(database_url: str) -> str | None:
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
@@ -114,7 +123,8 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
     process = start_safelight("run", str(sample_library.root), "--workers", "1", "--json", env=env)
     try:
         deadline = time.monotonic() + 30
-        while _crawl_status(database_url) != "running":
+        # Once the crawl has ingested something, so that the summary has something to say.
+        while _crawl_status(database_url) != "running" or _count(database_url, "assets") < 2:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the crawl never started"
             time.sleep(0.02)
@@ -135,6 +145,18 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
             (first["crawl"]["item_id"],),
         ).fetchall()
     assert outcomes == [("released",)]
+    # It says what this run did, as the crawl saved it (not "0 new"): every asset it
+    # counted is in the database; one whose commit the signal interrupted may be
+    # missing from the count, never the other way round.
+    ingested = _count(database_url, "assets")
+    assert first["new"] >= 2 and first["new"] in (ingested, ingested - 1)
+    assert first["proxies"]["made"] >= 2 * first["new"]
+    shown = safelight_process("items", "show", str(first["crawl"]["item_id"]), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    progress = json.loads(shown.stdout)["progress"]
+    assert progress["attempt"] == 1 and progress["counts"]["ingested"] == first["new"]
+    human = safelight_process("items", "show", str(first["crawl"]["item_id"]), env=env)
+    assert f"ingested {first['new']}," in " ".join(human.stdout.split())
 
     done = safelight_process("run", str(sample_library.root), "--json", env=env)
     assert done.returncode == 0, done.stderr

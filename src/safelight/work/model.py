@@ -58,6 +58,9 @@ class WorkItem:
     cancel_requested: bool = False
     error: str | None = None
     result: dict[str, Any] | None = field(default=None)
+    progress: dict[str, Any] | None = None
+    """What its current or last attempt reported doing, ``{"attempt": n, "counts": {...}}``
+    (saved with the heartbeats and when the attempt ended); None if none did."""
 
 
 class CancelResult(enum.StrEnum):

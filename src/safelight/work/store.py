@@ -103,6 +103,7 @@ def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
         cancel_requested=row["cancel_requested"],
         error=row["error"],
         result=row["result"],
+        progress=row["progress"],
     )
 
 
@@ -371,7 +372,14 @@ class WorkStore:  # pragma: no mutate block
 
     # --- an attempt's writes (fenced) ----------------------------------------------
 
-    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
+    async def heartbeat(
+        self,
+        item_id: int,
+        attempt: int,
+        lease_seconds: float,
+        progress: Mapping[str, Any] | None = None,
+    ) -> Beat:
+        """Renew the lease; ``progress`` (None: nothing new) is saved in the same write."""
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 QUERIES["attempt_heartbeat"],
@@ -379,6 +387,7 @@ class WorkStore:  # pragma: no mutate block
                     "id": item_id,
                     "attempt": attempt,
                     "lease_seconds": float(lease_seconds),
+                    "progress": None if progress is None else Jsonb(dict(progress)),
                     "now": self._clock.transition_time(),
                 },
             )
@@ -386,6 +395,15 @@ class WorkStore:  # pragma: no mutate block
         if row is None:
             return Beat.LOST
         return Beat.CANCEL_REQUESTED if row[0] else Beat.ALIVE
+
+    async def save_progress(self, item_id: int, attempt: int, progress: Mapping[str, Any]) -> bool:
+        """Save the attempt's progress; ``False`` if it had lost the item (nothing saved)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["attempt_progress_save"],
+                {"id": item_id, "attempt": attempt, "progress": Jsonb(dict(progress))},
+            )
+            return await cur.fetchone() is not None
 
     async def _finish(
         self,
