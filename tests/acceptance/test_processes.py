@@ -34,12 +34,55 @@ def test_an_unreachable_database_is_exit_3_without_its_password(tmp_path: Path) 
         (("--database-url", url, "status"), {}),
         (("items",), {"SAFELIGHT_DATABASE_URL": url}),
         (("run", str(tmp_path / "library")), {"SAFELIGHT_DATABASE_URL": url}),
+        # As every other command: one line, no pool warnings, no 30 s wait for the pool.
+        (("db", "migrate"), {"SAFELIGHT_DATABASE_URL": url}),
     ):
         done = safelight_process(*args, env={"SAFELIGHT_HOME": str(tmp_path / "h"), **env})
         assert done.returncode == 3, done.stderr
         assert done.stdout == ""
         assert_one_line_error(done.stderr, "cannot reach the database", "u:***@127.0.0.1:1")
         assert "secret" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://u:hunter2@db.example/x",
+        "garbage",
+        "postgresql://[bad",
+        "postgresql://u:hunter2@[bad/x",
+        "u:hunter2@db.example",
+        "sqlite:///photos.db",
+    ],
+)
+def test_a_url_that_is_not_postgresql_is_exit_2_naming_the_setting(
+    tmp_path: Path, url: str
+) -> None:
+    for args in (("status",), ("db", "migrate")):
+        done = safelight_process(
+            *args, env={"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": url}
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        assert_one_line_error(
+            done.stderr, "database_url (SAFELIGHT_DATABASE_URL) is not a PostgreSQL connection"
+        )
+        assert "hunter2" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_home_that_is_not_a_folder_is_exit_2_naming_the_setting(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    for home, needle in (
+        (a_file, f"home (SAFELIGHT_HOME) must be a folder, and {a_file} is not one"),
+        (a_file / "home", f"home (SAFELIGHT_HOME) {a_file / 'home'} cannot be made: {a_file}"),
+        (Path("/proc/safelight-home"), "home (SAFELIGHT_HOME) /proc/safelight-home cannot be"),
+    ):
+        for args in (("status",), ("db", "migrate"), ("run", str(tmp_path))):
+            done = safelight_process(*args, env={"SAFELIGHT_HOME": str(home)})
+            assert done.returncode == 2, done.stderr
+            assert_one_line_error(done.stderr, needle)
+    assert a_file.read_text() == "not a folder"
 
 
 def test_invalid_settings_name_the_setting_before_anything_starts(tmp_path: Path) -> None:
