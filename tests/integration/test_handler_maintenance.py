@@ -136,7 +136,7 @@ async def test_noop_refuses_a_malformed_payload(
     assert item.error == f"MalformedPayload: noop: {message}"
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in errors] == [
-        f"work item {item.id} attempt 1 failed: MalformedPayload: noop: {message}"
+        f"work item {item.id} attempt 1: failed: MalformedPayload: noop: {message}"
     ]
     assert errors[0].exc_info is None
 
