@@ -228,6 +228,7 @@ CREATE TABLE public.work_items (
     result jsonb,
     retries integer DEFAULT 0 NOT NULL,
     not_before timestamp with time zone,
+    progress jsonb,
     CONSTRAINT work_items_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT work_items_check CHECK (((status = 'running'::public.work_status) = (lease_expires_at IS NOT NULL))),
     CONSTRAINT work_items_check1 CHECK (((status = ANY (ARRAY['succeeded'::public.work_status, 'failed'::public.work_status, 'cancelled'::public.work_status])) = (finished_at IS NOT NULL))),

@@ -87,16 +87,23 @@ def pool_size(settings: Settings, concurrency: int) -> int:
 
 
 async def open_app_database(
-    settings: Settings, *, concurrency: int = 2
+    settings: Settings,
+    *,
+    concurrency: int = 2,
+    run_migrations: bool = True,
+    resolved: tuple[str, Any] | None = None,
 ) -> Database:  # pragma: no mutate block
-    """Open (and migrate) the configured database, or the embedded one."""
+    """Open (and migrate, unless told not to) the configured database, or the embedded
+    one; ``resolved`` as :func:`~safelight.db.database.open_database` takes it."""
     return await open_database(
         settings.database_url,
         settings.home,
+        run_migrations=run_migrations,
         max_size=pool_size(settings, concurrency),
         # A transaction left open by a Worker cut off mid-write must not hold its item
         # past half a lease: recovery (after a full lease) skips locked rows.
         idle_in_transaction_seconds=settings.lease_seconds / 2,
+        resolved=resolved,
     )
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from safelight.db.urls import database_key, mask_url
+from safelight.db.urls import database_key, mask_url, url_problem
 from safelight.library.images import ProxySpec
 from safelight.library.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
@@ -165,6 +166,15 @@ class Settings:
             raise SettingsError(str(exc)) from None
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
+        if self.database_url is not None:
+            problem = url_problem(self.database_url)
+            if problem is not None:
+                # Not the URL itself, masked or not: a mistyped one may hold anything.
+                raise SettingsError(
+                    f"database_url ({ENV_PREFIX}DATABASE_URL) is not a PostgreSQL connection "
+                    f"string: {problem}; give postgresql://user@host:port/dbname, or leave it "
+                    "unset for the embedded PostgreSQL"
+                )
 
     def executor(self) -> ExecutorSettings:
         return ExecutorSettings(
@@ -266,7 +276,52 @@ class Settings:
             values["decode_processes"] = default_decode_processes(
                 max(MIN_DECODE_MEMORY_MIB, values["decode_memory_mib"])
             )
-        return cls(**values)
+        settings = cls(**values)
+        check_folder("home", settings.home)
+        if settings.proxy_root is not None:
+            check_folder("proxy_root", settings.proxy_root)
+        return settings
+
+
+def check_folder(name: str, path: Path) -> None:
+    """Raise :class:`SettingsError` naming setting ``name`` unless ``path`` is a folder,
+    or one that can be made: the nearest part of it that exists is a folder this process
+    may write in. Only looks (safelight makes its folders when it first needs them)."""
+    setting = f"{name} ({ENV_PREFIX}{name.upper()})"
+    wanted = Path(os.path.abspath(path))
+    existing = wanted
+    while True:
+        try:
+            st = os.stat(existing)
+        except (FileNotFoundError, NotADirectoryError):
+            if existing.parent == existing:
+                return
+            existing = existing.parent
+            continue
+        except OSError:
+            return  # cannot look (a folder it may not enter): the first use will say
+        break
+    if not stat.S_ISDIR(st.st_mode):
+        if existing == wanted:
+            raise SettingsError(f"{setting} must be a folder, and {wanted} is not one")
+        raise SettingsError(f"{setting} {wanted} cannot be made: {existing} is not a folder")
+    if existing != wanted and not os.access(existing, os.W_OK | os.X_OK):
+        raise SettingsError(
+            f"{setting} {wanted} cannot be made: this user may not make folders in {existing}"
+        )
+
+
+def make_folder(name: str, path: Path) -> None:
+    """Make the folder of setting ``name`` (and its parents) if it is missing; an error
+    (a file in the way, a read-only or virtual file system) is a :class:`SettingsError`
+    naming the setting."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise SettingsError(
+            f"{name} ({ENV_PREFIX}{name.upper()}) {path} cannot be made: {reason}"
+        ) from None
 
 
 def _convert(name: str, annotation: Any, raw: Any) -> Any:

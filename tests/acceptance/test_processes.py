@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from tests.acceptance.harness import Sample, safelight_process, start_safelight
 
@@ -33,12 +34,55 @@ def test_an_unreachable_database_is_exit_3_without_its_password(tmp_path: Path) 
         (("--database-url", url, "status"), {}),
         (("items",), {"SAFELIGHT_DATABASE_URL": url}),
         (("run", str(tmp_path / "library")), {"SAFELIGHT_DATABASE_URL": url}),
+        # As every other command: one line, no pool warnings, no 30 s wait for the pool.
+        (("db", "migrate"), {"SAFELIGHT_DATABASE_URL": url}),
     ):
         done = safelight_process(*args, env={"SAFELIGHT_HOME": str(tmp_path / "h"), **env})
         assert done.returncode == 3, done.stderr
         assert done.stdout == ""
         assert_one_line_error(done.stderr, "cannot reach the database", "u:***@127.0.0.1:1")
         assert "secret" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://u:hunter2@db.example/x",
+        "garbage",
+        "postgresql://[bad",
+        "postgresql://u:hunter2@[bad/x",
+        "u:hunter2@db.example",
+        "sqlite:///photos.db",
+    ],
+)
+def test_a_url_that_is_not_postgresql_is_exit_2_naming_the_setting(
+    tmp_path: Path, url: str
+) -> None:
+    for args in (("status",), ("db", "migrate")):
+        done = safelight_process(
+            *args, env={"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": url}
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        assert_one_line_error(
+            done.stderr, "database_url (SAFELIGHT_DATABASE_URL) is not a PostgreSQL connection"
+        )
+        assert "hunter2" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_home_that_is_not_a_folder_is_exit_2_naming_the_setting(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    for home, needle in (
+        (a_file, f"home (SAFELIGHT_HOME) must be a folder, and {a_file} is not one"),
+        (a_file / "home", f"home (SAFELIGHT_HOME) {a_file / 'home'} cannot be made: {a_file}"),
+        (Path("/proc/safelight-home"), "home (SAFELIGHT_HOME) /proc/safelight-home cannot be"),
+    ):
+        for args in (("status",), ("db", "migrate"), ("run", str(tmp_path))):
+            done = safelight_process(*args, env={"SAFELIGHT_HOME": str(home)})
+            assert done.returncode == 2, done.stderr
+            assert_one_line_error(done.stderr, needle)
+    assert a_file.read_text() == "not a folder"
 
 
 def test_invalid_settings_name_the_setting_before_anything_starts(tmp_path: Path) -> None:
@@ -71,6 +115,18 @@ def test_help_documents_the_exit_codes() -> None:
         assert code in text
 
 
+def test_a_payload_its_kind_does_not_take_is_exit_2_in_a_real_process(
+    tmp_path: Path, database_url: str
+) -> None:
+    env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
+    done = safelight_process("enqueue", "noop", "--payload", '{"seconds": "abc"}', env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert_one_line_error(done.stderr, 'enqueue noop: payload field "seconds": expected a number')
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM work_items").fetchone() == (0,)
+
+
 def test_bad_paths_are_exit_2_in_a_real_process(tmp_path: Path, database_url: str) -> None:
     env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": database_url}
     done = safelight_process("run", str(tmp_path / "missing"), env=env)
@@ -80,6 +136,14 @@ def test_bad_paths_are_exit_2_in_a_real_process(tmp_path: Path, database_url: st
     done = safelight_process("run", str(tmp_path / "a-file"), "--json", env=env)
     assert done.returncode == 2 and done.stdout == ""
     assert_one_line_error(done.stderr, "is not a folder")
+
+
+def _count(database_url: str, table: str) -> int:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+        counted = row.fetchone()
+    assert counted is not None
+    return int(counted[0])
 
 
 def _crawl_status(database_url: str) -> str | None:
@@ -102,7 +166,8 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
     process = start_safelight("run", str(sample_library.root), "--workers", "1", "--json", env=env)
     try:
         deadline = time.monotonic() + 30
-        while _crawl_status(database_url) != "running":
+        # Once the crawl has ingested something, so that the summary has something to say.
+        while _crawl_status(database_url) != "running" or _count(database_url, "assets") < 2:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the crawl never started"
             time.sleep(0.02)
@@ -123,6 +188,18 @@ def test_ctrl_c_releases_the_crawl_and_the_next_run_continues(
             (first["crawl"]["item_id"],),
         ).fetchall()
     assert outcomes == [("released",)]
+    # It says what this run did, as the crawl saved it (not "0 new"): every asset it
+    # counted is in the database; one whose commit the signal interrupted may be
+    # missing from the count, never the other way round.
+    ingested = _count(database_url, "assets")
+    assert first["new"] >= 2 and first["new"] in (ingested, ingested - 1)
+    assert first["proxies"]["made"] >= 2 * first["new"]
+    shown = safelight_process("items", "show", str(first["crawl"]["item_id"]), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    progress = json.loads(shown.stdout)["progress"]
+    assert progress["attempt"] == 1 and progress["counts"]["ingested"] == first["new"]
+    human = safelight_process("items", "show", str(first["crawl"]["item_id"]), env=env)
+    assert f"ingested {first['new']}," in " ".join(human.stdout.split())
 
     done = safelight_process("run", str(sample_library.root), "--json", env=env)
     assert done.returncode == 0, done.stderr

@@ -59,6 +59,25 @@ def test_a_dedup_key_queues_one_item(invoke: Invoke) -> None:
     assert len(json_of(invoke("items", "--json"))) == 1
 
 
+def test_enqueue_of_a_payload_its_kind_does_not_take_is_one_line_exit_2_and_queues_nothing(
+    invoke: Invoke, database_url: str
+) -> None:
+    result = invoke("enqueue", "noop", "--payload", '{"seconds": "abc"}')
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        'safelight: error: enqueue noop: payload field "seconds": expected a number, got "abc"\n'
+    )
+    result = invoke("enqueue", "proxy_deletion", "--payload", '{"asset_ids": [1, "2"]}')
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "safelight: error: enqueue proxy_deletion: payload field "
+        '"asset_ids[1]": expected a whole number, got "2"\n'
+    )
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM work_items").fetchone() == (0,)
+
+
 def test_cancel_a_queued_item_then_again(invoke: Invoke) -> None:
     item_id = last_line(invoke("enqueue", "noop").stdout)
     cancelled = invoke("cancel", item_id)
@@ -75,7 +94,12 @@ def test_status_shows_counts_running_items_and_failures(
     invoke: Invoke, database_url: str, small_library: Path
 ) -> None:
     config_id = last_line(invoke("config", "add", str(small_library)).stdout)
-    invoke("enqueue", "noop", "--payload", '{"seconds": -1}')  # fails: a malformed payload
+    # Fails: a malformed payload, queued before payloads were checked at enqueue.
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO work_items (kind, payload, requested_at)"
+            " VALUES ('noop', '{\"seconds\": -1}', clock_timestamp())"
+        )
     assert invoke("worker", "--until-idle").exit_code == 0
     running_id = int(last_line(invoke("enqueue", "crawl", "--config", config_id).stdout))
 

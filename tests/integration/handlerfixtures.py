@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from PIL import Image
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.app import WorkerOptions, build_engine
@@ -71,6 +72,24 @@ class Harness:
         """Queue an item and run the queue, oldest first, until that item has finished
         (follow-ups queued earlier run first, as on a Worker). Returns the finished item."""
         item_id = await self.store.enqueue(kind, config_id=config_id, payload=payload)
+        return await self._run_until_finished(item_id)
+
+    async def run_stored(
+        self, kind: str, *, config_id: UUID | None = None, payload: Mapping[str, Any]
+    ) -> WorkItem:
+        """:meth:`run` for an item written into the queue unchecked, as one queued before
+        payloads were checked at enqueue (or written by hand) is."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "INSERT INTO work_items (kind, storage_config_id, payload, requested_at)"
+                " VALUES (%s, %s, %s, %s) RETURNING id",
+                (kind, config_id, Jsonb(dict(payload)), self.clock.now()),
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        return await self._run_until_finished(int(row[0]))
+
+    async def _run_until_finished(self, item_id: int) -> WorkItem:
         while True:
             current = await self.store.get(item_id)
             assert current is not None

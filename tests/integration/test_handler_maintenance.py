@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import KIND_SPECS, build_handlers
 from safelight.handlers.contract import Handler, HandlerContext
 from safelight.library.paths import PROXY_ROOT_MARKER
+from safelight.work.errors import InvalidWorkItem
 from safelight.work.kinds import Scope
 from safelight.work.model import Status
 from safelight.work.outcome import Lost, SelfStopped
@@ -70,7 +72,7 @@ async def test_retention_deletes_items_finished_before_the_retention(
 ) -> None:
     h = make_harness(pool, tmp_path, work_retention_days=2)
     old = await h.run("noop")
-    failed = await h.run("noop", payload={"seconds": "soon"})
+    failed = await h.run_stored("noop", payload={"seconds": "soon"})
     assert failed.status is Status.FAILED
     await h.clock.advance(3 * 86400)
     recent = await h.run("noop")
@@ -107,23 +109,36 @@ async def test_noop_waits_on_the_clock_and_returns_its_result(
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ({"seconds": "x"}, "must be a number"),
-        ({"seconds": -1}, ">= 0"),
-        ({"result": [1]}, "JSON object"),
-        ({"sleep": 1}, "does not take 'sleep'"),
+        ({"seconds": "x"}, 'payload field "seconds": expected a number, got "x"'),
+        ({"seconds": -1}, 'payload field "seconds": expected a number >= 0, got -1'),
+        ({"result": [1]}, 'payload field "result": expected a JSON object, got [1]'),
+        ({"sleep": 1}, 'payload field "sleep" is not one it takes (it takes: result, seconds)'),
     ],
 )
 async def test_noop_refuses_a_malformed_payload(
-    pool: AsyncConnectionPool[Any], tmp_path: Path, payload: dict[str, Any], message: str
+    pool: AsyncConnectionPool[Any],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    payload: dict[str, Any],
+    message: str,
 ) -> None:
+    """At enqueue, with nothing written; and in the Worker, with one line and no
+    traceback, for an item queued before payloads were checked."""
     h = make_harness(pool, tmp_path)
-    item = await h.run("noop", payload=payload)
+    with pytest.raises(InvalidWorkItem) as refused:
+        await h.store.enqueue("noop", payload=payload)
+    assert str(refused.value) == f"enqueue noop: {message}"
+    assert await h.value("SELECT count(*) FROM work_items") == 0
+
+    with caplog.at_level(logging.INFO):
+        item = await h.run_stored("noop", payload=payload)
     assert item.status is Status.FAILED
-    assert (
-        item.error is not None
-        and item.error.startswith("MalformedPayload")
-        and message in item.error
-    )
+    assert item.error == f"MalformedPayload: noop: {message}"
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in errors] == [
+        f"work item {item.id} attempt 1: failed: MalformedPayload: noop: {message}"
+    ]
+    assert errors[0].exc_info is None
 
 
 def gated(

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import proxy_sweep
+from safelight.handlers import PROXY_DELETION, PayloadRejected, proxy_sweep
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import (
     Harness,
@@ -69,13 +69,15 @@ async def test_proxy_deletion_by_path_deletes_the_file_and_its_row(
         ({"paths": ["escape/secret.txt"]}, "symbolic link"),
         ({"paths": ["00000000-0000-0000-0000-000000000000/ab/x.jpg"]}, "storage config"),
         ({"paths": ["CONFIG"]}, "not a file under"),
-        ({"paths": "p0.jpg"}, "list of strings"),
-        ({"paths": [3]}, "list of strings"),
-        ({"asset_ids": ["1"]}, "positive integers"),
-        ({"asset_ids": [True]}, "positive integers"),
-        ({}, "exactly one of"),
-        ({"paths": [], "asset_ids": []}, "exactly one of"),
-        ({"paths": [], "force": True}, "does not take 'force'"),
+        # Refused at enqueue (its shape); here, items queued before that check.
+        ({"paths": "p0.jpg"}, 'payload field "paths": expected a list, got "p0.jpg"'),
+        ({"paths": [3]}, 'payload field "paths[1]": expected a string, got 3'),
+        ({"asset_ids": ["1"]}, 'payload field "asset_ids[0]": expected a whole number'),
+        ({"asset_ids": [True]}, 'payload field "asset_ids[0]": expected a whole number'),
+        ({"asset_ids": [0]}, 'payload field "asset_ids[0]": expected a number > 0, got 0'),
+        ({}, 'payload: it takes exactly one of "paths", "asset_ids"'),
+        ({"paths": [], "asset_ids": []}, 'payload: it takes exactly one of "paths", "asset_ids"'),
+        ({"paths": [], "force": True}, 'payload field "force" is not one it takes'),
     ],
 )
 async def test_proxy_deletion_refuses_a_bad_payload_and_deletes_nothing(
@@ -93,7 +95,12 @@ async def test_proxy_deletion_refuses_a_bad_payload_and_deletes_nothing(
         payload = {**payload, "paths": [good, *paths]}
     before = sorted(p.relative_to(h.proxy_root) for p in h.proxy_root.rglob("*"))
 
-    item = await h.run("proxy_deletion", config_id=config, payload=payload)
+    try:
+        PROXY_DELETION.check_payload(payload)
+    except PayloadRejected:
+        item = await h.run_stored("proxy_deletion", config_id=config, payload=payload)
+    else:
+        item = await h.run("proxy_deletion", config_id=config, payload=payload)
 
     assert item.status is Status.FAILED
     assert item.error is not None and "MalformedPayload" in item.error and message in item.error

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.handlers import KIND_SPECS
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.model import Status
+from safelight.work.store import WorkStore
 from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,
@@ -118,3 +120,69 @@ async def test_follow_up_work_is_queued_in_the_fenced_transaction_or_not_at_all(
         async with store.fenced(crawl, 1) as conn:
             await store.enqueue_in(conn, "noop", config_id=c, dedup_key="never")
     assert await count(pool, "SELECT count(*) FROM work_items WHERE dedup_key = 'never'") == 0
+
+
+def _checked_store(pool: AsyncConnectionPool[Any], clock: FakeClock) -> WorkStore:
+    """A store with the real kinds, as a Worker or the CLI makes it: payloads checked."""
+    return WorkStore(pool, clock, KIND_SPECS, max_stalls=3)
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "message"),
+    [
+        ("noop", {"seconds": "abc"}, 'enqueue noop: payload field "seconds": expected a number'),
+        ("noop", {"seconds": float("nan")}, "enqueue noop: payload is not JSON"),
+        ("noop", {"sleep": 1}, 'enqueue noop: payload field "sleep" is not one it takes'),
+        ("proxy_deletion", {}, "enqueue proxy_deletion: payload: it takes exactly one of"),
+        ("token_cleanup", {"other": 1}, 'enqueue token_cleanup: payload field "other" is not'),
+    ],
+)
+async def test_a_payload_its_kind_does_not_take_is_refused_and_writes_nothing(
+    pool: AsyncConnectionPool[Any], kind: str, payload: dict[str, Any], message: str
+) -> None:
+    clock = FakeClock()
+    store = _checked_store(pool, clock)
+    with pytest.raises(InvalidWorkItem) as refused:
+        await store.enqueue(kind, payload=payload)
+    assert str(refused.value).startswith(message)
+    with pytest.raises(InvalidWorkItem):
+        await store.enqueue(kind, payload=payload, dedup_key="once")
+    assert await count(pool, "SELECT count(*) FROM work_items") == 0
+
+
+async def test_enqueue_many_with_one_bad_payload_writes_none_of_them(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = _checked_store(pool, clock)
+    good = [{"seconds": i} for i in range(10)]
+    with pytest.raises(InvalidWorkItem, match=r'^enqueue noop: payload field "seconds": expected'):
+        await store.enqueue_many("noop", [*good, {"seconds": "x"}, *good])
+    assert await count(pool, "SELECT count(*) FROM work_items") == 0
+    # The check is not what stops a good batch.
+    assert len(await store.enqueue_many("noop", good)) == 10
+    assert await count(pool, "SELECT count(*) FROM work_items") == 10
+
+
+async def test_follow_up_work_with_a_bad_payload_is_refused_inside_the_transaction(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = _checked_store(pool, clock)
+    config = await add_config(pool, clock)
+    async with pool.connection() as conn:
+        with pytest.raises(InvalidWorkItem, match=r"^enqueue burst_detection: payload field"):
+            async with conn.transaction():
+                await store.enqueue_in(conn, "noop", payload={"seconds": 1})
+                await store.enqueue_in(
+                    conn, "burst_detection", config_id=config, payload={"now": True}
+                )
+    assert await count(pool, "SELECT count(*) FROM work_items") == 0
+
+
+async def test_a_payload_that_fits_is_stored_as_given(pool: AsyncConnectionPool[Any]) -> None:
+    clock = FakeClock()
+    store = _checked_store(pool, clock)
+    item_id = await store.enqueue("noop", payload={"seconds": 2, "result": {"a": [1]}})
+    item = await store.get(item_id)
+    assert item is not None and item.payload == {"seconds": 2, "result": {"a": [1]}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from uuid import UUID
@@ -102,6 +102,8 @@ class ScriptedStore:
         self.fenced_error: BaseException | None = None
         self.connection: Any = object()
         self.abandoned: list[tuple[float, str]] = []
+        self.beat_progress: list[tuple[float, dict[str, Any]]] = []
+        """The progress each heartbeat carried (kept apart from ``calls``), with its time."""
 
     async def _answer(self, name: str, reply: Any) -> Any:
         if isinstance(reply, str) and reply == HANG:
@@ -116,11 +118,22 @@ class ScriptedStore:
             raise reply
         return reply
 
-    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
+    async def heartbeat(
+        self,
+        item_id: int,
+        attempt: int,
+        lease_seconds: float,
+        progress: Mapping[str, Any] | None = None,
+    ) -> Beat:
         self.calls.append((at(self.clock), "heartbeat", item_id, attempt, lease_seconds))
+        if progress is not None:
+            self.beat_progress.append((at(self.clock), dict(progress)))
         reply = self.beats.pop(0) if self.beats else self.beat_default
         beat: Beat = await self._answer("heartbeat", reply)
         return beat
+
+    async def save_progress(self, item_id: int, attempt: int, progress: Mapping[str, Any]) -> bool:
+        return await self._write("save_progress", item_id, attempt, dict(progress))
 
     async def _write(self, name: str, *args: Any) -> bool:
         self.calls.append((at(self.clock), name, *args))

@@ -22,7 +22,7 @@ import pytest
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import HandlerContext
-from safelight.work.errors import AttemptLost, AttemptStopped, StopReason
+from safelight.work.errors import AttemptLost, AttemptStopped, StopReason, WorkError
 from safelight.work.executor import Executor, ExecutorSettings, RunResult, longest_heartbeat
 from safelight.work.model import Beat, WorkItem
 from safelight.work.outcome import (
@@ -282,6 +282,24 @@ async def test_a_handler_that_raises_fails_the_item_with_type_and_message(
     assert logs(caplog) == [("ERROR", f"work item 7 attempt 3: failed: {text}")]
     exc_info = log_records(caplog)[0].exc_info
     assert exc_info is not None and exc_info[1] is error  # the traceback is logged
+    await assert_quiet(clock)
+
+
+async def test_an_error_raised_on_purpose_fails_the_item_with_one_line_and_no_traceback(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Refused(WorkError):
+        pass
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        raise Refused('noop: payload field "seconds": expected a number, got "abc"')
+
+    task = await start(make(store, clock, handler))
+    await clock.settle()
+    text = 'Refused: noop: payload field "seconds": expected a number, got "abc"'
+    assert finished(task) == RunResult(Failed(text), Fail(text), True)
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3: failed: {text}")]
+    assert log_records(caplog)[0].exc_info is None
     await assert_quiet(clock)
 
 
@@ -1150,6 +1168,97 @@ async def test_progress_without_a_callback_does_nothing(
     await clock.settle()
     assert finished(task).outcome == Succeeded({})
     assert logs(caplog) == []
+
+
+async def test_progress_is_saved_with_the_next_heartbeat_and_only_when_new(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.settle()
+    probe.ctx.progress(found=1)
+    probe.ctx.progress(found=2, ingested=1)
+    await clock.advance(10)  # the first heartbeat carries the last report
+    await clock.advance(10)  # nothing new: the second carries nothing
+    probe.ctx.progress(found=3, ingested=2)
+    await clock.advance(10)
+    assert store.beat_progress == [
+        (10.0, {"attempt": 3, "counts": {"found": 2, "ingested": 1}}),
+        (30.0, {"attempt": 3, "counts": {"found": 3, "ingested": 2}}),
+    ]
+    probe.go.set()
+    await clock.settle()
+    # Every report is saved: the outcome's write needs no save of its own.
+    assert finished(task).outcome == Succeeded({"files": 3})
+    assert [c[1] for c in store.calls] == ["heartbeat"] * 3 + ["complete"]
+
+
+async def test_progress_reported_after_the_last_beat_is_saved_right_before_the_release(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    """Ctrl-C: the handler reports once more as it stops; the release comes after the
+    save, both fenced, so the item says what the interrupted attempt did."""
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.progress(found=5)
+        try:
+            await clock.sleep(100)
+        finally:
+            ctx.progress(found=7, ingested=7)
+        return {}
+
+    shutdown = asyncio.Event()
+    task = await start(make(store, clock, handler), shutdown=shutdown)
+    await clock.advance(10)
+    shutdown.set()
+    await clock.settle()
+    assert finished(task).outcome == Released()
+    assert store.calls == [
+        (10.0, "heartbeat", 7, 3, 60.0),
+        (10.0, "save_progress", 7, 3, {"attempt": 3, "counts": {"found": 7, "ingested": 7}}),
+        (10.0, "release", 7, 3),
+    ]
+    assert store.beat_progress == [(10.0, {"attempt": 3, "counts": {"found": 5}})]
+
+
+async def test_progress_a_failed_heartbeat_carried_goes_with_the_next_one(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    store.beats = [DB_DOWN, Beat.ALIVE]
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    await clock.settle()
+    probe.ctx.progress(found=1)
+    await clock.advance(10)
+    await clock.advance(10)
+    assert store.beat_progress == [
+        (10.0, {"attempt": 3, "counts": {"found": 1}}),
+        (20.0, {"attempt": 3, "counts": {"found": 1}}),
+    ]
+    probe.go.set()
+    await clock.settle()
+    assert [c[1] for c in store.calls] == ["heartbeat", "heartbeat", "complete"]
+    assert finished(task).outcome == Succeeded({"files": 3})
+
+
+async def test_an_attempt_that_lost_its_item_saves_no_progress(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    store.beats = [Beat.LOST]
+
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        ctx.progress(found=1)
+        try:
+            await clock.sleep(100)
+        finally:
+            ctx.progress(found=2)
+        return {}
+
+    task = await start(make(store, clock, handler))
+    await clock.advance(10)
+    await clock.settle()
+    assert finished(task).outcome == Lost()
+    assert [c[1] for c in store.calls] == ["heartbeat"]
 
 
 async def test_fenced_checks_the_attempt_then_opens_the_stores_transaction(

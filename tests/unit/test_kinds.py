@@ -22,6 +22,8 @@ from safelight.handlers import (
     HandlerContext,
     Kind,
     MalformedPayload,
+    NoPayload,
+    Payload,
     Services,
     build_handlers,
     schedule_settings,
@@ -40,7 +42,13 @@ C1 = UUID("00000000-0000-0000-0000-0000000000c1")
 def test_each_kind_is_declared_once_and_the_store_gets_its_spec() -> None:
     names = [kind.name for kind in KINDS]
     assert len(set(names)) == len(names)
-    assert tuple(KindSpec(kind.name, kind.scope, kind.retry) for kind in KINDS) == KIND_SPECS
+    assert (
+        tuple(
+            KindSpec(kind.name, kind.scope, kind.retry, check_payload=kind.check_payload)
+            for kind in KINDS
+        )
+        == KIND_SPECS
+    )
 
 
 def test_every_kind_is_retried_by_the_settings_policy_unless_its_row_says_otherwise() -> None:
@@ -49,16 +57,24 @@ def test_every_kind_is_retried_by_the_settings_policy_unless_its_row_says_otherw
     )
     own = RetryPolicy(max_attempts=2, delay_seconds=1.0, max_delay_seconds=1.0, jitter=0.0)
     kind = Kind("retried", Scope.FORBIDDEN, NOOP.run, retry=own)
-    assert kind.spec == KindSpec("retried", Scope.FORBIDDEN, own)
-    assert Kind("plain", Scope.FORBIDDEN, NOOP.run).spec == KindSpec("plain", Scope.FORBIDDEN)
+    assert kind.spec == KindSpec("retried", Scope.FORBIDDEN, own, check_payload=kind.check_payload)
+    plain = Kind("plain", Scope.FORBIDDEN, NOOP.run)
+    assert plain.spec == KindSpec("plain", Scope.FORBIDDEN, check_payload=plain.check_payload)
 
 
-def test_payload_keys_are_those_the_handlers_take() -> None:
-    taking = {kind.name: kind.payload_keys for kind in KINDS if kind.payload_keys}
+def test_the_payload_fields_are_those_the_handlers_take() -> None:
+    taking = {kind.name: set(kind.payload.model_fields) for kind in KINDS}
     assert taking == {
-        "noop": frozenset({"seconds", "result"}),
-        "proxy_deletion": frozenset({"paths", "asset_ids"}),
+        "crawl": set(),
+        "burst_detection": set(),
+        "purge": set(),
+        "proxy_deletion": {"paths", "asset_ids"},
+        "proxy_sweep": set(),
+        "token_cleanup": set(),
+        "work_item_retention": set(),
+        "noop": {"seconds", "result"},
     }
+    assert all(kind.payload is NoPayload for kind in KINDS if not kind.payload.model_fields)
 
 
 def test_dedup_keys_name_the_kind_and_the_config() -> None:
@@ -95,8 +111,17 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
     assert NOOP.schedule(chosen) is None and PROXY_DELETION.schedule(chosen) is None
 
 
-async def _answer(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    return {"services": services, "payload": ctx.item.payload}
+async def _answer(ctx: HandlerContext, services: Services, payload: Payload) -> dict[str, Any]:
+    return {"services": services, "payload": payload}
+
+
+class _EchoPayload(Payload):
+    a: int = 0
+    b: int = 0
+
+
+async def _echo(ctx: HandlerContext, services: Services, payload: _EchoPayload) -> dict[str, Any]:
+    return {"services": services, "a": payload.a, "b": payload.b}
 
 
 def test_a_scheduled_kind_is_scoped_or_unscoped() -> None:
@@ -115,19 +140,33 @@ def _context(kind: str, payload: dict[str, Any]) -> HandlerContext:
     return cast(HandlerContext, SimpleNamespace(item=item))
 
 
-async def test_a_bound_handler_refuses_unknown_payload_keys_before_it_runs() -> None:
+async def test_a_bound_handler_checks_the_payload_and_hands_the_handler_its_model() -> None:
     services = cast(Services, object())
-    kind = Kind("echo", Scope.OPTIONAL, _answer, payload_keys=frozenset({"a", "b"}))
+    kind = Kind("echo", Scope.OPTIONAL, _echo, payload=_EchoPayload)
     handler = kind.bind(services)
-    assert handler.__name__ == handler.__qualname__ == "_answer"
-    assert await handler(_context("echo", {"a": 1})) == {"services": services, "payload": {"a": 1}}
+    assert handler.__name__ == handler.__qualname__ == "_echo"
+    assert await handler(_context("echo", {"a": 1})) == {"services": services, "a": 1, "b": 0}
     with pytest.raises(MalformedPayload) as refused:
         await handler(_context("echo", {"b": 1, "z": 2, "c": 3}))
-    assert str(refused.value) == "a echo payload does not take 'c', 'z' (it takes: a, b)"
+    assert str(refused.value) == (
+        'echo: payload field "z" is not one it takes (it takes: a, b) (and 1 more)'
+    )
+    with pytest.raises(MalformedPayload) as refused:
+        await handler(_context("echo", {"a": "1"}))
+    assert str(refused.value) == 'echo: payload field "a": expected a whole number, got "1"'
     bare = Kind("bare", Scope.OPTIONAL, _answer).bind(services)
     with pytest.raises(MalformedPayload) as refused:
         await bare(_context("bare", {"a": 1}))
-    assert str(refused.value) == "a bare payload does not take 'a' (it takes: none)"
+    assert str(refused.value) == 'bare: payload field "a" is not one it takes (it takes: none)'
+    assert await bare(_context("bare", {})) == {"services": services, "payload": NoPayload()}
+
+
+def test_a_kinds_spec_checks_the_payload_as_its_binding_does() -> None:
+    spec = Kind("echo", Scope.OPTIONAL, _echo, payload=_EchoPayload).spec
+    assert spec.check_payload is not None
+    spec.check_payload({"a": 2})
+    with pytest.raises(ValueError, match=r'^payload field "b": expected a whole number, got true$'):
+        spec.check_payload({"b": True})
 
 
 async def test_build_handlers_binds_one_handler_per_kind_to_the_services(

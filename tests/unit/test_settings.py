@@ -3,14 +3,22 @@ the database password."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from safelight.db.urls import url_problem
 from safelight.library.images import ProxySpec
 from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
-from safelight.settings import Settings, SettingsError, default_decode_processes
+from safelight.settings import (
+    Settings,
+    SettingsError,
+    check_folder,
+    default_decode_processes,
+    make_folder,
+)
 from safelight.work.executor import ExecutorSettings
 from safelight.work.worker import WorkerSettings
 
@@ -216,3 +224,83 @@ def test_a_value_past_an_edge_is_refused_with_its_message(
     with pytest.raises(SettingsError) as raised:
         Settings(**changes)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("mysql://u:pw@db/x", "it is a mysql:// URL, and safelight needs PostgreSQL"),
+        ("SQLite:///photos.db", "it is a sqlite:// URL, and safelight needs PostgreSQL"),
+        ("://x", "it is neither a postgresql:// URL nor key=value pairs"),
+        ("garbage", 'missing "=" after "…" in connection info string'),
+        ("u:secret@host", 'missing "=" after "…" in connection info string'),
+        ("host=h password=secret junk", 'missing "=" after "…" in connection info string'),
+        (
+            "postgresql://u:secret@[bad",
+            'end of string reached when looking for matching "]" in IPv6 host address',
+        ),
+        ("postgresql://h/db?secret=1", 'invalid URI query parameter: "…"'),
+    ],
+)
+def test_a_url_that_is_not_postgresql_is_named_without_quoting_it(url: str, problem: str) -> None:
+    assert url_problem(url) == problem
+    with pytest.raises(SettingsError) as raised:
+        Settings.load({}, {"SAFELIGHT_DATABASE_URL": url})
+    message = str(raised.value)
+    assert message.startswith(
+        "database_url (SAFELIGHT_DATABASE_URL) is not a PostgreSQL connection string: " + problem
+    )
+    assert "secret" not in message and "pw@" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pw@db.example:5432/library",
+        "postgres://u@db.example/library?sslmode=require",
+        "postgresql:///library?host=/run/postgresql",
+        "host=db.example dbname=library user=u",
+    ],
+)
+def test_a_postgresql_url_in_either_form_is_taken(url: str) -> None:
+    assert url_problem(url) is None
+    assert Settings.load({}, {"SAFELIGHT_DATABASE_URL": url}).database_url == url
+
+
+def test_a_home_or_proxy_root_that_is_not_a_folder_is_named(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    with pytest.raises(SettingsError) as raised:
+        Settings.load({}, {"SAFELIGHT_HOME": str(a_file)})
+    assert str(raised.value) == f"home (SAFELIGHT_HOME) must be a folder, and {a_file} is not one"
+    with pytest.raises(SettingsError) as raised:
+        Settings.load({}, {"SAFELIGHT_PROXY_ROOT": str(a_file / "p" / "q")})
+    assert str(raised.value) == (
+        f"proxy_root (SAFELIGHT_PROXY_ROOT) {a_file / 'p' / 'q'} cannot be made: "
+        f"{a_file} is not a folder"
+    )
+    # Folders that exist, or that can be made, pass; checking makes none.
+    check_folder("home", tmp_path)
+    check_folder("home", tmp_path / "new" / "deeper")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may make folders anywhere it can write")
+def test_a_home_in_a_folder_this_user_may_not_write_is_named(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o500)
+    try:
+        with pytest.raises(SettingsError, match=r"may not make folders in .*closed$"):
+            check_folder("home", closed / "home")
+    finally:
+        closed.chmod(0o700)
+
+
+def test_making_a_folder_that_cannot_be_made_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as raised:
+        make_folder("home", Path("/proc/safelight-test-home"))
+    assert str(raised.value).startswith(
+        "home (SAFELIGHT_HOME) /proc/safelight-test-home cannot be made: "
+    )
+    make_folder("home", tmp_path / "a" / "b")
+    assert (tmp_path / "a" / "b").is_dir()

@@ -34,6 +34,7 @@ def test_every_column_of_a_row_goes_to_its_field() -> None:
         "result": {"files": 2},
         "retries": 2,
         "not_before": T0 + timedelta(seconds=5),
+        "progress": {"attempt": 3, "counts": {"found": 7}},
     }
     assert _item_from_row(row) == WorkItem(
         id=41,
@@ -55,4 +56,5 @@ def test_every_column_of_a_row_goes_to_its_field() -> None:
         result={"files": 2},
         retries=2,
         not_before=T0 + timedelta(seconds=5),
+        progress={"attempt": 3, "counts": {"found": 7}},
     )

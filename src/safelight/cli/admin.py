@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,7 +10,7 @@ import click
 
 from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
-from safelight.db.database import Database, open_database
+from safelight.db.database import Database
 from safelight.db.migrate import migrate
 from safelight.library.configs import StorageConfig, StorageConfigs
 from safelight.library.roots import own_folders
@@ -68,17 +67,11 @@ def db_migrate(state: CliState) -> None:
     """
     settings = state.settings()
 
-    async def main() -> list[str]:
-        database = await open_database(
-            settings.database_url, settings.home, run_migrations=False, max_size=1
-        )
-        try:
-            async with database.pool.connection() as conn:
-                return await migrate(conn)
-        finally:
-            await database.close()
+    async def body(database: Database, settings: Settings) -> list[str]:
+        async with database.pool.connection() as conn:
+            return await migrate(conn)
 
-    applied = asyncio.run(main())
+    applied = state.with_database(body, run_migrations=False)
     if applied:
         click.echo(f"applied {len(applied)} migration(s) to {settings.database_display}:")
         for name in applied:

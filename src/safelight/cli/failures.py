@@ -13,6 +13,15 @@ from typing import IO, Any
 
 import click
 
+from safelight.cli.exits import (
+    EXIT_DATABASE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WORK_FAILED,
+    INTERRUPTED,
+)
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
@@ -26,12 +35,20 @@ from safelight.work.errors import InvalidWorkItem
 
 _log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_WORK_FAILED = 1
-EXIT_USAGE = 2
-EXIT_DATABASE = 3
-EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: a bug in safelight
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+__all__ = [
+    "EXIT_DATABASE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_WORK_FAILED",
+    "USER_ERRORS",
+    "Failure",
+    "from_usage_error",
+    "one_line",
+    "translate",
+]
+
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
@@ -104,7 +121,7 @@ def translate(error: BaseException) -> click.ClickException:
     if isinstance(error, click.ClickException):
         return Failure(error.format_message(), error.exit_code)
     if isinstance(error, KeyboardInterrupt):
-        return Failure("interrupted", EXIT_INTERRUPTED)
+        return Failure(INTERRUPTED, EXIT_INTERRUPTED)
     for kind, code in USER_ERRORS.items():
         if isinstance(error, kind):
             return Failure(str(error), code)

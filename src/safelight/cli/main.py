@@ -36,6 +36,9 @@ class SafelightGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as error:
             raise from_usage_error(error) from None
+        except KeyboardInterrupt as error:
+            # Else click prints an empty line and "Aborted!", and exits 1.
+            raise translate(error) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

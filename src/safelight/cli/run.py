@@ -24,7 +24,14 @@ from safelight.cli.output import console, print_json
 from safelight.cli.progress import Started, choose_view
 from safelight.cli.queries import asset_errors, library_counts
 from safelight.cli.state import CliState, pass_state
-from safelight.cli.summary import FAILED, INTERRUPTED, SUCCEEDED, build_summary, render_summary
+from safelight.cli.summary import (
+    FAILED,
+    INTERRUPTED,
+    SUCCEEDED,
+    build_summary,
+    render_summary,
+    saved_counts,
+)
 from safelight.db.database import Database
 from safelight.handlers import CRAWL
 from safelight.library.configs import StorageConfigs, resolve_root
@@ -90,6 +97,10 @@ def run_folder(
             f.storage_config_id == config.id and f.counts_as_failure for f in report.finished
         )
         crawl_status = crawl.status.value if crawl is not None else "missing"
+        # The counts the crawl saved as it went, if one of its attempts ran here: after a
+        # Ctrl-C they say what this run did (an earlier run's are not this run's).
+        ran_here = any(f.id == crawl_id for f in report.finished)
+        progress = crawl.progress if crawl is not None and ran_here else None
         crawl_error = crawl.error if crawl is not None else "the crawl item was deleted"
         if report.interrupted:
             status, code = INTERRUPTED, EXIT_INTERRUPTED
@@ -115,6 +126,7 @@ def run_folder(
                 "status": crawl_status,
                 "error": crawl_error,
                 "result": crawl.result if crawl is not None else None,
+                "progress": saved_counts(progress),
             },
             library=await library_counts(database.pool, config.id),
             stored_errors=await asset_errors(database.pool, config.id),

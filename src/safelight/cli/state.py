@@ -12,9 +12,9 @@ import click
 
 from safelight.app import open_app_database
 from safelight.core.clock import Clock, SystemClock
-from safelight.db.database import Database
+from safelight.db.database import Database, resolve_url
 from safelight.logs import configure_logging, secrets_of_url
-from safelight.settings import Settings
+from safelight.settings import Settings, make_folder
 
 T = TypeVar("T")
 
@@ -51,15 +51,30 @@ class CliState:
         *,
         default_log_level: str = "warning",
         concurrency: int = 1,
+        run_migrations: bool = True,
     ) -> T:
         """Run ``body`` on an open, migrated database in a fresh event loop, and close it.
 
         ``concurrency``: the Workers this command runs, which size the pool.
+        ``run_migrations`` false: only check that the database's migrations are this
+        release's (``db migrate`` migrates in its body, to report what it applied).
+        Every command opens its database here, so they all fail the same way: one line,
+        within the connect timeout.
         """
         settings = self.settings(default_log_level=default_log_level)
+        if settings.database_url is None:
+            make_folder("home", settings.home)
+        # Before the event loop, so that a Ctrl-C during the embedded server's first
+        # initdb stops it at once (db.database.resolve_url).
+        resolved = resolve_url(settings.database_url, settings.home)
 
         async def main() -> T:
-            database = await open_app_database(settings, concurrency=concurrency)
+            database = await open_app_database(
+                settings,
+                concurrency=concurrency,
+                run_migrations=run_migrations,
+                resolved=resolved,
+            )
             try:
                 return await body(database, settings)
             finally:

@@ -1,9 +1,11 @@
 """The summary ``safelight run`` prints at the end, as a document and as text.
 
 The document is the ``--json`` output, a contract for scripts: its keys only ever get
-added to. Numbers of "this run" come from the crawl's result; what the library holds
-now (assets by type, bursts, Live Photos, proxy files) from the database, so a second
-run that found nothing new still says what is there.
+added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
+not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
+``progress``); what the library holds now (assets by type, bursts, Live Photos, proxy
+files) from the database, so a second run that found nothing new still says what is
+there.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ def _count(result: Mapping[str, Any] | None, key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def saved_counts(progress: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The counters of an item's saved progress (``{"attempt": n, "counts": {...}}``)."""
+    if not progress or not isinstance(progress.get("counts"), Mapping):
+        return None
+    counts: Mapping[str, Any] = progress["counts"]
+    return counts
+
+
 def build_summary(
     *,
     status: str,
@@ -52,10 +62,13 @@ def build_summary(
     items: Sequence[Mapping[str, Any]],
     stopped_at_once: bool = False,
 ) -> dict[str, Any]:
-    """``crawl``: item_id, status, error, result (None when it did not finish).
+    """``crawl``: item_id, status, error, result (None when it did not finish), and
+    progress: the counts its attempt in this run saved, for when it did not finish.
     ``stopped_at_once``: a second signal stopped the Workers without releasing their items."""
     result: Mapping[str, Any] | None = crawl.get("result")
-    files = _count(result, "total")
+    # What this run did: the crawl's result, else what its interrupted attempt saved.
+    counts: Mapping[str, Any] | None = result if result is not None else crawl.get("progress")
+    files = _count(counts, "total")
     if result is not None and isinstance(result.get("errors"), list):
         errors = [{"path": e.get("path"), "reason": e.get("reason")} for e in result["errors"]]
     else:
@@ -85,14 +98,14 @@ def build_summary(
         },
         "files": files,
         "assets": {"image": images, "video": videos, "total": images + videos},
-        "new": _count(result, "ingested"),
-        "unchanged": _count(result, "unchanged"),
-        "moved": _count(result, "moved"),
-        "duplicates": _count(result, "duplicates"),
-        "deleted": _count(result, "deleted"),
+        "new": _count(counts, "ingested"),
+        "unchanged": _count(counts, "unchanged"),
+        "moved": _count(counts, "moved"),
+        "duplicates": _count(counts, "duplicates"),
+        "deleted": _count(counts, "deleted"),
         "soft_deleted_total": int(library["soft_deleted"]),
         "proxies": {
-            "made": _count(result, "proxies"),
+            "made": _count(counts, "proxies"),
             "renamed": _count(result, "proxies_renamed"),
             "files": int(library["proxy_files"]),
             "folder": proxy_folder,

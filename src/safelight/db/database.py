@@ -36,7 +36,12 @@ class Database:
 
 
 def resolve_url(database_url: str | None, home: Path) -> tuple[str, Any]:
-    """The URL to use, and the embedded server's handle when safelight started one."""
+    """The URL to use, and the embedded server's handle when safelight started one.
+
+    Blocking (the embedded server's first start runs ``initdb``): a command calls it
+    before its event loop, where a Ctrl-C interrupts it at once; inside the loop the
+    signal would only cancel the task, once the start had finished.
+    """
     if database_url:
         return database_url, None
     return start_embedded(home)
@@ -50,11 +55,15 @@ async def open_database(
     max_size: int = 8,
     application_name: str = "safelight",
     idle_in_transaction_seconds: float | None = None,
+    resolved: tuple[str, Any] | None = None,
 ) -> Database:  # pragma: no mutate block
     """Open the database, migrated unless ``run_migrations`` is false. Either way a
     database whose migrations are not this release's raises
-    :class:`~safelight.db.migrate.SchemaError` before the pool opens."""
-    url, handle = resolve_url(database_url, home)
+    :class:`~safelight.db.migrate.SchemaError` before the pool opens.
+
+    ``resolved``: what :func:`resolve_url` returned for these settings, when the caller
+    called it already (before its event loop); else it is called here."""
+    url, handle = resolved if resolved is not None else resolve_url(database_url, home)
     try:
         conn = await connect(url, application_name)
         try:

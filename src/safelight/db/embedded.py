@@ -56,6 +56,8 @@ ROLE = "postgres"
 # The owners of a data folder safelight takes over as root: root, and the user pgserver
 # ran it as before safelight started the server itself.
 ADOPTABLE_OWNERS = ("root", "pgserver")
+INITDB_STAGING = ".pgdata-initdb"
+"""Where ``initdb`` writes a new data folder, beside it, before it is renamed into place."""
 
 
 class EmbeddedDatabaseError(RuntimeError):
@@ -468,18 +470,39 @@ def _prepare_data(pgdata: Path, bin_dir: Path, account: Account) -> bool:
     Returns whether the authentication files changed (a running server must reload).
     """
     if not (pgdata / "PG_VERSION").exists():
-        with contextlib.suppress(FileExistsError):
-            pgdata.mkdir(mode=0o700)
-        if account.switch:
-            os.chown(pgdata, account.uid, account.gid, follow_symlinks=False)
+        _initialise(pgdata, bin_dir, account)
+    else:
         _take_ownership(pgdata, account)
+    changed = _write_owned(pgdata / "pg_hba.conf", hba_conf(), account)
+    return _write_owned(pgdata / "pg_ident.conf", ident_conf(account), account) or changed
+
+
+def _initialise(pgdata: Path, bin_dir: Path, account: Account) -> None:
+    """``initdb`` into a folder beside ``pgdata``, renamed into place once it has
+    finished: an initdb that was interrupted (Ctrl-C, a kill, a crash) leaves no half
+    data folder for the next start to take for a whole one (initdb writes PG_VERSION
+    early). Runs with ``embedded.lock`` held, so no other process initialises meanwhile.
+    """
+    staging = pgdata.with_name(INITDB_STAGING)
+    shutil.rmtree(staging, ignore_errors=True)  # left by an initdb that was killed
+    with contextlib.suppress(FileNotFoundError):
+        pgdata.rmdir()  # an empty one; one that holds files is refused below
+    if pgdata.exists():
+        raise EmbeddedDatabaseError(
+            f"{pgdata} holds files but no PostgreSQL data (no PG_VERSION); move it away "
+            "and safelight makes a new one"
+        )
+    staging.mkdir(mode=0o700)
+    try:
+        if account.switch:
+            os.chown(staging, account.uid, account.gid, follow_symlinks=False)
         _log.info("initialising the embedded PostgreSQL in %s", pgdata)
         _run_as(
             account,
             [
                 str(bin_dir / "initdb"),
                 "-D",
-                str(pgdata),
+                str(staging),
                 "-U",
                 ROLE,
                 "--encoding=UTF8",
@@ -489,10 +512,11 @@ def _prepare_data(pgdata: Path, bin_dir: Path, account: Account) -> bool:
             ],
             timeout=START_TIMEOUT_SECONDS,
         )
-    else:
-        _take_ownership(pgdata, account)
-    changed = _write_owned(pgdata / "pg_hba.conf", hba_conf(), account)
-    return _write_owned(pgdata / "pg_ident.conf", ident_conf(account), account) or changed
+        os.rename(staging, pgdata)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _take_ownership(pgdata, account)
 
 
 def _take_ownership(pgdata: Path, account: Account) -> None:
@@ -678,26 +702,36 @@ def start_postmaster(
 
 def _run_as(account: Account, command: list[str], *, timeout: float) -> None:
     """Run ``command`` as the server's user with no supplementary groups, in a session of
-    its own (a Ctrl-C reaches only safelight, which then cleans up)."""
+    its own (a Ctrl-C reaches only safelight, which then cleans up).
+
+    Interrupted (a Ctrl-C, a timeout), it kills the command's whole process group, so
+    that nothing it started (initdb's bootstrap backend) goes on writing; pg_ctl's
+    server leaves that group as it starts (pg_ctl makes it a session of its own), and
+    ``start_postmaster`` stops it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     with tempfile.TemporaryFile() as output:
         # Output to a file: the server started by pg_ctl must not hold a pipe of ours.
-        done = subprocess.run(
+        process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             cwd="/",
             env=env,
-            timeout=timeout,
             start_new_session=True,
-            check=False,
             **account.run_as(),
         )
-        if done.returncode != 0:
+        try:
+            returncode = process.wait(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        if returncode != 0:
             output.seek(0)
             text = output.read().decode("utf-8", "replace").strip()
-            last = text.splitlines()[-1] if text else f"exit status {done.returncode}"
+            last = text.splitlines()[-1] if text else f"exit status {returncode}"
             raise EmbeddedDatabaseError(
                 f"{Path(command[0]).name} failed for the embedded PostgreSQL: {last}; "
                 f"see {command[command.index('-D') + 1]}/log"

@@ -1,17 +1,21 @@
 """The kinds table: every kind of work, as its handler module declares it (``Kind``).
 
 Everything that needs to know the kinds reads them here: the store's validation
-(``KIND_SPECS``), the executor (``build_handlers(services)``: one handler per kind), the
-scheduler (``schedule_settings(settings)``), and the CLI (a row's name and dedup key).
+(``KIND_SPECS``: scope and payload check), the executor (``build_handlers(services)``:
+one handler per kind), the scheduler (``schedule_settings(settings)``), and the CLI (a
+row's name and dedup key).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.contract import Handler, HandlerContext, HandlerFailed, MalformedPayload
 from safelight.handlers.crawl import CRAWL
 from safelight.handlers.kind import Kind
 from safelight.handlers.noop import NOOP
+from safelight.handlers.payloads import NoPayload, Payload, PayloadRejected
 from safelight.handlers.proxy_deletion import PROXY_DELETION
 from safelight.handlers.proxy_sweep import PROXY_SWEEP
 from safelight.handlers.purge import PURGE
@@ -38,12 +42,15 @@ __all__ = [
     "HandlerFailed",
     "Kind",
     "MalformedPayload",
+    "NoPayload",
+    "Payload",
+    "PayloadRejected",
     "Services",
     "build_handlers",
     "schedule_settings",
 ]
 
-KINDS: tuple[Kind, ...] = (
+KINDS: tuple[Kind[Any], ...] = (
     CRAWL,
     BURST_DETECTION,
     PURGE,

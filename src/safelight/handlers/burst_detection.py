@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 
 from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
@@ -25,7 +26,9 @@ from safelight.library.paths import confined
 from safelight.work.kinds import Scope
 
 
-async def run_burst_detection(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_burst_detection(
+    ctx: HandlerContext, services: Services, payload: NoPayload
+) -> dict[str, Any]:
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)

@@ -12,8 +12,9 @@ The rules every handler here keeps:
   an attempt that must stop touches no file from then on;
 - it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
 - a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
-  records as the item's error (keys its kind does not take are refused before the
-  handler runs, ``Kind.bind``);
+  records as the item's error (the payload's shape, its kind's model, is checked at
+  enqueue and again before the handler runs, ``Kind.bind``; the handler checks only
+  what needs the disk or the database);
 - a failure that may pass (the storage went away for a while) is a ``Retryable``
   (:class:`HandlerUnavailable`, :func:`handler_failure`), which the executor retries
   after the kind's backoff; an ``OSError`` of such a kind that escapes is retried too.
@@ -37,7 +38,6 @@ __all__ = [
     "HandlerUnavailable",
     "MalformedPayload",
     "ThreadAlive",
-    "check_payload_keys",
     "config_id_of",
     "handler_failure",
     "stop_if_cancelled",
@@ -75,17 +75,6 @@ def stop_if_cancelled(ctx: HandlerContext) -> None:
     if ctx.cancelled.is_set():
         ctx.ensure_alive()
         raise AttemptStopped("stopped: the attempt was asked to stop")
-
-
-def check_payload_keys(ctx: HandlerContext, allowed: frozenset[str]) -> None:
-    """Refuse a payload with keys its kind does not take (a typo must not pass)."""
-    unknown = sorted(set(ctx.item.payload) - allowed)
-    if unknown:
-        known = ", ".join(sorted(allowed)) or "none"
-        raise MalformedPayload(
-            f"a {ctx.item.kind} payload does not take {', '.join(map(repr, unknown))}"
-            f" (it takes: {known})"
-        )
 
 
 def config_id_of(ctx: HandlerContext) -> UUID:

@@ -49,6 +49,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library import assets, configs, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
@@ -101,7 +102,7 @@ RESULT_LIST_LIMIT = 1000
 _WRITE_BATCH = 1000
 
 
-async def run_crawl(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         config = await configs.config_by_id(conn, config_id)
@@ -171,6 +172,10 @@ class _Crawl:
         try:
             return await self._run(error_paths)
         finally:
+            # Once more, however the crawl ends: the executor saves the last report with
+            # the item, so a crawl stopped by Ctrl-C still says what it did. Each counter
+            # grows only once the transaction it counts has committed.
+            self._progress(force=True)
             if self.storage is not None:
                 self.storage.close()
 
@@ -438,10 +443,12 @@ class _Crawl:
                 await self._relocate(asset, walked, hashed)
                 self.tally.counts["unchanged"] += 1
             case decisions.Moved(asset, replaces):
+                deleted = 0
                 async with self.ctx.fenced() as conn:
                     if replaces is not None:
-                        await self._soft_delete_on(conn, replaces)
+                        deleted = await self._soft_delete_on(conn, replaces)
                     await self._relocate_on(conn, asset, walked, hashed)
+                self.tally.counts["deleted"] += deleted
                 self.tally.counts["moved"] += 1
             case decisions.Duplicate(same_as, replaces):
                 self._duplicate(walked.path, same_as)
@@ -468,12 +475,14 @@ class _Crawl:
             async with self.decide:
                 # Re-read under the lock: a move may have taken the old asset away.
                 known = self.index.at_path(walked.path)
+                deleted = 0
                 async with self.ctx.fenced() as conn:
                     if known is not None:
-                        await self._soft_delete_on(conn, known)
+                        deleted = await self._soft_delete_on(conn, known)
                     asset_id = await assets.insert_asset(
                         conn, self.config_id, row, proxies, self.ctx.clock.now()
                     )
+                self.tally.counts["deleted"] += deleted
                 self.index.add(
                     KnownAsset(
                         asset_id, walked.path, h, hashed.size, hashed.mtime_ns, walked.media_type
@@ -642,13 +651,15 @@ class _Crawl:
 
     async def _soft_delete(self, asset: KnownAsset) -> None:
         async with self.ctx.fenced() as conn:
-            await self._soft_delete_on(conn, asset)
+            deleted = await self._soft_delete_on(conn, asset)
+        self.tally.counts["deleted"] += deleted
 
-    async def _soft_delete_on(self, conn: psycopg.AsyncConnection[Any], asset: KnownAsset) -> None:
-        self.tally.counts["deleted"] += await assets.soft_delete(
-            conn, self.config_id, [asset.id], self.ctx.clock.now()
-        )
+    async def _soft_delete_on(self, conn: psycopg.AsyncConnection[Any], asset: KnownAsset) -> int:
+        """How many rows it soft-deleted; the caller counts them once its transaction has
+        committed (the counts say only what is done: they are saved with the item)."""
+        deleted = await assets.soft_delete(conn, self.config_id, [asset.id], self.ctx.clock.now())
         self.index.remove(asset)
+        return deleted
 
     def _duplicate(self, path: str, same_as: str) -> None:
         self.tally.counts["duplicates"] += 1

@@ -3,40 +3,43 @@
 Each handler module declares its kind beside its handler (``CRAWL`` in
 ``handlers/crawl.py``), and ``safelight.handlers.KINDS`` lists them all. Everything
 that needs a fact of a kind reads it from its row: the store's validation the
-:attr:`~Kind.spec`, the executor the handler :meth:`~Kind.bind` makes, the scheduler
-the :meth:`~Kind.schedule`, the CLI and the handlers the :attr:`~Kind.name` and
-:meth:`~Kind.dedup_key`. The engine (``work/``) knows no kind by name; it is handed
-what it needs from here (ADR 0018).
+:attr:`~Kind.spec` (scope and payload check), the executor the handler
+:meth:`~Kind.bind` makes, the scheduler the :meth:`~Kind.schedule`, the CLI and the
+handlers the :attr:`~Kind.name` and :meth:`~Kind.dedup_key`. The engine (``work/``)
+knows no kind by name; it is handed what it needs from here (ADR 0018).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 from uuid import UUID
 
-from safelight.handlers.contract import Handler, HandlerContext, check_payload_keys
+from safelight.handlers.contract import Handler, HandlerContext, MalformedPayload
+from safelight.handlers.payloads import NoPayload, P, PayloadRejected, parse_payload
 from safelight.handlers.services import Services
 from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.maintenance import PerConfig, Periodic
 from safelight.work.retry import RetryPolicy
 
-Run = Callable[[HandlerContext, Services], Coroutine[Any, Any, dict[str, Any] | None]]
-"""``async def run_x(ctx, services) -> dict | None``: a kind's handler before it is bound."""
+Run = Callable[[HandlerContext, Services, P], Coroutine[Any, Any, dict[str, Any] | None]]
+"""``async def run_x(ctx, services, payload) -> dict | None``: a kind's handler before it
+is bound; ``payload`` is the item's, checked against the kind's model."""
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
-    """A kind of work: its name, scope, handler, payload keys, schedule and retries."""
+class Kind(Generic[P]):
+    """A kind of work: its name, scope, handler, payload, schedule and retries."""
 
     name: str
     scope: Scope
-    run: Run
-    payload_keys: frozenset[str] = frozenset()
-    """The keys its payload may have (none by default). An item with any other key fails
-    before the handler runs, since a typo must not pass; the handler checks the values."""
+    run: Run[P]
+    payload: type[P] = NoPayload  # type: ignore[assignment]  # the default P is NoPayload
+    """The model its payload must fit (``handlers.payloads``; by default none may be
+    given). Checked when an item is queued (the store refuses it, writing nothing) and
+    again before the handler runs, which gets the checked model."""
     interval: Callable[[Settings], float] | None = None
     """How often the scheduler enqueues it, in seconds, from the settings: once per period
     in all for an unscoped kind, once per period for each active config for a scoped one.
@@ -52,9 +55,14 @@ class Kind:
 
     @property
     def spec(self) -> KindSpec:
-        """What the engine is handed of this kind: the store validates an item against
-        it, the executor retries by it."""
-        return KindSpec(self.name, self.scope, self.retry)
+        """What the engine is handed of this kind: the store checks an item's payload
+        and scope against it, the executor retries by it."""
+        return KindSpec(self.name, self.scope, self.retry, check_payload=self.check_payload)
+
+    def check_payload(self, payload: Mapping[str, Any]) -> P:
+        """The payload checked against the kind's model; raises :class:`PayloadRejected`
+        (a ``ValueError``) with one line naming the field."""
+        return parse_payload(self.payload, payload)
 
     def dedup_key(self, config_id: UUID) -> str:
         """The dedup key that keeps at most one item of this kind queued per storage config
@@ -62,12 +70,17 @@ class Kind:
         return f"{self.name}:{config_id}"
 
     def bind(self, services: Services) -> Handler:
-        """The handler the executor runs: the payload's keys checked, then ``run``."""
-        run, allowed = self.run, self.payload_keys
+        """The handler the executor runs: the payload checked, then ``run`` with it. An
+        item whose payload does not fit (queued before the check, or written by hand)
+        fails with one line, before the handler starts."""
+        run, check, name = self.run, self.check_payload, self.name
 
         async def handler(ctx: HandlerContext) -> dict[str, Any] | None:
-            check_payload_keys(ctx, allowed)
-            return await run(ctx, services)
+            try:
+                payload = check(ctx.item.payload)
+            except PayloadRejected as error:
+                raise MalformedPayload(f"{name}: {error}") from None
+            return await run(ctx, services, payload)
 
         handler.__name__ = handler.__qualname__ = run.__name__
         return handler

@@ -7,33 +7,34 @@ Payload (all optional): ``{"seconds": N, "result": {...}}``.
 from __future__ import annotations
 
 import asyncio
-import math
-from typing import Any
+from typing import Annotated, Any
 
-from safelight.handlers.contract import HandlerContext, MalformedPayload
+from pydantic import Field
+
+from safelight.handlers.contract import HandlerContext
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
 
-async def run_noop(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload = ctx.item.payload
-    seconds = payload.get("seconds", 0)
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise MalformedPayload(f"noop seconds must be a number, not {seconds!r}")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise MalformedPayload(f"noop seconds must be a finite number >= 0, not {seconds!r}")
-    result = payload.get("result")
-    if result is not None and not isinstance(result, dict):
-        raise MalformedPayload("noop result must be a JSON object")
+class NoopPayload(Payload):
+    seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0
+    """How long to wait on the clock: a finite number of seconds, 0 or more."""
+    result: dict[str, Any] | None = None
+    """What to return instead of ``{"slept": seconds}``."""
+
+
+async def run_noop(ctx: HandlerContext, services: Services, payload: NoopPayload) -> dict[str, Any]:
+    seconds = payload.seconds
     # A fake clock's sleep(0) waits for the next advance; nothing to wait for here.
     if seconds > 0:
-        await _sleep_unless_cancelled(ctx, float(seconds))
-    return result if result is not None else {"slept": seconds}
+        await _sleep_unless_cancelled(ctx, seconds)
+    return payload.result if payload.result is not None else {"slept": seconds}
 
 
-NOOP = Kind("noop", Scope.OPTIONAL, run_noop, payload_keys=frozenset({"seconds", "result"}))
+NOOP = Kind("noop", Scope.OPTIONAL, run_noop, payload=NoopPayload)
 
 
 async def _sleep_unless_cancelled(ctx: HandlerContext, seconds: float) -> None:

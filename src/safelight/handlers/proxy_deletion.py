@@ -17,8 +17,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
+
+from pydantic import Field, model_validator
 
 from safelight.handlers.contract import (
     HandlerContext,
@@ -27,6 +29,7 @@ from safelight.handlers.contract import (
 )
 from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.paths import parse_proxy_name
@@ -45,16 +48,33 @@ class _Tally:
     refused: list[dict[str, str]] = field(default_factory=list)
 
 
-async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[str, Any]:
-    payload = ctx.item.payload
-    if ("paths" in payload) == ("asset_ids" in payload):
-        raise MalformedPayload('a proxy_deletion payload takes exactly one of "paths", "asset_ids"')
+class ProxyDeletionPayload(Payload):
+    """Exactly one of the two: the files by path, or every proxy of some assets."""
+
+    paths: list[str] | None = None
+    """Paths relative to the proxy root (each checked on disk by the handler)."""
+    asset_ids: list[Annotated[int, Field(gt=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ProxyDeletionPayload:
+        given = self.model_fields_set & {"paths", "asset_ids"}
+        if len(given) != 1:
+            raise ValueError('it takes exactly one of "paths", "asset_ids"')
+        (name,) = given
+        if getattr(self, name) is None:
+            raise ValueError(f'"{name}" must be a list, not null')
+        return self
+
+
+async def run_proxy_deletion(
+    ctx: HandlerContext, services: Services, payload: ProxyDeletionPayload
+) -> dict[str, Any]:
     root = services.settings.proxies
     config_id = ctx.item.storage_config_id
     await check_proxy_root(services)
     tally = _Tally()
-    if "paths" in payload:
-        paths = _relative_paths(payload["paths"], root, config_id)
+    if payload.paths is not None:
+        paths = _relative_paths(payload.paths, root, config_id)
         for start in range(0, len(paths), _BATCH):
             stop_if_cancelled(ctx)
             batch = paths[start : start + _BATCH]
@@ -64,7 +84,8 @@ async def run_proxy_deletion(ctx: HandlerContext, services: Services) -> dict[st
                 for path in batch:
                     _delete(ctx, root, path, tally)
     else:
-        asset_ids = _asset_ids(payload["asset_ids"])
+        assert payload.asset_ids is not None  # exactly one of the two (the model)
+        asset_ids = sorted(set(payload.asset_ids))
         async with services.pool.connection() as conn:
             cur = await conn.execute(QUERIES["assets_config_of"], {"asset_ids": asset_ids})
             owners = {int(row[0]): row[1] for row in await cur.fetchall()}
@@ -114,7 +135,7 @@ PROXY_DELETION = Kind(
     "proxy_deletion",
     Scope.OPTIONAL,
     run_proxy_deletion,
-    payload_keys=frozenset({"paths", "asset_ids"}),
+    payload=ProxyDeletionPayload,
 )
 
 
@@ -159,11 +180,9 @@ def _check_file(path: str, st: os.stat_result | None) -> None:
         raise MalformedPayload(f"proxy path {path!r} refused: it is not a file")
 
 
-def _relative_paths(value: object, root: Path, config_id: UUID | None) -> list[str]:
+def _relative_paths(value: list[str], root: Path, config_id: UUID | None) -> list[str]:
     """Each path, checked: a name of the proxy layout (of the item's config, when it has
     one), reached without a link, a file or missing."""
-    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise MalformedPayload('proxy_deletion "paths" must be a list of strings')
     checked: list[str] = []
     for raw in value:
         if not raw or os.path.isabs(raw):
@@ -187,11 +206,3 @@ def _relative_paths(value: object, root: Path, config_id: UUID | None) -> list[s
         _check_file(raw, st)
         checked.append(raw)
     return sorted(set(checked))
-
-
-def _asset_ids(value: object) -> list[int]:
-    if not isinstance(value, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in value
-    ):
-        raise MalformedPayload('proxy_deletion "asset_ids" must be a list of positive integers')
-    return sorted(set(value))

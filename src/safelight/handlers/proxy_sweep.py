@@ -19,6 +19,7 @@ import psycopg
 from safelight.handlers.contract import HandlerContext, stop_if_cancelled
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_folder
@@ -41,7 +42,9 @@ async def still_orphan(
     return await cur.fetchone() is None
 
 
-async def run_proxy_sweep(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_proxy_sweep(
+    ctx: HandlerContext, services: Services, payload: NoPayload
+) -> dict[str, Any]:
     root = services.settings.proxies
     if not root.is_dir():
         return {

@@ -11,13 +11,14 @@ from typing import Any
 from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
 from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.purge import purge_asset
 from safelight.work.kinds import Scope
 
 
-async def run_purge(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_purge(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
     config_id = config_id_of(ctx)
     await check_proxy_root(services)
     async with services.pool.connection() as conn:

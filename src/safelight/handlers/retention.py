@@ -7,11 +7,14 @@ from typing import Any
 
 from safelight.handlers.contract import HandlerContext
 from safelight.handlers.kind import Kind
+from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.work.kinds import Scope
 
 
-async def run_retention(ctx: HandlerContext, services: Services) -> dict[str, Any]:
+async def run_retention(
+    ctx: HandlerContext, services: Services, payload: NoPayload
+) -> dict[str, Any]:
     retention = timedelta(days=services.settings.work_retention_days)
     # The store deletes only finished items (never this running one), in batches; it
     # takes now from the same clock.

@@ -35,8 +35,20 @@ class AttemptStore(Protocol):
     Implemented by :class:`safelight.work.store.WorkStore`.
     """
 
-    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
-        """Renew the lease and learn whether to go on. May raise, or hang forever."""
+    async def heartbeat(
+        self,
+        item_id: int,
+        attempt: int,
+        lease_seconds: float,
+        progress: Mapping[str, Any] | None = None,
+    ) -> Beat:
+        """Renew the lease and learn whether to go on; save ``progress`` with it unless
+        None. May raise, or hang forever."""
+        ...
+
+    async def save_progress(self, item_id: int, attempt: int, progress: Mapping[str, Any]) -> bool:
+        """Save what the attempt has done (``{"attempt": n, "counts": {...}}``);
+        ``False`` if the attempt had lost the item."""
         ...
 
     async def complete(self, item_id: int, attempt: int, result: dict[str, Any] | None) -> bool:
@@ -129,8 +141,12 @@ class HandlerContext:
     def progress(self, **counters: int) -> None:
         """Report progress counters (``files=120, bytes=...``) to the Worker; cheap.
 
-        A failing progress callback is logged and otherwise ignored: progress is
-        informational and must never end the work.
+        Cumulative: each report replaces the last. The executor saves the last one with
+        the item (with the next heartbeat, and when the attempt ends, fenced like every
+        write of the attempt), so what an interrupted attempt did can still be read; a
+        handler reports its counters once more when it stops, and counts only what it
+        has committed. A failing progress callback is logged and otherwise ignored:
+        progress is informational and must never end the work.
         """
         if self._on_progress is None:
             return

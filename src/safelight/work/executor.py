@@ -43,6 +43,7 @@ from safelight.work.errors import (
     AttemptLost,
     AttemptStopped,
     StopReason,
+    WorkError,
     describe,
 )
 from safelight.work.model import Beat, WorkItem
@@ -196,20 +197,33 @@ class Executor:
         else:
             attempt = _Attempt(self, item, handler, log, claimed_at)
             outcome = await attempt.run(shutdown)
+            return await self._record(item, outcome, log, attempt.unsaved_progress())
         return await self._record(item, outcome, log)
 
-    async def _record(self, item: WorkItem, outcome: Outcome, log: AttemptLog) -> RunResult:
+    async def _record(
+        self,
+        item: WorkItem,
+        outcome: Outcome,
+        log: AttemptLog,
+        progress: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Make the outcome's write, after saving the handler's last progress report if
+        no heartbeat saved it (an outcome that writes nothing saves nothing either)."""
         write = write_for(outcome)
         if write is None:
             return RunResult(outcome, None, False)
         call = write.name
+
+        async def save_and_record() -> bool:
+            if progress is not None:
+                await self._store.save_progress(item.id, item.attempt, progress)
+            return await record(self._store, item, write)
+
         # Limited like a heartbeat: a write hung on a dead connection must not hold the
         # Worker forever. If it did not apply, the lease expires and recovery requeues.
         seconds = self._settings.heartbeat_seconds
         try:
-            applied = await wait_with_timeout(
-                self._clock, record(self._store, item, write), seconds
-            )
+            applied = await wait_with_timeout(self._clock, save_and_record(), seconds)
         except TimeoutError:
             log.error(
                 "%s timed out after %g s; lease recovery will requeue the item", call, seconds
@@ -298,6 +312,8 @@ class _Attempt:
         self._half_lease = self._settings.lease_seconds / 2
         self._reason: StopReason | None = None
         self._misses = 0  # heartbeat calls in a row that failed or timed out
+        # The handler's last progress report, while no write of the item holds it yet.
+        self._unsaved: dict[str, Any] | None = None
         self._cancelled = asyncio.Event()
         # Set by _start: the last heartbeat that counted, the tasks, the self-stop timer.
         self._last_beat: float
@@ -343,7 +359,7 @@ class _Attempt:
             logger=logging.LoggerAdapter(self._log.logger, attempt_fields(self._item)),
             cancelled=self._cancelled,
             ensure_alive=self.ensure_alive,
-            on_progress=self._on_progress,
+            on_progress=self._reported,
         )
         # The shutdown watcher is created before the handler so that it runs first: with
         # ``shutdown`` already set, the handler is cancelled before its first step.
@@ -398,7 +414,14 @@ class _Attempt:
                 exc_info=error,
             )
         elif isinstance(outcome, Failed):
-            self._log.error("failed: %s", outcome.error, exc_info=error)
+            # An error raised on purpose (a malformed payload, a handler that cannot do
+            # its work) says all in its message: one line. Anything else is a surprise,
+            # logged with its traceback.
+            self._log.error(
+                "failed: %s",
+                outcome.error,
+                exc_info=None if isinstance(error, WorkError) else error,
+            )
 
     async def _clean_up(self) -> None:
         self._self_stop.cancel()
@@ -409,6 +432,17 @@ class _Attempt:
         # Our own helpers honour cancellation at once (a hung heartbeat call is
         # abandoned, not awaited), so this does not wait on the database.
         await asyncio.wait(self._helpers)
+
+    def _reported(self, item: WorkItem, counters: Mapping[str, int]) -> None:
+        """A progress report: kept for the next heartbeat (or the outcome's write) to
+        save, then handed to the Worker's callback."""
+        self._unsaved = {"attempt": item.attempt, "counts": dict(counters)}
+        if self._on_progress is not None:
+            self._on_progress(item, counters)
+
+    def unsaved_progress(self) -> dict[str, Any] | None:
+        """The last progress report no heartbeat has saved yet, or None."""
+        return self._unsaved
 
     def ensure_alive(self) -> None:
         """Raise :class:`AttemptStopped` if the attempt must stop; see HandlerContext.
@@ -480,12 +514,22 @@ class _Attempt:
                 return
             sent = self._clock.monotonic()
             due = sent + interval
+            progress, self._unsaved = self._unsaved, None
             try:
-                beat = await wait_with_timeout(
-                    self._clock,
-                    self._store.heartbeat(item.id, item.attempt, self._settings.lease_seconds),
-                    interval,
-                )
+                try:
+                    beat = await wait_with_timeout(
+                        self._clock,
+                        self._store.heartbeat(
+                            item.id, item.attempt, self._settings.lease_seconds, progress
+                        ),
+                        interval,
+                    )
+                except BaseException:
+                    # Not saved, as far as we know: the next beat (or the end) saves it,
+                    # unless the handler has reported since.
+                    if self._unsaved is None:
+                        self._unsaved = progress
+                    raise
             except TimeoutError:
                 self._misses += 1
                 self._log.warning(

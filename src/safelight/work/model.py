@@ -63,6 +63,9 @@ class WorkItem:
     not_before: datetime | None = None
     """A queued item waiting for its retry is not claimed before this (the database's)
     time; None for every other item."""
+    progress: dict[str, Any] | None = None
+    """What its current or last attempt reported doing, ``{"attempt": n, "counts": {...}}``
+    (saved with the heartbeats and when the attempt ended); None if none did."""
 
 
 class RetryResult(enum.StrEnum):

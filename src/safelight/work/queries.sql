@@ -157,17 +157,27 @@ WITH stamp AS MATERIALIZED (
 SELECT * FROM claimed
 
 -- attempt_heartbeat --
--- Renew an attempt's lease; no row means the attempt lost the item.
+-- Renew an attempt's lease, saving its progress if it reported more; no row: it lost the item.
 -- One stamp for both columns, read before any wait for the row: a lease counted from
--- earlier only ends earlier, and it still starts after the beat was sent.
+-- earlier only ends earlier, and it still starts after the beat was sent. progress is
+-- NULL when the handler reported nothing new since the last save (migration 0010).
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 )
 UPDATE work_items
 SET heartbeat_at = (SELECT at FROM stamp),
-    lease_expires_at = (SELECT at FROM stamp) + make_interval(secs => %(lease_seconds)s)
+    lease_expires_at = (SELECT at FROM stamp) + make_interval(secs => %(lease_seconds)s),
+    progress = coalesce(%(progress)s::jsonb, progress)
 WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
 RETURNING cancel_requested
+
+-- attempt_progress_save --
+-- Save what a running attempt has done (its last report), right before its outcome's write.
+-- Fenced like that write: no row means the attempt lost the item, and nothing changes.
+UPDATE work_items
+SET progress = %(progress)s::jsonb
+WHERE id = %(id)s AND attempt = %(attempt)s AND status = 'running'
+RETURNING id
 
 -- attempts_finish --
 -- End running attempts: succeeded, failed or cancelled (each fenced), and record them.

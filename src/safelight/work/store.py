@@ -113,6 +113,7 @@ def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
         result=row["result"],
         retries=row["retries"],
         not_before=row["not_before"],
+        progress=row["progress"],
     )
 
 
@@ -169,6 +170,11 @@ class WorkStore:  # pragma: no mutate block
             raise InvalidWorkItem(f"a {kind} item is unscoped and cannot name a storage config")
         if dedup_key is not None and not dedup_key.strip():
             raise InvalidWorkItem("a dedup key must not be blank")
+        if spec.check_payload is not None:
+            try:
+                spec.check_payload(payload)
+            except ValueError as error:
+                raise InvalidWorkItem(f"enqueue {kind}: {error}") from None
         return payload
 
     async def enqueue(
@@ -183,8 +189,8 @@ class WorkStore:  # pragma: no mutate block
 
         With a dedup key that already has a queued item, return that item's id and add
         nothing. Raises :class:`InvalidWorkItem` (and writes nothing) for an unknown
-        kind, a payload that is not a JSON object, or a config that does not exist or
-        is inactive.
+        kind, a payload that is not a JSON object or that its kind's check refuses
+        (``KindSpec.check_payload``), or a config that does not exist or is inactive.
         """
         body = self._validate(kind, config_id, dedup_key, payload)
         async with self._pool.connection() as conn:
@@ -216,7 +222,8 @@ class WorkStore:  # pragma: no mutate block
         *,
         config_id: UUID | None = None,
     ) -> list[int]:
-        """Queue many items of one kind (no dedup keys) in one transaction."""
+        """Queue many items of one kind (no dedup keys) in one transaction; every payload
+        is checked before the first is written, so one bad payload writes nothing."""
         bodies = [self._validate(kind, config_id, None, p) for p in payloads]
         now = self._clock.now()
         async with self._pool.connection() as conn, conn.transaction():
@@ -375,7 +382,14 @@ class WorkStore:  # pragma: no mutate block
 
     # --- an attempt's writes (fenced) ----------------------------------------------
 
-    async def heartbeat(self, item_id: int, attempt: int, lease_seconds: float) -> Beat:
+    async def heartbeat(
+        self,
+        item_id: int,
+        attempt: int,
+        lease_seconds: float,
+        progress: Mapping[str, Any] | None = None,
+    ) -> Beat:
+        """Renew the lease; ``progress`` (None: nothing new) is saved in the same write."""
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 QUERIES["attempt_heartbeat"],
@@ -383,6 +397,7 @@ class WorkStore:  # pragma: no mutate block
                     "id": item_id,
                     "attempt": attempt,
                     "lease_seconds": float(lease_seconds),
+                    "progress": None if progress is None else Jsonb(dict(progress)),
                     "now": self._clock.transition_time(),
                 },
             )
@@ -390,6 +405,15 @@ class WorkStore:  # pragma: no mutate block
         if row is None:
             return Beat.LOST
         return Beat.CANCEL_REQUESTED if row[0] else Beat.ALIVE
+
+    async def save_progress(self, item_id: int, attempt: int, progress: Mapping[str, Any]) -> bool:
+        """Save the attempt's progress; ``False`` if it had lost the item (nothing saved)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["attempt_progress_save"],
+                {"id": item_id, "attempt": attempt, "progress": Jsonb(dict(progress))},
+            )
+            return await cur.fetchone() is not None
 
     async def _finish(
         self,

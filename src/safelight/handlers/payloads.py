@@ -1,0 +1,118 @@
+"""What a kind's payload may hold: one pydantic model per kind (ADR 0023).
+
+A payload is JSON, stored as ``jsonb``, so it is checked as JSON: strictly (``"2"`` is
+not a number, ``true`` is not 1), with no key the model does not declare, and with no
+value JSON cannot hold (NaN, infinities, a Python object). The same check runs twice:
+when an item is queued (the store's ``KindSpec.check_payload``, so a payload that does
+not fit is refused with nothing written), and when a Worker binds the handler (so an
+item queued before the check, or written by hand, fails with one line). The handler
+gets the checked model and reads its fields from there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
+
+__all__ = ["NoPayload", "Payload", "PayloadRejected", "parse_payload"]
+
+_SHOWN_INPUT = 40
+"""At most this many characters of a refused value are quoted in the message."""
+
+
+class Payload(BaseModel):
+    """The base of every kind's payload model: strict JSON, no undeclared key, frozen."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class NoPayload(Payload):
+    """The payload of a kind that takes none: ``{}``."""
+
+
+P = TypeVar("P", bound=Payload)
+
+
+class PayloadRejected(ValueError):
+    """A payload that does not fit its kind's model; the message is one line naming the
+    field (``payload field "seconds": expected a number, got "abc"``)."""
+
+
+def parse_payload(model: type[P], payload: Mapping[str, Any]) -> P:
+    """``payload`` checked against ``model``, or :class:`PayloadRejected`."""
+    try:
+        # As JSON, the form it is stored in: allow_nan=False refuses what jsonb refuses.
+        text = json.dumps(dict(payload), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise PayloadRejected(f"payload is not JSON: {error}") from None
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as error:
+        raise PayloadRejected(describe(model, error)) from None
+
+
+def describe(model: type[Payload], error: ValidationError) -> str:
+    """The first problem of ``error`` as one line, and how many more there are."""
+    problems = error.errors(include_url=False)
+    line = _problem(model, problems[0])
+    if len(problems) > 1:
+        line += f" (and {len(problems) - 1} more)"
+    return line
+
+
+def _problem(model: type[Payload], problem: ErrorDetails) -> str:
+    loc = problem["loc"]
+    kind = problem["type"]
+    if not loc:
+        return f"payload: {_expected(problem)}"
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    field = field.removeprefix(".")
+    if kind == "extra_forbidden":
+        taken = ", ".join(sorted(model.model_fields)) or "none"
+        return f'payload field "{field}" is not one it takes (it takes: {taken})'
+    if kind == "missing":
+        return f'payload field "{field}" is required'
+    return f'payload field "{field}": {_expected(problem)}, got {_shown(problem["input"])}'
+
+
+# What a value should have been, by pydantic's error type; others say pydantic's words.
+_EXPECTED = {
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "finite_number": "a finite number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "bool_type": "true or false",
+    "uuid_type": "a UUID",
+    "uuid_parsing": "a UUID",
+}
+
+
+def _expected(problem: ErrorDetails) -> str:
+    kind = problem["type"]
+    limits = problem.get("ctx") or {}
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}"
+    for name, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if name in limits:
+            limit = limits[name]
+            shown = f"{limit:g}" if isinstance(limit, float) else str(limit)
+            return f"expected a number {sign} {shown}"
+    message = problem["msg"].removeprefix("Value error, ")
+    if message.startswith("Input should be "):
+        return "expected " + message.removeprefix("Input should be ")
+    return message
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= _SHOWN_INPUT else text[: _SHOWN_INPUT - 1] + "…"
