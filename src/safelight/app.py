@@ -151,6 +151,8 @@ class Engine:
     handlers: Mapping[str, Handler]
     executor: Executor
     hub: WakeupHub
+    listener: Listener
+    """The process's LISTEN connection (run as the "listener" background task)."""
     workers: tuple[Worker, ...]
     background: tuple[Background, ...]
     """The listener, lease recovery and (unless until idle) the scheduler, not started."""
@@ -238,8 +240,16 @@ def build_engine(
         )
         for worker_id in worker_ids(name, options.concurrency)
     )
+    listener = Listener(
+        database.url,
+        hub,
+        clock,
+        retry_seconds=settings.poll_seconds,
+        retry_max_seconds=settings.outage_backoff_max_seconds,
+    )
+    backoff = {"backoff_max_seconds": settings.outage_backoff_max_seconds}
     background = [
-        Background("listener", Listener(database.url, hub, clock).run),
+        Background("listener", listener.run),
         Background(
             "lease-recovery",
             partial(
@@ -248,6 +258,7 @@ def build_engine(
                 settings.recovery_interval_seconds,
                 "lease recovery",
                 LeaseRecovery(store).run_once,
+                **backoff,
             ),
         ),
     ]
@@ -256,7 +267,9 @@ def build_engine(
         background.append(
             Background(
                 "scheduler",
-                partial(every, clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once),
+                partial(
+                    every, clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once, **backoff
+                ),
             )
         )
     return Engine(
@@ -269,6 +282,7 @@ def build_engine(
         handlers=built,
         executor=executor,
         hub=hub,
+        listener=listener,
         workers=workers,
         background=tuple(background),
         finished=finished_items,

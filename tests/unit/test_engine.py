@@ -135,7 +135,9 @@ async def test_the_background_tasks_run_on_the_engines_parts(
 ) -> None:
     clock = FakeClock()
     engine = build_engine(
-        settings(tmp_path, recovery_interval_seconds=7.0),
+        settings(
+            tmp_path, recovery_interval_seconds=7.0, poll_seconds=3.0, outage_backoff_max_seconds=45
+        ),
         database,
         clock,
         WorkerOptions(user="alice"),
@@ -148,11 +150,17 @@ async def test_the_background_tasks_run_on_the_engines_parts(
         engine.hub,
         clock,
     )
-    assert isinstance(recovery, partial) and recovery.func is every and not recovery.keywords
+    assert listener.__self__ is engine.listener
+    backoff = listener.__self__._backoff
+    assert (backoff.first_seconds, backoff.most_seconds) == (3.0, 45.0)
+    assert all(w.settings.backoff_max_seconds == 45.0 for w in engine.workers)
+    assert isinstance(recovery, partial) and recovery.func is every
+    assert recovery.keywords == {"backoff_max_seconds": 45.0}
     (on, seconds, name, action) = recovery.args
     assert (on, seconds, name) == (clock, 7.0, "lease recovery")
     assert action.__func__ is LeaseRecovery.run_once and action.__self__._store is engine.store
-    assert isinstance(scheduler, partial) and scheduler.func is every and not scheduler.keywords
+    assert isinstance(scheduler, partial) and scheduler.func is every
+    assert scheduler.keywords == {"backoff_max_seconds": 45.0}
     (on, seconds, name, action) = scheduler.args
     assert (on, seconds, name) == (clock, SCHEDULER_TICK_SECONDS, "scheduler")
     assert action.__func__ is Scheduler.run_once

@@ -144,6 +144,7 @@ def test_each_component_is_handed_its_own_config() -> None:
             lease_seconds=80,
             poll_seconds=7,
             until_idle=True,
+            backoff_max_seconds=60,
         )
     )
     assert settings.proxy_spec() == ProxySpec(

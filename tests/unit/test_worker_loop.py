@@ -93,6 +93,7 @@ SETTINGS = WorkerSettings(
     until_idle=False,
     lease_seconds=60.0,
     poll_seconds=5.0,
+    backoff_max_seconds=30.0,
 )
 
 
@@ -217,7 +218,7 @@ async def test_waiting_leaves_no_waiter_behind(clock: FakeClock) -> None:
     worker, _, _ = make(clock, Store(clock, []), wake=asyncio.Event())
     shutdown = asyncio.Event()
     shutdown.set()
-    await worker._wait(shutdown)
+    await worker._wait(shutdown, 5.0)
     # Its three waiters (shutdown, poll, wake-up) are finished, not merely cancelled.
     assert [t for t in asyncio.all_tasks() if not t.done()] == [asyncio.current_task()]
     assert clock.deadlines() == []
@@ -260,7 +261,7 @@ async def test_without_until_idle_an_empty_queue_is_not_asked_about(clock: FakeC
     assert [c[1] for c in store.calls] == ["claim"]
 
 
-async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(
+async def test_a_database_outage_is_logged_and_retried_after_a_growing_wait(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = Store(clock, [psycopg.OperationalError("down"), TimeoutError(), item(9)])
@@ -272,13 +273,58 @@ async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(
         assert executor.ran == []
         await clock.advance(5)
         assert executor.ran == []
-        await clock.advance(5)
+        await clock.advance(9.999)
+        assert executor.ran == []  # the second wait is twice the poll
+        await clock.advance(0.001)
     assert [i for i, _ in executor.ran] == [9]
-    assert [c[0] for c in store.calls[:3]] == [0.0, 5.0, 10.0]
+    assert [c[0] for c in store.calls[:3]] == [0.0, 5.0, 15.0]
     assert [r.getMessage() for r in caplog.records] == [
         "worker w1 cannot reach the database (OperationalError); retrying in 5 s",
-        "worker w1 cannot reach the database (TimeoutError); retrying in 5 s",
+        "worker w1 cannot reach the database (TimeoutError); retrying in 10 s",
     ]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_the_outage_backoff_stops_at_its_ceiling_and_a_success_resets_it(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    down = psycopg.OperationalError("down")
+    # Five failures, an empty claim (a success), then one more failure.
+    store = Store(clock, [down, down, down, down, down, None, down])
+    worker, _, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    with caplog.at_level(logging.WARNING, logger="safelight.work.worker"):
+        await clock.advance(5 + 10 + 20 + 30 + 30 + 5)
+    # 5, 10, 20, then the ceiling (30 s here), the success waits one poll, and the next
+    # failure starts again at one poll.
+    assert [c[0] for c in store.calls] == [0.0, 5.0, 15.0, 35.0, 65.0, 95.0, 100.0]
+    assert [r.getMessage().rsplit(" ", 2)[-2] for r in caplog.records] == [
+        "5",
+        "10",
+        "20",
+        "30",
+        "30",
+        "5",
+    ]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_a_wake_up_cuts_an_outage_wait_short(clock: FakeClock) -> None:
+    store = Store(clock, [psycopg.OperationalError("down"), item(3)])
+    wake = asyncio.Event()
+    worker, executor, _ = make(clock, store, wake=wake)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.advance(1)
+    wake.set()  # the listener is back and wakes everyone
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [3]
+    assert [c[0] for c in store.calls[:2]] == [0.0, 1.0]
     shutdown.set()
     await clock.settle()
     assert run.done()
