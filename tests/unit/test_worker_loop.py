@@ -17,6 +17,7 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import RunResult
 from safelight.work.model import Status, WorkItem
+from safelight.work.observer import NoObserver
 from safelight.work.outcome import Succeeded
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
 
@@ -328,6 +329,32 @@ async def test_a_wake_up_cuts_an_outage_wait_short(clock: FakeClock) -> None:
     shutdown.set()
     await clock.settle()
     assert run.done()
+
+
+async def test_each_item_that_ends_is_reported_with_its_kind_outcome_and_seconds(
+    clock: FakeClock,
+) -> None:
+    ended: list[tuple[str, str, float]] = []
+
+    class Observer(NoObserver):
+        def item_ended(self, kind: str, outcome: str, seconds: float) -> None:
+            ended.append((kind, outcome, seconds))
+
+    class Slow(Executor):
+        async def run(self, work: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
+            await clock.sleep(7.5)
+            return await super().run(work, *args, **kwargs)
+
+    worker = Worker(
+        Store(clock, [item(4)]),  # type: ignore[arg-type]
+        Slow(),  # type: ignore[arg-type]
+        clock,
+        SETTINGS,
+        observer=Observer(),
+    )
+    running = asyncio.create_task(worker.run_once())
+    await clock.advance(7.5)
+    assert running.done() and ended == [("noop", "succeeded", 7.5)]
 
 
 async def test_a_bug_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:

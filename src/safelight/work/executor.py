@@ -45,6 +45,7 @@ from safelight.work.errors import (
     describe,
 )
 from safelight.work.model import Beat, WorkItem
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.outcome import (
     Abandoned,
     Cancelled,
@@ -139,6 +140,7 @@ class Executor:
         settings: ExecutorSettings,
         logger: logging.Logger,
         on_progress: ProgressCallback | None = None,
+        observer: EngineObserver = NO_OBSERVER,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -146,6 +148,7 @@ class Executor:
         self._settings = settings
         self._logger = logger
         self._on_progress = on_progress
+        self._observer = observer
 
     async def run(
         self,
@@ -256,6 +259,7 @@ class _Attempt:
         self._store = executor._store
         self._clock = executor._clock
         self._settings = executor._settings
+        self._observer = executor._observer
         self._item = item
         self._log = log
         self._half_lease = self._settings.lease_seconds / 2
@@ -341,6 +345,7 @@ class _Attempt:
         self._reason = reason
         item = self._item
         if reason is StopReason.SELF_STOPPED:
+            self._observer.self_stopped()
             self._log.warning(
                 "work item %d attempt %d self-stopped: no successful heartbeat for %g s "
                 "(half the %g s lease); writing nothing, lease recovery will requeue it",
@@ -402,6 +407,7 @@ class _Attempt:
                 )
             except TimeoutError:
                 self._misses += 1
+                self._observer.heartbeat_failed()
                 self._log.warning(
                     "work item %d attempt %d: heartbeat timed out after %g s (%d in a row)",
                     item.id,
@@ -412,6 +418,7 @@ class _Attempt:
                 continue
             except Exception as exc:
                 self._misses += 1
+                self._observer.heartbeat_failed()
                 self._log.warning(
                     "work item %d attempt %d: heartbeat failed (%d in a row): %s",
                     item.id,
