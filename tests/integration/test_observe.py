@@ -7,6 +7,7 @@ import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -16,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.app import RunReport, WorkerOptions, app_store, run_workers
+from safelight.app import RunReport, WorkerOptions, app_store, build_engine, leave, run_workers
 from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.db.pool import open_pool
@@ -27,7 +28,7 @@ from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.faults.cluster import free_port
 from tests.faults.netproxy import TcpProxy
-from tests.integration.handlerfixtures import jpeg, write
+from tests.integration.handlerfixtures import database_of, jpeg, write
 
 pytestmark = pytest.mark.integration
 
@@ -296,3 +297,45 @@ async def test_healthz_says_why_while_the_database_is_away(
         await pool.close()
         proxy.close()
     assert secret not in reason
+
+
+async def test_the_presence_is_written_each_round_forgotten_when_stale_and_deleted_on_leaving(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    config = Settings(home=tmp_path / "home", decode_processes=0, work_retention_days=7)
+    engine = build_engine(
+        config, database_of(pool), clock, WorkerOptions(concurrency=2, name="nas:7")
+    )
+
+    async def rows() -> list[tuple[Any, ...]]:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT worker_id, started_at, last_seen_at FROM workers ORDER BY worker_id"
+            )
+            return list(await cur.fetchall())
+
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO workers VALUES ('dead:1', %s, %s), ('dead:2', %s, %s)",
+            (
+                clock.now() - timedelta(days=30),
+                clock.now() - timedelta(days=8),
+                clock.now() - timedelta(days=30),
+                clock.now() - timedelta(days=6),
+            ),
+        )
+    started = clock.now()
+    await engine.presence.run_once()
+    # Its Workers are seen now; a process dead for more than the retention is forgotten.
+    assert await rows() == [
+        ("dead:2", started - timedelta(days=30), started - timedelta(days=6)),
+        ("nas:7/0", started, started),
+        ("nas:7/1", started, started),
+    ]
+    await clock.advance(15)
+    await engine.presence.run_once()
+    assert [r[1:] for r in await rows()][1:] == [(started, clock.now())] * 2
+    await leave(engine)
+    assert [r[0] for r in await rows()] == ["dead:2"]
+    await engine.close()

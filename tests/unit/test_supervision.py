@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,66 @@ async def test_a_bug_in_the_scheduler_ends_the_run(
 
     monkeypatch.setattr(engine.store, "schedule_if_due", schedule_if_due)
     await ends_the_run(clock, caplog, task(engine, "scheduler"), bug, busy)
+
+
+# --- the presence ---------------------------------------------------------------------------
+
+
+class Pool:
+    """In place of the presence's pool: each connection raises the next of ``errors``
+    (waiting for ``before`` first, if given), then answers."""
+
+    def __init__(
+        self, clock: FakeClock, errors: list[BaseException], before: asyncio.Event | None = None
+    ) -> None:
+        self.clock = clock
+        self.errors = errors
+        self.before = before
+        self.tries: list[float] = []
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        self.tries.append(self.clock.monotonic() - 1000.0)
+        if self.before is not None:
+            await self.before.wait()
+        if self.errors:
+            raise self.errors.pop(0)
+        yield Writes()
+
+
+class Writes:
+    async def execute(self, sql: str, params: Any = None) -> None:
+        pass
+
+
+async def test_the_presence_retries_after_its_backoff(
+    engine: Engine,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    down = OSError("network is unreachable")
+    pool = Pool(clock, [down, down])
+    monkeypatch.setattr(engine.presence, "_pool", pool)
+    running = asyncio.create_task(task(engine, "presence").run())
+    with caplog.at_level(logging.WARNING, logger="safelight.work.maintenance"):
+        await clock.advance(7 + 14 + 7)
+    assert pool.tries == [0.0, 7.0, 21.0, 28.0]
+    assert warnings(caplog, "safelight.work.maintenance") == [
+        "presence failed (OSError: network is unreachable); retrying in 7 s",
+        "presence failed (OSError: network is unreachable); retrying in 14 s",
+    ]
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_bug_in_the_presence_ends_the_run(
+    engine: Engine,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    busy: Executor,
+) -> None:
+    bug = IndexError("a bug in the presence")
+    monkeypatch.setattr(engine.presence, "_pool", Pool(clock, [bug], before=busy.started))
+    await ends_the_run(clock, caplog, task(engine, "presence"), bug, busy)

@@ -108,27 +108,34 @@ async def judge(settings: Settings, now: Any) -> Verdict:
         if handle is not None:
             handle.cleanup()
     overdue = int(leases["overdue"])
+    late = None
+    if overdue:
+        late = (
+            f"{overdue} running item(s) have a lease expired more than "
+            f"{settings.recovery_interval_seconds:g} s ago (item {leases['most_overdue_id']}, "
+            f"{leases['most_overdue_seconds']:.0f} s): is lease recovery running?"
+        )
     verdict.check(
         "leases",
-        overdue == 0,
-        f"{overdue} running item(s) have a lease expired more than "
-        f"{settings.recovery_interval_seconds:g} s ago (item {leases['most_overdue_id']}, "
-        f"{leases['most_overdue_seconds']:.0f} s): is lease recovery running?",
+        late is None,
+        late,
         overdue=overdue,
         most_overdue_id=leases["most_overdue_id"],
         most_overdue_seconds=leases["most_overdue_seconds"],
     )
     seen, within = int(workers["seen"]), settings.health_worker_seen_seconds
-    if workers["last_seen_at"] is None:
-        missing = "no Worker has ever been seen"
-    else:
+    missing = None
+    if not seen and workers["last_seen_at"] is None:
+        # A Worker stopped cleanly takes its presence with it.
+        missing = f"no Worker seen in the last {within:g} s (none is running)"
+    elif not seen:
         missing = (
             f"no Worker seen in the last {within:g} s "
             f"(last seen {workers['seconds_ago']:.0f} s ago)"
         )
     verdict.check(
         "workers",
-        seen > 0,
+        missing is None,
         missing,
         seen=seen,
         within_seconds=within,
