@@ -84,12 +84,16 @@ def touched_functions(path: Path, lines: set[int]) -> list[str]:
 
 
 # Tests that read the source tree rather than run it (its ADR index, its query names,
-# its import layering) see mutmut's rewritten copy, not the code, and cannot kill a
-# mutant: they are left out of a mutation run.
+# its import layering, the set-up script, lock and service files) see mutmut's
+# rewritten copy, not the code, and cannot kill a mutant: they are left out of a
+# mutation run.
 READS_THE_TREE = (
     "tests/unit/test_adr_index.py",
     "tests/unit/test_query_names.py",
     "tests/unit/test_layering.py",
+    "tests/unit/test_setup_script.py",
+    "tests/unit/test_lock_files.py",
+    "tests/unit/test_service_files.py",
 )
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-q", *(f"--ignore={t}" for t in READS_THE_TREE)]
 

@@ -140,8 +140,6 @@ class Settings:
             "work_retention_days",
             "max_stalls",
             "max_concurrent_files",
-            "thumbnail_width",
-            "preview_width",
         ):
             positive(name)
         if self.shutdown_grace_seconds < 0:
@@ -151,23 +149,16 @@ class Settings:
                 "decode_processes must be 0 (decode in threads) or more, "
                 f"not {self.decode_processes}"
             )
-        if self.decode_memory_mib < MIN_DECODE_MEMORY_MIB:
-            raise SettingsError(
-                f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
-                f"not {self.decode_memory_mib}"
-            )
         # Checked here too (the rule is the executor's) for a message naming the settings.
         if self.heartbeat_seconds > longest_heartbeat(self.lease_seconds):
             raise SettingsError(
                 f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most a quarter of "
                 f"lease_seconds ({self.lease_seconds:g}), well under the half-lease self-stop"
             )
-        for name in ("thumbnail_quality", "preview_quality"):
-            value = getattr(self, name)
-            if not 1 <= value <= 95:
-                raise SettingsError(f"{name} must be between 1 and 95, not {value}")
-        if self.thumbnail_width > self.preview_width:
-            raise SettingsError("thumbnail_width must not be larger than preview_width")
+        try:
+            self.proxy_spec()  # the proxies' rules (sizes, qualities, memory) live there
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise SettingsError(
                 f"metrics_port must be a TCP port, 0 to 65535, not {self.metrics_port}"

@@ -245,7 +245,7 @@ def test_a_frozen_worker_loses_the_config_to_lease_recovery_and_writes_nothing_o
     wait_for("the crawl to finish", lambda: setup.item(item_id)[0] == "succeeded")
     wait_for(
         "the woken Worker to notice it lost the item",
-        lambda: f"work item {item_id} attempt 1 self-stopped" in frozen.log_text(),
+        lambda: f"work item {item_id} attempt 1: self-stopped" in frozen.log_text(),
         timeout=30,
     )
     for worker in setup.workers:

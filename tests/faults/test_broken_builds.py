@@ -112,7 +112,7 @@ def test_a_worker_thawed_past_its_lease_writes_nothing_more(rig: Rig, build: str
     )
     found, _ = _finish(rig, item_id)
     if build == "intact":
-        assert "attempt 1 self-stopped" in worker.log_text()
+        assert "attempt 1: self-stopped" in worker.log_text()
         assert found == []
     else:
         assert _previews_after(rig, item_id, 1, thawed)
@@ -138,18 +138,18 @@ def test_a_stale_attempt_at_its_fenced_write_commits_nothing(rig: Rig, build: st
         wait_for(
             "the stale attempt to stop, or to commit",
             lambda: (
-                "attempt 1 self-stopped" in stale.log_text()
-                or "attempt 1 lost the item" in stale.log_text()
+                "attempt 1: self-stopped" in stale.log_text()
+                or "attempt 1: lost the item" in stale.log_text()
                 or _rows_of_attempt(rig, item_id, 1)
             ),
         )
     found, _ = _finish(rig, item_id)
     checks = _checks(found)
     if build == "intact":
-        assert "attempt 1 self-stopped" in stale.log_text()
+        assert "attempt 1: self-stopped" in stale.log_text()
         assert found == []
     elif build == "no_self_stop":
-        assert "attempt 1 lost the item" in stale.log_text()
+        assert "attempt 1: lost the item" in stale.log_text()
         assert "stale_effects" in checks, found
         assert not checks & {"stale_writes", "proxy_rows"}, found
     else:

@@ -51,7 +51,7 @@ DB_DOWN = psycopg.OperationalError("server closed the connection unexpectedly")
 DOWN = "OperationalError: server closed the connection unexpectedly"
 SELF_STOPPED_30 = (
     "WARNING",
-    "work item 7 attempt 3 self-stopped: no successful heartbeat for 30 s "
+    "work item 7 attempt 3: self-stopped: no successful heartbeat for 30 s "
     "(half the 60 s lease); writing nothing, lease recovery will requeue it",
 )
 
@@ -279,7 +279,7 @@ async def test_a_handler_that_raises_fails_the_item_with_type_and_message(
     text = "ValueError: bad EXIF in IMG_0001.HEIC"
     assert finished(task) == RunResult(Failed(text), Fail(text), True)
     assert store.calls == [(4.0, "fail", 7, 3, text)]
-    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3: failed: {text}")]
     exc_info = log_records(caplog)[0].exc_info
     assert exc_info is not None and exc_info[1] is error  # the traceback is logged
     await assert_quiet(clock)
@@ -313,7 +313,7 @@ async def test_a_handler_cut_off_from_the_database_is_retried_not_failed(
     assert logs(caplog) == [
         (
             "WARNING",
-            f"work item 7 attempt 3 interrupted by the database ({text}); "
+            f"work item 7 attempt 3: interrupted by the database ({text}); "
             "it goes back to the queue, counting a stall",
         )
     ]
@@ -350,7 +350,7 @@ async def test_an_exception_without_a_message_is_written_as_its_type(
     await clock.settle()
     assert finished(task) == RunResult(Failed("RuntimeError"), Fail("RuntimeError"), True)
     assert store.calls == [(0.0, "fail", 7, 3, "RuntimeError")]
-    assert logs(caplog) == [("ERROR", "work item 7 attempt 3 failed: RuntimeError")]
+    assert logs(caplog) == [("ERROR", "work item 7 attempt 3: failed: RuntimeError")]
 
 
 async def test_a_handler_that_cancels_itself_fails_the_item(
@@ -367,7 +367,7 @@ async def test_a_handler_that_cancels_itself_fails_the_item(
     text = "CancelledError: the handler was cancelled while its attempt was not stopped"
     assert finished(task) == RunResult(Failed(text), Fail(text), True)
     assert store.calls == [(0.0, "fail", 7, 3, text)]
-    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3 failed: {text}")]
+    assert logs(caplog) == [("ERROR", f"work item 7 attempt 3: failed: {text}")]
     assert log_records(caplog)[0].exc_info is None
 
 
@@ -385,7 +385,7 @@ async def test_an_unknown_kind_fails_the_item_without_running_anything(
     assert probe.events == []
     records = [r for r in caplog.records if r.name == LOGGER]
     assert [(r.levelname, r.getMessage()) for r in records] == [
-        ("ERROR", "work item 7: no handler for kind purge")
+        ("ERROR", "work item 7 attempt 3: no handler for kind purge")
     ]
     assert (records[0].item_id, records[0].kind) == (7, "purge")  # type: ignore[attr-defined]
     await assert_quiet(clock)
@@ -599,7 +599,7 @@ async def test_settings_drive_the_heartbeat_interval_the_lease_and_the_self_stop
     assert store.calls == [hb(5.0, 40.0), hb(10.0, 40.0), hb(15.0, 40.0)]
     assert logs(caplog)[-1] == (
         "WARNING",
-        "work item 7 attempt 3 self-stopped: no successful heartbeat for 20 s "
+        "work item 7 attempt 3: self-stopped: no successful heartbeat for 20 s "
         "(half the 40 s lease); writing nothing, lease recovery will requeue it",
     )
 
@@ -678,7 +678,7 @@ async def test_a_frozen_process_sends_no_heartbeat_once_past_the_deadline(
     assert logs(caplog) == [
         (
             "WARNING",
-            "work item 7 attempt 3 self-stopped: no successful heartbeat for 31 s "
+            "work item 7 attempt 3: self-stopped: no successful heartbeat for 31 s "
             "(half the 60 s lease); writing nothing, lease recovery will requeue it",
         )
     ]
@@ -702,7 +702,7 @@ async def test_an_answer_that_arrives_after_the_deadline_does_not_revive_the_att
     assert logs(caplog) == [
         (
             "WARNING",
-            "work item 7 attempt 3 self-stopped: no successful heartbeat for 35 s "
+            "work item 7 attempt 3: self-stopped: no successful heartbeat for 35 s "
             "(half the 60 s lease); writing nothing, lease recovery will requeue it",
         )
     ]
@@ -728,7 +728,7 @@ async def test_a_lost_item_cancels_the_handler_and_writes_nothing(
     assert probe.events == [(0.0, "started"), (10.0, "cancelled"), (14.0, "stopped")]
     assert store.calls == [hb(10.0)]  # no more heartbeats while the handler stopped
     assert logs(caplog) == [
-        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing")
+        ("WARNING", "work item 7 attempt 3: lost the item; stopping the handler, writing nothing")
     ]
     await assert_quiet(clock)
 
@@ -748,7 +748,7 @@ async def test_a_fenced_transaction_that_finds_the_item_lost_ends_the_attempt_as
     assert finished(task) == RunResult(Lost(), None, False)
     assert store.calls == [(0.0, "fenced", 7, 3)]
     assert logs(caplog) == [
-        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing")
+        ("WARNING", "work item 7 attempt 3: lost the item; stopping the handler, writing nothing")
     ]
     await assert_quiet(clock)
 
@@ -825,7 +825,7 @@ async def test_a_cancel_request_does_not_renew_the_self_stop(
         ("INFO", "work item 7 attempt 3: cancel requested, stopping the handler"),
         (
             "WARNING",
-            "work item 7 attempt 3 self-stopped: no successful heartbeat for 10 s "
+            "work item 7 attempt 3: self-stopped: no successful heartbeat for 10 s "
             "(half the 20 s lease); writing nothing, lease recovery will requeue it",
         ),
     ]
@@ -1005,7 +1005,7 @@ async def test_an_item_lost_during_shutdown_is_not_released(
     assert store.calls == [hb(10.0)]
     assert logs(caplog) == [
         ("INFO", "work item 7 attempt 3: shutting down, stopping the handler"),
-        ("WARNING", "work item 7 attempt 3 lost the item; stopping the handler, writing nothing"),
+        ("WARNING", "work item 7 attempt 3: lost the item; stopping the handler, writing nothing"),
     ]
 
 

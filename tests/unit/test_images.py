@@ -3,6 +3,7 @@ one decode; bombs, truncated and odd files give a MediaError."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 import zlib
@@ -27,6 +28,7 @@ from safelight.library.images import (
     encode_blurhash,
     make_image_proxies,
 )
+from safelight.library.limits import MIN_DECODE_MEMORY_MIB
 from safelight.library.metadata import read_image_metadata
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 from tests.specs import DEFAULT_SPEC, proxy_spec
@@ -381,3 +383,55 @@ def test_threads_give_the_same_proxies(library: Manifest) -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         concurrent = list(pool.map(make_image_proxies, paths * 2, [DEFAULT_SPEC] * len(paths) * 2))
     assert concurrent == sequential * 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"thumbnail_width": 0}, "thumbnail_width must be greater than 0, not 0"),
+        ({"preview_width": -3}, "preview_width must be greater than 0, not -3"),
+        (
+            {"thumbnail_width": 400, "preview_width": 300},
+            "thumbnail_width must not be larger than preview_width",
+        ),
+        ({"thumbnail_quality": 96}, "thumbnail_quality must be between 1 and 95, not 96"),
+        ({"preview_quality": 0}, "preview_quality must be between 1 and 95, not 0"),
+        ({"blurhash_x_components": 0}, "BlurHash components must be within 1..9"),
+        ({"blurhash_x_components": 10}, "BlurHash components must be within 1..9"),
+        ({"blurhash_y_components": 0}, "BlurHash components must be within 1..9"),
+        ({"blurhash_y_components": 10}, "BlurHash components must be within 1..9"),
+        ({"blurhash_sample": 0}, "blurhash_sample must be positive"),
+        (
+            {"decode_memory_mib": MIN_DECODE_MEMORY_MIB - 1},
+            f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
+            f"not {MIN_DECODE_MEMORY_MIB - 1}",
+        ),
+    ],
+)
+def test_a_proxy_spec_past_an_edge_names_the_field(changes: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        dataclasses.replace(DEFAULT_SPEC, **changes)
+    assert str(raised.value) == message
+
+
+def test_a_proxy_spec_at_its_edges_is_accepted() -> None:
+    low = dataclasses.replace(
+        DEFAULT_SPEC,
+        thumbnail_width=1,
+        preview_width=1,
+        thumbnail_quality=1,
+        preview_quality=1,
+        blurhash_x_components=1,
+        blurhash_y_components=1,
+        blurhash_sample=1,
+        decode_memory_mib=MIN_DECODE_MEMORY_MIB,
+    )
+    high = dataclasses.replace(
+        DEFAULT_SPEC,
+        thumbnail_quality=95,
+        preview_quality=95,
+        blurhash_x_components=9,
+        blurhash_y_components=9,
+    )
+    assert (low.thumbnail_width, low.preview_quality, low.blurhash_sample) == (1, 1, 1)
+    assert (high.thumbnail_quality, high.blurhash_y_components) == (95, 9)

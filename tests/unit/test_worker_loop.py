@@ -9,6 +9,7 @@ import logging
 from collections import deque
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import psycopg
 import pytest
@@ -18,7 +19,7 @@ from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import RunResult
 from safelight.work.model import Status, WorkItem
 from safelight.work.observer import NoObserver
-from safelight.work.outcome import Succeeded
+from safelight.work.outcome import Complete, Fail, Failed, Lost, Succeeded
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
@@ -395,3 +396,75 @@ def test_worker_settings_defaults() -> None:
 def test_worker_ids_are_numbered_only_when_there_are_several() -> None:
     assert worker_ids("host:1", 1) == ["host:1"]
     assert worker_ids("host:1", 3) == ["host:1/0", "host:1/1", "host:1/2"]
+
+
+class TimedExecutor(Executor):
+    """Takes ``seconds`` on the clock and ends as ``result`` says."""
+
+    def __init__(self, clock: FakeClock, seconds: float, result: RunResult) -> None:
+        super().__init__()
+        self.clock, self.seconds, self.result = clock, seconds, result
+
+    async def run(
+        self,
+        work: WorkItem,
+        shutdown: asyncio.Event | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> RunResult:
+        await self.clock.sleep(self.seconds)
+        return self.result
+
+
+@pytest.mark.parametrize(
+    ("result", "config", "ended"),
+    [
+        (
+            RunResult(Succeeded(None), Complete(None), True),
+            None,
+            "work item 4 attempt 1: ended succeeded after 2.500 s (noop, unscoped)",
+        ),
+        (
+            RunResult(Failed("RuntimeError: x"), Fail("RuntimeError: x"), False),
+            UUID("00000000-0000-4000-8000-000000000002"),
+            "work item 4 attempt 1: ended failed after 2.500 s (noop, config "
+            "00000000-0000-4000-8000-000000000002); its write did not apply",
+        ),
+        (
+            RunResult(Lost(), None, False),
+            None,
+            "work item 4 attempt 1: ended lost after 2.500 s (noop, unscoped)",
+        ),
+    ],
+)
+async def test_one_info_line_when_an_item_is_claimed_and_one_when_it_ends(
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    result: RunResult,
+    config: UUID | None,
+    ended: str,
+) -> None:
+    claimed = dataclasses.replace(item(4), storage_config_id=config)
+    scope = "unscoped" if config is None else f"config {config}"
+    worker = Worker(
+        Store(clock, [claimed]),  # type: ignore[arg-type]  # a stand-in
+        TimedExecutor(clock, 2.5004, result),  # type: ignore[arg-type]  # likewise
+        clock,
+        SETTINGS,
+    )
+    with caplog.at_level(logging.INFO, logger="safelight.work.worker"):
+        run = asyncio.create_task(worker.run_once())
+        await clock.settle()
+        await clock.advance(2.5004)
+        assert run.done()
+    first, last = caplog.records
+    assert (first.levelname, first.getMessage()) == (
+        "INFO",
+        f"work item 4 attempt 1: claimed by w1 (noop, {scope})",
+    )
+    assert (last.levelname, last.getMessage()) == ("INFO", ended)
+    for record in (first, last):
+        fields = (record.item_id, record.kind, record.attempt, record.storage_config_id)  # type: ignore[attr-defined]
+        assert fields == (4, "noop", 1, config)
+    # The seconds to the millisecond, as the line says them.
+    assert (last.outcome, last.seconds) == (result.outcome.name, 2.5)  # type: ignore[attr-defined]

@@ -108,17 +108,26 @@ class ProxySpec:
     """A decode's memory budget: larger photos fail (``limits.check_decode_fits``)."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.thumbnail_width <= self.preview_width:
-            raise ValueError("need 1 <= thumbnail_width <= preview_width")
-        for quality in (self.thumbnail_quality, self.preview_quality):
-            if not 1 <= quality <= 95:
-                raise ValueError("JPEG quality must be within 1..95")
+        # The messages name the fields as the settings do: Settings checks its values by
+        # making its ProxySpec, so each rule lives here once.
+        for name in ("thumbnail_width", "preview_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
+        if self.thumbnail_width > self.preview_width:
+            raise ValueError("thumbnail_width must not be larger than preview_width")
+        for name in ("thumbnail_quality", "preview_quality"):
+            value = getattr(self, name)
+            if not 1 <= value <= 95:
+                raise ValueError(f"{name} must be between 1 and 95, not {value}")
         if not 1 <= self.blurhash_x_components <= 9 or not 1 <= self.blurhash_y_components <= 9:
             raise ValueError("BlurHash components must be within 1..9")
         if self.blurhash_sample < 1:
             raise ValueError("blurhash_sample must be positive")
         if self.decode_memory_mib < MIN_DECODE_MEMORY_MIB:
-            raise ValueError(f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}")
+            raise ValueError(
+                f"decode_memory_mib must be at least {MIN_DECODE_MEMORY_MIB}, "
+                f"not {self.decode_memory_mib}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from safelight.core.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
+from safelight.work.attemptlog import AttemptLog, attempt_fields
 from safelight.work.context import (
     AttemptStore,
     Handler,
@@ -173,33 +174,28 @@ class Executor:
         Cancelling ``run`` itself is not a shutdown: the handler is cancelled and
         abandoned, nothing is written, and lease recovery takes the item back.
         """
-        log = logging.LoggerAdapter(
-            self._logger, {"item_id": item.id, "kind": item.kind, "attempt": item.attempt}
-        )
+        log = AttemptLog(self._logger, item)
         handler = self._handlers.get(item.kind)
         half_lease = self._settings.lease_seconds / 2
         waited = None if claimed_at is None else self._clock.monotonic() - claimed_at
         if waited is not None and waited >= half_lease:
             # Past the self-stop deadline before the first step: no handler, no file.
             log.warning(
-                "work item %d attempt %d: the claim's answer came %.3g s after it was sent "
-                "(half a lease is %g s); starting nothing and giving the item back",
-                item.id,
-                item.attempt,
+                "the claim's answer came %.3g s after it was sent (half a lease is %g s); "
+                "starting nothing and giving the item back",
                 waited,
                 half_lease,
             )
             outcome: Outcome = ClaimedLate(waited)
         elif handler is None:
-            log.error("work item %d: no handler for kind %s", item.id, item.kind)
+            log.error("no handler for kind %s", item.kind)
             outcome = UnknownKind(item.kind)
         else:
-            outcome = await _Attempt(self, item, handler, log, shutdown, claimed_at).finish()
+            attempt = _Attempt(self, item, handler, log, claimed_at)
+            outcome = await attempt.run(shutdown)
         return await self._record(item, outcome, log)
 
-    async def _record(
-        self, item: WorkItem, outcome: Outcome, log: logging.LoggerAdapter[logging.Logger]
-    ) -> RunResult:
+    async def _record(self, item: WorkItem, outcome: Outcome, log: AttemptLog) -> RunResult:
         write = write_for(outcome)
         if write is None:
             return RunResult(outcome, None, False)
@@ -213,36 +209,67 @@ class Executor:
             )
         except TimeoutError:
             log.error(
-                "work item %d attempt %d: %s timed out after %g s; "
-                "lease recovery will requeue the item",
-                item.id,
-                item.attempt,
-                call,
-                seconds,
+                "%s timed out after %g s; lease recovery will requeue the item", call, seconds
             )
             return RunResult(outcome, write, False)
         except Exception as exc:
-            log.error(
-                "work item %d attempt %d: %s failed: %s; lease recovery will requeue the item",
-                item.id,
-                item.attempt,
-                call,
-                describe(exc),
-            )
+            log.error("%s failed: %s; lease recovery will requeue the item", call, describe(exc))
             return RunResult(outcome, write, False)
         if not applied:
-            log.warning(
-                "work item %d attempt %d: %s not applied: the attempt had lost the item",
-                item.id,
-                item.attempt,
-                call,
-            )
+            log.warning("%s not applied: the attempt had lost the item", call)
         return RunResult(outcome, write, applied)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How a handler's task ended: cancelled, or raised ``error``, or returned ``result``."""
+
+    cancelled: bool
+    error: BaseException | None
+    result: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, task: asyncio.Task[dict[str, Any] | None]) -> _Ending:
+        if task.cancelled():
+            return cls(True, None, None)
+        error = task.exception()
+        return cls(False, error, None if error is not None else task.result())
+
+
+_CANCELLED_UNASKED = "CancelledError: the handler was cancelled while its attempt was not stopped"
+
+
+def verdict(ending: _Ending, reason: StopReason | None) -> Outcome:
+    """The outcome of a finished handler, decided by why its attempt stopped (``None``: it
+    was not stopped), never by what the handler raised while stopping. Pure: the caller
+    logs and writes."""
+    error = ending.error
+    if reason is None:
+        if ending.cancelled:
+            return Failed(_CANCELLED_UNASKED)
+        if error is None:
+            return Succeeded(ending.result)
+        if isinstance(error, TRANSIENT_DATABASE_ERRORS):
+            return Interrupted(describe(error))
+        return Failed(describe(error))
+    if reason is StopReason.LOST:
+        return Lost()
+    if reason is StopReason.SELF_STOPPED:
+        return SelfStopped()
+    if not ending.cancelled and error is None:
+        # It finished before it noticed the request to stop: keep the work.
+        return Succeeded(ending.result)
+    if reason is StopReason.CANCEL_REQUESTED:
+        return Cancelled()
+    return Released()
 
 
 class _Attempt:
     """The live state of one attempt: its handler, heartbeats and self-stop timer.
 
+    Made without side effects; :meth:`run` goes through the attempt's steps: start the
+    tasks and the timer, wait for the handler (with a grace period once stopped), heed a
+    loss its fence found, decide the outcome (:func:`verdict`), report it, clean up.
     Everything here runs on the event loop's thread, so no locks: a stop is one
     synchronous step that records the reason, sets ``cancelled`` and cancels the handler.
     """
@@ -252,72 +279,125 @@ class _Attempt:
         executor: Executor,
         item: WorkItem,
         handler: Handler,
-        log: logging.LoggerAdapter[logging.Logger],
-        shutdown: asyncio.Event | None,
+        log: AttemptLog,
         claimed_at: float | None = None,
     ) -> None:
         self._store = executor._store
         self._clock = executor._clock
         self._settings = executor._settings
+        self._on_progress = executor._on_progress
         self._observer = executor._observer
         self._item = item
+        self._run_handler = handler
         self._log = log
+        self._claimed_at = claimed_at
         self._half_lease = self._settings.lease_seconds / 2
         self._reason: StopReason | None = None
         self._misses = 0  # heartbeat calls in a row that failed or timed out
         self._cancelled = asyncio.Event()
-        self._stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Set by _start: the last heartbeat that counted, the tasks, the self-stop timer.
+        self._last_beat: float
+        self._stopped: asyncio.Future[None]
+        self._self_stop: TimerHandle
+        self._handler: asyncio.Task[dict[str, Any] | None]
+        self._beats: asyncio.Task[None]
+        self._helpers: list[asyncio.Task[None]] = []
+
+    async def run(self, shutdown: asyncio.Event | None) -> Outcome:
+        """Run the attempt to its outcome; nothing of it is left running on return,
+        except a handler that would not stop, which is abandoned."""
+        self._start(shutdown)
+        try:
+            await self._until_done_or_stopped()
+            if not await self._handler_stopped_in_grace():
+                return self._abandoned()
+            ending = _Ending.of(self._handler)
+            if isinstance(ending.error, AttemptLost):
+                self._stop(StopReason.LOST)  # a fenced transaction found the item taken
+            outcome = verdict(ending, self._reason)
+            self._report(outcome, ending)
+            return outcome
+        finally:
+            await self._clean_up()
+
+    # --- the steps -------------------------------------------------------------------
+
+    def _start(self, shutdown: asyncio.Event | None) -> None:
+        """Arm the self-stop and start the shutdown watcher, the handler and heartbeats."""
+        self._stopped = asyncio.get_running_loop().create_future()
         # The claim set the lease: when it was sent counts as the first success.
         now = self._clock.monotonic()
+        claimed_at = self._claimed_at
         self._last_beat = now if claimed_at is None else min(claimed_at, now)
-        self._self_stop: TimerHandle = self._clock.call_later(
+        self._self_stop = self._clock.call_later(
             self._last_beat + self._half_lease - now, self._self_stop_due
         )
         context = HandlerContext(
-            item=item,
+            item=self._item,
             clock=self._clock,
             store=self._store,
-            logger=log,
+            logger=logging.LoggerAdapter(self._log.logger, attempt_fields(self._item)),
             cancelled=self._cancelled,
             ensure_alive=self.ensure_alive,
-            on_progress=executor._on_progress,
+            on_progress=self._on_progress,
         )
         # The shutdown watcher is created before the handler so that it runs first: with
         # ``shutdown`` already set, the handler is cancelled before its first step.
-        self._helpers: list[asyncio.Task[None]] = []
         if shutdown is not None:
             self._helpers.append(asyncio.create_task(self._watch(shutdown)))
-        self._handler = asyncio.create_task(handler(context))
+        self._handler = asyncio.create_task(self._run_handler(context))
         self._beats = asyncio.create_task(self._heartbeats())
         self._helpers.append(self._beats)
 
-    async def finish(self) -> Outcome:
-        """Wait for the handler (with a grace period once stopped), then clean up."""
-        try:
-            either: set[asyncio.Future[Any]] = {self._handler, self._stopped}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            grace = self._settings.shutdown_grace_seconds
-            if not self._handler.done() and not await wait_done(self._clock, self._handler, grace):
-                assert self._reason is not None  # only a stop starts the grace period
-                self._log.error(
-                    "work item %d attempt %d: the handler did not stop within %g s of being "
-                    "asked (%s); writing nothing, lease recovery will requeue the item",
-                    self._item.id,
-                    self._item.attempt,
-                    grace,
-                    self._reason,
-                )
-                return Abandoned(self._reason)
-            return self._verdict()
-        finally:
-            self._self_stop.cancel()
-            for helper in self._helpers:
-                helper.cancel()
-            if not self._handler.done():
-                abandon(self._handler)
-            # Our own helpers honour cancellation at once (a hung heartbeat call is
-            # abandoned, not awaited), so this does not wait on the database.
-            await asyncio.wait(self._helpers)
+    async def _until_done_or_stopped(self) -> None:
+        either: set[asyncio.Future[Any]] = {self._handler, self._stopped}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _handler_stopped_in_grace(self) -> bool:
+        """Whether the handler is done, waiting up to the grace period for it once the
+        attempt was stopped."""
+        if self._handler.done():
+            return True
+        return await wait_done(self._clock, self._handler, self._settings.shutdown_grace_seconds)
+
+    def _abandoned(self) -> Abandoned:
+        assert self._reason is not None  # only a stop starts the grace period
+        self._log.error(
+            "the handler did not stop within %g s of being asked (%s); "
+            "writing nothing, lease recovery will requeue the item",
+            self._settings.shutdown_grace_seconds,
+            self._reason,
+        )
+        return Abandoned(self._reason)
+
+    def _report(self, outcome: Outcome, ending: _Ending) -> None:
+        """Log what the verdict means for the item, and what the handler raised while it
+        was being stopped (which the verdict leaves aside)."""
+        error = ending.error
+        if self._reason is not None and error is not None and not isinstance(error, AttemptStopped):
+            self._log.warning(
+                "the handler raised while stopping (%s): %s",
+                self._reason,
+                describe(error),
+                exc_info=error,
+            )
+        if isinstance(outcome, Interrupted):
+            self._log.warning(
+                "interrupted by the database (%s); it goes back to the queue, counting a stall",
+                outcome.error,
+            )
+        elif isinstance(outcome, Failed):
+            self._log.error("failed: %s", outcome.error, exc_info=error)
+
+    async def _clean_up(self) -> None:
+        self._self_stop.cancel()
+        for helper in self._helpers:
+            helper.cancel()
+        if not self._handler.done():
+            abandon(self._handler)
+        # Our own helpers honour cancellation at once (a hung heartbeat call is
+        # abandoned, not awaited), so this does not wait on the database.
+        await asyncio.wait(self._helpers)
 
     def ensure_alive(self) -> None:
         """Raise :class:`AttemptStopped` if the attempt must stop; see HandlerContext.
@@ -343,27 +423,18 @@ class _Attempt:
         if held is not None and _ESCALATION.index(reason) <= _ESCALATION.index(held):
             return
         self._reason = reason
-        item = self._item
         if reason is StopReason.SELF_STOPPED:
             self._observer.self_stopped()
             self._log.warning(
-                "work item %d attempt %d self-stopped: no successful heartbeat for %g s "
-                "(half the %g s lease); writing nothing, lease recovery will requeue it",
-                item.id,
-                item.attempt,
+                "self-stopped: no successful heartbeat for %g s (half the %g s lease); "
+                "writing nothing, lease recovery will requeue it",
                 self._clock.monotonic() - self._last_beat,
                 self._settings.lease_seconds,
             )
         elif reason is StopReason.LOST:
-            self._log.warning(
-                "work item %d attempt %d lost the item; stopping the handler, writing nothing",
-                item.id,
-                item.attempt,
-            )
+            self._log.warning("lost the item; stopping the handler, writing nothing")
         else:
-            self._log.info(
-                "work item %d attempt %d: %s, stopping the handler", item.id, item.attempt, reason
-            )
+            self._log.info("%s, stopping the handler", reason)
         if held is None:
             # Cancelled once: a graver reason arriving later changes the outcome but
             # does not interrupt the handler's clean-up with a second cancellation.
@@ -409,23 +480,13 @@ class _Attempt:
                 self._misses += 1
                 self._observer.heartbeat_failed()
                 self._log.warning(
-                    "work item %d attempt %d: heartbeat timed out after %g s (%d in a row)",
-                    item.id,
-                    item.attempt,
-                    interval,
-                    self._misses,
+                    "heartbeat timed out after %g s (%d in a row)", interval, self._misses
                 )
                 continue
             except Exception as exc:
                 self._misses += 1
                 self._observer.heartbeat_failed()
-                self._log.warning(
-                    "work item %d attempt %d: heartbeat failed (%d in a row): %s",
-                    item.id,
-                    item.attempt,
-                    self._misses,
-                    describe(exc),
-                )
+                self._log.warning("heartbeat failed (%d in a row): %s", self._misses, describe(exc))
                 continue
             self._misses = 0
             if self._overdue():  # the answer came after the deadline had passed
@@ -453,64 +514,3 @@ class _Attempt:
         self._self_stop = self._clock.call_later(
             sent + self._half_lease - self._clock.monotonic(), self._self_stop_due
         )
-
-    # --- the outcome -----------------------------------------------------------------
-
-    def _verdict(self) -> Outcome:
-        """The outcome of a finished handler, decided by why the attempt stopped."""
-        handler = self._handler
-        error = None if handler.cancelled() else handler.exception()
-        if isinstance(error, AttemptLost):
-            self._stop(StopReason.LOST)  # a fenced transaction found the item taken
-        reason = self._reason
-        item = self._item
-        if reason is None:
-            if handler.cancelled():
-                return self._failed(
-                    "CancelledError: the handler was cancelled while its attempt was not stopped",
-                    None,
-                )
-            if error is None:
-                return Succeeded(handler.result())
-            if isinstance(error, TRANSIENT_DATABASE_ERRORS):
-                return self._interrupted(describe(error))
-            return self._failed(describe(error), error)
-        if error is not None and not isinstance(error, AttemptStopped):
-            self._log.warning(
-                "work item %d attempt %d: the handler raised while stopping (%s): %s",
-                item.id,
-                item.attempt,
-                reason,
-                describe(error),
-                exc_info=error,
-            )
-        if reason is StopReason.LOST:
-            return Lost()
-        if reason is StopReason.SELF_STOPPED:
-            return SelfStopped()
-        if not handler.cancelled() and error is None:
-            # It finished before it noticed the request to stop: keep the work.
-            return Succeeded(handler.result())
-        if reason is StopReason.CANCEL_REQUESTED:
-            return Cancelled()
-        return Released()
-
-    def _interrupted(self, text: str) -> Interrupted:
-        self._log.warning(
-            "work item %d attempt %d interrupted by the database (%s); "
-            "it goes back to the queue, counting a stall",
-            self._item.id,
-            self._item.attempt,
-            text,
-        )
-        return Interrupted(text)
-
-    def _failed(self, text: str, error: BaseException | None) -> Failed:
-        self._log.error(
-            "work item %d attempt %d failed: %s",
-            self._item.id,
-            self._item.attempt,
-            text,
-            exc_info=error,
-        )
-        return Failed(text)

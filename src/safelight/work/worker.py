@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from safelight.core.clock import Clock
+from safelight.work.attemptlog import AttemptLog
 from safelight.work.backoff import Backoff
 from safelight.work.errors import OUTAGE_ERRORS
 from safelight.work.executor import Executor, RunResult
@@ -86,8 +87,22 @@ class Worker:
         )
         if item is None:
             return None
+        log = AttemptLog(_log, item)
+        scope = "unscoped" if item.storage_config_id is None else f"config {item.storage_config_id}"
+        log.info("claimed by %s (%s, %s)", s.worker_id, item.kind, scope)
+        started = self._clock.monotonic()
         result = await self._executor.run(item, shutdown, claimed_at=sent)
-        self._observer.item_ended(item.kind, result.outcome.name, self._clock.monotonic() - sent)
+        seconds = self._clock.monotonic() - started
+        log.info(
+            "ended %s after %.3f s (%s, %s)%s",
+            result.outcome.name,
+            seconds,
+            item.kind,
+            scope,
+            "" if result.write is None or result.applied else "; its write did not apply",
+            extra={"outcome": result.outcome.name, "seconds": round(seconds, 3)},
+        )
+        self._observer.item_ended(item.kind, result.outcome.name, seconds)
         if self._on_finished is not None:
             self._on_finished(item, result)
         if self._after_item is not None:
