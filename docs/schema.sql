@@ -256,6 +256,12 @@ CREATE TABLE public.work_schedules (
     last_run_at timestamp with time zone
 );
 
+CREATE TABLE public.workers (
+    worker_id text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL
+);
+
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_pkey PRIMARY KEY (storage_config_id, file_path);
 
@@ -298,6 +304,9 @@ ALTER TABLE ONLY public.work_items
 ALTER TABLE ONLY public.work_schedules
     ADD CONSTRAINT work_schedules_pkey PRIMARY KEY (name);
 
+ALTER TABLE ONLY public.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (worker_id);
+
 CREATE INDEX ix_assets_burst ON public.assets USING btree (burst_id) WHERE (burst_id IS NOT NULL);
 
 CREATE INDEX ix_assets_deleted ON public.assets USING btree (storage_config_id) WHERE is_deleted;
@@ -335,6 +344,8 @@ CREATE INDEX ix_work_items_queued_unscoped ON public.work_items USING btree (req
 CREATE INDEX ix_work_items_running_lease ON public.work_items USING btree (lease_expires_at) WHERE (status = 'running'::public.work_status);
 
 CREATE UNIQUE INDEX ix_work_items_storage_config_running ON public.work_items USING btree (storage_config_id) WHERE ((status = 'running'::public.work_status) AND (storage_config_id IS NOT NULL));
+
+CREATE INDEX ix_workers_last_seen_at ON public.workers USING btree (last_seen_at);
 
 CREATE TRIGGER work_items_notify_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN ((new.status = 'queued'::public.work_status)) EXECUTE FUNCTION public.notify_work_available();
 

@@ -16,22 +16,31 @@ import random
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any
 from uuid import UUID
 
-from safelight.core.clock import Clock, SystemClock
+import psycopg
+
+from safelight.core.clock import Clock, SystemClock, wait_with_timeout
 from safelight.core.journal import Journal, attempt_scope
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import check_schema
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_active_roots, check_proxy_root
 from safelight.library.decoding import ImageDecoder
-from safelight.settings import Settings
+from safelight.library.paths import describe_os_error
+from safelight.observe.metrics import Metrics
+from safelight.observe.presence import Presence
+from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer
+from safelight.settings import Settings, SettingsError
 from safelight.work.context import Handler, HandlerContext
+from safelight.work.errors import describe_briefly
 from safelight.work.executor import Executor, RunResult
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.outcome import Complete, Fail, Retry, RetryLater
 from safelight.work.retry import Retries
 from safelight.work.store import WorkStore
@@ -53,6 +62,9 @@ class WorkerOptions:
     user: str | None = None
     until_idle: bool = False
     name: str | None = None
+    serve_metrics: bool = False
+    """Serve /metrics and /healthz on the ``metrics_port`` setting, if it has one
+    (``safelight worker``; not ``safelight run``)."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -107,8 +119,16 @@ async def open_app_database(
     )
 
 
-def app_store(database: Database, settings: Settings, clock: Clock) -> WorkStore:
-    return WorkStore(database.pool, clock, KIND_SPECS, max_stalls=settings.max_stalls)
+def app_store(
+    database: Database,
+    settings: Settings,
+    clock: Clock,
+    *,
+    observer: EngineObserver = NO_OBSERVER,
+) -> WorkStore:
+    return WorkStore(
+        database.pool, clock, KIND_SPECS, max_stalls=settings.max_stalls, observer=observer
+    )
 
 
 def journaled(handlers: Mapping[str, Handler], journal: Journal | None) -> dict[str, Handler]:
@@ -160,9 +180,16 @@ class Engine:
     handlers: Mapping[str, Handler]
     executor: Executor
     hub: WakeupHub
+    listener: Listener
+    """The process's LISTEN connection (run as the "listener" background task)."""
+    metrics: Metrics
+    """What the engine and the crawls count, for /metrics (``safelight.observe``)."""
+    presence: Presence
+    """Writes the Workers' presence (the "presence" background task) for ``health``."""
     workers: tuple[Worker, ...]
     background: tuple[Background, ...]
-    """The listener, lease recovery and (unless until idle) the scheduler, not started."""
+    """The listener, lease recovery, the presence and (unless until idle) the scheduler,
+    not started."""
     finished: list[FinishedItem]
     """Every attempt the Workers ran to its end, as it ended."""
     decoder: ImageDecoder | None
@@ -205,13 +232,27 @@ def build_engine(
     a decode pool of the caller's, left running by :meth:`Engine.close` (default: one
     made from the settings, or none with ``decode_processes`` 0).
     """
-    store = app_store(database, settings, clock)
+    hub = WakeupHub()
+    listener = Listener(
+        database.url,
+        hub,
+        clock,
+        retry_seconds=settings.poll_seconds,
+        retry_max_seconds=settings.outage_backoff_max_seconds,
+    )
+    metrics = Metrics([spec.name for spec in KIND_SPECS], listening=listener.connected.is_set)
+    store = app_store(database, settings, clock, observer=metrics)
     owns_decoder = decoder is None
     if decoder is None and settings.decode_processes:
         # One pool of decode processes for all of this process's Workers.
         decoder = ImageDecoder(settings.decode_processes, settings.decode_memory_mib)
     services = Services(
-        pool=database.pool, store=store, clock=clock, settings=settings, decoder=decoder
+        pool=database.pool,
+        store=store,
+        clock=clock,
+        settings=settings,
+        decoder=decoder,
+        crawl_observer=metrics,
     )
     journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
     built = journaled(handlers(services), journal)
@@ -223,6 +264,7 @@ def build_engine(
         logging.getLogger("safelight.executor"),
         on_progress=on_progress,
         retries=Retries.of(KIND_SPECS, settings.retry_policy(), random.Random().random),
+        observer=metrics,
     )
     finished_items: list[FinishedItem] = []
 
@@ -232,8 +274,8 @@ def build_engine(
         if on_finished is not None:
             on_finished(done)
 
-    hub = WakeupHub()
     name = options.name or f"{socket.gethostname()}:{os.getpid()}"
+    ids = worker_ids(name, options.concurrency)
     workers = tuple(
         Worker(
             store,
@@ -245,11 +287,16 @@ def build_engine(
             wake=hub.subscribe(),
             on_finished=finished,
             after_item=hub.wake_all,
+            observer=metrics,
         )
-        for worker_id in worker_ids(name, options.concurrency)
+        for worker_id in ids
     )
+    presence = Presence(
+        database.pool, clock, ids, forget_after=timedelta(days=settings.work_retention_days)
+    )
+    backoff = {"backoff_max_seconds": settings.outage_backoff_max_seconds}
     background = [
-        Background("listener", Listener(database.url, hub, clock).run),
+        Background("listener", listener.run),
         Background(
             "lease-recovery",
             partial(
@@ -257,7 +304,19 @@ def build_engine(
                 clock,
                 settings.recovery_interval_seconds,
                 "lease recovery",
-                LeaseRecovery(store).run_once,
+                LeaseRecovery(store, metrics).run_once,
+                **backoff,
+            ),
+        ),
+        Background(
+            "presence",
+            partial(
+                every,
+                clock,
+                settings.recovery_interval_seconds,
+                "presence",
+                presence.run_once,
+                **backoff,
             ),
         ),
     ]
@@ -266,7 +325,9 @@ def build_engine(
         background.append(
             Background(
                 "scheduler",
-                partial(every, clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once),
+                partial(
+                    every, clock, SCHEDULER_TICK_SECONDS, "scheduler", scheduler.run_once, **backoff
+                ),
             )
         )
     return Engine(
@@ -279,6 +340,9 @@ def build_engine(
         handlers=built,
         executor=executor,
         hub=hub,
+        listener=listener,
+        metrics=metrics,
+        presence=presence,
         workers=workers,
         background=tuple(background),
         finished=finished_items,
@@ -311,13 +375,9 @@ async def run_workers(
     # know: they could write what a newer schema forbids, or miss what it requires.
     async with database.pool.connection() as conn:
         await check_schema(conn)
+    clock = clock or SystemClock()
     engine = build_engine(
-        settings,
-        database,
-        clock or SystemClock(),
-        options,
-        on_progress=on_progress,
-        on_finished=on_finished,
+        settings, database, clock, options, on_progress=on_progress, on_finished=on_finished
     )
     try:
         # Before anything is claimed: nothing this process writes may land in a library
@@ -331,17 +391,47 @@ async def run_workers(
             f"user {options.user}" if options.user else "every user",
             database.display,
         )
+        background = engine.background
+        if options.serve_metrics and settings.metrics_port is not None:
+            server = await serve_metrics(engine, settings.metrics_host, settings.metrics_port)
+            background = (*background, Background("metrics", server.serve))
         stopped = await supervise(
             engine.workers,
-            engine.background,
+            background,
             shutdown=shutdown or asyncio.Event(),
             log=_log,
             install_signal_handlers=install_signal_handlers,
         )
     finally:
+        await leave(engine)
         await engine.close()
     return RunReport(
         exit_code=EXIT_INTERRUPTED if stopped.at_once else 0,
         finished=engine.finished,
         interrupted=stopped.interrupted,
     )
+
+
+async def serve_metrics(engine: Engine, host: str, port: int) -> MetricsServer:
+    """The metrics server of ``engine``, bound (not serving yet). A port it cannot listen
+    on is a setting safelight cannot use: a :class:`SettingsError`, before any claim."""
+    health = Health(engine.database.pool, engine.clock, engine.listener.connected.is_set)
+    server = MetricsServer(engine.metrics, health, engine.database.pool, engine.clock)
+    try:
+        bound_host, bound_port = await server.bind(host, port)
+    except OSError as exc:
+        raise SettingsError(
+            f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port {port}: "
+            f"{describe_os_error(exc)}"
+        ) from None
+    _log.info("metrics on http://%s:%d/metrics, health on /healthz", bound_host, bound_port)
+    return server
+
+
+async def leave(engine: Engine) -> None:
+    """Delete the Workers' presence as the process stops (``safelight health`` then no
+    longer counts them); a database that does not answer keeps it until it goes stale."""
+    try:
+        await wait_with_timeout(engine.clock, engine.presence.leave(), PROBE_SECONDS)
+    except (psycopg.Error, OSError, TimeoutError) as exc:
+        _log.warning("could not delete the Workers' presence (%s)", describe_briefly(exc))

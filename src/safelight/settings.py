@@ -87,6 +87,19 @@ class Settings:
     retry_delay_seconds: float = 30.0
     retry_max_delay_seconds: float = 3600.0
     retry_jitter: float = 0.25
+    # While the database is away, each task of a Worker process (the Workers, the
+    # listener, lease recovery, the presence, the scheduler) tries again after its own
+    # period, twice that after the next failure, and so on up to this (work.backoff).
+    outage_backoff_max_seconds: float = 60.0
+
+    # ``safelight worker`` serves /metrics and /healthz on this port (0: any free one,
+    # logged); None: no metrics server. Only where its owner can reach it by default:
+    # the loopback address; 0.0.0.0 (or ::) opens it to the network.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    # ``safelight health`` fails when no Worker process has written its presence for
+    # this long; each writes it every recovery_interval_seconds.
+    health_worker_seen_seconds: float = 120.0
 
     max_concurrent_files: int = 4
     # A symbolic link in a library is never followed, only listed in the crawl's
@@ -129,6 +142,8 @@ class Settings:
             "heartbeat_seconds",
             "poll_seconds",
             "recovery_interval_seconds",
+            "outage_backoff_max_seconds",
+            "health_worker_seen_seconds",
             "crawl_interval_seconds",
             "token_cleanup_interval_seconds",
             "proxy_sweep_interval_seconds",
@@ -164,6 +179,20 @@ class Settings:
             self.proxy_spec()  # the proxies' rules (sizes, qualities, memory) live there
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise SettingsError(
+                f"metrics_port must be a TCP port, 0 to 65535, not {self.metrics_port}"
+            )
+        if not self.metrics_host.strip():
+            raise SettingsError("metrics_host must name an address to listen on, not nothing")
+        if self.health_worker_seen_seconds <= 2 * self.recovery_interval_seconds:
+            # A Worker writes its presence each recovery interval: a window of fewer than
+            # two of them would call a live Worker gone after one late write.
+            raise SettingsError(
+                f"health_worker_seen_seconds ({self.health_worker_seen_seconds:g}) must be "
+                "more than twice recovery_interval_seconds "
+                f"({self.recovery_interval_seconds:g}), how often a Worker says it is alive"
+            )
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
         if self.database_url is not None:
@@ -208,6 +237,7 @@ class Settings:
             lease_seconds=self.lease_seconds,
             poll_seconds=self.poll_seconds,
             until_idle=until_idle,
+            backoff_max_seconds=self.outage_backoff_max_seconds,
         )
 
     def proxy_spec(self) -> ProxySpec:
@@ -343,7 +373,7 @@ def _convert(name: str, annotation: Any, raw: Any) -> Any:
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError
             return value
-        if kind == "int":
+        if kind in ("int", "int | None"):
             if isinstance(raw, float) and not raw.is_integer():
                 raise ValueError
             return int(raw)

@@ -19,6 +19,10 @@ import threading
 
 
 class TcpProxy:
+    """``upstream_host`` is a host name or address, or a folder of PostgreSQL's Unix
+    sockets (an absolute path, as libpq takes it): then the proxy reaches
+    ``<folder>/.s.PGSQL.<port>``, and TCP clients can reach an embedded server."""
+
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self._upstream = (upstream_host, upstream_port)
         self._healed = threading.Event()
@@ -90,7 +94,7 @@ class TcpProxy:
             self._forget(client)
             return
         try:
-            server = socket.create_connection(self._upstream, timeout=10)
+            server = self._open_upstream()
             server.settimeout(None)
         except OSError:
             self._forget(client)
@@ -98,6 +102,19 @@ class TcpProxy:
         self._track(server)
         for src, dst in ((client, server), (server, client)):
             threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _open_upstream(self) -> socket.socket:
+        host, port = self._upstream
+        if not host.startswith("/"):
+            return socket.create_connection(self._upstream, timeout=10)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.settimeout(10)
+        try:
+            server.connect(f"{host}/.s.PGSQL.{port}")
+        except OSError:
+            server.close()
+            raise
+        return server
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:

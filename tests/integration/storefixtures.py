@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.kinds import KindSpec, Scope
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.store import WorkStore
 
 TEST_KINDS = (
@@ -37,8 +38,13 @@ class DatabaseTimeClock(FakeClock):
         return None
 
 
-def make_store(pool: AsyncConnectionPool[Any], clock: FakeClock, max_stalls: int = 3) -> WorkStore:
-    return WorkStore(pool, clock, TEST_KINDS, max_stalls=max_stalls)
+def make_store(
+    pool: AsyncConnectionPool[Any],
+    clock: FakeClock,
+    max_stalls: int = 3,
+    observer: EngineObserver = NO_OBSERVER,
+) -> WorkStore:
+    return WorkStore(pool, clock, TEST_KINDS, max_stalls=max_stalls, observer=observer)
 
 
 async def add_config(

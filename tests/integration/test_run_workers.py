@@ -18,6 +18,7 @@ from safelight.settings import Settings
 from safelight.work.executor import Executor, RunResult
 from safelight.work.maintenance import LeaseRecovery
 from safelight.work.model import RecoveryReport, Status, WorkItem
+from safelight.work.store import WorkStore
 from safelight.work.supervisor import BackgroundFailed
 
 pytestmark = pytest.mark.integration
@@ -91,6 +92,60 @@ async def test_a_failed_background_task_stops_the_workers_and_fails_the_run(
     assert record.getMessage() == "background task lease-recovery failed; stopping the Workers"
     assert record.exc_info is not None and isinstance(record.exc_info[1], ZeroDivisionError)
     # Stopped as by a first signal: the item went back to the queue, no stall counted.
+    item = await store.get(item_id)
+    assert item is not None
+    assert (item.status, item.attempt, item.stalls) == (Status.QUEUED, 1, 0)
+
+
+async def test_a_worker_that_dies_of_a_bug_stops_its_siblings_and_fails_the_run(
+    database_url: str,
+    pool: AsyncConnectionPool[Any],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The issue's complaint: a Worker that died of a non-transient error left its
+    siblings running, and surfaced only when all had stopped."""
+    config = Settings(
+        database_url=database_url,
+        home=tmp_path / "home",
+        decode_processes=0,
+        poll_seconds=0.05,
+    )
+    database = Database(url=database_url, pool=pool)
+    store = app_store(database, config, SystemClock())
+    item_id = await store.enqueue("noop", payload={"seconds": 3600})
+
+    holder: list[str] = []
+    claim = WorkStore.claim
+    bug = KeyError("a bug in the claim")
+
+    async def claiming(self: WorkStore, worker_id: str, *args: Any, **kwargs: Any) -> Any:
+        if holder and worker_id != holder[0]:
+            raise bug  # the Worker without the item, once its sibling has it
+        claimed = await claim(self, worker_id, *args, **kwargs)
+        if claimed is not None and claimed.id == item_id:  # not a scheduled item
+            holder.append(worker_id)
+        return claimed
+
+    monkeypatch.setattr(WorkStore, "claim", claiming)
+    with pytest.raises(KeyError) as raised:
+        await asyncio.wait_for(
+            run_workers(
+                config,
+                WorkerOptions(concurrency=2, name="w"),
+                database=database,
+                install_signal_handlers=False,
+            ),
+            GUARD_SECONDS,
+        )
+    assert raised.value is bug
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    (failed,) = {"w/0", "w/1"} - set(holder)
+    assert record.getMessage() == f"worker {failed} failed; stopping the Workers"
+    assert record.exc_info is not None and record.exc_info[1] is bug
+    # The sibling stopped as on a first signal, long before its hour: its item went back
+    # to the queue, no stall counted.
     item = await store.get(item_id)
     assert item is not None
     assert (item.status, item.attempt, item.stalls) == (Status.QUEUED, 1, 0)

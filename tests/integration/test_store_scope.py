@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.db.pool import connect
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
+from safelight.work.observer import NoObserver
 from safelight.work.store import QUERIES
 from tests.integration.storefixtures import (
     ALL_KINDS,
@@ -93,6 +94,14 @@ async def test_a_second_running_item_of_a_config_violates_the_index(
     assert await count(pool, "SELECT count(*) FROM work_items WHERE status = 'running'") == 3
 
 
+class ClaimsLost(NoObserver):
+    def __init__(self) -> None:
+        self.claims_lost = 0
+
+    def claim_lost(self) -> None:
+        self.claims_lost += 1
+
+
 async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     pool: AsyncConnectionPool[Any], database_url: str
 ) -> None:
@@ -106,6 +115,7 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
     await clock.advance(1)
     item_b = await store.enqueue("burst_detection", config_id=c)
 
+    lost = ClaimsLost()
     a_conn = await connect(database_url, "claim-a")
     b_store_pool = AsyncConnectionPool(
         psycopg.conninfo.make_conninfo(database_url, application_name="claim-b"),
@@ -133,12 +143,13 @@ async def test_two_racing_claims_of_one_config_leave_exactly_one_running(
         assert row is not None and row[0] == item_a  # A holds its claim, uncommitted
 
         # B runs a different kind, so its candidate is the config's other item.
-        b_store = make_store(b_store_pool, clock)
+        b_store = make_store(b_store_pool, clock, observer=lost)
         b_claim = asyncio.create_task(b_store.claim("B", ["burst_detection"], lease_seconds=LEASE))
         await wait_until_blocked_on_a_lock(admin, "claim-b")
         assert not b_claim.done()
         await a_conn.execute("COMMIT")
         assert await b_claim is None
+        assert lost.claims_lost == 1  # what /metrics counts as a claim lost to the index
     finally:
         await a_conn.close()
         await b_store_pool.close()

@@ -44,7 +44,7 @@ async def test_a_notification_wakes_an_idle_worker_without_waiting_for_the_poll(
 ) -> None:
     stack = make_stack(pool, tmp_path)
     hub = WakeupHub()
-    listener = Listener(database_url, hub, stack.clock)
+    listener = Listener(database_url, hub, stack.clock, retry_seconds=5.0, retry_max_seconds=60.0)
     listen_task = asyncio.create_task(listener.run())
     shutdown = asyncio.Event()
     worker = stack.worker("w1", wake=hub.subscribe())

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from types import MethodType
@@ -29,6 +30,7 @@ from safelight.app import (
 from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.library.decoding import ImageDecoder
+from safelight.observe.presence import Presence
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import Handler, HandlerContext
@@ -111,7 +113,20 @@ async def test_the_parts_share_one_store_executor_clock_and_settings(
     assert services.decoder is engine.decoder
     assert engine.decoder is not None
     assert (engine.decoder.processes, engine.decoder.memory_mib) == (2, config.decode_memory_mib)
-    assert [b.name for b in engine.background] == ["listener", "lease-recovery", "scheduler"]
+    assert [b.name for b in engine.background] == [
+        "listener",
+        "lease-recovery",
+        "presence",
+        "scheduler",
+    ]
+    # One observer counts for all: the store's lost claims, the executor's heartbeats
+    # and self-stops, each Worker's items, the crawls' files.
+    metrics = engine.metrics
+    assert engine.store._observer is metrics and engine.executor._observer is metrics
+    assert all(w._observer is metrics for w in engine.workers)
+    assert services.crawl_observer is metrics
+    assert engine.presence._worker_ids == ["host:1/0", "host:1/1", "host:1/2"]
+    assert engine.presence._pool is database.pool and engine.presence._clock is clock
     await engine.close()
 
 
@@ -146,12 +161,14 @@ async def test_the_background_tasks_run_on_the_engines_parts(
 ) -> None:
     clock = FakeClock()
     engine = build_engine(
-        settings(tmp_path, recovery_interval_seconds=7.0),
+        settings(
+            tmp_path, recovery_interval_seconds=7.0, poll_seconds=3.0, outage_backoff_max_seconds=45
+        ),
         database,
         clock,
         WorkerOptions(user="alice"),
     )
-    listener, recovery, scheduler = (b.run for b in engine.background)
+    listener, recovery, presence, scheduler = (b.run for b in engine.background)
     assert isinstance(listener, MethodType) and isinstance(listener.__self__, Listener)
     assert listener.__func__ is Listener.run
     assert (listener.__self__._url, listener.__self__._hub, listener.__self__._clock) == (
@@ -159,11 +176,24 @@ async def test_the_background_tasks_run_on_the_engines_parts(
         engine.hub,
         clock,
     )
-    assert isinstance(recovery, partial) and recovery.func is every and not recovery.keywords
+    assert listener.__self__ is engine.listener
+    backoff = listener.__self__._backoff
+    assert (backoff.first_seconds, backoff.most_seconds) == (3.0, 45.0)
+    assert all(w.settings.backoff_max_seconds == 45.0 for w in engine.workers)
+    assert isinstance(recovery, partial) and recovery.func is every
+    assert recovery.keywords == {"backoff_max_seconds": 45.0}
     (on, seconds, name, action) = recovery.args
     assert (on, seconds, name) == (clock, 7.0, "lease recovery")
     assert action.__func__ is LeaseRecovery.run_once and action.__self__._store is engine.store
-    assert isinstance(scheduler, partial) and scheduler.func is every and not scheduler.keywords
+    assert action.__self__._observer is engine.metrics
+    assert isinstance(presence, partial) and presence.func is every
+    assert presence.keywords == {"backoff_max_seconds": 45.0}
+    (on, seconds, name, action) = presence.args
+    assert (on, seconds, name) == (clock, 7.0, "presence")
+    assert action.__func__ is Presence.run_once and action.__self__ is engine.presence
+    assert engine.presence._forget_after == timedelta(days=engine.settings.work_retention_days)
+    assert isinstance(scheduler, partial) and scheduler.func is every
+    assert scheduler.keywords == {"backoff_max_seconds": 45.0}
     (on, seconds, name, action) = scheduler.args
     assert (on, seconds, name) == (clock, SCHEDULER_TICK_SECONDS, "scheduler")
     assert action.__func__ is Scheduler.run_once
@@ -181,7 +211,7 @@ async def test_until_idle_there_is_no_scheduler_and_one_worker_keeps_the_name(
         FakeClock(),
         WorkerOptions(until_idle=True),
     )
-    assert [b.name for b in engine.background] == ["listener", "lease-recovery"]
+    assert [b.name for b in engine.background] == ["listener", "lease-recovery", "presence"]
     assert engine.name == f"{socket.gethostname()}:{os.getpid()}"
     (only,) = [w.settings for w in engine.workers]
     assert (only.worker_id, only.owner, only.until_idle) == (engine.name, None, True)

@@ -1389,3 +1389,63 @@ async def test_a_claim_time_in_the_future_counts_as_now(
     assert not probe.ctx.cancelled.is_set()
     await clock.advance(0.001)
     assert finished(task).outcome == SelfStopped()
+
+
+# --- what the observer is told -----------------------------------------------------------
+
+
+class Watching:
+    """Records the observer calls of the executor (``work.observer.EngineObserver``)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls: list[tuple[float, str]] = []
+
+    def item_ended(self, kind: str, outcome: str, seconds: float) -> None:
+        raise AssertionError("the Worker reports an item's end, not the executor")
+
+    def heartbeat_failed(self) -> None:
+        self.calls.append((at(self.clock), "heartbeat_failed"))
+
+    def self_stopped(self) -> None:
+        self.calls.append((at(self.clock), "self_stopped"))
+
+    def leases_recovered(self, report: Any) -> None:
+        raise AssertionError("not the executor's")
+
+    def claim_lost(self) -> None:
+        raise AssertionError("not the executor's")
+
+
+async def test_the_observer_hears_of_each_failed_heartbeat_and_the_self_stop(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    store.beats = [DB_DOWN, HANG]
+    store.beat_default = DB_DOWN
+    watching = Watching(clock)
+    executor = Executor(
+        store, clock, {"crawl": Probe(clock)}, timing(), logging.getLogger(LOGGER), None, watching
+    )
+    task = await start(executor)
+    await clock.advance(30)
+    assert finished(task) == RunResult(SelfStopped(), None, False)
+    # A failed beat at 10 s; the one sent at 20 s hangs, and is abandoned, not counted,
+    # when the self-stop comes at 30 s, the moment its own timeout would have.
+    assert watching.calls == [(10.0, "heartbeat_failed"), (30.0, "self_stopped")]
+    await assert_quiet(clock)
+
+
+async def test_the_observer_hears_nothing_of_an_attempt_that_went_well(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    watching = Watching(clock)
+    probe = Probe(clock)
+    executor = Executor(
+        store, clock, {"crawl": probe}, timing(), logging.getLogger(LOGGER), None, watching
+    )
+    task = await start(executor)
+    await clock.advance(25)  # two heartbeats, both alive
+    probe.go.set()
+    await clock.settle()
+    assert finished(task).outcome == Succeeded(probe.result)
+    assert watching.calls == []

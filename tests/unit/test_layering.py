@@ -3,8 +3,10 @@
 ``core`` is a leaf: it imports nothing of safelight but itself. The library and the
 engine stand side by side on it: ``library`` never imports ``work`` and ``work`` never
 imports ``library``, and neither imports what sits above them (handlers, CLI, app).
-``testing`` is test tooling that production never imports; its one user inside src/ is
-``safelight demo``, whose helper imports the sample generator inside the function.
+``observe`` (metrics, health, presence) sits on the engine and never imports the domain
+or what is above it. ``testing`` is test tooling that production never imports; its one
+user inside src/ is ``safelight demo``, whose helper imports the sample generator inside
+the function.
 
 Every import counts, at module level or inside a function: a lazy import is still a
 dependency.
@@ -95,8 +97,9 @@ IMPORTS = _imports()
 SAFELIGHT_IMPORTS = [i for i in IMPORTS if i.target_package is not None]
 
 FORBIDDEN = {
-    "library": {"work", "handlers", "cli", "app"},
-    "work": {"library", "handlers", "cli", "app"},
+    "library": {"work", "handlers", "cli", "app", "observe"},
+    "work": {"library", "handlers", "cli", "app", "observe"},
+    "observe": {"library", "handlers", "cli", "app"},
 }
 
 # The one import of safelight.testing outside testing/: ``safelight demo`` generates its
@@ -111,7 +114,7 @@ DEMO_IMPORT = Import(
 
 def test_the_walk_sees_every_package() -> None:
     importers = {i.importer_package for i in SAFELIGHT_IMPORTS}
-    assert {"core", "library", "work", "handlers", "cli", "app", "testing"} <= importers
+    assert {"core", "library", "work", "handlers", "cli", "app", "testing", "observe"} <= importers
 
 
 def test_core_imports_nothing_of_safelight_but_itself() -> None:
@@ -123,6 +126,8 @@ def test_core_imports_nothing_of_safelight_but_itself() -> None:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_library_and_work_stand_side_by_side_below_handlers_cli_and_app(package: str) -> None:
+    """And ``observe`` above ``work``, beside ``handlers``: the engine reports to it
+    through ``work.observer``, never by importing it."""
     assert [
         i
         for i in SAFELIGHT_IMPORTS

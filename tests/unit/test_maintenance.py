@@ -116,17 +116,55 @@ async def test_every_runs_at_once_then_each_interval_and_survives_outages(
             raise failure
 
     with caplog.at_level(logging.WARNING, logger="safelight.work.maintenance"):
-        loop = asyncio.create_task(every(clock, 15.0, "lease recovery", action))
+        loop = asyncio.create_task(
+            every(clock, 15.0, "lease recovery", action, backoff_max_seconds=60.0)
+        )
         await clock.settle()
         assert runs == [0.0]
         await clock.advance(14.999)
         assert runs == [0.0]
         await clock.advance(0.001)
-        await clock.advance(15)
-        assert runs == [0.0, 15.0, 30.0]
+        assert runs == [0.0, 15.0]
+        await clock.advance(29.999)
+        assert runs == [0.0, 15.0]  # after a second failure in a row, twice the period
+        await clock.advance(0.001)
+        await clock.advance(15)  # a success brings the period back
+        assert runs == [0.0, 15.0, 45.0, 60.0]
     assert [r.getMessage() for r in caplog.records] == [
         "lease recovery failed (OperationalError: server closed the connection); retrying in 15 s",
-        "lease recovery failed (TimeoutError); retrying in 15 s",
+        "lease recovery failed (TimeoutError); retrying in 30 s",
+    ]
+    loop.cancel()
+    await asyncio.gather(loop, return_exceptions=True)
+
+
+async def test_every_backs_off_up_to_its_ceiling_and_retries_any_database_error(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: list[float] = []
+    # A database's answer (a foreign-key violation: a config deleted between two
+    # statements) is retried like an outage; it may not come again.
+    failures: list[BaseException] = [
+        psycopg.errors.ForeignKeyViolation("gone"),
+        *[OSError("unreachable")] * 4,
+    ]
+
+    async def action() -> None:
+        runs.append(clock.monotonic() - 1000.0)
+        if failures:
+            raise failures.pop(0)
+
+    with caplog.at_level(logging.WARNING, logger="safelight.work.maintenance"):
+        loop = asyncio.create_task(every(clock, 15.0, "scheduler", action, backoff_max_seconds=50))
+        await clock.advance(15 + 30 + 50 + 50 + 50 + 15)
+    # 15, 30, then the ceiling; the period again after the success.
+    assert runs == [0.0, 15.0, 45.0, 95.0, 145.0, 195.0, 210.0]
+    assert [r.getMessage().rsplit(" ", 2)[-2] for r in caplog.records] == [
+        "15",
+        "30",
+        "50",
+        "50",
+        "50",
     ]
     loop.cancel()
     await asyncio.gather(loop, return_exceptions=True)
@@ -137,4 +175,4 @@ async def test_every_lets_a_bug_through(clock: FakeClock) -> None:
         raise KeyError("bug")
 
     with pytest.raises(KeyError):
-        await every(clock, 1.0, "x", action)
+        await every(clock, 1.0, "x", action, backoff_max_seconds=60.0)

@@ -65,6 +65,7 @@ _SUBJECTS = frozenset(
         "server",
         "status",
         "tokens",
+        "workers",
     }
 )
 

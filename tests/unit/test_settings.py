@@ -152,6 +152,7 @@ def test_each_component_is_handed_its_own_config() -> None:
             lease_seconds=80,
             poll_seconds=7,
             until_idle=True,
+            backoff_max_seconds=60,
         )
     )
     assert settings.proxy_spec() == ProxySpec(
@@ -304,3 +305,59 @@ def test_making_a_folder_that_cannot_be_made_names_the_setting(tmp_path: Path) -
     )
     make_folder("home", tmp_path / "a" / "b")
     assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_the_metrics_server_and_health_settings() -> None:
+    defaults = Settings.load({}, {})
+    assert (defaults.metrics_port, defaults.metrics_host) == (None, "127.0.0.1")
+    assert defaults.health_worker_seen_seconds == 120.0
+    assert defaults.outage_backoff_max_seconds == 60.0
+    loaded = Settings.load(
+        {},
+        {
+            "SAFELIGHT_METRICS_PORT": "9310",
+            "SAFELIGHT_METRICS_HOST": "::1",
+            "SAFELIGHT_HEALTH_WORKER_SEEN_SECONDS": "300",
+            "SAFELIGHT_OUTAGE_BACKOFF_MAX_SECONDS": "30",
+        },
+    )
+    assert (loaded.metrics_port, loaded.metrics_host) == (9310, "::1")
+    assert (loaded.health_worker_seen_seconds, loaded.outage_backoff_max_seconds) == (300, 30)
+    assert Settings.load({"metrics_port": 0}, {}).metrics_port == 0  # any free port
+    assert Settings.load({"metrics_port": 65535}, {}).metrics_port == 65535
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"SAFELIGHT_METRICS_PORT": "nine"},
+            "metrics_port (SAFELIGHT_METRICS_PORT) must be a whole number, not 'nine'",
+        ),
+        (
+            {"SAFELIGHT_METRICS_PORT": "65536"},
+            "metrics_port must be a TCP port, 0 to 65535, not 65536",
+        ),
+        (
+            {"SAFELIGHT_METRICS_PORT": "-1"},
+            "metrics_port must be a TCP port, 0 to 65535, not -1",
+        ),
+        (
+            {"SAFELIGHT_METRICS_HOST": " "},
+            "metrics_host must name an address to listen on, not nothing",
+        ),
+        (
+            {"SAFELIGHT_HEALTH_WORKER_SEEN_SECONDS": "30"},
+            "health_worker_seen_seconds (30) must be more than twice "
+            "recovery_interval_seconds (15), how often a Worker says it is alive",
+        ),
+        (
+            {"SAFELIGHT_OUTAGE_BACKOFF_MAX_SECONDS": "0"},
+            "outage_backoff_max_seconds must be greater than 0, not 0.0",
+        ),
+    ],
+)
+def test_a_bad_metrics_or_health_setting_is_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.load({}, env)
+    assert str(raised.value) == message

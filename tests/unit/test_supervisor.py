@@ -291,29 +291,69 @@ async def test_without_workers_the_run_ends_at_once(clock: FakeClock) -> None:
 # --- a Worker's error ----------------------------------------------------------------------
 
 
-async def test_a_workers_error_is_raised_once_its_siblings_have_finished(
-    clock: FakeClock,
+async def test_a_workers_error_is_logged_at_once_and_stops_its_siblings(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    gate = asyncio.Event()
-    sibling = Executor(gate=gate)
+    """The issue's complaint: a Worker that died of a bug left its siblings running, and
+    surfaced only when all had stopped (never, without a signal)."""
+    sibling = Executor()  # runs its item until shutdown, then releases it
     ended: list[str] = []
+    bug = KeyError("a bug")
+    claimed = asyncio.Event()
+
+    class AfterTheSibling(Store):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            await claimed.wait()
+            raise bug
+
+    shutdown = asyncio.Event()
     task = asyncio.create_task(
         run(
             [
-                worker(clock, Store([KeyError("a bug")]), Executor(), "w1"),
-                worker(clock, Store([item(2)]), sibling, "w2", until_idle=True),
+                worker(clock, AfterTheSibling([]), Executor(), "w1"),
+                worker(clock, Store([item(2)]), sibling, "w2"),
             ],
             [Service("listener", ended).background],
-            asyncio.Event(),
+            shutdown,
         )
     )
     await sibling.started.wait()
-    await clock.settle()
-    assert not task.done()  # the sibling is still running its item
-    gate.set()
-    with pytest.raises(KeyError, match="a bug"):
+    claimed.set()
+    with pytest.raises(KeyError, match="a bug") as raised:
         await task
-    assert sibling.finished == [2] and ended == ["listener"]
+    assert raised.value is bug
+    # The sibling stopped as on a first signal, without the clock moving: its item went
+    # back to the queue, and the background task was cancelled.
+    assert shutdown.is_set() and sibling.released == [2] and ended == ["listener"]
+    assert logged(caplog) == [("ERROR", "worker w1 failed; stopping the Workers")]
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.exc_info is not None and record.exc_info[1] is bug
+    await assert_nothing_left(clock)
+
+
+async def test_the_first_workers_error_is_the_one_raised(clock: FakeClock) -> None:
+    first, second = KeyError("first"), KeyError("second")
+
+    class Failing(Store):
+        def __init__(self, error: BaseException, turns: int) -> None:
+            super().__init__([])
+            self.error, self.turns = error, turns
+
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            for _ in range(self.turns):
+                await asyncio.sleep(0)
+            raise self.error
+
+    with pytest.raises(KeyError) as raised:
+        await run(
+            [
+                worker(clock, Failing(second, 3), Executor(), "w1"),
+                worker(clock, Failing(first, 0), Executor(), "w2"),
+            ],
+            [],
+            asyncio.Event(),
+        )
+    assert raised.value is first
     await assert_nothing_left(clock)
 
 

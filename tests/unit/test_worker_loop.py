@@ -18,6 +18,7 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import RunResult
 from safelight.work.model import Status, WorkItem
+from safelight.work.observer import NoObserver
 from safelight.work.outcome import Complete, Fail, Failed, Lost, Succeeded
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
 
@@ -109,6 +110,7 @@ SETTINGS = WorkerSettings(
     until_idle=False,
     lease_seconds=60.0,
     poll_seconds=5.0,
+    backoff_max_seconds=30.0,
 )
 
 
@@ -349,7 +351,7 @@ async def test_without_until_idle_an_empty_queue_is_not_counted(clock: FakeClock
     assert [c[1] for c in store.calls] == ["claim", "next_due"]
 
 
-async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(
+async def test_a_database_outage_is_logged_and_retried_after_a_growing_wait(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = Store(clock, [psycopg.OperationalError("down"), TimeoutError(), item(9)])
@@ -361,16 +363,87 @@ async def test_a_database_outage_is_logged_and_retried_at_the_next_poll(
         assert executor.ran == []
         await clock.advance(5)
         assert executor.ran == []
-        await clock.advance(5)
+        await clock.advance(9.999)
+        assert executor.ran == []  # the second wait is twice the poll
+        await clock.advance(0.001)
     assert [i for i, _ in executor.ran] == [9]
-    assert [c[0] for c in store.calls[:3]] == [0.0, 5.0, 10.0]
+    assert [c[0] for c in store.calls[:3]] == [0.0, 5.0, 15.0]
     assert [r.getMessage() for r in caplog.records] == [
         "worker w1 cannot reach the database (OperationalError); retrying in 5 s",
-        "worker w1 cannot reach the database (TimeoutError); retrying in 5 s",
+        "worker w1 cannot reach the database (TimeoutError); retrying in 10 s",
     ]
     shutdown.set()
     await clock.settle()
     assert run.done()
+
+
+async def test_the_outage_backoff_stops_at_its_ceiling_and_a_success_resets_it(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    down = psycopg.OperationalError("down")
+    # Five failures, an empty claim (a success), then one more failure.
+    store = Store(clock, [down, down, down, down, down, None, down])
+    worker, _, _ = make(clock, store)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    with caplog.at_level(logging.WARNING, logger="safelight.work.worker"):
+        await clock.advance(5 + 10 + 20 + 30 + 30 + 5)
+    # 5, 10, 20, then the ceiling (30 s here), the success waits one poll, and the next
+    # failure starts again at one poll.
+    assert claim_times(store) == [0.0, 5.0, 15.0, 35.0, 65.0, 95.0, 100.0]
+    assert [r.getMessage().rsplit(" ", 2)[-2] for r in caplog.records] == [
+        "5",
+        "10",
+        "20",
+        "30",
+        "30",
+        "5",
+    ]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_a_wake_up_cuts_an_outage_wait_short(clock: FakeClock) -> None:
+    store = Store(clock, [psycopg.OperationalError("down"), item(3)])
+    wake = asyncio.Event()
+    worker, executor, _ = make(clock, store, wake=wake)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.advance(1)
+    wake.set()  # the listener is back and wakes everyone
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [3]
+    assert [c[0] for c in store.calls[:2]] == [0.0, 1.0]
+    shutdown.set()
+    await clock.settle()
+    assert run.done()
+
+
+async def test_each_item_that_ends_is_reported_with_its_kind_outcome_and_seconds(
+    clock: FakeClock,
+) -> None:
+    ended: list[tuple[str, str, float]] = []
+
+    class Observer(NoObserver):
+        def item_ended(self, kind: str, outcome: str, seconds: float) -> None:
+            ended.append((kind, outcome, seconds))
+
+    class Slow(Executor):
+        async def run(self, work: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
+            await clock.sleep(7.5)
+            return await super().run(work, *args, **kwargs)
+
+    worker = Worker(
+        Store(clock, [item(4)]),  # type: ignore[arg-type]
+        Slow(),  # type: ignore[arg-type]
+        clock,
+        SETTINGS,
+        observer=Observer(),
+    )
+    running = asyncio.create_task(worker.run_once())
+    await clock.advance(7.5)
+    assert running.done() and ended == [("noop", "succeeded", 7.5)]
 
 
 async def test_a_bug_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:

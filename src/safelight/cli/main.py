@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from safelight import __version__
-from safelight.cli import admin, assets, queue, run
+from safelight.cli import admin, assets, health, queue, run
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -156,6 +156,7 @@ cli.add_command(queue.worker)
 cli.add_command(queue.items)
 cli.add_command(queue.cancel)
 cli.add_command(queue.status)
+cli.add_command(health.health)
 cli.add_command(assets.assets)
 cli.add_command(assets.purge)
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -90,3 +91,23 @@ async def library_counts(pool: AsyncConnectionPool[Any], config_id: UUID) -> Row
 
 async def asset_errors(pool: AsyncConnectionPool[Any], config_id: UUID) -> list[Row]:
     return await _rows(pool, "asset_errors_of_config", {"config_id": config_id})
+
+
+async def health_rows(
+    conn: AsyncConnection[Any],
+    now: datetime | None,
+    *,
+    recovery_seconds: float,
+    within_seconds: float,
+) -> tuple[Row, Row]:
+    """What ``safelight health`` judges: the overdue leases and the Workers seen, on one
+    connection (not the pool: the check opens no more than it needs)."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(
+        QUERIES["items_lease_overdue"], {"now": now, "recovery_seconds": recovery_seconds}
+    )
+    leases = await cur.fetchone()
+    await cur.execute(QUERIES["workers_seen"], {"now": now, "within_seconds": within_seconds})
+    workers = await cur.fetchone()
+    assert leases is not None and workers is not None  # one row each, always
+    return leases, workers

@@ -100,3 +100,27 @@ SELECT file_path, reason, failures, first_seen_at, last_seen_at
 FROM asset_errors
 WHERE storage_config_id = %(config_id)s
 ORDER BY file_path
+
+-- items_lease_overdue --
+-- Running items whose lease expired longer ago than the recovery interval (recovery should have taken them back), with the most overdue.
+WITH stamp AS (SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at)
+SELECT count(w.id) AS overdue,
+       (array_agg(w.id ORDER BY w.lease_expires_at, w.id))[1] AS most_overdue_id,
+       extract(epoch FROM stamp.at - min(w.lease_expires_at))::float8 AS most_overdue_seconds
+FROM stamp
+LEFT JOIN work_items w
+       ON w.status = 'running'
+      AND w.lease_expires_at < stamp.at - make_interval(secs => %(recovery_seconds)s)
+GROUP BY stamp.at
+
+-- workers_seen --
+-- Workers whose presence was written within the window, and when any Worker was last seen.
+WITH stamp AS (SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at)
+SELECT count(*) FILTER (
+           WHERE w.last_seen_at >= stamp.at - make_interval(secs => %(within_seconds)s)
+       ) AS seen,
+       max(w.last_seen_at) AS last_seen_at,
+       extract(epoch FROM stamp.at - max(w.last_seen_at))::float8 AS seconds_ago
+FROM stamp
+LEFT JOIN workers w ON true
+GROUP BY stamp.at

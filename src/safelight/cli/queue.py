@@ -173,16 +173,35 @@ def enqueue(
     default=None,
     help="The Worker's name in the queue (default: host and process id).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    default=None,
+    help="Serve /metrics (Prometheus) and /healthz on this port, on SAFELIGHT_METRICS_HOST "
+    "(default 127.0.0.1) [env SAFELIGHT_METRICS_PORT; default: not served].",
+)
 @pass_state
 def worker(
-    state: CliState, user: str | None, concurrency: int, until_idle: bool, name: str | None
+    state: CliState,
+    user: str | None,
+    concurrency: int,
+    until_idle: bool,
+    name: str | None,
+    metrics_port: int | None,
 ) -> None:
     """Run Workers: claim work, run it, recover expired leases, schedule periodic work.
 
     Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit 0;
-    a second signal exits at once (130), leaving its items to lease recovery.
+    a second signal exits at once (130), leaving its items to lease recovery. A task that
+    fails of a bug ends the process with 70, its items released, for the service
+    manager to restart it.
     """
-    options = WorkerOptions(concurrency=concurrency, user=user, until_idle=until_idle, name=name)
+    if metrics_port is not None:
+        state.overrides = {**state.overrides, "metrics_port": metrics_port}
+    options = WorkerOptions(
+        concurrency=concurrency, user=user, until_idle=until_idle, name=name, serve_metrics=True
+    )
 
     async def body(database: Database, settings: Settings) -> RunReport:
         return await run_workers(settings, options, database=database)

@@ -191,6 +191,7 @@ class _Crawl:
             )
         self.tally.counts["total"] = len(files)
         self.tally.errors.extend(walker.errors)
+        self.services.crawl_observer.file_errors(len(walker.errors))
         self.tally.counts["errors"] = len(self.tally.errors)
         self.tally.counts["skipped"] = len(walker.skipped)
         for link, target in walker.links:
@@ -287,6 +288,7 @@ class _Crawl:
                 stop_if_cancelled(self.ctx)
                 await self._process(walked)
                 self.tally.counts["found"] += 1
+                self.services.crawl_observer.files_crawled(1)
                 self._progress()
 
         workers = [
@@ -490,6 +492,7 @@ class _Crawl:
                 )
             self.tally.counts["ingested"] += 1
             self.tally.counts["proxies"] += len(proxies)
+            self.services.crawl_observer.proxies_made(len(proxies))
         finally:
             self.inflight.pop(h, None)
 
@@ -668,6 +671,7 @@ class _Crawl:
     def _error(self, path: str, reason: str) -> None:
         self.tally.errors.append(FileError(path, reason))
         self.tally.counts["errors"] += 1
+        self.services.crawl_observer.file_errors(1)
 
     def _progress(self, *, force: bool = False) -> None:
         self._since_progress += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -11,6 +11,37 @@ from safelight.core.clock import Clock
 from safelight.library.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.store import WorkStore
+
+
+class CrawlObserver(Protocol):
+    """What a crawl tells whoever watches it (the Worker process's metrics, wired by
+    ``safelight.app``), as it happens: each a counter's increment, never blocking."""
+
+    def files_crawled(self, count: int) -> None:
+        """``count`` more files dealt with, whatever became of each."""
+        ...
+
+    def proxies_made(self, count: int) -> None:
+        """``count`` more proxy files written and recorded."""
+        ...
+
+    def file_errors(self, count: int) -> None:
+        """``count`` more files the crawl could not ingest (listed in its result)."""
+        ...
+
+
+class NoCrawlObserver:
+    def files_crawled(self, count: int) -> None:
+        pass
+
+    def proxies_made(self, count: int) -> None:
+        pass
+
+    def file_errors(self, count: int) -> None:
+        pass
+
+
+NO_CRAWL_OBSERVER: CrawlObserver = NoCrawlObserver()
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,3 +54,5 @@ class Services:
     settings: Settings
     decoder: ImageDecoder | None = None
     """Decode processes shared by the process's Workers; None: photos decode in threads."""
+    crawl_observer: CrawlObserver = NO_CRAWL_OBSERVER
+    """Counts files crawled, proxies made and per-file errors as each crawl goes."""

@@ -66,6 +66,15 @@ TRANSIENT_DATABASE_ERRORS: tuple[type[BaseException], ...] = (
     psycopg_pool.PoolTimeout,
 )
 
+# What a Worker process's tasks survive by waiting and trying again (work.backoff): the
+# database being away (the errors above), the network (OSError), a call cut short by its
+# own timeout. Anything else is a bug, and ends the process (docs/operations.md).
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    *TRANSIENT_DATABASE_ERRORS,
+    OSError,
+    TimeoutError,
+)
+
 
 def describe(error: BaseException) -> str:
     """An exception as a work item's error records it: its type and its whole message,

@@ -47,6 +47,7 @@ from safelight.work.errors import (
     describe,
 )
 from safelight.work.model import Beat, WorkItem
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.outcome import (
     Abandoned,
     Cancelled,
@@ -143,6 +144,7 @@ class Executor:
         settings: ExecutorSettings,
         logger: logging.Logger,
         on_progress: ProgressCallback | None = None,
+        observer: EngineObserver = NO_OBSERVER,
         *,
         retries: Retries | None = None,
     ) -> None:
@@ -154,6 +156,7 @@ class Executor:
         self._on_progress = on_progress
         # The kinds' retry policies; without them no failure is retried.
         self._retries = Retries() if retries is None else retries
+        self._observer = observer
 
     async def run(
         self,
@@ -305,6 +308,7 @@ class _Attempt:
         self._settings = executor._settings
         self._on_progress = executor._on_progress
         self._retries = executor._retries
+        self._observer = executor._observer
         self._item = item
         self._run_handler = handler
         self._log = log
@@ -469,6 +473,7 @@ class _Attempt:
             return
         self._reason = reason
         if reason is StopReason.SELF_STOPPED:
+            self._observer.self_stopped()
             self._log.warning(
                 "self-stopped: no successful heartbeat for %g s (half the %g s lease); "
                 "writing nothing, lease recovery will requeue it",
@@ -532,12 +537,14 @@ class _Attempt:
                     raise
             except TimeoutError:
                 self._misses += 1
+                self._observer.heartbeat_failed()
                 self._log.warning(
                     "heartbeat timed out after %g s (%d in a row)", interval, self._misses
                 )
                 continue
             except Exception as exc:
                 self._misses += 1
+                self._observer.heartbeat_failed()
                 self._log.warning("heartbeat failed (%d in a row): %s", self._misses, describe(exc))
                 continue
             self._misses = 0

@@ -16,11 +16,19 @@ from uuid import UUID
 import psycopg
 
 from safelight.core.clock import Clock
+from safelight.work.backoff import Backoff
 from safelight.work.errors import describe_briefly
 from safelight.work.model import RecoveryReport
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.store import WorkStore
 
 _log = logging.getLogger(__name__)
+
+# What a maintenance round survives by trying again later: the database being away, and
+# any answer of the database's, which may differ next round (a config deleted between
+# the scheduler's two statements fails the second with a foreign-key violation). A
+# Python exception is a bug in the round, and ends the process.
+RETRIED_ERRORS: tuple[type[BaseException], ...] = (psycopg.Error, OSError, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +59,13 @@ class ScheduleSettings:
 
 
 class LeaseRecovery:
-    def __init__(self, store: WorkStore) -> None:
+    def __init__(self, store: WorkStore, observer: EngineObserver = NO_OBSERVER) -> None:
         self._store = store
+        self._observer = observer
 
     async def run_once(self) -> RecoveryReport:
         report = await self._store.recover_expired_leases()
+        self._observer.leases_recovered(report)
         if report.total:
             _log.info(
                 "lease recovery: %d requeued, %d failed as stalled, %d superseded",
@@ -107,16 +117,29 @@ class Scheduler:
 
 
 async def every(
-    clock: Clock, seconds: float, name: str, action: Callable[[], Awaitable[object]]
+    clock: Clock,
+    seconds: float,
+    name: str,
+    action: Callable[[], Awaitable[object]],
+    *,
+    backoff_max_seconds: float,
 ) -> None:
     """Run ``action()`` now and then every ``seconds`` until cancelled.
 
-    A failure (the database is away) is logged and retried at the next round; it
-    never ends the loop.
+    A database error or an outage (:data:`RETRIED_ERRORS`) is logged in one line and
+    retried, ``seconds`` after the first failure in a row and twice as
+    long after each next one, up to ``backoff_max_seconds``; a success brings back the
+    period. Anything else is a bug: it ends the loop, for the supervisor to log with its
+    traceback and end the process (docs/operations.md).
     """
+    backoff = Backoff(seconds, backoff_max_seconds)
     while True:
         try:
             await action()
-        except (psycopg.Error, OSError, TimeoutError) as exc:
-            _log.warning("%s failed (%s); retrying in %g s", name, describe_briefly(exc), seconds)
-        await clock.sleep(seconds)
+        except RETRIED_ERRORS as exc:
+            wait = backoff.failed()
+            _log.warning("%s failed (%s); retrying in %g s", name, describe_briefly(exc), wait)
+        else:
+            backoff.succeeded()
+            wait = seconds
+        await clock.sleep(wait)

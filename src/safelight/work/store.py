@@ -44,6 +44,7 @@ from safelight.work.model import (
     Status,
     WorkItem,
 )
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 
 _log = logging.getLogger(__name__)
 
@@ -127,9 +128,11 @@ class WorkStore:  # pragma: no mutate block
         kinds: Collection[KindSpec],
         *,
         max_stalls: int,
+        observer: EngineObserver = NO_OBSERVER,
     ) -> None:
         if max_stalls < 1:
             raise ValueError("max_stalls must be at least 1")
+        self._observer = observer
         self._pool = pool
         self._clock = clock
         self._kinds = {spec.name: spec for spec in kinds}
@@ -376,6 +379,7 @@ class WorkStore:  # pragma: no mutate block
                     exc, RUNNING_CONFIG_INDEX
                 ):
                     _log.debug("claim lost the race for a storage config; waiting", exc_info=False)
+                    self._observer.claim_lost()
                     return {}
                 raise
         return {row["nth"] - 1: _item_from_row(row) for row in rows}

@@ -1,14 +1,23 @@
 """The supervisor: a process's Workers and its background services under one task group.
 
 The Workers run until shutdown (or, until idle, until nothing is left). The background
-services (the wake-up listener, lease recovery, the scheduler) run for as long as the
-Workers do, and are cancelled, quietly, once every Worker has returned.
+services (the wake-up listener, lease recovery, the presence, the scheduler, the metrics
+server) run for as long as the Workers do, and are cancelled, quietly, once every Worker
+has returned.
 
-A background service runs until it is cancelled. One that ends any other way, by an
-exception no retry inside it handled or by returning, would leave the Workers running
-without it (no wake-ups, no recovery, no schedules): it is logged with its traceback,
-the Workers stop as on a first signal (their items released), and the run ends with
-:class:`BackgroundFailed`, so that the service manager restarts the process (ADR 0021).
+Each task survives what it expects by waiting and trying again, with a backoff (the
+database being away: ``safelight.work.backoff``). Anything else is a bug, and ends the
+process rather than leaving it to limp on (docs/operations.md has the table, ADR 0021
+and 0025 the decision):
+
+- A background service runs until it is cancelled. One that ends any other way, by an
+  exception no retry inside it handled or by returning, would leave the Workers running
+  without it (no wake-ups, no recovery, no schedules): it is logged with its traceback,
+  the Workers stop as on a first signal (their items released), and the run ends with
+  :class:`BackgroundFailed`, so that the service manager restarts the process.
+- A Worker that raises is logged with its traceback at once, and its siblings stop as
+  on a first signal, releasing their items; once they have, the run raises its error.
+  Left running, they would hide for months that the process has one Worker fewer.
 
 Signals: the first SIGINT/SIGTERM stops claiming and lets each Worker release its item;
 a second cancels the Workers at once (their items come back by lease recovery).
@@ -68,14 +77,15 @@ async def supervise(
 ) -> Stopped:
     """Run ``workers`` and ``background`` until every Worker has returned.
 
-    Raises the first exception a Worker raised (after the others have returned, as
-    they do on their own or at shutdown), else :class:`BackgroundFailed` if a background
+    Raises the first exception a Worker raised (after the others have stopped, as the
+    first one's failure makes them), else :class:`BackgroundFailed` if a background
     service ended.
     """
     interrupted = False
     stopping = False  # the Workers have returned; the services are being cancelled
     ended: list[BackgroundFailed] = []
-    worker_tasks: list[asyncio.Task[BaseException | None]] = []
+    worker_errors: list[BaseException] = []
+    worker_tasks: list[asyncio.Task[None]] = []
 
     async def guarded(service: Background) -> None:
         try:
@@ -92,13 +102,16 @@ async def supervise(
         ended.append(failed)
         shutdown.set()
 
-    async def settled(worker: Worker) -> BaseException | None:
-        # A Worker's error waits for its siblings, as they finish their items first.
+    async def settled(worker: Worker) -> None:
+        # A Worker's error stops its siblings, and waits for them to release their items.
         try:
             await worker.run(shutdown)
         except Exception as exc:
-            return exc
-        return None
+            log.error(
+                "worker %s failed; stopping the Workers", worker.settings.worker_id, exc_info=exc
+            )
+            worker_errors.append(exc)
+            shutdown.set()
 
     def on_signal(signum: int) -> None:
         nonlocal interrupted
@@ -134,13 +147,11 @@ async def supervise(
             for task in services:
                 task.cancel()
 
-    at_once = False
-    for ran in worker_tasks:
-        if ran.cancelled():
-            # A second signal: stopped at once, items left to lease recovery.
-            interrupted = at_once = True
-        elif (error := ran.result()) is not None:
-            raise error
+    # A second signal: stopped at once, items left to lease recovery.
+    at_once = any(ran.cancelled() for ran in worker_tasks)
+    interrupted = interrupted or at_once
+    if worker_errors:
+        raise worker_errors[0]
     if ended:
         raise ended[0]
     return Stopped(interrupted=interrupted, at_once=at_once)

@@ -18,6 +18,8 @@ import psycopg
 
 from safelight.core.clock import Clock
 from safelight.db.pool import connect
+from safelight.work.backoff import Backoff
+from safelight.work.errors import OUTAGE_ERRORS
 
 CHANNEL = "safelight_work"
 _log = logging.getLogger(__name__)
@@ -40,15 +42,27 @@ class WakeupHub:
 
 
 class Listener:
-    """Keeps a LISTEN connection open and wakes the hub on every notification."""
+    """Keeps a LISTEN connection open and wakes the hub on every notification.
+
+    ``connected`` is set while the connection listens (``/healthz`` reads it). A lost
+    connection is retried after ``retry_seconds``, doubling after each failure in a row
+    up to ``retry_max_seconds`` (:class:`~safelight.work.backoff.Backoff`); any other
+    exception is a bug and ends :meth:`run`, for the supervisor to end the process.
+    """
 
     def __init__(
-        self, url: str, hub: WakeupHub, clock: Clock, *, retry_seconds: float = 5.0
+        self,
+        url: str,
+        hub: WakeupHub,
+        clock: Clock,
+        *,
+        retry_seconds: float,
+        retry_max_seconds: float,
     ) -> None:
         self._url = url
         self._hub = hub
         self._clock = clock
-        self._retry_seconds = retry_seconds
+        self._backoff = Backoff(retry_seconds, retry_max_seconds)
         self.connected = asyncio.Event()
 
     async def run(self) -> None:  # pragma: no mutate block
@@ -59,18 +73,20 @@ class Listener:
                 conn = await connect(self._url, "safelight-listener")
                 await conn.execute(f"LISTEN {CHANNEL}")
                 self.connected.set()
+                self._backoff.succeeded()
                 # Anything queued while we were not listening is found by this wake-up.
                 self._hub.wake_all()
                 async for _ in conn.notifies():
                     self._hub.wake_all()
-            except (psycopg.Error, OSError) as exc:
-                self.connected.clear()
+            except OUTAGE_ERRORS as exc:
+                wait = self._backoff.failed()
                 _log.warning(
                     "wake-up listener lost its connection (%s); retrying in %g s",
                     type(exc).__name__,
-                    self._retry_seconds,
+                    wait,
                 )
-                await self._clock.sleep(self._retry_seconds)
+                await self._clock.sleep(wait)
             finally:
+                self.connected.clear()
                 if conn is not None:
                     await conn.close()

@@ -15,19 +15,14 @@ from dataclasses import dataclass
 
 from safelight.core.clock import Clock
 from safelight.work.attemptlog import AttemptLog
-from safelight.work.errors import TRANSIENT_DATABASE_ERRORS
+from safelight.work.backoff import Backoff
+from safelight.work.errors import OUTAGE_ERRORS
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
+from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.store import WorkStore
 
 _log = logging.getLogger(__name__)
-
-# What a Worker survives by waiting for its next poll: the database being away.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    *TRANSIENT_DATABASE_ERRORS,
-    OSError,
-    TimeoutError,
-)
 
 FinishedCallback = Callable[[WorkItem, RunResult], object]
 
@@ -44,6 +39,9 @@ class WorkerSettings:
     poll_seconds: float
     # Return once no item this Worker could run is queued or running.
     until_idle: bool
+    # While the database is away, the wait between tries doubles from poll_seconds up
+    # to this (work.backoff); a wake-up still cuts it short.
+    backoff_max_seconds: float
 
     def __post_init__(self) -> None:
         if not self.kinds:
@@ -63,6 +61,7 @@ class Worker:
         wake: asyncio.Event | None = None,
         on_finished: FinishedCallback | None = None,
         after_item: Callable[[], object] | None = None,
+        observer: EngineObserver = NO_OBSERVER,
     ) -> None:
         self._store = store
         self._executor = executor
@@ -71,6 +70,7 @@ class Worker:
         self._wake = wake
         self._on_finished = on_finished
         self._after_item = after_item
+        self._observer = observer
 
     @property
     def settings(self) -> WorkerSettings:
@@ -102,6 +102,7 @@ class Worker:
             "" if result.write is None or result.applied else "; its write did not apply",
             extra={"outcome": result.outcome.name, "seconds": round(seconds, 3)},
         )
+        self._observer.item_ended(item.kind, result.outcome.name, seconds)
         if self._on_finished is not None:
             self._on_finished(item, result)
         if self._after_item is not None:
@@ -111,25 +112,35 @@ class Worker:
         return result
 
     async def run(self, shutdown: asyncio.Event) -> None:
-        """Claim and run items until ``shutdown`` is set (or, until idle, nothing is left)."""
+        """Claim and run items until ``shutdown`` is set (or, until idle, nothing is left).
+
+        The database being away (:data:`~safelight.work.errors.OUTAGE_ERRORS`) is waited
+        out, longer after each failure in a row (:class:`~safelight.work.backoff.Backoff`);
+        anything else is a bug and is raised, for the supervisor to end the process.
+        """
+        s = self._settings
+        backoff = Backoff(s.poll_seconds, s.backoff_max_seconds)
         while not shutdown.is_set():
             if self._wake is not None:
                 # Cleared before the claim, so a notification that arrives during it
                 # makes the next wait return at once instead of being missed.
                 self._wake.clear()
-            wait = self._settings.poll_seconds
+            wait = s.poll_seconds
             try:
-                if await self.run_once(shutdown) is not None:
+                ran = await self.run_once(shutdown)
+                backoff.succeeded()
+                if ran is not None:
                     continue
-                if self._settings.until_idle and await self._idle():
+                if s.until_idle and await self._idle():
                     return
                 wait = await self._until_due()
-            except TRANSIENT_ERRORS as exc:
+            except OUTAGE_ERRORS as exc:
+                wait = backoff.failed()
                 _log.warning(
                     "worker %s cannot reach the database (%s); retrying in %g s",
-                    self._settings.worker_id,
+                    s.worker_id,
                     type(exc).__name__,
-                    self._settings.poll_seconds,
+                    wait,
                 )
             await self._wait(shutdown, wait)
 

@@ -1,0 +1,373 @@
+"""The metrics, /healthz and the metrics server without a database: a scripted pool, a
+real socket on the loopback, the FakeClock for every timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from safelight.observe.metrics import Metrics, QueueSnapshot
+from safelight.observe.server import PROBE_SECONDS, REQUEST_SECONDS, Health, MetricsServer
+from safelight.testing.fakeclock import FakeClock
+from safelight.work.model import RecoveryReport, Status
+from safelight.work.supervisor import Background, BackgroundFailed, supervise
+from tests.unit.test_supervisor import Executor, Store, item, worker
+
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
+
+C1 = UUID("00000000-0000-4000-8000-0000000000c1")
+SECRET = "s3cret-Passw0rd"
+
+
+class Pool:
+    """Stands in for the async pool: each connection raises ``error``, hangs (``hang``),
+    or answers the three queue queries from ``snapshot``."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self.hang = False
+        self.snapshot = QueueSnapshot()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        if self.hang:
+            await asyncio.Event().wait()
+        if self.error is not None:
+            raise self.error
+        yield Connection(self.snapshot)
+
+
+class Connection:
+    def __init__(self, snapshot: QueueSnapshot) -> None:
+        self.snapshot = snapshot
+        self.rows: list[dict[str, Any]] = []
+
+    async def execute(self, sql: str) -> None:
+        self.rows = self._answer(sql)
+
+    def cursor(self, row_factory: Any = None) -> Connection:
+        return self
+
+    async def fetchall(self) -> list[dict[str, Any]]:
+        return self.rows
+
+    async def fetchone(self) -> dict[str, Any]:
+        return self.rows[0]
+
+    def _answer(self, sql: str) -> list[dict[str, Any]]:
+        if "FROM work_attempts" in sql:
+            return [{"stalled": self.snapshot.stalled_attempts}]
+        if "storage_configs" in sql:
+            return [{"config_id": c, "running": n} for c, n in self.snapshot.running.items()]
+        return [{"kind": k, "status": s, "count": n} for (k, s), n in self.snapshot.items.items()]
+
+
+Scrape = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(metrics: Metrics) -> Scrape:
+    text = metrics.render().decode()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def get(scraped: Scrape, name: str, **labels: str) -> float | None:
+    return scraped.get((name, frozenset(labels.items())))
+
+
+# --- the metrics ------------------------------------------------------------------------
+
+
+def test_the_hooks_count_into_the_metrics() -> None:
+    metrics = Metrics(["noop", "crawl"], listening=lambda: True)
+    metrics.item_ended("noop", "succeeded", 0.2)
+    metrics.item_ended("noop", "succeeded", 7.0)
+    metrics.item_ended("crawl", "selfstopped", 120.0)
+    metrics.heartbeat_failed()
+    metrics.heartbeat_failed()
+    metrics.self_stopped()
+    metrics.claim_lost()
+    metrics.leases_recovered(RecoveryReport(requeued=2, failed=1))
+    metrics.leases_recovered(RecoveryReport())
+    metrics.files_crawled(1)
+    metrics.files_crawled(1)
+    metrics.proxies_made(3)
+    metrics.file_errors(2)
+    scraped = scrape(metrics)
+    duration = "safelight_item_duration_seconds"
+    assert get(scraped, f"{duration}_count", kind="noop", outcome="succeeded") == 2
+    assert get(scraped, f"{duration}_sum", kind="noop", outcome="succeeded") == 7.2
+    assert get(scraped, f"{duration}_bucket", kind="noop", outcome="succeeded", le="1.0") == 1
+    assert get(scraped, f"{duration}_bucket", kind="noop", outcome="succeeded", le="15.0") == 2
+    assert get(scraped, f"{duration}_count", kind="crawl", outcome="selfstopped") == 1
+    assert get(scraped, "safelight_heartbeat_failures_total") == 2
+    assert get(scraped, "safelight_self_stops_total") == 1
+    assert get(scraped, "safelight_claims_lost_total") == 1
+    recoveries = "safelight_lease_recoveries_total"
+    assert get(scraped, recoveries, result="requeued") == 2
+    assert get(scraped, recoveries, result="failed") == 1
+    assert get(scraped, recoveries, result="superseded") == 0
+    assert get(scraped, "safelight_files_crawled_total") == 2
+    assert get(scraped, "safelight_proxies_made_total") == 3
+    assert get(scraped, "safelight_file_errors_total") == 2
+    assert get(scraped, "process_resident_memory_bytes") is not None  # a leak shows here
+
+
+def test_without_a_reading_of_the_queue_its_gauges_are_left_out() -> None:
+    listening = [False]
+    metrics = Metrics(["noop"], listening=lambda: listening[0])
+    scraped = scrape(metrics)
+    assert get(scraped, "safelight_database_up") == 0
+    assert get(scraped, "safelight_listener_connected") == 0
+    assert not [name for name, _ in scraped if name.startswith("safelight_queue_items")]
+    listening[0] = True
+    assert get(scrape(metrics), "safelight_listener_connected") == 1
+
+
+async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None:
+    pool = Pool()
+    pool.snapshot = QueueSnapshot(
+        items={("noop", "queued"): 4, ("noop", "failed"): 1, ("retired", "succeeded"): 2},
+        running={C1: 1, None: 0},
+        stalled_attempts=5,
+    )
+    metrics = Metrics(["noop", "crawl"], listening=lambda: True)
+    assert await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    scraped = scrape(metrics)
+    assert get(scraped, "safelight_database_up") == 1
+    depth = "safelight_queue_items"
+    assert get(scraped, depth, kind="noop", status="queued") == 4
+    assert get(scraped, depth, kind="noop", status="failed") == 1
+    assert get(scraped, depth, kind="noop", status="running") == 0
+    # Every status of every kind this process runs, and any other kind the queue holds.
+    assert {labels for name, labels in scraped if name == depth} == {
+        frozenset({("kind", kind), ("status", status.value)})
+        for kind in ("noop", "crawl", "retired")
+        for status in Status
+    }
+    assert get(scraped, "safelight_running_items", config=str(C1)) == 1
+    assert get(scraped, "safelight_running_items", config="none") == 0
+    assert get(scraped, "safelight_stalled_attempts") == 5
+
+
+async def test_a_scrape_the_database_does_not_answer_drops_the_queue_gauges(
+    clock: FakeClock,
+) -> None:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    assert await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    pool.error = psycopg.OperationalError("server closed the connection")
+    assert not await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    assert get(scrape(metrics), "safelight_database_up") == 0
+    pool.error, pool.hang = None, True
+    refresh = asyncio.ensure_future(metrics.refresh(pool, clock, PROBE_SECONDS))  # type: ignore[arg-type]
+    await clock.advance(PROBE_SECONDS - 0.001)
+    assert not refresh.done()
+    await clock.advance(0.001)
+    assert refresh.done() and refresh.result() is False
+
+
+async def test_a_bug_in_the_reading_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:
+    pool = Pool()
+    pool.error = KeyError("a bug")
+    metrics = Metrics(["noop"], listening=lambda: True)
+    with pytest.raises(KeyError):
+        await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+
+
+# --- /healthz ----------------------------------------------------------------------------
+
+
+async def test_health_says_why_in_one_line_without_a_password(clock: FakeClock) -> None:
+    pool = Pool()
+    listening = [True]
+    health = Health(pool, clock, lambda: listening[0])  # type: ignore[arg-type]
+    assert await health.check() is None
+    listening[0] = False
+    assert await health.check() == (
+        "the wake-up listener is not connected to the database (reconnecting)"
+    )
+    pool.error = psycopg.OperationalError(
+        f"connection to server at postgresql://safelight:{SECRET}@db:5432/x failed\nmore"
+    )
+    assert await health.check() == (
+        "the database does not answer: OperationalError: connection to server at "
+        "postgresql://safelight:***@db:5432/x failed"
+    )
+    pool.error, pool.hang = None, True
+    checking = asyncio.ensure_future(health.check())
+    await clock.advance(PROBE_SECONDS)
+    assert checking.result() == "the database did not answer within 3 s"
+
+
+# --- the server --------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def served(clock: FakeClock) -> AsyncIterator[tuple[MetricsServer, int, Pool, Metrics]]:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    health = Health(pool, clock, lambda: True)  # type: ignore[arg-type]
+    server = MetricsServer(metrics, health, pool, clock)  # type: ignore[arg-type]
+    host, port = await server.bind("127.0.0.1", 0)
+    assert host == "127.0.0.1" and port > 0
+    serving = asyncio.create_task(server.serve())
+    yield server, port, pool, metrics
+    serving.cancel()
+    await asyncio.gather(serving, return_exceptions=True)
+
+
+async def request(port: int, raw: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(raw)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return answer
+
+
+def status_and_body(answer: bytes) -> tuple[str, bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0].decode(), body
+
+
+async def test_the_server_answers_metrics_health_and_nothing_else(
+    served: tuple[MetricsServer, int, Pool, Metrics],
+) -> None:
+    _, port, pool, _ = served
+    line, body = status_and_body(await request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert line == "HTTP/1.1 200 OK" and b"safelight_database_up 1.0" in body
+    answer = await request(port, b"GET /healthz?probe=1 HTTP/1.0\r\n\r\n")
+    assert status_and_body(answer) == ("HTTP/1.1 200 OK", b"ok\n")
+    assert b"Content-Type: text/plain; charset=utf-8\r\n" in answer
+    assert b"Connection: close\r\n" in answer
+    pool.error = psycopg.OperationalError("the database system is shutting down")
+    assert status_and_body(await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")) == (
+        "HTTP/1.1 503 Service Unavailable",
+        b"the database does not answer: OperationalError: the database system is shutting down\n",
+    )
+    head = await request(port, b"HEAD /healthz HTTP/1.1\r\n\r\n")
+    assert status_and_body(head)[1] == b"" and b"Content-Length: " in head
+    assert status_and_body(await request(port, b"GET / HTTP/1.1\r\n\r\n"))[0] == (
+        "HTTP/1.1 404 Not Found"
+    )
+    assert status_and_body(await request(port, b"POST /metrics HTTP/1.1\r\n\r\n"))[0] == (
+        "HTTP/1.1 405 Method Not Allowed"
+    )
+    # Not HTTP at all: dropped without an answer, and the server goes on.
+    assert await request(port, b"hello\r\n\r\n") == b""
+    assert status_and_body(await request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))[0].endswith("OK")
+
+
+async def test_a_bug_while_answering_is_a_500_with_its_traceback_and_the_server_goes_on(
+    served: tuple[MetricsServer, int, Pool, Metrics],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, port, _, metrics = served
+    bug = ValueError("a bug in a collector")
+    render = metrics.render
+
+    def broken() -> bytes:
+        raise bug
+
+    monkeypatch.setattr(metrics, "render", broken)
+    answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+    assert status_and_body(answer) == ("HTTP/1.1 500 Internal Server Error", b"internal error\n")
+    (record,) = [r for r in caplog.records if r.name == "safelight.observe.server"]
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == "metrics server: answering GET /metrics failed"
+    assert record.exc_info is not None and record.exc_info[1] is bug
+    monkeypatch.setattr(metrics, "render", render)
+    assert status_and_body(await request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))[0].endswith("OK")
+
+
+async def test_a_client_that_sends_nothing_is_dropped_after_the_request_timeout(
+    served: tuple[MetricsServer, int, Pool, Metrics], clock: FakeClock
+) -> None:
+    _, port, _, _ = served
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metr")  # and then nothing
+    await writer.drain()
+    await clock.advance(REQUEST_SECONDS - 0.001)
+    closed = asyncio.ensure_future(reader.read())
+    await asyncio.sleep(0.05)
+    assert not closed.done()
+    await clock.advance(0.001)
+    assert await asyncio.wait_for(closed, 5) == b""
+    writer.close()
+    await writer.wait_closed()
+
+
+async def test_stopping_the_server_ends_the_connections_it_was_answering(
+    clock: FakeClock,
+) -> None:
+    pool = Pool()
+    pool.hang = True  # every scrape waits for the database
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\n\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.05)
+    assert len(server._connections) == 1
+    serving.cancel()
+    await asyncio.gather(serving, return_exceptions=True)
+    assert server._connections == set()
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    await writer.wait_closed()
+
+
+async def test_a_metrics_server_that_ends_ends_the_run(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervision table's row: the server task ending (its listening socket gone)
+    is a bug; the Workers stop, their items released, and the run fails."""
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    await server.bind("127.0.0.1", 0)
+    busy = Executor()
+    bug = OSError("the listening socket went away")
+    assert server._server is not None
+
+    async def broken() -> None:
+        await busy.started.wait()
+        raise bug
+
+    monkeypatch.setattr(server._server, "serve_forever", broken)
+    with pytest.raises(BackgroundFailed) as raised:
+        await supervise(
+            [worker(clock, Store([item(1)]), busy, "w1")],
+            [Background("metrics", server.serve)],
+            shutdown=asyncio.Event(),
+            log=logging.getLogger("test.observe"),
+            install_signal_handlers=False,
+        )
+    assert raised.value.name == "metrics" and raised.value.__cause__ is bug
+    assert busy.released == [1]
+    (record,) = [r for r in caplog.records if r.name == "test.observe"]
+    assert record.exc_info is not None and record.exc_info[1] is bug
+
+
+async def test_serving_needs_a_bound_server(clock: FakeClock) -> None:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="bind"):
+        await server.serve()
