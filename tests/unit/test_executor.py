@@ -25,6 +25,7 @@ from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason, WorkError
 from safelight.work.executor import Executor, ExecutorSettings, RunResult, longest_heartbeat
 from safelight.work.model import Beat, WorkItem
+from safelight.work.observer import NoObserver
 from safelight.work.outcome import (
     Abandoned,
     Cancel,
@@ -1449,3 +1450,60 @@ async def test_the_observer_hears_nothing_of_an_attempt_that_went_well(
     await clock.settle()
     assert finished(task).outcome == Succeeded(probe.result)
     assert watching.calls == []
+
+
+# --- a bug in the heartbeats ------------------------------------------------------------
+
+
+class BrokenObserver(NoObserver):
+    """An observer with a bug where the heartbeats call it."""
+
+    def heartbeat_failed(self) -> None:
+        raise RuntimeError("observer bug")
+
+
+async def test_a_bug_in_the_heartbeats_stops_the_attempt_at_once_and_is_raised_after_it(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.beat_default = DB_DOWN
+    probe = Probe(clock)
+    executor = Executor(
+        store,
+        clock,
+        {"crawl": probe},
+        timing(),
+        logging.getLogger(LOGGER),
+        observer=BrokenObserver(),
+    )
+    task = await start(executor)
+    await clock.advance(10)
+    # Stopped at the first beat's bug, not half a lease later; nothing written.
+    assert probe.events == [(0.0, "started"), (10.0, "cancelled")]
+    assert task.done()
+    with pytest.raises(RuntimeError, match=r"^observer bug$"):
+        task.result()
+    assert store.calls == [hb(10.0)]
+    # The bug came before the beat's own warning line.
+    assert logs(caplog) == [
+        (
+            "ERROR",
+            "work item 7 attempt 3: the heartbeats stopped on a bug (RuntimeError: observer "
+            "bug); stopping the attempt, writing nothing",
+        ),
+        (
+            "WARNING",
+            "work item 7 attempt 3: self-stopped: no successful heartbeat for 10 s "
+            "(half the 60 s lease); writing nothing, lease recovery will requeue it",
+        ),
+    ]
+    await assert_quiet(clock)
+
+
+async def test_heartbeats_cancelled_at_the_end_are_no_bug(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe))
+    probe.go.set()
+    await clock.settle()
+    assert finished(task).outcome == Succeeded({"files": 3})

@@ -200,7 +200,9 @@ class Executor:
         else:
             attempt = _Attempt(self, item, handler, log, claimed_at)
             outcome = await attempt.run(shutdown)
-            return await self._record(item, outcome, log, attempt.unsaved_progress())
+            result = await self._record(item, outcome, log, attempt.unsaved_progress())
+            attempt.raise_heartbeats_bug()
+            return result
         return await self._record(item, outcome, log)
 
     async def _record(
@@ -371,6 +373,7 @@ class _Attempt:
             self._helpers.append(asyncio.create_task(self._watch(shutdown)))
         self._handler = asyncio.create_task(self._run_handler(context))
         self._beats = asyncio.create_task(self._heartbeats())
+        self._beats.add_done_callback(self._beats_ended)
         self._helpers.append(self._beats)
 
     async def _until_done_or_stopped(self) -> None:
@@ -426,6 +429,25 @@ class _Attempt:
                 outcome.error,
                 exc_info=None if isinstance(error, WorkError) else error,
             )
+
+    def _beats_ended(self, beats: asyncio.Task[None]) -> None:
+        """The heartbeats never end on their own but by a bug (their store calls' errors
+        are caught): no lease renewal is coming, so the attempt stops now, as a self-stop
+        would half a lease later, writing nothing. The error is raised once the attempt
+        is over (:meth:`raise_heartbeats_bug`), to end the process (docs/operations.md)."""
+        if beats.cancelled() or (error := beats.exception()) is None:
+            return
+        self._log.error(
+            "the heartbeats stopped on a bug (%s); stopping the attempt, writing nothing",
+            describe(error),
+        )
+        self._stop(StopReason.SELF_STOPPED)
+
+    def raise_heartbeats_bug(self) -> None:
+        """Raise what ended the heartbeats, if a bug did (see :meth:`_beats_ended`)."""
+        beats = self._beats
+        if beats.done() and not beats.cancelled() and (error := beats.exception()) is not None:
+            raise error
 
     async def _clean_up(self) -> None:
         self._self_stop.cancel()
