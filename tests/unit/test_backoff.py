@@ -31,3 +31,11 @@ def test_months_of_failures_do_not_overflow() -> None:
 def test_the_first_wait_must_be_positive(first: float) -> None:
     with pytest.raises(ValueError, match="first_seconds must be > 0"):
         Backoff(first, 60.0)
+
+
+def test_the_doublings_stop_at_64_however_far_the_ceiling() -> None:
+    # Only a ceiling more than 2**64 first waits away shows where the exponent stops.
+    backoff = Backoff(first_seconds=2.0**-70, most_seconds=1.0)
+    waits = [backoff.failed() for _ in range(200)]
+    assert waits[64] == 2.0**-6
+    assert waits[-1] == 2.0**-6

@@ -125,7 +125,6 @@ class Worker:
                 # Cleared before the claim, so a notification that arrives during it
                 # makes the next wait return at once instead of being missed.
                 self._wake.clear()
-            wait = s.poll_seconds
             try:
                 ran = await self.run_once(shutdown)
                 backoff.succeeded()
