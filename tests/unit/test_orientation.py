@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import struct
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from PIL import Image
 from safelight.library.containers import container_orientation, png_exif
 from safelight.library.exif import read_exif
 from safelight.library.images import ImageProxies, make_image_proxies
+from safelight.library.mediatypes import media_type
 from safelight.library.metadata import read_image_metadata
+from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import (
     BLUE,
     EXTENSIONS,
@@ -183,3 +186,38 @@ def test_tiff_is_turned_once_although_pillow_turns_it_as_it_loads(tmp_path: Path
     with Image.open(path) as image:
         assert image.size == SIZE  # Pillow's own doing, which this test depends on
     assert_upright_proxies(make_image_proxies(path, DEFAULT_SPEC))
+
+
+# --- JPEG XL (pillow-jxl-plugin) ------------------------------------------------------------
+
+
+def test_jpeg_xl_is_a_photo_with_its_exif_read_and_its_exif_orientation_not_applied(
+    tmp_path: Path,
+) -> None:
+    """JPEG XL's orientation is its codestream's, which libjxl applies; an EXIF
+    Orientation beside it is informational (ADR 0029), so these pixels, stored turned
+    with only EXIF's word for it, are shown as stored, while the rest of EXIF is read."""
+    assert media_type("holiday.JXL") == "image"
+    stored = quadrants(*SIZE).transpose(Image.Transpose.ROTATE_90)
+    path = tmp_path / "photo.jxl"
+    exif = exif_bytes(
+        make="Canon", model="EOS R5", orientation=6, captured_at=datetime(2025, 7, 1, 9, 30, 5)
+    )
+    stored.save(path, "JXL", exif=exif)
+    meta = read_image_metadata(path)
+    assert meta.format == "JXL"
+    assert (meta.make, meta.model) == ("Canon", "EOS R5")
+    assert meta.captured_at == datetime(2025, 7, 1, 9, 30, 5)
+    assert meta.orientation == 1
+    assert (meta.width, meta.height) == stored.size
+    preview = decoded(make_image_proxies(path, DEFAULT_SPEC).preview.data)
+    assert preview.size == stored.size
+    assert_shows(preview, quadrant_colours(stored))  # type: ignore[arg-type]
+
+
+def test_an_upright_jpeg_xl_gets_upright_proxies(tmp_path: Path) -> None:
+    path = tmp_path / "photo.jxl"
+    quadrants(*SIZE).save(path, "JXL", lossless=True)
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)

@@ -11,7 +11,9 @@ Capture time, in order of trust:
 3. ``"file"``: the file's modification time, aware UTC. Always available, so every asset
    has a capture time.
 
-Opening images registers pillow-heif for HEIC/HEIF and sets the decompression-bomb
+Opening images registers pillow-heif for HEIC/HEIF (and pillow-jxl-plugin for JPEG XL,
+whose plugin decodes the pixels as it opens: its files are read whole, and only in the
+decode processes, whose address-space limit bounds them) and sets the decompression-bomb
 policy (``MAX_IMAGE_PIXELS``) for the whole process: both are needed before any image is
 opened, and this module is the only place that opens them.
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 import pillow_heif
+import pillow_jxl  # noqa: F401  (registers JPEG XL with Pillow: ADR 0029)
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from safelight.library.containers import container_orientation, png_exif
@@ -209,7 +212,9 @@ def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) 
       browsers do. libheif applies them when it decodes (the value comes from
       ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
       Orientation it reports and applies nothing.
-    - JPEG XL: the codestream's own orientation, which the decoder applies: 1 here.
+    - JPEG XL: the codestream's own orientation, which libjxl applies as it decodes;
+      EXIF's Orientation is not applied (as libjxl's djxl and the browsers). A losslessly
+      recompressed JPEG decodes back to that JPEG, whose EXIF then applies as a JPEG's.
 
     A RAW decoder (or any other) supplies ``fields`` from its own metadata and adds its
     format to ``_TURNED_BY_DECODER`` if it turns the pixels itself.
@@ -217,7 +222,9 @@ def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) 
     format_name = image.format or ""
     if format_name == "HEIF":
         return Orientation(container_orientation(original), turned_by_decoder=True)
-    if format_name == "JXL":
+    if format_name == "JXL" and not getattr(image, "jpeg", False):
+        # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
+        # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
         return Orientation(1, turned_by_decoder=True)
     value = fields.orientation or 1
     return Orientation(value, turned_by_decoder=format_name in _TURNED_BY_DECODER)
