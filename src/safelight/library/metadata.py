@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 import pillow_heif
-import pillow_jxl  # noqa: F401  (registers JPEG XL with Pillow: ADR 0029)
 from PIL import Image, ImageFile, UnidentifiedImageError
+from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
 from safelight.library.containers import container_orientation, png_exif
 from safelight.library.errors import (
@@ -58,6 +58,9 @@ policy is one number, enforced the same way in production and in tests."""
 Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
 warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
 pillow_heif.register_heif_opener()
+# One photo per decode process, one process per core: libjxl's own threads would only
+# contend with the other processes.
+JpegXLImagePlugin.DECODE_THREADS = 0
 # Truncated images must fail, never decode into grey: safelight would publish a broken
 # proxy and never retry. Nothing in safelight may set this.
 assert ImageFile.LOAD_TRUNCATED_IMAGES is False
