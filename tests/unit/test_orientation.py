@@ -6,6 +6,7 @@ the container's transforms, never EXIF's Orientation.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import struct
 from datetime import datetime
@@ -15,6 +16,7 @@ import pytest
 from PIL import Image
 
 from safelight.library.containers import container_orientation, png_exif
+from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.exif import read_exif
 from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.mediatypes import media_type
@@ -37,6 +39,7 @@ SIZE = (400, 240)
 
 
 def write(tmp_path: Path, fmt: OrientedFormat, orientation: int, **options: bool) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / f"photo_{orientation}{EXTENSIONS[fmt]}"
     path.write_bytes(oriented_photo(fmt, orientation, size=SIZE, **options))
     return path
@@ -221,3 +224,20 @@ def test_an_upright_jpeg_xl_gets_upright_proxies(tmp_path: Path) -> None:
     proxies = make_image_proxies(path, DEFAULT_SPEC)
     assert (proxies.width, proxies.height) == SIZE
     assert_upright_proxies(proxies)
+
+
+async def test_the_decode_processes_turn_every_format_as_a_thread_does(tmp_path: Path) -> None:
+    """The crawl decodes in spawned processes (ADR 0010): they register the same
+    plugins and apply the same rule."""
+    paths = [write(tmp_path / fmt, fmt, 6) for fmt in ("png-raw-profile", "tiff", "heif")]
+    paths.append(tmp_path / "photo.jxl")
+    quadrants(*SIZE).save(paths[-1], "JXL")
+    decoder = ImageDecoder(1)
+    try:
+        results = [await decoder.decode(path, DEFAULT_SPEC) for path in paths]
+    finally:
+        await asyncio.to_thread(decoder.shutdown)
+    for path, (meta, proxies) in zip(paths, results, strict=True):
+        assert (meta.width, meta.height) == SIZE, path
+        assert_upright_proxies(proxies)
+    assert results == [decode_image(path, DEFAULT_SPEC) for path in paths]
