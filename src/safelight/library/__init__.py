@@ -17,8 +17,9 @@ Pure code, over files and values, with no database:
   locations, atomic writes, deletes through no link, which folders may be roots.
 - ``hashing``: the content hash that tracks a file across moves and renames.
 - ``mediatypes``: which files are photos or videos, and which names a crawl ignores.
-- ``metadata`` (with ``exif``): capture time, camera, size, orientation, burst and Live
-  Photo identifiers, read without decoding pixels.
+- ``metadata`` (with ``exif`` and ``containers``): capture time, camera, size,
+  orientation (one rule for every format, ADR 0029), burst and Live Photo
+  identifiers, read without decoding pixels.
 - ``images``, ``decoding``, ``video``, ``limits``: proxies of a photo or video, decoded
   in a process pool or by ffmpeg, within what one file may cost the machine.
 - ``crawl``, ``decisions``, ``sweep``, ``bursts``, ``livephotos``: the walk and index of

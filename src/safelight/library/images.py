@@ -7,13 +7,15 @@ Pipeline, and why each step is where it is:
 2. JPEG: ``draft`` asks libjpeg for a DCT-scaled decode (1/2, 1/4, 1/8) that is still at
    least the preview size, so a 48 MP photo decodes as ~3 MP: the largest saving here.
    HEIF: libheif decodes at full size (it has no scaled decode), already rotated. So do
-   PNG, TIFF, WebP and GIF: a decode that would not fit the decode budget is refused
-   first (``limits.check_decode_fits``), from the size and mode in the header.
+   PNG, TIFF (which Pillow also rotates as it loads), WebP and GIF: a decode that would
+   not fit the decode budget is refused first (``limits.check_decode_fits``), from the
+   size and mode in the header.
 3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False;
    HEIF/AVIF, which libheif would decode with missing tiles painted green, are checked
    for completeness first).
-4. Turn upright with the EXIF orientation read by ``exif`` (the same value
-   ``metadata`` reports, so sizes and pixels always agree), convert to 8 bits and
+4. Turn upright by ``metadata.orientation_of`` (the one rule of ADR 0029, the same value
+   ``metadata`` reports, so sizes and pixels always agree; what HEIF's and TIFF's
+   decoders have turned already is not turned again), convert to 8 bits and
    reduce by an integer factor (box averages) to about three times the preview, strip
    by strip (``_shrink``): no full-size copy of any mode.
 5. Resize to the preview size (Lanczos; never upscale), flatten transparency onto white,
@@ -48,7 +50,12 @@ from safelight.library.limits import (
     MIN_DECODE_MEMORY_MIB,
     check_decode_fits,
 )
-from safelight.library.metadata import MAX_IMAGE_PIXELS, exif_fields_of, open_image
+from safelight.library.metadata import (
+    MAX_IMAGE_PIXELS,
+    exif_fields_of,
+    open_image,
+    orientation_of,
+)
 from safelight.library.originals import OriginalRef, open_source
 
 MAX_ASPECT = 4
@@ -176,10 +183,12 @@ def _decode_reduced(
                 f"decompression bomb: {stored_width}x{stored_height} is more than "
                 f"{MAX_IMAGE_PIXELS} pixels"
             )
-        orientation = 1 if image.format == "HEIF" else exif_fields_of(image, original).orientation
-        orientation = orientation or 1
-        swaps = orientation in (5, 6, 7, 8)
-        display = (stored_height, stored_width) if swaps else (stored_width, stored_height)
+        turn = orientation_of(image, exif_fields_of(image, original), original)
+        display = turn.displayed_size(image.size)
+        # Only what the decoder leaves undone is ours to turn (HEIF and TIFF decoders
+        # turn the pixels themselves, and open with the displayed size).
+        method = None if turn.turned_by_decoder else _TRANSPOSE.get(turn.value)
+        swaps = method in _SWAPS
         icc_profile = image.info.get("icc_profile")
         if image.format in ("HEIF", "AVIF"):
             _check_boxes_complete(original)
@@ -187,7 +196,6 @@ def _decode_reduced(
         if image.format in ("JPEG", "MPO"):
             image.draft("RGB", (target[1], target[0]) if swaps else target)
         # The size and mode the decode will have (after a JPEG's draft): what it costs.
-        method = _TRANSPOSE.get(orientation)
         upright = (image.height, image.width) if swaps else image.size
         factors = _reduce_factors(upright, target)
         working = _reduced_size(upright, factors)
@@ -198,7 +206,8 @@ def _decode_reduced(
             image.size,
             _working_mode(image.mode),
             working,
-            copies or method is not None,
+            # Pillow's TIFF decoder turns the image in a full-size copy of its own.
+            copies or method is not None or (turn.turned_by_decoder and turn.value != 1),
             # The resize's first pass: the preview's width, the working image's height.
             target[0] * working[1],
             spec.decode_memory_mib * MIB,

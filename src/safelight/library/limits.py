@@ -51,10 +51,11 @@ _STORED_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;1
 """Bytes per pixel of a decoded image in Pillow's memory; every other mode takes 4
 (RGB is stored as 4 bytes, LA too)."""
 
-_DECODER_BYTES = {"HEIF": 4, "AVIF": 4, "WEBP": 12}
+_DECODER_BYTES = {"HEIF": 4, "AVIF": 4, "WEBP": 12, "JXL": 24}
 """Bytes per pixel a format's decoder holds beside Pillow's image while it decodes
 (measured): libheif's planes; libwebp's canvas, its previous canvas (for animations)
-and the copy handed to Pillow."""
+and the copy handed to Pillow; pillow-jxl-plugin's (an allowance, not measured: libjxl's
+float planes, 12, and the plugin's two copies of its output, Rust's and Python's)."""
 
 
 def decode_memory_bytes(

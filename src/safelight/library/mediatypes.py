@@ -15,7 +15,7 @@ MediaType = Literal["image", "video"]
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".jpe", ".png", ".heic", ".heif", ".hif", ".tif", ".tiff", ".webp",
-     ".gif", ".avif", ".bmp"}
+     ".gif", ".avif", ".bmp", ".jxl"}
 )  # fmt: skip
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts"})
 

@@ -11,7 +11,9 @@ Capture time, in order of trust:
 3. ``"file"``: the file's modification time, aware UTC. Always available, so every asset
    has a capture time.
 
-Opening images registers pillow-heif for HEIC/HEIF and sets the decompression-bomb
+Opening images registers pillow-heif for HEIC/HEIF (and pillow-jxl-plugin for JPEG XL,
+whose plugin decodes the pixels as it opens: its files are read whole, and only in the
+decode processes, whose address-space limit bounds them) and sets the decompression-bomb
 policy (``MAX_IMAGE_PIXELS``) for the whole process: both are needed before any image is
 opened, and this module is the only place that opens them.
 """
@@ -32,7 +34,9 @@ from typing import IO, Any, Literal
 
 import pillow_heif
 from PIL import Image, ImageFile, UnidentifiedImageError
+from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
+from safelight.library.containers import container_orientation, png_exif
 from safelight.library.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -54,6 +58,9 @@ policy is one number, enforced the same way in production and in tests."""
 Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
 warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
 pillow_heif.register_heif_opener()
+# One photo per decode process, one process per core: libjxl's own threads would only
+# contend with the other processes.
+JpegXLImagePlugin.DECODE_THREADS = 0
 # Truncated images must fail, never decode into grey: safelight would publish a broken
 # proxy and never retry. Nothing in safelight may set this.
 assert ImageFile.LOAD_TRUNCATED_IMAGES is False
@@ -79,8 +86,8 @@ class ImageMetadata:
     """As displayed, i.e. after the orientation is applied."""
     height: int
     orientation: int
-    """EXIF orientation 1-8 (1 when absent or invalid). For HEIF it is informational:
-    libheif already applied the file's own rotation, and width/height reflect that."""
+    """The turn 1-8 (EXIF's numbering) from the stored pixels to the displayed picture:
+    ``orientation_of`` (ADR 0029), the one the proxies apply. 1 when absent or invalid."""
     captured_at: datetime
     """Aware when the zone is known, naive for EXIF without an offset (see module)."""
     captured_at_source: CapturedAtSource
@@ -149,17 +156,10 @@ def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
         with open_image(original) as image:
             fields = _exif_fields(image, original)
-            width, height = image.size
             format_name = image.format or "unknown"
-            if format_name == "HEIF":
-                # pillow-heif applied the HEIF transforms and reset EXIF Orientation to 1,
-                # keeping the original value here; the size is already as displayed.
-                original_orientation = image.info.get("original_orientation")
-                orientation = _valid_orientation(original_orientation) or 1
-            else:
-                orientation = fields.orientation or 1
-                if orientation in _SWAPS_AXES:
-                    width, height = height, width
+            turn = orientation_of(image, fields, original)
+            width, height = turn.displayed_size(image.size)
+            orientation = turn.value
     if width <= 0 or height <= 0:
         raise CorruptMedia("image has no pixels")
     captured_at = captured_at_from_exif(fields.dates)
@@ -178,6 +178,61 @@ def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Orientation:
+    """How a photo's stored pixels turn into the displayed picture."""
+
+    value: int
+    """EXIF's numbering, 1-8: 6 is "turn 90 degrees clockwise", 2 "mirror left-right"."""
+    turned_by_decoder: bool
+    """The decoder applies ``value`` itself and ``Image.size`` is already the displayed
+    size (HEIF: libheif applies ``irot``/``imir``; TIFF: Pillow's ``load`` applies tag
+    274), so nothing else may turn the pixels again."""
+
+    @property
+    def swaps_axes(self) -> bool:
+        return self.value in _SWAPS_AXES
+
+    def displayed_size(self, opened: tuple[int, int]) -> tuple[int, int]:
+        """The displayed size of an image that Pillow opened with size ``opened``."""
+        if self.turned_by_decoder or not self.swaps_axes:
+            return opened
+        return opened[1], opened[0]
+
+
+_TURNED_BY_DECODER = frozenset({"HEIF", "TIFF"})
+
+
+def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) -> Orientation:
+    """The one rule (ADR 0029) for how an opened photo turns upright; both its metadata
+    (size, ``orientation``) and its proxies come from it.
+
+    - JPEG, PNG, WebP, TIFF (and any format without a transform of its own): the EXIF
+      orientation, as ``exif_fields_of`` reads it (PNG: ``eXIf`` or ImageMagick's
+      ``Raw profile type exif`` text; TIFF: tag 274 of IFD0).
+    - HEIF and AVIF: the container's transforms (``irot``, ``imir``), never EXIF's
+      Orientation, as the HEIF/MIAF specs say and libheif, libvips, Apple and the
+      browsers do. libheif applies them when it decodes (the value comes from
+      ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
+      Orientation it reports and applies nothing.
+    - JPEG XL: the codestream's own orientation, which libjxl applies as it decodes;
+      EXIF's Orientation is not applied (as libjxl's djxl and the browsers). A losslessly
+      recompressed JPEG decodes back to that JPEG, whose EXIF then applies as a JPEG's.
+
+    A RAW decoder (or any other) supplies ``fields`` from its own metadata and adds its
+    format to ``_TURNED_BY_DECODER`` if it turns the pixels itself.
+    """
+    format_name = image.format or ""
+    if format_name == "HEIF":
+        return Orientation(container_orientation(original), turned_by_decoder=True)
+    if format_name == "JXL" and not getattr(image, "jpeg", False):
+        # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
+        # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
+        return Orientation(1, turned_by_decoder=True)
+    value = fields.orientation or 1
+    return Orientation(value, turned_by_decoder=format_name in _TURNED_BY_DECODER)
+
+
 def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:
     """The EXIF fields of an opened image (shared with ``images`` for orientation)."""
     return _exif_fields(image, original)
@@ -191,16 +246,16 @@ def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
             return read_exif_from_tiff(original)
         finally:
             original.seek(position)
-    # JPEG, MPO, WebP, PNG (eXIf before the pixels), HEIF and AVIF all expose the raw
-    # block here at open time; asking Pillow's getexif() on a PNG would decode it.
+    if image.format == "PNG":
+        # eXIf may follow the pixels, where Pillow sees it only after decoding them, and
+        # ImageMagick and ExifTool write EXIF as hex in a "Raw profile" text chunk.
+        blob = png_exif(original)
+        return read_exif(blob) if blob is not None else ExifFields()
+    # JPEG, MPO, WebP, HEIF and AVIF all expose the raw block here at open time.
     blob = image.info.get("exif")
     if isinstance(blob, bytes | bytearray):
         return read_exif(bytes(blob))
     return ExifFields()
-
-
-def _valid_orientation(value: object) -> int | None:
-    return value if isinstance(value, int) and 1 <= value <= 8 else None
 
 
 def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:

@@ -1,0 +1,232 @@
+"""Orientation and EXIF that sit in a file's container rather than where Pillow looks
+at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, and the
+``irot``/``imir`` transforms of a HEIF image (ADR 0029).
+
+Read from the open original by position (``os.pread`` where there is a descriptor), so
+the file position Pillow decodes from later is left as it was. Each reader is bounded
+(chunks, boxes, bytes) and answers "nothing found" for a malformed container: the file's
+pixels then fail or succeed in the decoder, with its own error.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import IO
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_MAX_PNG_CHUNKS = 100_000
+"""A 250 MP PNG in libpng's 8 KiB IDAT chunks has about 90 000."""
+_MAX_EXIF_BYTES = 1 << 20
+"""EXIF lives in one JPEG APP1 segment elsewhere (64 KiB); a megabyte is generous."""
+_RAW_PROFILES = frozenset({b"Raw profile type exif", b"Raw profile type APP1"})
+"""ImageMagick's (and ExifTool's) names for EXIF kept as hex text in a PNG."""
+_TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt"})
+
+_MAX_BOXES = 1000
+_MAX_META_BYTES = 16 << 20
+"""A HEIF ``meta`` box holds item locations and properties, a few kilobytes; a
+thumbnail-laden one from a camera some hundreds."""
+
+
+def _read_at(fp: IO[bytes], offset: int, size: int) -> bytes:
+    try:
+        return os.pread(fp.fileno(), size, offset)
+    except (AttributeError, io.UnsupportedOperation):
+        position = fp.tell()
+        try:
+            fp.seek(offset)
+            return fp.read(size)
+        finally:
+            fp.seek(position)
+
+
+# --- PNG ----------------------------------------------------------------------------------
+
+
+def png_exif(fp: IO[bytes]) -> bytes | None:
+    """The EXIF block of a PNG (TIFF structure, perhaps after ``Exif\\0\\0``): its
+    ``eXIf`` chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk;
+    ``None`` when there is neither."""
+    if _read_at(fp, 0, 8) != _PNG_SIGNATURE:
+        return None
+    offset = 8
+    from_text: bytes | None = None
+    for _ in range(_MAX_PNG_CHUNKS):
+        header = _read_at(fp, offset, 8)
+        if len(header) < 8:
+            break
+        length, kind = struct.unpack(">I4s", header)
+        if kind == b"eXIf":
+            return _read_at(fp, offset + 8, min(length, _MAX_EXIF_BYTES))
+        if kind in _TEXT_CHUNKS and from_text is None and length <= 4 * _MAX_EXIF_BYTES:
+            from_text = _raw_profile(kind, _read_at(fp, offset + 8, length))
+        if kind == b"IEND":
+            break
+        offset += 12 + length
+    return from_text
+
+
+def _raw_profile(kind: bytes, data: bytes) -> bytes | None:
+    """The bytes of an ImageMagick raw profile text chunk (``"\\nexif\\n  1234\\n"`` and
+    hex lines), or ``None`` for any other text."""
+    keyword, _, rest = data.partition(b"\0")
+    if keyword not in _RAW_PROFILES:
+        return None
+    compressed = kind == b"zTXt"
+    if kind == b"iTXt":  # flag, method, language\0, translated keyword\0, text
+        if len(rest) < 2:
+            return None
+        compressed = rest[0] == 1
+        rest = rest[2:].split(b"\0", 2)[-1]
+    elif compressed:
+        rest = rest[1:]  # the compression method byte
+    if compressed:
+        inflater = zlib.decompressobj()
+        try:
+            rest = inflater.decompress(rest, 4 * _MAX_EXIF_BYTES)
+        except zlib.error:
+            return None
+    lines = rest.decode("latin-1").split("\n")
+    try:
+        blob = bytes.fromhex("".join(lines[3:]))
+    except ValueError:
+        return None
+    return blob or None
+
+
+# --- HEIF ---------------------------------------------------------------------------------
+
+# (quarter turns clockwise, mirrored left-right first) -> EXIF orientation
+_EXIF_OF = {
+    (0, False): 1,
+    (0, True): 2,
+    (2, False): 3,
+    (2, True): 4,
+    (3, True): 5,
+    (1, False): 6,
+    (1, True): 7,
+    (3, False): 8,
+}
+
+
+def container_orientation(fp: IO[bytes]) -> int:
+    """The turn (EXIF's numbering, 1-8) that the ``irot`` and ``imir`` properties of a
+    HEIF file's primary image make, in the order its ``ipma`` lists them: what libheif
+    applies when it decodes. 1 when there are none, or the boxes cannot be read."""
+    meta = _top_level_box(fp, b"meta")
+    if meta is None or len(meta) < 4:
+        return 1
+    try:
+        return _orientation_in_meta(meta[4:])  # after the full box's version and flags
+    except (struct.error, IndexError, ValueError):
+        return 1
+
+
+def _top_level_box(fp: IO[bytes], wanted: bytes) -> bytes | None:
+    offset = 0
+    for _ in range(_MAX_BOXES):
+        header = _read_at(fp, offset, 16)
+        if len(header) < 8:
+            return None
+        size, kind = struct.unpack(">I4s", header[:8])
+        start = 8
+        if size == 1 and len(header) == 16:
+            size, start = struct.unpack(">Q", header[8:16])[0], 16
+        elif size == 0:
+            size = _size_to_end(fp, offset)
+        if size < start:
+            return None
+        if kind == wanted:
+            if size > _MAX_META_BYTES:
+                return None
+            return _read_at(fp, offset + start, size - start)
+        offset += size
+    return None
+
+
+def _size_to_end(fp: IO[bytes], offset: int) -> int:
+    try:
+        return os.fstat(fp.fileno()).st_size - offset
+    except (AttributeError, io.UnsupportedOperation):
+        return fp.seek(0, io.SEEK_END) - offset
+
+
+def _boxes(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """(type, payload) of the boxes laid end to end in ``data``."""
+    offset = 0
+    for _ in range(_MAX_BOXES):
+        if offset + 8 > len(data):
+            return
+        size, kind = struct.unpack_from(">I4s", data, offset)
+        start = 8
+        if size == 1:
+            (size,) = struct.unpack_from(">Q", data, offset + 8)
+            start = 16
+        elif size == 0:
+            size = len(data) - offset
+        if size < start or offset + size > len(data):
+            return
+        yield kind, data[offset + start : offset + size]
+        offset += size
+
+
+def _orientation_in_meta(meta: bytes) -> int:
+    children = dict(_boxes(meta))
+    pitm, iprp = children.get(b"pitm"), children.get(b"iprp")
+    if pitm is None or iprp is None:
+        return 1
+    primary = struct.unpack_from(">H" if pitm[0] == 0 else ">I", pitm, 4)[0]
+    properties: list[tuple[bytes, bytes]] = []
+    indices: list[int] = []
+    for kind, payload in _boxes(iprp):
+        if kind == b"ipco":
+            properties = list(_boxes(payload))
+        elif kind == b"ipma":
+            indices += _associations(payload, primary)
+    turns, mirrored = 0, False
+    for index in indices:
+        if not 1 <= index <= len(properties):
+            continue
+        kind, payload = properties[index - 1]
+        if kind == b"irot" and payload:
+            # Anti-clockwise quarter turns, applied after what came before.
+            turns = (turns + 4 - (payload[0] & 3)) % 4
+        elif kind == b"imir" and payload:
+            # Axis 0 flips top to bottom, 1 left to right: as libheif, which decodes
+            # the pixels, and Apple read it (the first edition's wording of "axis" was
+            # read both ways). A mirror after the rotation so far reverses it.
+            turns, mirrored = ((0 if payload[0] & 1 else 2) - turns) % 4, not mirrored
+    return _EXIF_OF[(turns, mirrored)]
+
+
+def _associations(ipma: bytes, item: int) -> list[int]:
+    """The property indices (1-based into ``ipco``) ``ipma`` associates with ``item``."""
+    version, flags = ipma[0], int.from_bytes(ipma[1:4], "big")
+    (count,) = struct.unpack_from(">I", ipma, 4)
+    offset = 8
+    for _ in range(min(count, 1 << 16)):
+        if version < 1:
+            (item_id,) = struct.unpack_from(">H", ipma, offset)
+            offset += 2
+        else:
+            (item_id,) = struct.unpack_from(">I", ipma, offset)
+            offset += 4
+        associations = ipma[offset]
+        offset += 1
+        wide = flags & 1
+        found: list[int] = []
+        for _ in range(associations):
+            if wide:
+                (value,) = struct.unpack_from(">H", ipma, offset)
+                found.append(value & 0x7FFF)
+                offset += 2
+            else:
+                found.append(ipma[offset] & 0x7F)
+                offset += 1
+        if item_id == item:
+            return found
+    return []

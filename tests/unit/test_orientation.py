@@ -1,0 +1,243 @@
+"""Orientation in every format that carries it (ADR 0029): every orientation 1-8, written
+as cameras and phones write it, gives upright proxies (mirrored back where it mirrors),
+the displayed size, and the orientation the asset stores; one rule for HEIF and AVIF:
+the container's transforms, never EXIF's Orientation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from safelight.library.containers import container_orientation, png_exif
+from safelight.library.decoding import ImageDecoder, decode_image
+from safelight.library.exif import read_exif
+from safelight.library.images import ImageProxies, make_image_proxies
+from safelight.library.mediatypes import media_type
+from safelight.library.metadata import read_image_metadata
+from safelight.testing.exif import exif_bytes
+from safelight.testing.oriented import (
+    BLUE,
+    EXTENSIONS,
+    WHITE,
+    OrientedFormat,
+    oriented_photo,
+    quadrants,
+)
+from safelight.testing.samplegen import GREEN, RED
+from tests.specs import DEFAULT_SPEC
+
+FORMATS: tuple[OrientedFormat, ...] = tuple(EXTENSIONS)
+SIZE = (400, 240)
+"""As displayed: landscape, so a turn that is not applied shows in the size too."""
+
+
+def write(tmp_path: Path, fmt: OrientedFormat, orientation: int, **options: bool) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"photo_{orientation}{EXTENSIONS[fmt]}"
+    path.write_bytes(oriented_photo(fmt, orientation, size=SIZE, **options))
+    return path
+
+
+def decoded(data: bytes) -> Image.Image:
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image.convert("RGB")
+
+
+def near(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+    return all(abs(a - e) <= 40 for a, e in zip(actual, expected, strict=True))
+
+
+def quadrant_colours(image: Image.Image) -> list[tuple[int, ...]]:
+    """The colours at the middle of the four quadrants: TL, TR, BL, BR."""
+    width, height = image.size
+    points = [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)]
+    return [tuple(image.getpixel((int(width * x), int(height * y)))) for x, y in points]  # type: ignore[arg-type]
+
+
+def assert_shows(image: Image.Image, expected: list[tuple[int, int, int]]) -> None:
+    colours = quadrant_colours(image)
+    assert all(near(c, e) for c, e in zip(colours, expected, strict=True)), colours
+
+
+UPRIGHT = [RED, GREEN, BLUE, WHITE]
+
+
+def assert_upright_proxies(proxies: ImageProxies) -> None:
+    preview, thumbnail = decoded(proxies.preview.data), decoded(proxies.thumbnail.data)
+    assert preview.size == SIZE
+    assert thumbnail.size == (300, 180)
+    assert_shows(preview, UPRIGHT)
+    assert_shows(thumbnail, UPRIGHT)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_orientation_in_every_format_comes_out_upright(
+    tmp_path: Path, fmt: OrientedFormat, orientation: int
+) -> None:
+    path = write(tmp_path, fmt, orientation)
+    meta = read_image_metadata(path)
+    assert (meta.width, meta.height) == SIZE
+    assert meta.orientation == orientation
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+def test_the_check_sees_a_mirror_and_a_turn() -> None:
+    """The colour check can fail: a mirrored or a turned picture does not pass it."""
+    upright = quadrants(*SIZE)
+    assert_shows(upright, UPRIGHT)
+    for method in (Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.FLIP_TOP_BOTTOM):
+        with pytest.raises(AssertionError):
+            assert_shows(upright.transpose(method), UPRIGHT)
+    with pytest.raises(AssertionError):
+        assert_shows(upright.transpose(Image.Transpose.ROTATE_90).resize(SIZE), UPRIGHT)
+
+
+@pytest.mark.parametrize("fmt", ["avif", "heif"])
+@pytest.mark.parametrize("orientation", [3, 6, 7])
+def test_heif_and_avif_write_the_orientation_twice_as_phones_do(
+    tmp_path: Path, fmt: OrientedFormat, orientation: int
+) -> None:
+    """The generated file itself: container transforms and EXIF's Orientation agree,
+    and the pixels are stored turned (libheif/libavif turn them back)."""
+    path = write(tmp_path, fmt, orientation)
+    with path.open("rb") as original:
+        assert container_orientation(original) == orientation
+    exif = read_exif(_exif_item(path.read_bytes()))
+    assert exif.orientation == orientation
+
+
+@pytest.mark.parametrize("fmt", ["avif", "heif"])
+@pytest.mark.parametrize("orientation", [2, 6, 8])
+def test_heif_and_avif_ignore_an_exif_orientation_without_container_transforms(
+    tmp_path: Path, fmt: OrientedFormat, orientation: int
+) -> None:
+    """The HEIF/MIAF rule, as libheif, libvips and Apple follow it: the container
+    decides, so pixels stored turned with only EXIF's word for it are shown as stored."""
+    path = write(tmp_path, fmt, orientation, container=False)
+    assert read_exif(_exif_item(path.read_bytes())).orientation == orientation
+    meta = read_image_metadata(path)
+    assert meta.orientation == 1
+    stored = quadrants(*SIZE).transpose(_INVERSE[orientation])
+    assert (meta.width, meta.height) == stored.size
+    preview = decoded(make_image_proxies(path, DEFAULT_SPEC).preview.data)
+    assert preview.size == stored.size
+    assert_shows(preview, quadrant_colours(stored))  # type: ignore[arg-type]
+
+
+_INVERSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    6: Image.Transpose.ROTATE_90,
+    8: Image.Transpose.ROTATE_270,
+}
+
+
+def _exif_item(data: bytes) -> bytes:
+    """The EXIF block inside a HEIF/AVIF file (found by its TIFF header)."""
+    starts = [data.find(b"Exif\0\0" + order) for order in (b"MM", b"II")]
+    return data[max(starts) :]
+
+
+# --- the container readers ------------------------------------------------------------------
+
+
+def test_png_exif_is_found_after_the_pixels_and_in_raw_profile_text() -> None:
+    for fmt in ("png", "png-late-exif", "png-raw-profile"):
+        data = oriented_photo(fmt, 5, size=(8, 6))
+        blob = png_exif(io.BytesIO(data))
+        assert blob is not None, fmt
+        assert read_exif(blob).orientation == 5, fmt
+    plain = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(plain, "PNG")
+    assert png_exif(io.BytesIO(plain.getvalue())) is None
+    assert png_exif(io.BytesIO(b"not a png at all")) is None
+
+
+def test_broken_raw_profile_text_is_no_exif() -> None:
+    plain = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(plain, "PNG")
+    png = plain.getvalue()
+    body = b"Raw profile type exif\0\nexif\n  4\nzzzz\n"
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + b"\0\0\0\0"
+    broken = png[:33] + chunk + png[33:]
+    assert png_exif(io.BytesIO(broken)) is None
+
+
+def test_container_orientation_of_broken_or_plain_files_is_1(tmp_path: Path) -> None:
+    heif = oriented_photo("heif", 6, size=(64, 32))
+    assert container_orientation(io.BytesIO(heif)) == 6
+    meta_at = heif.index(b"meta") - 4
+    assert container_orientation(io.BytesIO(heif[: meta_at + 40])) == 1  # cut in its meta
+    assert container_orientation(io.BytesIO(b"\0\0\0\x08free")) == 1
+    assert container_orientation(io.BytesIO(oriented_photo("heif", 1, size=(64, 32)))) == 1
+
+
+def test_tiff_is_turned_once_although_pillow_turns_it_as_it_loads(tmp_path: Path) -> None:
+    """Pillow's TIFF decoder applies tag 274 itself and opens with the displayed size;
+    turning again (what happened before) made an orientation-6 TIFF come out sideways."""
+    path = write(tmp_path, "tiff", 6)
+    with Image.open(path) as image:
+        assert image.size == SIZE  # Pillow's own doing, which this test depends on
+    assert_upright_proxies(make_image_proxies(path, DEFAULT_SPEC))
+
+
+# --- JPEG XL (pillow-jxl-plugin) ------------------------------------------------------------
+
+
+def test_jpeg_xl_is_a_photo_with_its_exif_read_and_its_exif_orientation_not_applied(
+    tmp_path: Path,
+) -> None:
+    """JPEG XL's orientation is its codestream's, which libjxl applies; an EXIF
+    Orientation beside it is informational (ADR 0029), so these pixels, stored turned
+    with only EXIF's word for it, are shown as stored, while the rest of EXIF is read."""
+    assert media_type("holiday.JXL") == "image"
+    stored = quadrants(*SIZE).transpose(Image.Transpose.ROTATE_90)
+    path = tmp_path / "photo.jxl"
+    exif = exif_bytes(
+        make="Canon", model="EOS R5", orientation=6, captured_at=datetime(2025, 7, 1, 9, 30, 5)
+    )
+    stored.save(path, "JXL", exif=exif)
+    meta = read_image_metadata(path)
+    assert meta.format == "JXL"
+    assert (meta.make, meta.model) == ("Canon", "EOS R5")
+    assert meta.captured_at == datetime(2025, 7, 1, 9, 30, 5)
+    assert meta.orientation == 1
+    assert (meta.width, meta.height) == stored.size
+    preview = decoded(make_image_proxies(path, DEFAULT_SPEC).preview.data)
+    assert preview.size == stored.size
+    assert_shows(preview, quadrant_colours(stored))  # type: ignore[arg-type]
+
+
+def test_an_upright_jpeg_xl_gets_upright_proxies(tmp_path: Path) -> None:
+    path = tmp_path / "photo.jxl"
+    quadrants(*SIZE).save(path, "JXL", lossless=True)
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+async def test_the_decode_processes_turn_every_format_as_a_thread_does(tmp_path: Path) -> None:
+    """The crawl decodes in spawned processes (ADR 0010): they register the same
+    plugins and apply the same rule."""
+    paths = [write(tmp_path / fmt, fmt, 6) for fmt in ("png-raw-profile", "tiff", "heif")]
+    paths.append(tmp_path / "photo.jxl")
+    quadrants(*SIZE).save(paths[-1], "JXL")
+    decoder = ImageDecoder(1)
+    try:
+        results = [await decoder.decode(path, DEFAULT_SPEC) for path in paths]
+    finally:
+        await asyncio.to_thread(decoder.shutdown)
+    for path, (meta, proxies) in zip(paths, results, strict=True):
+        assert (meta.width, meta.height) == SIZE, path
+        assert_upright_proxies(proxies)
+    assert results == [decode_image(path, DEFAULT_SPEC) for path in paths]
