@@ -100,7 +100,7 @@ CREATE TABLE public.assets (
     deleted_at timestamp with time zone,
     last_seen_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
-    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'video'::text, 'file'::text]))),
+    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
     CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),

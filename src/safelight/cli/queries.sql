@@ -78,7 +78,8 @@ ORDER BY a.storage_config_id, a.file_path, a.id
 LIMIT %(limit)s
 
 -- library_counts_of_config --
--- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies.
+-- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies,
+-- and the live photos no place inside dated (their capture time is the file's time).
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -91,6 +92,9 @@ SELECT
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND burst_id IS NOT NULL) AS burst_assets,
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND paired_asset_id IS NOT NULL) AS live_photos,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image'
+       AND captured_at_source = 'file') AS photos_dated_by_file,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
      WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
 

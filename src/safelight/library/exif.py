@@ -18,6 +18,9 @@ SubsecTime and OffsetTime (Exif IFD); and from maker notes:
   0x002b SequenceNumber, reported only when 0x002a BurstMode is not off.
 - Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
   endian): 0x1101 SequenceNumber when non-zero.
+- Reconyx HyperFire (trail cameras, which write no EXIF date: version ``01 f1`` then
+  02 or 03, little-endian int16u words): DateTimeOriginal at word 11 as seconds,
+  minutes, hours, month, day, year.
 
 Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables; they are public so
 that the writer of test photos (``safelight.testing.exif``) writes the very tags read here.
@@ -74,6 +77,8 @@ class ExifFields:
     burst_id: str | None = None
     content_identifier: str | None = None
     sequence_number: int | None = None
+    maker_date: str | None = None
+    """A capture date from a maker note (Reconyx), ``"YYYY:MM:DD HH:MM:SS"``."""
 
 
 class _Source(Protocol):
@@ -162,6 +167,7 @@ def _read_tiff(src: _Source) -> ExifFields:
         burst_id, content_identifier, sequence_number = _read_maker_note(
             src, note, endian, make or ""
         )
+    maker_date = _reconyx_date(src, note) if note is not None else None
     return ExifFields(
         make=make,
         model=model,
@@ -170,7 +176,16 @@ def _read_tiff(src: _Source) -> ExifFields:
         burst_id=burst_id,
         content_identifier=content_identifier,
         sequence_number=sequence_number,
+        maker_date=maker_date,
     )
+
+
+def _reconyx_date(src: _Source, note: _Entry) -> str | None:
+    head = src.read_at(note.offset, 34)
+    if len(head) < 34 or head[:2] != b"\x01\xf1" or head[2:4] not in (b"\x02\0", b"\x03\0"):
+        return None
+    second, minute, hour, month, day, year = struct.unpack("<6H", head[22:34])
+    return f"{year:04d}:{month:02d}:{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
 
 
 def _read_maker_note(
