@@ -1,8 +1,8 @@
 """ExifTool as the oracle: every image of ``../shared/samples`` read by safelight and by
 ``exiftool -json -n -G``, file by file: make, model, capture time (wall clock,
-subseconds, offset), orientation. Each disagreement that is safelight's choice is listed
-below with its reason; any other fails the test. Skips without ExifTool (``scripts/setup
---dev`` installs it) or without the samples folder.
+subseconds, offset), orientation, GPS position and altitude. Each disagreement that is
+safelight's choice is listed below with its reason; any other fails the test. Skips
+without ExifTool (``scripts/setup --dev`` installs it) or without the samples folder.
 
 ExifTool's values are taken in safelight's documented order of precedence (ADR 0026):
 the oracle checks that each place is *read* right, the order is the ADR's.
@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from safelight.library.location import Location
 from safelight.library.mediatypes import media_type
 from safelight.library.metadata import ImageMetadata, read_image_metadata
 from tests.unit.test_samples_folder import SAMPLES
@@ -159,9 +160,42 @@ def disagreements(name: str, meta: ImageMetadata, tags: Mapping[str, Any]) -> di
             expected.offset is None and offset in offsets_shown_for(tags, expected.wall)
         ):
             found["time"] = f"safelight offset {offset}, exiftool {expected.offset}"
-    # GPS (latitude, longitude, altitude) joins here once safelight stores it (issue
-    # #16, item 5); the motion-photo flag with the motion-photo work (item 3).
+    gps = gps_disagreement(meta, tags)
+    if gps is not None:
+        found["gps"] = gps
+    # The motion-photo flag joins here with the motion-photo work (issue #16, item 3):
+    # ExifTool's XMP:MotionPhoto / XMP:MicroVideo / Samsung's trailer against it.
     return found
+
+
+def gps_disagreement(meta: ImageMetadata, tags: Mapping[str, Any]) -> str | None:
+    """ExifTool's composite position (signed, from EXIF's GPS IFD or XMP) against
+    safelight's; 0, 0 is no position for safelight (a receiver without a fix)."""
+    latitude, longitude = tags.get("Composite:GPSLatitude"), tags.get("Composite:GPSLongitude")
+    altitude = tags.get("Composite:GPSAltitude")
+    if altitude is None:
+        # ExifTool makes no composite without GPSAltitudeRef; the EXIF standard's
+        # default Ref is 0, above sea level, which safelight follows.
+        altitude = tags.get("EXIF:GPSAltitude", tags.get("XMP:GPSAltitude"))
+        if isinstance(altitude, int | float) and tags.get("EXIF:GPSAltitudeRef") == 1:
+            altitude = -altitude
+    numbers = isinstance(latitude, int | float) and isinstance(longitude, int | float)
+    if not numbers or (latitude == 0 and longitude == 0):
+        latitude = longitude = altitude = None
+    if not isinstance(altitude, int | float):
+        altitude = None
+    got = meta.location
+    if latitude is None or longitude is None:
+        return None if got is None else f"safelight {got}, ExifTool none"
+    if (
+        got is None
+        or abs(got.latitude - latitude) > 1e-6
+        or abs(got.longitude - longitude) > 1e-6
+        or (got.altitude_m is None) != (altitude is None)
+        or (altitude is not None and abs((got.altitude_m or 0) - altitude) > 0.01)
+    ):
+        return f"safelight {got}, ExifTool {latitude}, {longitude}, {altitude}"
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -207,12 +241,15 @@ def test_the_oracle_sees_a_wrong_date_make_or_orientation() -> None:
         "EXIF:Orientation": 6,
         "EXIF:DateTimeOriginal": "2021:04:11 15:47:53",
         "EXIF:OffsetTimeOriginal": "-05:00",
+        "Composite:GPSLatitude": 39.115,
+        "Composite:GPSLongitude": -108.4,
     }
     right = ImageMetadata(
         format="JPEG", width=1, height=1, orientation=6,
         captured_at=datetime(2021, 4, 11, 15, 47, 53).replace(tzinfo=_zone(-5)),
         captured_at_source="exif", make="Canon", model="EOS",
         burst_id=None, content_identifier=None, sequence_number=None,
+        location=Location(39.115, -108.4),
     )  # fmt: skip
     assert disagreements("x", right, tags) == {}
     assert set(disagreements("x", replace(right, make="Nikon"), tags)) == {"make/model"}
@@ -223,6 +260,9 @@ def test_the_oracle_sees_a_wrong_date_make_or_orientation() -> None:
     assert set(disagreements("x", other_zone, tags)) == {"time"}
     by_file = replace(right, captured_at_source="file")
     assert set(disagreements("x", by_file, tags)) == {"time"}
+    elsewhere = replace(right, location=Location(39.115, -108.41))
+    assert set(disagreements("x", elsewhere, tags)) == {"gps"}
+    assert set(disagreements("x", replace(right, location=None), tags)) == {"gps"}
 
 
 def _zone(hours: int) -> timezone:

@@ -69,7 +69,7 @@ LIMIT %(limit)s
 -- Assets of one config or all, live or soft-deleted, with how many proxies each has.
 SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.captured_at,
        a.camera_make, a.camera_model, a.width, a.height, a.burst_id, a.paired_asset_id,
-       a.is_deleted, a.deleted_at,
+       a.is_deleted, a.deleted_at, a.captured_at_source, a.latitude, a.longitude, a.altitude_m,
        (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)

@@ -45,6 +45,7 @@ from safelight.library.errors import (
 from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
 from safelight.library.jpegblocks import read_maker_blocks
 from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, lower_priority
+from safelight.library.location import Location, location_of, parse_iso6709
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
 from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
@@ -96,6 +97,8 @@ class ImageMetadata:
     sequence_number: int | None
     """Frame number within a continuous-drive sequence (Canon, Panasonic, Fujifilm),
     ``None`` for single shots and cameras that do not say."""
+    location: Location | None = None
+    """Where it was taken: EXIF GPS, else XMP (``location``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,8 @@ class VideoMetadata:
     """``com.apple.quicktime.content.identifier``: pairs a Live Photo video with its photo."""
     hdr: bool = False
     """PQ or HLG transfer (every iPhone video since the 12): proxies are tone-mapped."""
+    location: Location | None = None
+    """QuickTime's ISO 6709 location (Apple's key, else ``©xyz``)."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -183,6 +188,7 @@ def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
         burst_id=fields.burst_id,
         content_identifier=fields.content_identifier,
         sequence_number=fields.sequence_number,
+        location=location_of(fields, xmp),
     )
 
 
@@ -361,6 +367,8 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),
         hdr=video.get("color_transfer") in _HDR_TRANSFERS,
+        location=parse_iso6709(tags.get("com.apple.quicktime.location.iso6709"))
+        or parse_iso6709(tags.get("location")),
     )
 
 

@@ -98,3 +98,35 @@ def with_segment(jpeg: bytes, marker: int, payload: bytes) -> bytes:
     """``jpeg`` with an APPn segment (``marker`` 0xE0-0xEF) inserted after SOI."""
     segment = bytes([0xFF, marker]) + struct.pack(">H", len(payload) + 2) + payload
     return jpeg[:2] + segment + jpeg[2:]
+
+
+def exif_with_gps(
+    latitude: float, longitude: float, altitude: float | None = None, **exif: object
+) -> bytes:
+    """An EXIF block (``Image.save(exif=...)``) with a GPS IFD: latitude and longitude as
+    degrees, minutes, seconds rationals with their N/S and E/W Refs; the altitude (in
+    centimetres) with its Ref, 1 below sea level; and ``exif``'s IFD0 tags."""
+    from PIL import Image  # Pillow is a runtime dependency; kept local to the writer
+
+    from safelight.library import exif as tags
+
+    block = Image.Exif()
+    for tag, value in exif.items():
+        block[{"make": tags.TAG_MAKE, "model": tags.TAG_MODEL}[tag]] = value
+    gps = block.get_ifd(tags.TAG_GPS_IFD)
+
+    def dms(value: float) -> tuple[float, float, float]:
+        value = abs(value)
+        degrees = int(value)
+        minutes = int((value - degrees) * 60)
+        seconds = round(((value - degrees) * 60 - minutes) * 60, 4)
+        return (float(degrees), float(minutes), seconds)
+
+    gps[tags.GPS_LATITUDE_REF] = "S" if latitude < 0 else "N"
+    gps[tags.GPS_LATITUDE] = dms(latitude)
+    gps[tags.GPS_LONGITUDE_REF] = "W" if longitude < 0 else "E"
+    gps[tags.GPS_LONGITUDE] = dms(longitude)
+    if altitude is not None:
+        gps[tags.GPS_ALTITUDE_REF] = b"\x01" if altitude < 0 else b"\x00"
+        gps[tags.GPS_ALTITUDE] = round(abs(altitude), 2)
+    return block.tobytes()
