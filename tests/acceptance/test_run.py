@@ -50,6 +50,8 @@ def test_run_indexes_a_library_and_a_second_run_reuses_it(
     assert summary["bursts"] == len(manifest.bursts)
     assert summary["burst_assets"] == sum(len(b.paths) for b in manifest.bursts)
     assert summary["live_photos"] == sum(1 for p in manifest.live_pairs if p.video)
+    dated_by_file = [p for p in manifest.photos if p.captured_at_source == "file"]
+    assert summary["photos_dated_by_file"] == len(dated_by_file) > 0
     # Each broken file is listed with its reason; nothing else failed.
     assert sorted(e["path"] for e in summary["errors"]) == sorted(e.path for e in manifest.errors)
     assert all(e["reason"] for e in summary["errors"])

@@ -48,8 +48,8 @@ DATES_OUTSIDE_EXIF = {
     "exif-samples/jpg/exif-org/olympus-d320l.jpg": "Olympus PictureInfo APP segment",
     "exif-samples/jpg/exif-org/sony-powershota5.jpg": "Canon CIFF (a PowerShot A5)",
 }
-"""MANIFEST dates that ExifTool found outside EXIF; safelight reads EXIF only, so these
-photos are dated by their file's modification time."""
+"""MANIFEST dates that ExifTool found outside EXIF: safelight reads them from the
+maker's own block (``capturetime``'s "maker" source), the same wall-clock time."""
 
 EXPECTED_FAILURES: dict[str, str] = {}
 """Sample files that must fail, with a word of their reason. None does today:
@@ -134,10 +134,9 @@ def check_against_manifest(name: str, meta: ImageMetadata) -> None:
     date = re.fullmatch(
         r"(\d{4}:\d\d:\d\d \d\d:\d\d:\d\d)(?: \((\.\d+)?(?:, )?([+-]\d\d:\d\d)?\))?", row.date
     )
-    if name in DATES_OUTSIDE_EXIF:
-        assert meta.captured_at_source == "file", name
-    elif date:
-        assert meta.captured_at_source == "exif", name
+    if date:
+        expected_source = "maker" if name in DATES_OUTSIDE_EXIF else "exif"
+        assert meta.captured_at_source == expected_source, name
         assert meta.captured_at.strftime("%Y:%m:%d %H:%M:%S") == date.group(1), name
         if date.group(2):
             fraction = date.group(2)[1:7].ljust(6, "0")

@@ -66,6 +66,9 @@ class Scratch:
         for tool in ("ffmpeg", "ffprobe"):
             shutil.copy2(self.repo.parent / "tool", self.bin / tool)
 
+    def give_exiftool(self) -> None:
+        shutil.copy2(self.repo.parent / "tool", self.bin / "exiftool")
+
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Scratch:
@@ -97,9 +100,10 @@ def scratch(tmp_path: Path) -> Scratch:
         bin_dir / "apt-get",
         'echo "apt-get $* (DEBIAN_FRONTEND=${DEBIAN_FRONTEND:-})" >>"$FAKE_LOG"\n'
         'if [ -n "${FAKE_APT_FAILS:-}" ]; then echo "E: no network" >&2; exit 100; fi\n'
-        'if [ "$1" = install ]; then\n'
-        f'  for t in ffmpeg ffprobe; do {cp} {tmp_path / "tool"} "{bin_dir}/$t"; done\n'
-        "fi\n",
+        'case "$*" in *" ffmpeg") for t in ffmpeg ffprobe; do'
+        f' {cp} {tmp_path / "tool"} "{bin_dir}/$t"; done ;;\n'
+        f'  *" libimage-exiftool-perl") {cp} {tmp_path / "tool"} "{bin_dir}/exiftool" ;;\n'
+        "esac\n",
     )
     return Scratch(repo, bin_dir, tmp_path / "calls.log")
 
@@ -212,6 +216,78 @@ def test_without_a_known_package_manager_it_says_so_once(scratch: Scratch) -> No
     assert result.returncode == 0
     assert "no known package manager (apt-get, dnf, brew) was found" in result.stderr
     assert len([line for line in result.stderr.splitlines() if "warning" in line]) == 1
+
+
+# --- ExifTool (the tests' oracle, --dev only) -----------------------------------------------
+
+EXIFTOOL_INSTALL = (
+    "apt-get install -y -qq --no-install-recommends libimage-exiftool-perl "
+    "(DEBIAN_FRONTEND=noninteractive)"
+)
+
+
+def exiftool_stamp(scratch: Scratch) -> Path:
+    return scratch.repo / ".venv" / ".exiftool-attempted"
+
+
+def test_dev_mode_installs_exiftool_through_apt_get_once(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+
+    result = scratch.run("--dev", uid="0")
+
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+    assert scratch.apt_calls() == ["apt-get update -qq (DEBIAN_FRONTEND=)", EXIFTOOL_INSTALL]
+    assert (scratch.bin / "exiftool").exists() and exiftool_stamp(scratch).is_file()
+    assert scratch.run("--dev", uid="0").returncode == 0
+    assert scratch.apt_calls() == []
+
+
+def test_runtime_mode_never_asks_for_exiftool(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+
+    result = scratch.run(uid="0")
+
+    assert result.returncode == 0 and "ExifTool" not in result.stderr
+    assert scratch.apt_calls() == []
+    assert not exiftool_stamp(scratch).exists()
+
+
+def test_without_rights_dev_mode_warns_once_that_the_oracle_tests_skip(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+
+    first = scratch.run("--dev")
+
+    assert first.returncode == 0, first.stderr
+    [warning] = [line for line in first.stderr.splitlines() if "warning" in line]
+    assert warning.startswith("setup: warning: ExifTool is not installed and " + NO_RIGHTS)
+    assert "rm .venv/.exiftool-attempted to retry" in warning
+    assert scratch.apt_calls() == [] and exiftool_stamp(scratch).is_file()
+    second = scratch.run("--dev")
+    assert "warning" not in second.stderr
+
+
+def test_a_failed_exiftool_install_is_logged_and_not_tried_again(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+
+    first = scratch.run("--dev", uid="0", apt_fails="1")
+
+    [warning] = [line for line in first.stderr.splitlines() if "warning" in line]
+    assert "apt-get could not install it (log: .venv/exiftool.log)" in warning
+    assert "no network" in (scratch.repo / ".venv" / "exiftool.log").read_text()
+    assert scratch.run("--dev", uid="0", apt_fails="1").stderr.count("warning") == 0
+    assert scratch.apt_calls() == []
+
+
+def test_with_exiftool_installed_dev_mode_asks_no_package_manager(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+
+    result = scratch.run("--dev", uid="0")
+
+    assert result.returncode == 0 and "ExifTool" not in result.stderr
+    assert scratch.apt_calls() == []
+    assert not exiftool_stamp(scratch).exists()
 
 
 # --- the Python packages ---------------------------------------------------------------

@@ -29,6 +29,14 @@ def _size(value: int | None) -> str:
     return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
 
 
+def _place(row: dict[str, Any]) -> str:
+    """``39.11500, -108.40097 (1484 m)``: five decimals are about a metre."""
+    if row.get("latitude") is None or row.get("longitude") is None:
+        return ""
+    text = f"{row['latitude']:.5f}, {row['longitude']:.5f}"
+    return text if row.get("altitude_m") is None else f"{text} ({row['altitude_m']:.0f} m)"
+
+
 @click.command("assets")
 @config_option("Only assets of this storage config.")
 @click.option(
@@ -50,7 +58,7 @@ def assets(
     if as_json:
         print_json(rows)
         return
-    columns = ["id", "config", "path", "type", "size", "captured", "camera", "proxies"]
+    columns = ["id", "config", "path", "type", "size", "captured", "camera", "place", "proxies"]
     if deleted:
         columns.append("deleted")
     console().print(
@@ -66,6 +74,7 @@ def assets(
                     _size(r["size_bytes"]),
                     r["captured_at"],
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
+                    _place(r),
                     r["proxies"],
                     *((r["deleted_at"],) if deleted else ()),
                 )

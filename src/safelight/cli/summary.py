@@ -113,6 +113,9 @@ def build_summary(
         "bursts": int(library["bursts"]),
         "burst_assets": int(library["burst_assets"]),
         "live_photos": int(library["live_photos"]),
+        # Photos with no date inside (EXIF, XMP, IPTC, maker blocks): dated by the
+        # file's time, which "On this day" would show as the day they were copied.
+        "photos_dated_by_file": int(library.get("photos_dated_by_file", 0)),
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -190,6 +193,12 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
         f"{_plural(summary['live_photos'], 'Live Photo')}",
     )
+    if summary.get("photos_dated_by_file"):
+        grid.add_row(
+            "dates",
+            f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "
+            "(no date inside the file)",
+        )
     if summary["soft_deleted_total"]:
         grid.add_row(
             "gone",

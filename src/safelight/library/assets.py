@@ -59,6 +59,9 @@ class NewAsset:
     maker_burst_id: str | None = None
     content_identifier: str | None = None
     sequence_number: int | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+    altitude_m: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,9 @@ async def insert_asset(
         "maker_burst_id": asset.maker_burst_id,
         "content_identifier": asset.content_identifier,
         "sequence_number": asset.sequence_number,
+        "latitude": asset.latitude,
+        "longitude": asset.longitude,
+        "altitude_m": asset.altitude_m,
         "now": now,
     }
     cur = await conn.execute(QUERIES["asset_insert"], params)

@@ -412,6 +412,9 @@ def new_asset(
         "width": meta.width,
         "height": meta.height,
         "content_identifier": meta.content_identifier,
+        "latitude": meta.location.latitude if meta.location else None,
+        "longitude": meta.location.longitude if meta.location else None,
+        "altitude_m": meta.location.altitude_m if meta.location else None,
     }
     if isinstance(meta, ImageMetadata):
         return NewAsset(

@@ -6,7 +6,8 @@ read is bounded, a malformed block only loses the values it garbles, and nothing
 warns or raises: ``read_exif`` returns what it could read.
 
 Tags read: Make, Model, Orientation (IFD0); DateTimeOriginal/Digitized with their
-SubsecTime and OffsetTime (Exif IFD); and from maker notes:
+SubsecTime and OffsetTime (Exif IFD); GPSLatitude/Longitude/Altitude with their Refs
+(GPS IFD); and from maker notes:
 
 - Apple (``Apple iOS\\0`` header, offsets relative to the note, byte order in the note):
   0x000b BurstUUID, 0x0011 MediaGroupUUID (the Live Photo content identifier, equal to
@@ -18,6 +19,9 @@ SubsecTime and OffsetTime (Exif IFD); and from maker notes:
   0x002b SequenceNumber, reported only when 0x002a BurstMode is not off.
 - Fujifilm (``FUJIFILM`` + little-endian IFD offset, note-relative, always little
   endian): 0x1101 SequenceNumber when non-zero.
+- Reconyx HyperFire (trail cameras, which write no EXIF date: version ``01 f1`` then
+  02 or 03, little-endian int16u words): DateTimeOriginal at word 11 as seconds,
+  minutes, hours, month, day, year.
 
 Tag numbers follow ExifTool's Apple/Canon/Panasonic/FujiFilm tables; they are public so
 that the writer of test photos (``safelight.testing.exif``) writes the very tags read here.
@@ -45,6 +49,13 @@ TAG_OFFSET_DIGITIZED = 0x9012
 TAG_SUBSEC_ORIGINAL = 0x9291
 TAG_SUBSEC_DIGITIZED = 0x9292
 TAG_MAKER_NOTE = 0x927C
+TAG_GPS_IFD = 0x8825
+GPS_LATITUDE_REF = 0x0001
+GPS_LATITUDE = 0x0002
+GPS_LONGITUDE_REF = 0x0003
+GPS_LONGITUDE = 0x0004
+GPS_ALTITUDE_REF = 0x0005
+GPS_ALTITUDE = 0x0006
 
 APPLE_BURST_UUID = 0x000B
 APPLE_MEDIA_GROUP_UUID = 0x0011
@@ -74,6 +85,14 @@ class ExifFields:
     burst_id: str | None = None
     content_identifier: str | None = None
     sequence_number: int | None = None
+    maker_date: str | None = None
+    """A capture date from a maker note (Reconyx), ``"YYYY:MM:DD HH:MM:SS"``."""
+    latitude: float | None = None
+    """Degrees, north positive; set only together with ``longitude``."""
+    longitude: float | None = None
+    """Degrees, east positive."""
+    altitude: float | None = None
+    """Metres above sea level (negative below)."""
 
 
 class _Source(Protocol):
@@ -162,6 +181,13 @@ def _read_tiff(src: _Source) -> ExifFields:
         burst_id, content_identifier, sequence_number = _read_maker_note(
             src, note, endian, make or ""
         )
+    maker_date = _reconyx_date(src, note) if note is not None else None
+    latitude = longitude = altitude = None
+    gps_offset = _first_int(src, ifd0.get(TAG_GPS_IFD), endian)
+    if gps_offset is not None and gps_offset != ifd0_offset:
+        latitude, longitude, altitude = _read_gps(
+            src, _read_ifd(src, gps_offset, endian, 0), endian
+        )
     return ExifFields(
         make=make,
         model=model,
@@ -170,7 +196,65 @@ def _read_tiff(src: _Source) -> ExifFields:
         burst_id=burst_id,
         content_identifier=content_identifier,
         sequence_number=sequence_number,
+        maker_date=maker_date,
+        latitude=latitude,
+        longitude=longitude,
+        altitude=altitude,
     )
+
+
+def _read_gps(
+    src: _Source, gps: dict[int, _Entry], endian: str
+) -> tuple[float | None, float | None, float | None]:
+    """(latitude, longitude, altitude) of a GPS IFD; a position needs both axes, each
+    in range; a Ref other than N/S/E/W (or none) leaves the axis unsigned as written."""
+    latitude = _degrees(_rationals(src, gps.get(GPS_LATITUDE), endian))
+    longitude = _degrees(_rationals(src, gps.get(GPS_LONGITUDE), endian))
+    if latitude is None or longitude is None or latitude > 90 or longitude > 180:
+        latitude = longitude = None
+    else:
+        if (_text(src, gps.get(GPS_LATITUDE_REF)) or "").upper().startswith("S"):
+            latitude = -latitude
+        if (_text(src, gps.get(GPS_LONGITUDE_REF)) or "").upper().startswith("W"):
+            longitude = -longitude
+    heights = _rationals(src, gps.get(GPS_ALTITUDE), endian)
+    altitude = heights[0] if heights else None
+    if altitude is not None and _first_int(src, gps.get(GPS_ALTITUDE_REF), endian) == 1:
+        altitude = -altitude
+    return latitude, longitude, altitude
+
+
+def _degrees(parts: tuple[float, ...]) -> float | None:
+    """Degrees, minutes, seconds (minutes and seconds may be missing) as degrees."""
+    if not parts or any(p < 0 for p in parts):
+        return None
+    degrees = parts[0] + (parts[1] / 60 if len(parts) > 1 else 0.0)
+    return degrees + (parts[2] / 3600 if len(parts) > 2 else 0.0)
+
+
+def _rationals(src: _Source, entry: _Entry | None, endian: str) -> tuple[float, ...]:
+    """A RATIONAL array as floats (SRATIONAL too: some phones write GPS so); a zero
+    denominator ends it."""
+    if entry is None or entry.type not in (5, 10):
+        return ()
+    data = _value(src, entry)
+    if data is None:
+        return ()
+    pairs = struct.unpack(f"{endian}{2 * entry.count}{'I' if entry.type == 5 else 'i'}", data)
+    values: list[float] = []
+    for numerator, denominator in zip(pairs[::2], pairs[1::2], strict=True):
+        if denominator == 0:
+            break
+        values.append(numerator / denominator)
+    return tuple(values)
+
+
+def _reconyx_date(src: _Source, note: _Entry) -> str | None:
+    head = src.read_at(note.offset, 34)
+    if len(head) < 34 or head[:2] != b"\x01\xf1" or head[2:4] not in (b"\x02\0", b"\x03\0"):
+        return None
+    second, minute, hour, month, day, year = struct.unpack("<6H", head[22:34])
+    return f"{year:04d}:{month:02d}:{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
 
 
 def _read_maker_note(

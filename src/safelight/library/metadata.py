@@ -1,15 +1,12 @@
 """What a crawl records about a photo or video, read without decoding a single pixel.
 
-Capture time, in order of trust:
-
-1. ``"exif"``: DateTimeOriginal (else DateTimeDigitized) with SubsecTime* as the
-   fraction and OffsetTime* as the zone. With an offset the result is timezone-aware;
-   without one it is **naive**: the camera's wall-clock time, zone unknown (most cameras
-   before ~2018 and many today). A naive time must not be read as UTC.
-2. ``"video"``: Apple's ``com.apple.quicktime.creationdate`` (local time with offset),
-   else the container's ``creation_time`` (UTC by the QuickTime spec): aware.
-3. ``"file"``: the file's modification time, aware UTC. Always available, so every asset
-   has a capture time.
+Capture time: for photos, the first of EXIF, embedded XMP, IPTC and the maker's own
+blocks that holds a date (``capturetime``, ADR 0026); for videos, Apple's
+``com.apple.quicktime.creationdate`` (local time with offset), else the container's
+``creation_time`` (UTC by the QuickTime spec). With an offset the result is aware;
+without one it is **naive**: the camera's wall-clock time, zone unknown (most cameras
+before ~2018 and many today), never to be read as UTC. Only when no place holds a date,
+the file's modification time (``"file"``, aware UTC): every asset has a capture time.
 
 Opening images registers pillow-heif for HEIC/HEIF (and pillow-jxl-plugin for JPEG XL,
 whose plugin decodes the pixels as it opens: its files are read whole, and only in the
@@ -22,20 +19,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 import subprocess
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import pillow_heif
-from PIL import Image, ImageFile, UnidentifiedImageError
+from PIL import Image, ImageFile, IptcImagePlugin, UnidentifiedImageError
 from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
+from safelight.library.capturetime import (
+    CapturedAtSource,
+    captured_at_from_exif,
+    choose_capture_time,
+    iptc_capture_time,
+    parse_exif_datetime,
+)
 from safelight.library.containers import container_orientation, png_exif
 from safelight.library.errors import (
     CorruptMedia,
@@ -43,10 +46,15 @@ from safelight.library.errors import (
     MediaError,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.jpegblocks import read_maker_blocks
 from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, lower_priority
+from safelight.library.location import Location, location_of, parse_iso6709
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
+from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
+
+__all__ = ["CapturedAtSource", "captured_at_from_exif", "parse_exif_datetime"]
 
 MAX_IMAGE_PIXELS = 250_000_000
 """Largest image (width x height) this layer opens. 200 MP phone sensors fit; beyond it
@@ -65,11 +73,7 @@ JpegXLImagePlugin.DECODE_THREADS = 0
 # proxy and never retry. Nothing in safelight may set this.
 assert ImageFile.LOAD_TRUNCATED_IMAGES is False
 
-CapturedAtSource = Literal["exif", "video", "file"]
-
 _SWAPS_AXES = frozenset({5, 6, 7, 8})  # EXIF orientations that rotate by 90 degrees
-_EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
-_EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
 _HDR_TRANSFERS = frozenset({"smpte2084", "arib-std-b67"})  # PQ (HDR10, Dolby Vision), HLG
 _QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})  # an unset creation time, not a date
 _VIDEO_FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg"
@@ -100,6 +104,8 @@ class ImageMetadata:
     sequence_number: int | None
     """Frame number within a continuous-drive sequence (Canon, Panasonic, Fujifilm),
     ``None`` for single shots and cameras that do not say."""
+    location: Location | None = None
+    """Where it was taken: EXIF GPS, else XMP (``location``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +127,8 @@ class VideoMetadata:
     """``com.apple.quicktime.content.identifier``: pairs a Live Photo video with its photo."""
     hdr: bool = False
     """PQ or HLG transfer (every iPhone video since the 12): proxies are tone-mapped."""
+    location: Location | None = None
+    """QuickTime's ISO 6709 location (Apple's key, else ``©xyz``)."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -156,25 +164,31 @@ def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
         with open_image(original) as image:
             fields = _exif_fields(image, original)
+            xmp = embedded_xmp(image)
+            blocks = read_maker_blocks(getattr(image, "applist", None) or ())
+            found = choose_capture_time(
+                fields, xmp, iptc=_iptc_time(image), maker=blocks.captured_at
+            )
             format_name = image.format or "unknown"
             turn = orientation_of(image, fields, original)
             width, height = turn.displayed_size(image.size)
             orientation = turn.value
     if width <= 0 or height <= 0:
         raise CorruptMedia("image has no pixels")
-    captured_at = captured_at_from_exif(fields.dates)
     return ImageMetadata(
         format=format_name,
         width=width,
         height=height,
         orientation=orientation,
-        captured_at=captured_at if captured_at is not None else file_time(mtime_ns),
-        captured_at_source="exif" if captured_at is not None else "file",
-        make=fields.make,
-        model=fields.model,
+        captured_at=found.at if found is not None else file_time(mtime_ns),
+        captured_at_source=found.source if found is not None else "file",
+        # EXIF names the camera; else an editor's XMP copy of it, else the maker's block.
+        make=fields.make or xmp.get(NS_TIFF, "Make") or blocks.make,
+        model=fields.model or xmp.get(NS_TIFF, "Model") or blocks.model,
         burst_id=fields.burst_id,
         content_identifier=fields.content_identifier,
         sequence_number=fields.sequence_number,
+        location=location_of(fields, xmp),
     )
 
 
@@ -258,47 +272,35 @@ def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
     return ExifFields()
 
 
-def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:
-    """The first EXIF date that parses; aware if it carries an offset, naive otherwise."""
-    for date in dates:
-        parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
-        if parsed is not None:
-            return parsed
-    return None
+def embedded_xmp(image: Image.Image) -> XmpProperties:
+    """The XMP packet an opened image carries, parsed. Pillow (and pillow-heif) keep
+    it in ``info["xmp"]`` at open time for JPEG (APP1), PNG (iTXt), TIFF (tag 700),
+    WebP, HEIF and AVIF, so the file is not read again."""
+    packet = image.info.get("xmp")
+    if isinstance(packet, str):
+        packet = packet.encode("utf-8")
+    if not isinstance(packet, bytes | bytearray) or not packet:
+        return EMPTY
+    return parse_xmp(bytes(packet))
 
 
-def parse_exif_datetime(value: str, subsec: str | None, offset: str | None) -> datetime | None:
-    """``"2021:04:11 15:47:53"`` + ``"054"`` + ``"-05:00"`` -> 15:47:53.054-05:00.
-
-    Blank or zero dates (``"0000:00:00 00:00:00"``), impossible dates and malformed
-    offsets yield ``None`` / no zone rather than an error: EXIF is written by firmware.
-    Subseconds are the decimal digits after the point (``"5"`` is 0.5 s).
-    """
-    match = _EXIF_DATE.match(value.strip())
-    if match is None:
+def _iptc_time(image: Image.Image) -> datetime | None:
+    """IPTC DateCreated + TimeCreated, from the Photoshop block a JPEG holds in memory
+    (other formats: none; Pillow would read a TIFF's tag, not the file, either way)."""
+    if not isinstance(image, ImageFile.ImageFile) or "photoshop" not in image.info:
+        return None
+    if image.format != "JPEG":
         return None
     try:
-        year, month, day, hour, minute, second = (int(part) for part in match.groups())
-        stamp = datetime(year, month, day, hour, minute, second)
-    except ValueError:
+        info = IptcImagePlugin.getiptcinfo(image)
+    except (SyntaxError, ValueError, IndexError, struct.error, OSError):
         return None
-    if subsec is not None:
-        digits = subsec.strip()
-        if digits.isdigit():
-            stamp = stamp.replace(microsecond=int(digits[:6].ljust(6, "0")))
-    zone = _parse_offset(offset) if offset is not None else None
-    return stamp.replace(tzinfo=zone) if zone is not None else stamp
-
-
-def _parse_offset(text: str) -> timezone | None:
-    match = _EXIF_OFFSET.fullmatch(text.strip())
-    if match is None:
+    if not info:
         return None
-    sign, hours, minutes = match.groups()
-    delta = timedelta(hours=int(hours), minutes=int(minutes))
-    if delta > timedelta(hours=14) or int(minutes) >= 60:
-        return None
-    return timezone(-delta if sign == "-" else delta)
+    date, time = info.get((2, 55)), info.get((2, 60))
+    return iptc_capture_time(
+        date if isinstance(date, bytes) else None, time if isinstance(time, bytes) else None
+    )
 
 
 def file_time(mtime_ns: int) -> datetime:
@@ -420,6 +422,8 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),
         hdr=video.get("color_transfer") in _HDR_TRANSFERS,
+        location=parse_iso6709(tags.get("com.apple.quicktime.location.iso6709"))
+        or parse_iso6709(tags.get("location")),
     )
 
 

@@ -1,0 +1,173 @@
+"""When a photo was taken, chosen among every place a camera or an editor writes it.
+
+The order of precedence (ADR 0026), first date that parses wins:
+
+1. ``"exif"``: EXIF DateTimeOriginal, then DateTimeDigitized (ExifTool's CreateDate),
+   each with its SubSecTime* fraction and OffsetTime* zone. The camera wrote these at
+   the shot; an editor's copy elsewhere is derived from them.
+2. ``"xmp"``: the embedded XMP packet's ``exif:DateTimeOriginal``,
+   ``photoshop:DateCreated`` (the MWG's mapping of DateTimeOriginal), ``xmp:CreateDate``
+   and ``exif:DateTimeDigitized``, in that order (the "original" meanings first).
+3. ``"iptc"``: IPTC DateCreated with TimeCreated (a date with no time is not a capture
+   time: it is skipped rather than read as midnight).
+4. ``"maker"``: the camera maker's own block, for cameras that write no EXIF date: a
+   maker note (Reconyx), Canon's CIFF heap or Olympus's APP12 picture info.
+
+The file's own time comes only after all of these (the caller adds it), and the crawl's
+summary counts the photos it dated so.
+
+A zone is borrowed: EXIF without OffsetTime (most cameras before ~2018) gets the offset
+of an XMP or IPTC date that shows the same wall-clock time to the second, as ExifTool's
+composite tags and the MWG do; a date that stays without a zone is naive (the camera's
+wall clock, never to be read as UTC).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from safelight.library.exif import ExifDate, ExifFields
+from safelight.library.xmp import (
+    NS_EXIF,
+    NS_PHOTOSHOP,
+    NS_XMP,
+    XmpProperties,
+    parse_xmp_date,
+)
+
+_EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
+_EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+
+CapturedAtSource = Literal["exif", "xmp", "iptc", "maker", "video", "file"]
+
+XMP_DATES = (
+    (NS_EXIF, "DateTimeOriginal"),
+    (NS_PHOTOSHOP, "DateCreated"),
+    (NS_XMP, "CreateDate"),
+    (NS_EXIF, "DateTimeDigitized"),
+)
+"""The XMP dates read, in the order of precedence."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureTime:
+    at: datetime
+    """Aware when the zone is known, naive otherwise."""
+    source: CapturedAtSource
+
+
+def choose_capture_time(
+    exif: ExifFields,
+    xmp: XmpProperties,
+    *,
+    iptc: datetime | None = None,
+    maker: datetime | None = None,
+) -> CaptureTime | None:
+    """The capture time by the order above, or None when no place holds a date."""
+    xmp_dates = [d for name in XMP_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None]
+    for date in exif.dates:
+        parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
+        if parsed is not None:
+            return CaptureTime(_with_zone(parsed, [*xmp_dates, *_list(iptc)]), "exif")
+    if xmp_dates:
+        return CaptureTime(_with_zone(xmp_dates[0], [*xmp_dates[1:], *_list(iptc)]), "xmp")
+    if iptc is not None:
+        return CaptureTime(iptc, "iptc")
+    if exif.maker_date is not None:
+        parsed = parse_exif_datetime(exif.maker_date, None, None)
+        if parsed is not None:
+            return CaptureTime(parsed, "maker")
+    if maker is not None:
+        return CaptureTime(maker, "maker")
+    return None
+
+
+def _list(value: datetime | None) -> list[datetime]:
+    return [value] if value is not None else []
+
+
+def _with_zone(stamp: datetime, others: Iterable[datetime]) -> datetime:
+    """``stamp`` with the zone of another date of the same wall-clock second."""
+    if stamp.tzinfo is not None:
+        return stamp
+    second = stamp.replace(microsecond=0)
+    for other in others:
+        if other.tzinfo is not None and other.replace(tzinfo=None, microsecond=0) == second:
+            return stamp.replace(tzinfo=other.tzinfo)
+    return stamp
+
+
+def iptc_capture_time(date: bytes | None, time: bytes | None) -> datetime | None:
+    """IPTC 2:55 DateCreated (``CCYYMMDD``) with 2:60 TimeCreated (``HHMMSS±HHMM``)."""
+    if date is None or time is None:
+        return None
+    try:
+        text_date, text_time = date.decode("ascii").strip(), time.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    if len(text_date) != 8 or len(text_time) < 6 or not (text_date + text_time[:6]).isdigit():
+        return None
+    try:
+        stamp = datetime(
+            int(text_date[:4]),
+            int(text_date[4:6]),
+            int(text_date[6:8]),
+            int(text_time[:2]),
+            int(text_time[2:4]),
+            int(text_time[4:6]),
+        )
+    except ValueError:
+        return None
+    zone = text_time[6:]
+    if len(zone) == 5 and zone[0] in "+-" and zone[1:].isdigit():
+        delta = timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5]))
+        if delta <= timedelta(hours=14) and int(zone[3:5]) < 60:
+            return stamp.replace(tzinfo=timezone(-delta if zone[0] == "-" else delta))
+    return stamp
+
+
+def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:
+    """The first EXIF date that parses; aware if it carries an offset, naive otherwise."""
+    for date in dates:
+        parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
+        if parsed is not None:
+            return parsed
+    return None
+
+
+def parse_exif_datetime(value: str, subsec: str | None, offset: str | None) -> datetime | None:
+    """``"2021:04:11 15:47:53"`` + ``"054"`` + ``"-05:00"`` -> 15:47:53.054-05:00.
+
+    Blank or zero dates (``"0000:00:00 00:00:00"``), impossible dates and malformed
+    offsets yield ``None`` / no zone rather than an error: EXIF is written by firmware.
+    Subseconds are the decimal digits after the point (``"5"`` is 0.5 s).
+    """
+    match = _EXIF_DATE.match(value.strip())
+    if match is None:
+        return None
+    try:
+        year, month, day, hour, minute, second = (int(part) for part in match.groups())
+        stamp = datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        return None
+    if subsec is not None:
+        digits = subsec.strip()
+        if digits.isdigit():
+            stamp = stamp.replace(microsecond=int(digits[:6].ljust(6, "0")))
+    zone = _parse_offset(offset) if offset is not None else None
+    return stamp.replace(tzinfo=zone) if zone is not None else stamp
+
+
+def _parse_offset(text: str) -> timezone | None:
+    match = _EXIF_OFFSET.fullmatch(text.strip())
+    if match is None:
+        return None
+    sign, hours, minutes = match.groups()
+    delta = timedelta(hours=int(hours), minutes=int(minutes))
+    if delta > timedelta(hours=14) or int(minutes) >= 60:
+        return None
+    return timezone(-delta if sign == "-" else delta)

@@ -1,0 +1,345 @@
+"""Capture time from every place a camera or an editor writes it (ADR 0026): EXIF, the
+embedded XMP packet, IPTC, the maker's own blocks; the file's time only when none holds
+a date. Make and model from XMP when EXIF lacks them. XMP is parsed safely."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from PIL import Image, PngImagePlugin
+
+from safelight.library.capturetime import choose_capture_time, iptc_capture_time
+from safelight.library.exif import ExifDate, ExifFields, read_exif
+from safelight.library.metadata import read_image_metadata
+from safelight.library.xmp import (
+    EMPTY,
+    NS_EXIF,
+    NS_GCONTAINER,
+    NS_GCONTAINER_ITEM,
+    NS_PHOTOSHOP,
+    NS_TIFF,
+    NS_XMP,
+    XMP_MAX_BYTES,
+    find_xmp_packet,
+    parse_xmp,
+    parse_xmp_date,
+)
+from safelight.testing.dateplaces import (
+    ciff_app0,
+    iptc_app13,
+    olympus_app12,
+    reconyx_maker_note,
+    with_segment,
+    xmp_packet,
+)
+from safelight.testing.exif import exif_bytes
+
+PLUS_TWO = timezone(timedelta(hours=2))
+MINUS_FOUR = timezone(timedelta(hours=-4))
+
+
+def jpeg(**save: object) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 12), (90, 120, 150)).save(buffer, "JPEG", **save)
+    return buffer.getvalue()
+
+
+def written(tmp_path: Path, data: bytes, name: str = "photo.jpg") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+# --- XMP packets ----------------------------------------------------------------------------
+
+
+def test_a_packet_is_found_in_a_files_bytes_in_either_form() -> None:
+    packet = xmp_packet({(NS_XMP, "CreateDate"): "2010-09-27T14:35:33+02:00"})
+    assert find_xmp_packet(b"\xff\xd8junk" + packet + b"more") == packet
+    bare = packet[packet.index(b"<x:xmpmeta") : packet.index(b"</x:xmpmeta>") + 12]
+    assert find_xmp_packet(b"junk" + bare + b"<?xpacket end") == bare
+    assert find_xmp_packet(b"no packet here") is None
+    assert find_xmp_packet(b"<x:xmpmeta xmlns:x='adobe:ns:meta/'> cut short") is None
+
+
+def test_a_packet_without_an_end_within_the_bound_is_not_guessed_at() -> None:
+    huge = b"<x:xmpmeta>" + b" " * XMP_MAX_BYTES + b"</x:xmpmeta>"
+    assert find_xmp_packet(huge) is None
+    assert parse_xmp(huge) is EMPTY
+
+
+def test_properties_are_read_as_attributes_and_as_elements_by_namespace_uri() -> None:
+    values = {
+        (NS_XMP, "CreateDate"): "2010-09-27T14:35:33+02:00",
+        (NS_TIFF, "Make"): "Canon",
+        (NS_PHOTOSHOP, "DateCreated"): "2010-09-27T14:35:33.5",
+    }
+    for as_elements in (False, True):
+        properties = parse_xmp(xmp_packet(values, as_elements=as_elements))
+        assert {name: properties.get(*name) for name in values} == values
+        assert properties.get(NS_EXIF, "DateTimeOriginal") is None
+
+
+def test_a_utf16_sidecar_text_parses() -> None:
+    packet = xmp_packet({(NS_XMP, "CreateDate"): "2010-09-27T14:35:33+02:00"})
+    text = packet.decode().replace('<?xpacket begin="\ufeff"', '<?xpacket begin=""')
+    utf16 = '<?xml version="1.0" encoding="UTF-16"?>'.encode("utf-16") + text.encode("utf-16")[2:]
+    assert parse_xmp(utf16).get(NS_XMP, "CreateDate") == "2010-09-27T14:35:33+02:00"
+
+
+def test_the_container_directory_of_a_motion_photo_is_a_sequence_of_structures() -> None:
+    packet = f"""<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF
+      xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+      <rdf:Description rdf:about="" xmlns:Container="{NS_GCONTAINER}"
+          xmlns:Item="{NS_GCONTAINER_ITEM}"
+          xmlns:GCamera="http://ns.google.com/photos/1.0/camera/" GCamera:MotionPhoto="1">
+        <Container:Directory><rdf:Seq>
+          <rdf:li rdf:parseType="Resource">
+            <Container:Item Item:Mime="image/jpeg" Item:Semantic="Primary" Item:Padding="0"/>
+          </rdf:li>
+          <rdf:li rdf:parseType="Resource">
+            <Container:Item Item:Mime="video/mp4" Item:Semantic="MotionPhoto"
+                Item:Length="123456"/>
+          </rdf:li>
+        </rdf:Seq></Container:Directory>
+      </rdf:Description></rdf:RDF></x:xmpmeta>""".encode()
+    properties = parse_xmp(packet)
+    assert properties.get("http://ns.google.com/photos/1.0/camera/", "MotionPhoto") == "1"
+    items = properties.items(NS_GCONTAINER, "Directory")
+    assert [item.get((NS_GCONTAINER_ITEM, "Semantic")) for item in items] == [
+        "Primary",
+        "MotionPhoto",
+    ]
+    assert items[1][(NS_GCONTAINER_ITEM, "Length")] == "123456"
+    assert items[1][(NS_GCONTAINER_ITEM, "Mime")] == "video/mp4"
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b'<!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]><x:xmpmeta '
+        b'xmlns:x="adobe:ns:meta/">&b;</x:xmpmeta>',
+        b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x:xmpmeta '
+        b'xmlns:x="adobe:ns:meta/">&e;</x:xmpmeta>',
+        b"<x:xmpmeta><unclosed></x:xmpmeta>",
+        b"\xff\xfe\x00garbage",
+        b"",
+    ],
+)
+def test_entities_dtds_and_broken_xml_give_no_properties_and_no_error(hostile: bytes) -> None:
+    assert parse_xmp(hostile) is EMPTY
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2010-09-27T14:35:33+02:00", datetime(2010, 9, 27, 14, 35, 33, tzinfo=PLUS_TWO)),
+        ("2022-01-10T15:15:44.31", datetime(2022, 1, 10, 15, 15, 44, 310000)),
+        ("2023-11-15T12:30:00Z", datetime(2023, 11, 15, 12, 30, tzinfo=UTC)),
+        ("2023-11-15T12:30", datetime(2023, 11, 15, 12, 30)),
+        (
+            "2023-11-15T12:30:00-0430",
+            datetime(2023, 11, 15, 12, 30, tzinfo=timezone(-timedelta(hours=4, minutes=30))),
+        ),
+        ("2023-11-15T12:30:00+25:00", datetime(2023, 11, 15, 12, 30)),
+        ("2023-11-15", None),
+        ("2023", None),
+        ("2023-02-30T10:00:00", None),
+        ("not a date", None),
+        (None, None),
+    ],
+)
+def test_xmp_dates(text: str | None, expected: datetime | None) -> None:
+    parsed = parse_xmp_date(text)
+    assert parsed == expected
+    if expected is not None and parsed is not None:
+        assert parsed.utcoffset() == expected.utcoffset()
+
+
+# --- the order of precedence ------------------------------------------------------------------
+
+
+def test_exif_wins_over_xmp_and_borrows_its_zone_for_the_same_wall_clock() -> None:
+    exif = ExifFields(dates=(ExifDate("2021:04:11 15:47:53", "054", None),))
+    xmp = parse_xmp(xmp_packet({(NS_XMP, "CreateDate"): "2021-04-11T15:47:53-05:00"}))
+    found = choose_capture_time(exif, xmp)
+    assert found is not None and found.source == "exif"
+    assert found.at == datetime(
+        2021, 4, 11, 15, 47, 53, 54000, tzinfo=timezone(-timedelta(hours=5))
+    )
+    assert found.at.utcoffset() == -timedelta(hours=5)
+
+
+def test_exif_keeps_its_own_zone_and_no_zone_is_borrowed_from_another_time() -> None:
+    xmp = parse_xmp(xmp_packet({(NS_XMP, "CreateDate"): "2021-04-11T16:00:00+02:00"}))
+    naive = choose_capture_time(
+        ExifFields(dates=(ExifDate("2021:04:11 15:47:53", None, None),)), xmp
+    )
+    assert naive is not None and naive.at == datetime(2021, 4, 11, 15, 47, 53)
+    assert naive.at.tzinfo is None
+    own = choose_capture_time(
+        ExifFields(dates=(ExifDate("2021:04:11 16:00:00", None, "+01:00"),)), xmp
+    )
+    assert own is not None and own.at.utcoffset() == timedelta(hours=1)
+
+
+def test_xmp_dates_by_meaning_then_iptc_then_the_maker() -> None:
+    every = {
+        (NS_EXIF, "DateTimeOriginal"): "2001-01-01T01:01:01",
+        (NS_PHOTOSHOP, "DateCreated"): "2002-02-02T02:02:02",
+        (NS_XMP, "CreateDate"): "2003-03-03T03:03:03",
+        (NS_EXIF, "DateTimeDigitized"): "2004-04-04T04:04:04",
+    }
+    years = []
+    for name in list(every):
+        found = choose_capture_time(ExifFields(), parse_xmp(xmp_packet(every)))
+        assert found is not None and found.source == "xmp"
+        years.append(found.at.year)
+        del every[name]
+    assert years == [2001, 2002, 2003, 2004]
+    iptc = datetime(2005, 5, 5, 5, 5, 5, tzinfo=MINUS_FOUR)
+    maker = datetime(2006, 6, 6, 6, 6, 6)
+    assert choose_capture_time(ExifFields(), EMPTY, iptc=iptc, maker=maker) == (
+        choose_capture_time(ExifFields(), EMPTY, iptc=iptc)
+    )
+    by_iptc = choose_capture_time(ExifFields(), EMPTY, iptc=iptc, maker=maker)
+    assert by_iptc is not None and (by_iptc.at, by_iptc.source) == (iptc, "iptc")
+    by_maker = choose_capture_time(ExifFields(), EMPTY, maker=maker)
+    assert by_maker is not None and (by_maker.at, by_maker.source) == (maker, "maker")
+    assert choose_capture_time(ExifFields(), EMPTY) is None
+
+
+def test_a_broken_exif_date_falls_through_to_xmp() -> None:
+    exif = ExifFields(dates=(ExifDate("0000:00:00 00:00:00", None, None),))
+    xmp = parse_xmp(xmp_packet({(NS_XMP, "CreateDate"): "2010-04-13T09:37:22+02:00"}))
+    found = choose_capture_time(exif, xmp)
+    assert found is not None and found.source == "xmp"
+    assert found.at == datetime(2010, 4, 13, 9, 37, 22, tzinfo=PLUS_TWO)
+
+
+@pytest.mark.parametrize(
+    ("date", "time", "expected"),
+    [
+        (b"20220110", b"151544-0400", datetime(2022, 1, 10, 15, 15, 44, tzinfo=MINUS_FOUR)),
+        (b"20220110", b"151544", datetime(2022, 1, 10, 15, 15, 44)),
+        (b"20220110", None, None),
+        (b"2022011", b"151544", None),
+        (b"20221310", b"151544", None),
+        (b"\xff\xfe", b"151544", None),
+    ],
+)
+def test_iptc_dates(date: bytes | None, time: bytes | None, expected: datetime | None) -> None:
+    found = iptc_capture_time(date, time)
+    assert found == expected
+    if found is not None and expected is not None:
+        assert found.utcoffset() == expected.utcoffset()
+
+
+# --- from files --------------------------------------------------------------------------------
+
+
+def test_a_jpeg_dated_only_by_its_xmp_packet_gets_that_date_make_and_model(
+    tmp_path: Path,
+) -> None:
+    packet = xmp_packet(
+        {
+            (NS_XMP, "CreateDate"): "2022-01-10T15:15:44.31-05:00",
+            (NS_TIFF, "Make"): "NIKON CORPORATION",
+            (NS_TIFF, "Model"): "NIKON D850",
+        }
+    )
+    meta = read_image_metadata(written(tmp_path, jpeg(xmp=packet)))
+    assert (meta.captured_at_source, meta.make, meta.model) == (
+        "xmp",
+        "NIKON CORPORATION",
+        "NIKON D850",
+    )
+    assert meta.captured_at == datetime(
+        2022, 1, 10, 15, 15, 44, 310000, tzinfo=timezone(-timedelta(hours=5))
+    )
+
+
+def test_exif_make_and_date_win_over_xmp_in_a_file(tmp_path: Path) -> None:
+    packet = xmp_packet(
+        {(NS_XMP, "CreateDate"): "2021-06-01T10:00:00+02:00", (NS_TIFF, "Make"): "Editor"}
+    )
+    exif = exif_bytes(make="Canon", captured_at=datetime(2021, 6, 1, 10, 0, 0))
+    meta = read_image_metadata(written(tmp_path, jpeg(exif=exif, xmp=packet)))
+    assert (meta.captured_at_source, meta.make, meta.model) == ("exif", "Canon", None)
+    assert meta.captured_at == datetime(2021, 6, 1, 10, 0, tzinfo=PLUS_TWO)
+
+
+def test_png_and_webp_carry_their_xmp_too(tmp_path: Path) -> None:
+    packet = xmp_packet({(NS_PHOTOSHOP, "DateCreated"): "2019-07-14T08:09:10"}, as_elements=True)
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", packet.decode())
+    picture = Image.new("RGB", (16, 12), (1, 2, 3))
+    png, webp = io.BytesIO(), io.BytesIO()
+    picture.save(png, "PNG", pnginfo=info)
+    picture.save(webp, "WEBP", xmp=packet)
+    for name, data in (("a.png", png.getvalue()), ("a.webp", webp.getvalue())):
+        meta = read_image_metadata(written(tmp_path, data, name))
+        assert (meta.captured_at, meta.captured_at_source) == (
+            datetime(2019, 7, 14, 8, 9, 10),
+            "xmp",
+        ), name
+
+
+def test_iptc_gives_the_date_and_the_zone_exif_lacks(tmp_path: Path) -> None:
+    both = with_segment(
+        jpeg(exif=exif_bytes(captured_at=datetime(2022, 1, 10, 15, 15, 44))),
+        0xED,
+        iptc_app13("20220110", "151544-0400"),
+    )
+    meta = read_image_metadata(written(tmp_path, both))
+    assert meta.captured_at_source == "exif"
+    assert meta.captured_at.utcoffset() == timedelta(hours=-4)
+    alone = with_segment(jpeg(), 0xED, iptc_app13("20220110", "151544-0400"))
+    meta = read_image_metadata(written(tmp_path, alone, "alone.jpg"))
+    assert (meta.captured_at, meta.captured_at_source) == (
+        datetime(2022, 1, 10, 15, 15, 44, tzinfo=MINUS_FOUR),
+        "iptc",
+    )
+
+
+def test_a_reconyx_maker_note_dates_a_trail_camera_photo(tmp_path: Path) -> None:
+    taken = datetime(2020, 3, 16, 10, 0, 0)
+    exif = exif_bytes(maker_note=reconyx_maker_note(taken))
+    assert read_exif(exif).maker_date == "2020:03:16 10:00:00"
+    meta = read_image_metadata(written(tmp_path, jpeg(exif=exif)))
+    assert (meta.captured_at, meta.captured_at_source) == (taken, "maker")
+    other = exif_bytes(maker_note=b"\x02\xf1\x03\x00" + bytes(60))
+    assert read_exif(other).maker_date is None
+
+
+def test_canon_ciff_and_olympus_blocks_date_old_cameras(tmp_path: Path) -> None:
+    taken = datetime(2000, 10, 27, 22, 56, 26)
+    canon = with_segment(jpeg(), 0xE0, ciff_app0("Canon", "Canon PowerShot A5", taken))
+    meta = read_image_metadata(written(tmp_path, canon, "canon.jpg"))
+    assert (meta.captured_at, meta.captured_at_source, meta.make, meta.model) == (
+        taken,
+        "maker",
+        "Canon",
+        "Canon PowerShot A5",
+    )
+    assert meta.captured_at.tzinfo is None  # the camera's wall clock, zone unknown
+    olympus = with_segment(jpeg(), 0xEC, olympus_app12(taken))
+    meta = read_image_metadata(written(tmp_path, olympus, "olympus.jpg"))
+    assert (meta.captured_at, meta.captured_at_source) == (taken, "maker")
+
+
+def test_broken_blocks_leave_the_files_time(tmp_path: Path) -> None:
+    broken = jpeg()
+    for marker, payload in (
+        (0xE0, b"II\x0e\x00\x00\x00HEAPJPGM\xff\xff\xff\xff"),
+        (0xEC, b"[picture info]\r\nTimeDate=12\r\n"),  # 1970: an unset clock
+        (0xED, b"Photoshop 3.0\0garbage"),
+    ):
+        broken = with_segment(broken, marker, payload)
+    meta = read_image_metadata(written(tmp_path, jpeg(xmp=b"<x:xmpmeta><oops")))
+    assert meta.captured_at_source == "file"
+    meta = read_image_metadata(written(tmp_path, broken, "broken.jpg"))
+    assert meta.captured_at_source == "file"

@@ -1,0 +1,282 @@
+"""ExifTool as the oracle: every image of ``../shared/samples`` read by safelight and by
+``exiftool -json -n -G``, file by file: make, model, capture time (wall clock,
+subseconds, offset), orientation, GPS position and altitude. Each disagreement that is
+safelight's choice is listed below with its reason; any other fails the test. Skips
+without ExifTool (``scripts/setup --dev`` installs it) or without the samples folder.
+
+ExifTool's values are taken in safelight's documented order of precedence (ADR 0026):
+the oracle checks that each place is *read* right, the order is the ADR's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from safelight.library.location import Location
+from safelight.library.mediatypes import media_type
+from safelight.library.metadata import ImageMetadata, read_image_metadata
+from tests.unit.test_samples_folder import SAMPLES
+
+EXIFTOOL = shutil.which("exiftool")
+
+pytestmark = [
+    pytest.mark.samples,
+    pytest.mark.skipif(SAMPLES is None, reason="no samples folder (../shared/samples)"),
+    pytest.mark.skipif(EXIFTOOL is None, reason="exiftool (the oracle) is not installed"),
+]
+
+KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
+"""(path below the samples folder, field) -> why safelight differs there, on purpose.
+None today: every sample agrees. An entry must still be a disagreement (remove a fixed
+one); an unlisted disagreement fails the test."""
+
+DATE_PLACES: tuple[tuple[str, str | None, str | None], ...] = (
+    ("EXIF:DateTimeOriginal", "EXIF:SubSecTimeOriginal", "EXIF:OffsetTimeOriginal"),
+    ("EXIF:CreateDate", "EXIF:SubSecTimeDigitized", "EXIF:OffsetTimeDigitized"),
+    ("XMP:DateTimeOriginal", None, None),
+    ("XMP:DateCreated", None, None),  # photoshop:DateCreated
+    ("XMP:CreateDate", None, None),
+    ("XMP:DateTimeDigitized", None, None),
+    ("IPTC:DateCreated", None, None),  # with IPTC:TimeCreated (see expected_time)
+    ("MakerNotes:DateTimeOriginal", None, None),
+    ("APP12:DateTimeOriginal", None, None),
+)
+_DATE = re.compile(r"(\d{4}):(\d\d):(\d\d) (\d\d):(\d\d)(?::(\d\d))?(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    wall: datetime
+    """Naive, to the microsecond ExifTool shows."""
+    offset: timedelta | None
+    has_fraction: bool
+
+
+def parse(value: object, subsec: object = None, offset: object = None) -> Stamp | None:
+    match = _DATE.fullmatch(str(value).strip()) if value is not None else None
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    if subsec is not None and fraction is None and str(subsec).strip().isdigit():
+        fraction = str(subsec).strip()
+    try:
+        wall = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+        )  # fmt: skip
+    except ValueError:
+        return None
+    zone = zone or (str(offset).strip() if offset is not None else None)
+    return Stamp(wall, _offset(zone), fraction is not None)
+
+
+def _offset(zone: str | None) -> timedelta | None:
+    if not zone:
+        return None
+    if zone == "Z":
+        return timedelta(0)
+    match = re.fullmatch(r"([+-])(\d\d):(\d\d)", zone)
+    if match is None:
+        return None
+    delta = timedelta(hours=int(match.group(2)), minutes=int(match.group(3)))
+    return -delta if match.group(1) == "-" else delta
+
+
+def expected_time(tags: Mapping[str, Any]) -> Stamp | None:
+    for key, subsec, offset in DATE_PLACES:
+        value = tags.get(key)
+        if key == "IPTC:DateCreated" and value is not None:
+            time = tags.get("IPTC:TimeCreated")
+            if time is None:
+                continue
+            value = f"{value} {time}"
+        stamp = parse(value, tags.get(subsec or ""), tags.get(offset or ""))
+        if stamp is not None:
+            return stamp
+    return None
+
+
+def offsets_shown_for(tags: Mapping[str, Any], wall: datetime) -> set[timedelta]:
+    """Every offset ExifTool shows on a date of the same wall-clock second (where a
+    zone may be borrowed from, ADR 0026 decision 2)."""
+    found: set[timedelta] = set()
+    for key, value in tags.items():
+        if "Date" in key or "Time" in key:
+            if key.startswith("IPTC:TimeCreated") and "IPTC:DateCreated" in tags:
+                value = f"{tags['IPTC:DateCreated']} {value}"
+            stamp = parse(value)
+            same_second = stamp is not None and stamp.wall.replace(microsecond=0) == (
+                wall.replace(microsecond=0)
+            )
+            if stamp is not None and stamp.offset is not None and same_second:
+                found.add(stamp.offset)
+    return found
+
+
+def first(tags: Mapping[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = tags.get(key)
+        if value is not None and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+# ExifTool's QuickTime:Rotation of a HEIF is its ``irot``: degrees anticlockwise.
+_ROTATION_TO_ORIENTATION = {0: 1, 90: 8, 180: 3, 270: 6}
+
+
+def expected_orientation(meta: ImageMetadata, tags: Mapping[str, Any]) -> int:
+    """EXIF's Orientation, except for HEIF and AVIF, whose container's transforms decide
+    and whose EXIF Orientation is ignored (ADR 0029)."""
+    if meta.format in ("HEIF", "AVIF"):
+        rotation = tags.get("QuickTime:Rotation", 0)
+        return _ROTATION_TO_ORIENTATION.get(rotation, 1) if isinstance(rotation, int) else 1
+    orientation = tags.get("EXIF:Orientation")
+    return orientation if isinstance(orientation, int) and 1 <= orientation <= 8 else 1
+
+
+def disagreements(name: str, meta: ImageMetadata, tags: Mapping[str, Any]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    make = first(tags, "EXIF:Make", "XMP:Make", "MakerNotes:Make")
+    model = first(tags, "EXIF:Model", "XMP:Model", "MakerNotes:Model")
+    if (meta.make, meta.model) != (make, model):
+        found["make/model"] = f"safelight {meta.make!r}/{meta.model!r}, ExifTool {make!r}/{model!r}"
+    orientation = expected_orientation(meta, tags)
+    if meta.orientation != orientation:
+        found["orientation"] = f"safelight {meta.orientation}, exiftool {orientation}"
+    expected = expected_time(tags)
+    if expected is None:
+        if meta.captured_at_source != "file":
+            found["time"] = (
+                f"safelight {meta.captured_at} ({meta.captured_at_source}), exiftool none"
+            )
+    else:
+        wall = meta.captured_at.replace(tzinfo=None)
+        wanted = expected.wall if expected.has_fraction else expected.wall.replace(microsecond=0)
+        got = wall if expected.has_fraction else wall.replace(microsecond=0)
+        offset = meta.captured_at.utcoffset()
+        if meta.captured_at_source == "file" or got != wanted:
+            found["time"] = (
+                f"safelight {meta.captured_at} ({meta.captured_at_source}), exiftool {expected}"
+            )
+        elif offset != expected.offset and not (
+            expected.offset is None and offset in offsets_shown_for(tags, expected.wall)
+        ):
+            found["time"] = f"safelight offset {offset}, exiftool {expected.offset}"
+    gps = gps_disagreement(meta, tags)
+    if gps is not None:
+        found["gps"] = gps
+    # The motion-photo flag joins here with the motion-photo work (issue #16, item 3):
+    # ExifTool's XMP:MotionPhoto / XMP:MicroVideo / Samsung's trailer against it.
+    return found
+
+
+def gps_disagreement(meta: ImageMetadata, tags: Mapping[str, Any]) -> str | None:
+    """ExifTool's composite position (signed, from EXIF's GPS IFD or XMP) against
+    safelight's; 0, 0 is no position for safelight (a receiver without a fix)."""
+    latitude, longitude = tags.get("Composite:GPSLatitude"), tags.get("Composite:GPSLongitude")
+    altitude = tags.get("Composite:GPSAltitude")
+    if altitude is None:
+        # ExifTool makes no composite without GPSAltitudeRef; the EXIF standard's
+        # default Ref is 0, above sea level, which safelight follows.
+        altitude = tags.get("EXIF:GPSAltitude", tags.get("XMP:GPSAltitude"))
+        if isinstance(altitude, int | float) and tags.get("EXIF:GPSAltitudeRef") == 1:
+            altitude = -altitude
+    numbers = isinstance(latitude, int | float) and isinstance(longitude, int | float)
+    if not numbers or (latitude == 0 and longitude == 0):
+        latitude = longitude = altitude = None
+    if not isinstance(altitude, int | float):
+        altitude = None
+    got = meta.location
+    if latitude is None or longitude is None:
+        return None if got is None else f"safelight {got}, ExifTool none"
+    if (
+        got is None
+        or abs(got.latitude - latitude) > 1e-6
+        or abs(got.longitude - longitude) > 1e-6
+        or (got.altitude_m is None) != (altitude is None)
+        or (altitude is not None and abs((got.altitude_m or 0) - altitude) > 0.01)
+    ):
+        return f"safelight {got}, ExifTool {latitude}, {longitude}, {altitude}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def exiftool_tags() -> dict[str, dict[str, Any]]:
+    assert SAMPLES is not None and EXIFTOOL is not None
+    completed = subprocess.run(
+        [EXIFTOOL, "-json", "-n", "-G", "-r", "-q", "-q", "."],
+        cwd=SAMPLES,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    documents = json.loads(completed.stdout)
+    return {str(Path(d["SourceFile"])): d for d in documents}
+
+
+def test_safelight_agrees_with_exiftool_on_every_sample_image(
+    exiftool_tags: dict[str, dict[str, Any]],
+) -> None:
+    assert SAMPLES is not None
+    images = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and media_type(p) == "image")
+    assert len(images) >= 100
+    unexplained: list[str] = []
+    still_listed = set(KNOWN_DISAGREEMENTS)
+    for path in images:
+        name = path.relative_to(SAMPLES).as_posix()
+        tags = exiftool_tags[name]
+        meta = read_image_metadata(path)
+        for field, detail in disagreements(name, meta, tags).items():
+            if (name, field) in KNOWN_DISAGREEMENTS:
+                still_listed.discard((name, field))
+            else:
+                unexplained.append(f"{name}: {field}: {detail}")
+    assert unexplained == []
+    assert still_listed == set(), "listed disagreements that are gone: remove them"
+
+
+def test_the_oracle_sees_a_wrong_date_make_or_orientation() -> None:
+    """The comparison itself can fail: each field, wrong by a little, is reported."""
+    tags = {
+        "EXIF:Make": "Canon",
+        "EXIF:Model": "EOS",
+        "EXIF:Orientation": 6,
+        "EXIF:DateTimeOriginal": "2021:04:11 15:47:53",
+        "EXIF:OffsetTimeOriginal": "-05:00",
+        "Composite:GPSLatitude": 39.115,
+        "Composite:GPSLongitude": -108.4,
+    }
+    right = ImageMetadata(
+        format="JPEG", width=1, height=1, orientation=6,
+        captured_at=datetime(2021, 4, 11, 15, 47, 53).replace(tzinfo=_zone(-5)),
+        captured_at_source="exif", make="Canon", model="EOS",
+        burst_id=None, content_identifier=None, sequence_number=None,
+        location=Location(39.115, -108.4),
+    )  # fmt: skip
+    assert disagreements("x", right, tags) == {}
+    assert set(disagreements("x", replace(right, make="Nikon"), tags)) == {"make/model"}
+    assert set(disagreements("x", replace(right, orientation=1), tags)) == {"orientation"}
+    later = replace(right, captured_at=right.captured_at + timedelta(seconds=1))
+    assert set(disagreements("x", later, tags)) == {"time"}
+    other_zone = replace(right, captured_at=right.captured_at.replace(tzinfo=_zone(-4)))
+    assert set(disagreements("x", other_zone, tags)) == {"time"}
+    by_file = replace(right, captured_at_source="file")
+    assert set(disagreements("x", by_file, tags)) == {"time"}
+    elsewhere = replace(right, location=Location(39.115, -108.41))
+    assert set(disagreements("x", elsewhere, tags)) == {"gps"}
+    assert set(disagreements("x", replace(right, location=None), tags)) == {"gps"}
+
+
+def _zone(hours: int) -> timezone:
+    return timezone(timedelta(hours=hours))
