@@ -60,6 +60,14 @@ BEGIN
 END
 $$;
 
+CREATE TABLE public.asset_duplicates (
+    storage_config_id uuid NOT NULL,
+    file_path text NOT NULL,
+    asset_id bigint NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.asset_errors (
     storage_config_id uuid NOT NULL,
     file_path text NOT NULL,
@@ -262,6 +270,9 @@ CREATE TABLE public.workers (
     last_seen_at timestamp with time zone NOT NULL
 );
 
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_pkey PRIMARY KEY (storage_config_id, file_path);
+
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_pkey PRIMARY KEY (storage_config_id, file_path);
 
@@ -306,6 +317,8 @@ ALTER TABLE ONLY public.work_schedules
 
 ALTER TABLE ONLY public.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (worker_id);
+
+CREATE INDEX ix_asset_duplicates_asset ON public.asset_duplicates USING btree (asset_id);
 
 CREATE INDEX ix_assets_burst ON public.assets USING btree (burst_id) WHERE (burst_id IS NOT NULL);
 
@@ -356,6 +369,12 @@ CREATE TRIGGER work_items_track_running_delete AFTER DELETE ON public.work_items
 CREATE TRIGGER work_items_track_running_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN (((new.status = 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL))) EXECUTE FUNCTION public.track_config_running_item();
 
 CREATE TRIGGER work_items_track_running_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.storage_config_id IS NOT NULL) AND ((old.status = 'running'::public.work_status) <> (new.status = 'running'::public.work_status)))) EXECUTE FUNCTION public.track_config_running_item();
+
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,33 @@ def test_a_gone_file_is_soft_deleted_listed_and_purged(invoke: Invoke, small_lib
     assert invoke("worker", "--until-idle").exit_code == 0
     assert json_of(invoke("items", "show", str(item_id), "--json"))["status"] == "succeeded"
     assert json_of(invoke("assets", "--deleted", "--json")) == []
+
+
+def test_duplicates_are_named_in_the_summary_and_by_assets(
+    invoke: Invoke, small_library: Path
+) -> None:
+    original = sorted(small_library.rglob("*.*"))[0]
+    copy = small_library / "copies" / f"copy of {original.name}"
+    copy.parent.mkdir()
+    shutil.copy2(original, copy)
+    first = json_of(invoke("run", str(small_library), "--json"))
+    names = {
+        copy.relative_to(small_library).as_posix(),
+        original.relative_to(small_library).as_posix(),
+    }
+    [dup] = first["duplicate_files"]
+    assert first["duplicates"] == 1 and {dup["path"], dup["same_as"]} == names
+
+    listed = json_of(invoke("assets", "--duplicates", "--json"))
+    assert [(d["file_path"], d["same_as"]) for d in listed] == [(dup["path"], dup["same_as"])]
+    live = {a["file_path"]: a["id"] for a in json_of(invoke("assets", "--json"))}
+    assert listed[0]["asset_id"] == live[dup["same_as"]]
+    text = " ".join(invoke("assets", "--duplicates").stdout.split())
+    assert "duplicates" in text and Path(dup["path"]).name in text
+    readable = " ".join(invoke("run", str(small_library)).stdout.split())
+    assert f"{dup['path']} same as {dup['same_as']}" in readable
+    both = invoke("assets", "--duplicates", "--deleted")
+    assert both.exit_code == 2 and "do not go together" in both.output
 
 
 def test_run_exits_1_when_the_crawl_fails(invoke: Invoke, small_library: Path) -> None:

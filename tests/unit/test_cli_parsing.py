@@ -404,6 +404,30 @@ def test_the_summary_names_renamed_proxies_and_those_that_could_not_be() -> None
     assert "c/ab/abcd/thumbnail.jpg not renamed: gone" in text
 
 
+def test_the_summary_names_each_duplicate_and_the_file_it_copies() -> None:
+    document = summary(
+        result={
+            "total": 3,
+            "duplicates": [
+                {"path": "b/copy.jpg", "same_as": "a/photo.jpg"},
+                {"path": "...", "same_as": "and 4 more"},
+            ],
+        }
+    )
+    assert document["duplicates"] == 2
+    assert document["duplicate_files"] == [
+        {"path": "b/copy.jpg", "same_as": "a/photo.jpg"},
+        {"path": "...", "same_as": "and 4 more"},
+    ]
+    text = rendered(document)
+    assert "2 duplicates" in text
+    assert "b/copy.jpg same as a/photo.jpg" in text
+    assert "... and 4 more" in text
+    # No duplicate, no listing.
+    assert summary()["duplicate_files"] == []
+    assert "same bytes as an asset" not in rendered(summary())
+
+
 def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:
     document = summary("failed", status="failed", error="root missing", result=None)
     assert document["errors"] == [{"path": "old.jpg", "reason": "stored"}]

@@ -77,6 +77,15 @@ WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
 ORDER BY a.storage_config_id, a.file_path, a.id
 LIMIT %(limit)s
 
+-- duplicates_list --
+-- Files of one config or all that hold the same bytes as a live asset, with its path.
+SELECT d.storage_config_id, d.file_path, d.asset_id, a.file_path AS same_as,
+       d.first_seen_at, d.last_seen_at
+FROM asset_duplicates d JOIN assets a ON a.id = d.asset_id
+WHERE (%(config_id)s::uuid IS NULL OR d.storage_config_id = %(config_id)s::uuid)
+ORDER BY d.storage_config_id, d.file_path
+LIMIT %(limit)s
+
 -- library_counts_of_config --
 -- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies.
 SELECT

@@ -84,6 +84,13 @@ def build_summary(
         for e in (result or {}).get("proxy_errors") or []
         if isinstance(e, Mapping)
     ]
+    # Each file folded into an asset it has the same bytes as (the crawl's list, capped
+    # like the errors; none when the crawl did not finish: its count still says how many).
+    duplicate_files = [
+        {"path": e.get("path"), "same_as": e.get("same_as")}
+        for e in (result or {}).get("duplicates") or []
+        if isinstance(e, Mapping)
+    ]
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -102,6 +109,7 @@ def build_summary(
         "unchanged": _count(counts, "unchanged"),
         "moved": _count(counts, "moved"),
         "duplicates": _count(counts, "duplicates"),
+        "duplicate_files": duplicate_files,
         "deleted": _count(counts, "deleted"),
         "soft_deleted_total": int(library["soft_deleted"]),
         "proxies": {
@@ -209,6 +217,24 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         parts += [
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
             _listing(errors),
+        ]
+    duplicates = summary.get("duplicate_files") or []
+    if duplicates:
+        parts += [
+            Text(
+                f"{_plural(len(duplicates), 'file')} with the same bytes as an asset "
+                "(a duplicate, not a second asset):",
+                style="bold",
+            ),
+            _listing(
+                [
+                    {
+                        "path": d["path"],
+                        "reason": d["same_as"] if d["path"] == "..." else f"same as {d['same_as']}",
+                    }
+                    for d in duplicates
+                ]
+            ),
         ]
     proxy_errors = summary.get("proxy_errors") or []
     if proxy_errors:

@@ -30,7 +30,9 @@ import functools
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -329,6 +331,34 @@ class _Crawl:
                 await assets.record_error(conn, self.config_id, path, reason, now)
             await assets.clear_errors(conn, self.config_id, resolved)
         self.tally.counts["deleted"] += deleted
+        await self._record_duplicates(failing, now)
+
+    async def _record_duplicates(self, failing: Mapping[str, str], now: datetime) -> None:
+        """Name each duplicate this crawl found with the live asset it duplicates, and
+        forget the recorded ones it did not find again (the file went, or is an asset
+        now); a path under a folder that could not be listed, or that failed this time,
+        keeps what was recorded of it. A duplicate of a file whose ingest failed names
+        no asset, so it is not recorded (the result still lists it)."""
+        found: dict[str, int] = {}
+        for duplicate in self.tally.duplicates:
+            asset = self.index.at_path(duplicate["same_as"])
+            if asset is not None:
+                found[duplicate["path"]] = asset.id
+        async with self.services.pool.connection() as conn:
+            recorded = await assets.duplicate_paths(conn, self.config_id)
+        stale = [
+            p
+            for p in recorded
+            if p not in found and p not in failing and not self._under_unreadable_folder(p)
+        ]
+        paths = sorted(found)
+        for start in range(0, len(paths), _WRITE_BATCH):
+            batch = {p: found[p] for p in paths[start : start + _WRITE_BATCH]}
+            async with self.ctx.fenced() as conn:
+                await assets.record_duplicates(conn, self.config_id, batch, now)
+        if stale:
+            async with self.ctx.fenced() as conn:
+                await assets.forget_duplicates(conn, self.config_id, stale)
 
     async def _rename_legacy_proxies(self) -> None:
         """Give each of the config's proxies still under a legacy name this attempt's

@@ -163,10 +163,42 @@ async def move_asset(
 async def soft_delete(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> int:
     if not ids:
         return 0
-    cur = await conn.execute(
-        QUERIES["asset_soft_delete"], {"config_id": config_id, "ids": list(ids), "now": now}
-    )
+    params = {"config_id": config_id, "ids": list(ids), "now": now}
+    cur = await conn.execute(QUERIES["asset_soft_delete"], params)
+    # The files that duplicated a gone asset are no longer named as its copies (the
+    # next crawl ingests one of them, or moves the asset to it).
+    await conn.execute(QUERIES["duplicates_delete_of_assets"], params)
     return cur.rowcount
+
+
+async def record_duplicates(
+    conn: Conn, config_id: UUID, duplicates: Mapping[str, int], now: datetime
+) -> None:
+    """Record each path (a file with the same bytes as a live asset) with that asset's id."""
+    if duplicates:
+        paths = sorted(duplicates)
+        await conn.execute(
+            QUERIES["duplicates_upsert"],
+            {
+                "config_id": config_id,
+                "paths": paths,
+                "asset_ids": [duplicates[p] for p in paths],
+                "now": now,
+            },
+        )
+
+
+async def duplicate_paths(conn: Conn, config_id: UUID) -> set[str]:
+    cur = await conn.execute(QUERIES["duplicate_paths_of_config"], {"config_id": config_id})
+    return {row[0] for row in await cur.fetchall()}
+
+
+async def forget_duplicates(conn: Conn, config_id: UUID, paths: Iterable[str]) -> None:
+    paths = sorted(paths)
+    if paths:
+        await conn.execute(
+            QUERIES["duplicates_delete_by_path"], {"config_id": config_id, "paths": paths}
+        )
 
 
 async def mark_seen(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> None:

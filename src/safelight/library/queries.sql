@@ -63,6 +63,28 @@ UPDATE assets
 SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL
 WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
 
+-- duplicates_delete_of_assets --
+-- Forget the duplicates of these assets of a config (the asset went: soft-deleted).
+DELETE FROM asset_duplicates
+WHERE storage_config_id = %(config_id)s AND asset_id = ANY(%(ids)s)
+
+-- duplicates_upsert --
+-- Record files of a config that hold the same bytes as a live asset (path -> asset).
+INSERT INTO asset_duplicates (storage_config_id, file_path, asset_id, first_seen_at, last_seen_at)
+SELECT %(config_id)s, d.file_path, d.asset_id, %(now)s, %(now)s
+FROM unnest(%(paths)s::text[], %(asset_ids)s::bigint[]) AS d(file_path, asset_id)
+ON CONFLICT (storage_config_id, file_path) DO UPDATE
+SET asset_id = EXCLUDED.asset_id, last_seen_at = EXCLUDED.last_seen_at
+
+-- duplicate_paths_of_config --
+-- Every path of a config recorded as a duplicate.
+SELECT file_path FROM asset_duplicates WHERE storage_config_id = %(config_id)s
+
+-- duplicates_delete_by_path --
+-- Forget these duplicate paths of a config (no longer a duplicate, or gone).
+DELETE FROM asset_duplicates
+WHERE storage_config_id = %(config_id)s AND file_path = ANY(%(paths)s)
+
 -- assets_mark_seen --
 -- Record that a crawl saw these live assets' files unchanged.
 UPDATE assets SET last_seen_at = %(now)s
