@@ -108,6 +108,8 @@ CREATE TABLE public.assets (
     deleted_at timestamp with time zone,
     last_seen_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    motion_photo boolean DEFAULT false NOT NULL,
+    motion_photo_issue text,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
@@ -116,7 +118,8 @@ CREATE TABLE public.assets (
     CONSTRAINT assets_file_path_check CHECK (((file_path <> ''::text) AND ("left"(file_path, 1) <> '/'::text))),
     CONSTRAINT assets_media_type_check CHECK ((media_type = ANY (ARRAY['image'::text, 'video'::text]))),
     CONSTRAINT assets_orientation_check CHECK (((orientation >= 1) AND (orientation <= 8))),
-    CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0))
+    CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0)),
+    CONSTRAINT ck_assets_motion_photo_is_an_image CHECK (((NOT motion_photo) OR (media_type = 'image'::text)))
 );
 
 ALTER TABLE public.assets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (

@@ -14,6 +14,7 @@ import pytest
 
 from safelight.db.pool import connect
 from safelight.settings import Settings
+from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import Sample, json_of
 
@@ -150,6 +151,21 @@ def test_duplicates_are_named_in_the_summary_and_by_assets(
     assert f"{dup['path']} same as {dup['same_as']}" in readable
     both = invoke("assets", "--duplicates", "--deleted")
     assert both.exit_code == 2 and "do not go together" in both.output
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")
+def test_a_motion_photo_is_counted_and_shown_by_assets(
+    invoke: Invoke, small_library: Path, tmp_path: Path
+) -> None:
+    video = tiny_mp4(tmp_path / "tiny.mp4")
+    (small_library / "motion.jpg").write_bytes(samsung_motion_jpeg(video))
+    summary = json_of(invoke("run", str(small_library), "--json"))
+    assert summary["motion_photos"] == 1 and summary["motion_photo_issues"] == []
+    listed = {a["file_path"]: a for a in json_of(invoke("assets", "--json"))}
+    assert listed["motion.jpg"]["motion_photo"] is True
+    assert sum(a["motion_photo"] for a in listed.values()) == 1
+    assert "motion photo" in invoke("assets").stdout
+    assert "1 motion photo" in " ".join(invoke("run", str(small_library)).stdout.split())
 
 
 def test_run_exits_1_when_the_crawl_fails(invoke: Invoke, small_library: Path) -> None:

@@ -41,6 +41,7 @@ RESULT_KEYS = {
     "videos",
     "proxies_renamed",
     "proxy_errors",
+    "motion_photo_issues",
 }
 
 

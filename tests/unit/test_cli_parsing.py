@@ -428,6 +428,25 @@ def test_the_summary_names_each_duplicate_and_the_file_it_copies() -> None:
     assert "same bytes as an asset" not in rendered(summary())
 
 
+def test_the_summary_counts_motion_photos_and_lists_the_stills_that_only_claim_one() -> None:
+    document = summary(
+        result={
+            "total": 2,
+            "motion_photo_issues": [{"path": "a.jpg", "reason": "no MP4 where the XMP puts it"}],
+        }
+    )
+    document_library = {**document, "motion_photos": 2}
+    assert document["motion_photos"] == 0
+    assert document["motion_photo_issues"] == [
+        {"path": "a.jpg", "reason": "no MP4 where the XMP puts it"}
+    ]
+    text = rendered(document_library)
+    assert "0 Live Photos; 2 motion photos" in text
+    assert "1 photo shown as a still, its motion video missing or unplayable" in text
+    assert "a.jpg no MP4 where the XMP puts it" in text
+    assert "motion video missing" not in rendered(summary())
+
+
 def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:
     document = summary("failed", status="failed", error="root missing", result=None)
     assert document["errors"] == [{"path": "old.jpg", "reason": "stored"}]

@@ -96,7 +96,7 @@ def assets(
                     r["id"],
                     short_id(r["storage_config_id"]),
                     r["file_path"],
-                    r["media_type"],
+                    "motion photo" if r.get("motion_photo") else r["media_type"],
                     _size(r["size_bytes"]),
                     r["captured_at"],
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),

@@ -69,7 +69,7 @@ LIMIT %(limit)s
 -- Assets of one config or all, live or soft-deleted, with how many proxies each has.
 SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.captured_at,
        a.camera_make, a.camera_model, a.width, a.height, a.burst_id, a.paired_asset_id,
-       a.is_deleted, a.deleted_at,
+       a.is_deleted, a.deleted_at, a.motion_photo, a.motion_photo_issue,
        (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
@@ -87,7 +87,8 @@ ORDER BY d.storage_config_id, d.file_path
 LIMIT %(limit)s
 
 -- library_counts_of_config --
--- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies.
+-- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
+-- motion photos, proxies.
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -100,6 +101,8 @@ SELECT
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND burst_id IS NOT NULL) AS burst_assets,
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND paired_asset_id IS NOT NULL) AS live_photos,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND motion_photo) AS motion_photos,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
      WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
 

@@ -3,8 +3,8 @@
 The document is the ``--json`` output, a contract for scripts: its keys only ever get
 added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
 not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
-``progress``); what the library holds now (assets by type, bursts, Live Photos, proxy
-files) from the database, so a second run that found nothing new still says what is
+``progress``); what the library holds now (assets by type, bursts, Live Photos, motion
+photos, proxy files) from the database, so a second run that found nothing new still says what is
 there.
 """
 
@@ -91,6 +91,11 @@ def build_summary(
         for e in (result or {}).get("duplicates") or []
         if isinstance(e, Mapping)
     ]
+    motion_photo_issues = [
+        {"path": e.get("path"), "reason": e.get("reason")}
+        for e in (result or {}).get("motion_photo_issues") or []
+        if isinstance(e, Mapping)
+    ]
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -121,6 +126,8 @@ def build_summary(
         "bursts": int(library["bursts"]),
         "burst_assets": int(library["burst_assets"]),
         "live_photos": int(library["live_photos"]),
+        "motion_photos": int(library.get("motion_photos", 0)),
+        "motion_photo_issues": motion_photo_issues,
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -196,7 +203,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     grid.add_row(
         "bursts",
         f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
-        f"{_plural(summary['live_photos'], 'Live Photo')}",
+        f"{_plural(summary['live_photos'], 'Live Photo')}; "
+        f"{_plural(summary.get('motion_photos', 0), 'motion photo')}",
     )
     if summary["soft_deleted_total"]:
         grid.add_row(
@@ -235,6 +243,16 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
                     for d in duplicates
                 ]
             ),
+        ]
+    motion_issues = summary.get("motion_photo_issues") or []
+    if motion_issues:
+        parts += [
+            Text(
+                f"{_plural(len(motion_issues), 'photo')} shown as a still, its motion "
+                "video missing or unplayable:",
+                style="bold",
+            ),
+            _listing(motion_issues),
         ]
     proxy_errors = summary.get("proxy_errors") or []
     if proxy_errors:

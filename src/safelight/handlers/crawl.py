@@ -26,6 +26,7 @@ One bad file never stops a crawl: its relative path and reason go to the result 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import shutil
@@ -65,6 +66,7 @@ from safelight.library.crawl import (
     own_folders,
     publish_image_proxies,
     publish_video_proxies,
+    publish_web_video,
 )
 from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
@@ -72,10 +74,16 @@ from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
 from safelight.library.metadata import ImageMetadata, file_time
+from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.video import VideoProxySpec, make_video_proxies
+from safelight.library.video import (
+    VideoProxySpec,
+    make_video_proxies,
+    make_web_video,
+    probe_video,
+)
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
@@ -136,6 +144,8 @@ class _Tally:
     proxies_renamed: int = 0
     proxy_errors: list[FileError] = field(default_factory=list)
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
+    motion_photo_issues: list[FileError] = field(default_factory=list)
+    """Stills that claim a motion video which is not there (each ingested as a still)."""
 
 
 class _Crawl:
@@ -239,6 +249,11 @@ class _Crawl:
             "proxies_renamed": self.tally.proxies_renamed,
             "proxy_errors": _capped(
                 [{"path": e.path, "reason": e.reason} for e in self.tally.proxy_errors],
+                "path",
+                "reason",
+            ),
+            "motion_photo_issues": _capped(
+                [{"path": e.path, "reason": e.reason} for e in self.tally.motion_photo_issues],
                 "path",
                 "reason",
             ),
@@ -532,6 +547,7 @@ class _Crawl:
         """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
             row, records = await self._make_image(walked, source, hashed)
+            row, records = await self._add_motion_video(walked, source, hashed, row, records)
         else:
             row, records = await self._make_video(walked, source, hashed)
         await asyncio.to_thread(self._check_unchanged, source, hashed)
@@ -624,6 +640,62 @@ class _Crawl:
                 self.ctx.ensure_alive()
                 await asyncio.to_thread(shutil.rmtree, temp, True)
         return new_asset(walked, hashed, proxies.metadata), records
+
+    async def _add_motion_video(
+        self,
+        walked: WalkedFile,
+        source: Original,
+        hashed: HashedFile,
+        row: NewAsset,
+        records: list[ProxyRecord],
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        """A motion photo's embedded video (library.motionphotos) as its web_video proxy,
+        made from a copy of the video's bytes in the staging area (like a video's, see
+        ``_make_video``). A still that claims a video which is not there, or whose video
+        ffmpeg cannot read, stays a still with the reason, recorded and reported."""
+        found = await asyncio.to_thread(find_motion_video, source.fd, hashed.size)
+        if found is None:
+            return row, records
+        if not found.found:
+            return self._motion_issue(walked, row, found.issue or "no motion video"), records
+        self.ctx.ensure_alive()
+        temp = Path(await asyncio.to_thread(_make_temp_folder, self.proxy_root / STAGING_FOLDER))
+        try:
+            embedded = temp / MOTION_VIDEO_NAME
+            await asyncio.to_thread(copy_range, source.fd, found, embedded, self.alive.check)
+            try:
+                metadata = await probe_video(embedded, clock=self.ctx.clock)
+                web = await make_web_video(
+                    embedded,
+                    metadata,
+                    temp,
+                    VideoProxySpec(image=self.spec),
+                    self.ctx.ensure_alive,
+                    clock=self.ctx.clock,
+                )
+            except MediaError as error:
+                issue = f"its motion video cannot be played: {error.reason}"
+                return self._motion_issue(walked, row, issue), records
+            record = await asyncio.to_thread(
+                functools.partial(
+                    publish_web_video,
+                    web,
+                    self.proxy_root,
+                    self.config_id,
+                    hashed.content_hash,
+                    self.alive.ensure_alive,
+                    written_by=self.written_by,
+                )
+            )
+        finally:
+            if not self.ctx.cancelled.is_set():
+                self.ctx.ensure_alive()
+                await asyncio.to_thread(shutil.rmtree, temp, True)
+        return dataclasses.replace(row, motion_photo=True), [*records, record]
+
+    def _motion_issue(self, walked: WalkedFile, row: NewAsset, issue: str) -> NewAsset:
+        self.tally.motion_photo_issues.append(FileError(walked.path, issue))
+        return dataclasses.replace(row, motion_photo_issue=issue)
 
     # --- helpers ---------------------------------------------------------------------
 

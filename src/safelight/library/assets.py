@@ -59,6 +59,10 @@ class NewAsset:
     maker_burst_id: str | None = None
     content_identifier: str | None = None
     sequence_number: int | None = None
+    motion_photo: bool = False
+    """A still with its motion video inside the file, made into its web_video proxy."""
+    motion_photo_issue: str | None = None
+    """Why a still that claims a motion video is shown as a still (library.motionphotos)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,8 @@ async def insert_asset(
         "maker_burst_id": asset.maker_burst_id,
         "content_identifier": asset.content_identifier,
         "sequence_number": asset.sequence_number,
+        "motion_photo": asset.motion_photo,
+        "motion_photo_issue": asset.motion_photo_issue,
         "now": now,
     }
     cur = await conn.execute(QUERIES["asset_insert"], params)

@@ -32,14 +32,14 @@ INSERT INTO assets (
     modified_ns, media_type, captured_at, captured_local, captured_at_source,
     captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
     orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
-    last_seen_at, created_at
+    motion_photo, motion_photo_issue, last_seen_at, created_at
 ) VALUES (
     %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
     %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
     %(captured_at_source)s, %(captured_year)s, %(captured_month)s, %(captured_day)s,
     %(camera_make)s, %(camera_model)s, %(width)s, %(height)s, %(orientation)s,
     %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
-    %(now)s, %(now)s
+    %(motion_photo)s, %(motion_photo_issue)s, %(now)s, %(now)s
 )
 RETURNING id
 

@@ -255,6 +255,35 @@ async def make_video_proxies(
     metadata = await probe_video(src, spec.ffprobe, clock=clock)
     ensure_alive()
     poster = await _poster(src, metadata, spec, clock)
+    web = await make_web_video(src, metadata, out_dir_tmp, spec, ensure_alive, clock=clock)
+    return VideoProxies(
+        metadata=metadata,
+        poster=poster,
+        web_video=web.path,
+        web_video_width=web.width,
+        web_video_height=web.height,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WebVideo:
+    path: Path
+    """The MP4 inside the caller's temporary folder; publish it with ``move_into_place``."""
+    width: int
+    height: int
+
+
+async def make_web_video(
+    src: Path | Original,
+    metadata: VideoMetadata,
+    out_dir_tmp: Path,
+    spec: VideoProxySpec,
+    ensure_alive: Callable[[], None],
+    *,
+    clock: Clock | None = None,
+) -> WebVideo:
+    """Encode the web video of ``src`` (probed as ``metadata``) into ``out_dir_tmp``:
+    a video's, or the one embedded in a motion photo (copied out to a staging file)."""
     ensure_alive()
     output = out_dir_tmp / WEB_VIDEO_NAME
     name, fds = _input(src)
@@ -267,13 +296,7 @@ async def make_video_proxies(
         raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
     ensure_alive()
     encoded = await probe_video(output, spec.ffprobe, clock=clock)
-    return VideoProxies(
-        metadata=metadata,
-        poster=poster,
-        web_video=output,
-        web_video_width=encoded.width,
-        web_video_height=encoded.height,
-    )
+    return WebVideo(output, encoded.width, encoded.height)
 
 
 _TONE_MAP = (

@@ -14,3 +14,11 @@ CREATE TABLE asset_duplicates (
     PRIMARY KEY (storage_config_id, file_path)
 );
 CREATE INDEX ix_asset_duplicates_asset ON asset_duplicates (asset_id);
+
+-- Android motion photos (library.motionphotos): a still whose file holds a short MP4,
+-- found by its metadata and checked to be one, whose web_video proxy is that video. A
+-- still that claims a video which is not there keeps motion_photo false and says why.
+ALTER TABLE assets ADD COLUMN motion_photo boolean NOT NULL DEFAULT false;
+ALTER TABLE assets ADD COLUMN motion_photo_issue text;
+ALTER TABLE assets ADD CONSTRAINT ck_assets_motion_photo_is_an_image
+    CHECK (NOT motion_photo OR media_type = 'image');
