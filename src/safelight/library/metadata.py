@@ -114,6 +114,13 @@ class VideoMetadata:
     """``com.apple.quicktime.content.identifier``: pairs a Live Photo video with its photo."""
     hdr: bool = False
     """PQ or HLG transfer (every iPhone video since the 12): proxies are tone-mapped."""
+    container: str | None = None
+    """ffprobe's format name (``mov,mp4,m4a,3gp,3g2,mj2`` for MP4 and QuickTime)."""
+    audio_codec: str | None = None
+    """The first audio stream's codec name, the one a web video keeps."""
+    pixel_format: str | None = None
+    frame_rate: float | None = None
+    """The first video stream's average frames per second, when ffprobe knows it."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -365,7 +372,24 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),
         hdr=video.get("color_transfer") in _HDR_TRANSFERS,
+        container=_str(fmt.get("format_name")),
+        audio_codec=next(
+            (_str(s.get("codec_name")) for s in streams if s.get("codec_type") == "audio"), None
+        ),
+        pixel_format=_str(video.get("pix_fmt")),
+        frame_rate=_frame_rate(video.get("avg_frame_rate")),
     )
+
+
+def _frame_rate(value: Any) -> float | None:
+    """``30000/1001`` as a number; None for ``0/0`` or anything else."""
+    if not isinstance(value, str) or "/" not in value:
+        return None
+    numerator, _, denominator = value.partition("/")
+    top, bottom = _float(numerator), _float(denominator)
+    if top is None or not bottom:
+        return None
+    return top / bottom
 
 
 def _rotation(stream: Mapping[str, Any]) -> int:
