@@ -24,6 +24,7 @@ from safelight.testing.motionphotos import (
 )
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import make_harness, write
+from tests.unit.test_samples_folder import needs_samples, samples_dir
 
 pytestmark = [
     pytest.mark.integration,
@@ -120,5 +121,36 @@ async def test_a_motion_video_ffmpeg_cannot_read_leaves_a_still_with_the_reason(
         "SELECT motion_photo, motion_photo_issue FROM assets WHERE storage_config_id = %s",
         config,
     )
-    assert marked is False and issue.startswith("its motion video cannot be played")
+    assert marked is False
+    assert issue.startswith("its motion video could not be made into a web video: ")
     assert [e["path"] for e in item.result["motion_photo_issues"]] == ["broken.jpg"]
+
+
+@pytest.mark.samples
+@needs_samples
+async def test_the_sample_motion_photos_are_crawled_as_motion_photos(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    folder = samples_dir()
+    assert folder is not None
+    motion = sorted(p for p in folder.rglob("*") if p.is_file() and "motionphoto" in str(p))
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    for path in motion:
+        write(root, path.name, path.read_bytes())
+    config = await h.add_config(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["errors"] == []
+    rows = await h.rows(
+        "SELECT a.file_path, a.motion_photo, p.path FROM assets a LEFT JOIN proxy_files p"
+        "   ON p.asset_id = a.id AND p.proxy_type = 'web_video'"
+        " WHERE a.storage_config_id = %s",
+        config,
+    )
+    assert sorted(r[0] for r in rows) == sorted(p.name for p in motion)
+    for path, marked, web_video in rows:
+        assert marked is True and web_video is not None, path
+        assert probe(h.proxy_root / web_video).startswith("h264,"), path

@@ -103,6 +103,18 @@ def test_plain_stills_are_not_motion_photos(tmp_path: Path) -> None:
         (heic_with_mpvd(NOT_MP4), "no MP4 where the mpvd box"),
         # The XMP claims a video, the file ends with the still.
         (with_xmp(still_jpeg(), google_xmp(video_length=5000)), "the XMP"),
+        # MotionPhoto="1" and no directory item saying where.
+        (
+            with_xmp(
+                still_jpeg(),
+                b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf='
+                b'"http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description '
+                b'xmlns:GCamera="http://ns.google.com/photos/1.0/camera/" '
+                b'GCamera:MotionPhoto="1"/></rdf:RDF></x:xmpmeta>',
+            )
+            + FAKE_MP4,
+            "without a MotionPhoto item",
+        ),
     ],
 )
 def test_a_claimed_video_that_is_not_there_is_a_reason_not_a_motion_photo(

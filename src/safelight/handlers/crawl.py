@@ -674,7 +674,7 @@ class _Crawl:
                     clock=self.ctx.clock,
                 )
             except MediaError as error:
-                issue = f"its motion video cannot be played: {error.reason}"
+                issue = f"its motion video could not be made into a web video: {error.reason}"
                 return self._motion_issue(walked, row, issue), records
             record = await asyncio.to_thread(
                 functools.partial(

@@ -18,7 +18,7 @@ Each place is believed only if an ISO BMFF ``ftyp`` box starts where it points a
 video fits in the file. A file that claims a video none of them verifies is a still
 with a reason (``MotionVideo.issue``), never a motion photo. Everything is read with
 ``pread`` from the crawl's open original, a few small reads (the head for XMP, the
-tail for the trailer, box headers): a still without any of this costs two reads.
+last 8 bytes for the trailer, box headers): a plain JPEG costs two reads.
 """
 
 from __future__ import annotations
@@ -175,7 +175,8 @@ def _from_xmp(fd: int, size: int, packet: bytes) -> MotionVideo | None:
         if offset is None:
             return MotionVideo(issue="MicroVideo XMP without a valid MicroVideoOffset")
         return _verified(fd, size, size - offset, offset, "xmp")
-    return None  # MotionPhoto="1" and no directory item: the mpvd box may say (HEIC)
+    # No directory item: a HEIC's mpvd box may still hold the video (checked next).
+    return MotionVideo(issue="motion photo XMP without a MotionPhoto item")
 
 
 def _from_mpvd_box(fd: int, size: int) -> MotionVideo | None:
@@ -205,14 +206,16 @@ def _from_mpvd_box(fd: int, size: int) -> MotionVideo | None:
 def _from_samsung_trailer(fd: int, size: int, *, heif: bool) -> MotionVideo | None:
     if size < 8:
         return None
-    tail = os.pread(fd, min(_TAIL_BYTES, size), size - min(_TAIL_BYTES, size))
-    if tail[-4:] != b"SEFT":
+    tail = os.pread(fd, 8, size - 8)
+    if tail[4:] != b"SEFT":
         return None
-    (sef_length,) = struct.unpack("<I", tail[-8:-4])
+    (sef_length,) = struct.unpack("<I", tail[:4])
     sefh = size - 8 - sef_length
-    if sefh < 0 or os.pread(fd, 12, sefh)[:4] != b"SEFH":
+    if sefh < 0 or sef_length < 12 or sef_length > _TAIL_BYTES:
         return None
     directory = os.pread(fd, sef_length, sefh)
+    if directory[:4] != b"SEFH":
+        return None
     (count,) = struct.unpack("<I", directory[8:12])
     for n in range(min(count, (len(directory) - 12) // 12)):
         entry = directory[12 + 12 * n : 24 + 12 * n]
