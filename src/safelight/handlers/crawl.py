@@ -536,6 +536,11 @@ class _Crawl:
                     )
                 )
             self.tally.counts["ingested"] += 1
+            if row.motion_photo_issue is not None:
+                # Reported once its still is in: a file that then failed is an error.
+                self.tally.motion_photo_issues.append(
+                    FileError(walked.path, row.motion_photo_issue)
+                )
             self.tally.counts["proxies"] += len(proxies)
             self.services.crawl_observer.proxies_made(len(proxies))
         finally:
@@ -547,7 +552,7 @@ class _Crawl:
         """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
             row, records = await self._make_image(walked, source, hashed)
-            row, records = await self._add_motion_video(walked, source, hashed, row, records)
+            row, records = await self._add_motion_video(source, hashed, row, records)
         else:
             row, records = await self._make_video(walked, source, hashed)
         await asyncio.to_thread(self._check_unchanged, source, hashed)
@@ -643,7 +648,6 @@ class _Crawl:
 
     async def _add_motion_video(
         self,
-        walked: WalkedFile,
         source: Original,
         hashed: HashedFile,
         row: NewAsset,
@@ -657,7 +661,8 @@ class _Crawl:
         if found is None:
             return row, records
         if not found.found:
-            return self._motion_issue(walked, row, found.issue or "no motion video"), records
+            issue = found.issue or "no motion video"
+            return dataclasses.replace(row, motion_photo_issue=issue), records
         self.ctx.ensure_alive()
         temp = Path(await asyncio.to_thread(_make_temp_folder, self.proxy_root / STAGING_FOLDER))
         try:
@@ -675,7 +680,7 @@ class _Crawl:
                 )
             except MediaError as error:
                 issue = f"its motion video could not be made into a web video: {error.reason}"
-                return self._motion_issue(walked, row, issue), records
+                return dataclasses.replace(row, motion_photo_issue=issue), records
             record = await asyncio.to_thread(
                 functools.partial(
                     publish_web_video,
@@ -692,10 +697,6 @@ class _Crawl:
                 self.ctx.ensure_alive()
                 await asyncio.to_thread(shutil.rmtree, temp, True)
         return dataclasses.replace(row, motion_photo=True), [*records, record]
-
-    def _motion_issue(self, walked: WalkedFile, row: NewAsset, issue: str) -> NewAsset:
-        self.tally.motion_photo_issues.append(FileError(walked.path, issue))
-        return dataclasses.replace(row, motion_photo_issue=issue)
 
     # --- helpers ---------------------------------------------------------------------
 
