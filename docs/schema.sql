@@ -60,6 +60,14 @@ BEGIN
 END
 $$;
 
+CREATE TABLE public.asset_duplicates (
+    storage_config_id uuid NOT NULL,
+    file_path text NOT NULL,
+    asset_id bigint NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.asset_errors (
     storage_config_id uuid NOT NULL,
     file_path text NOT NULL,
@@ -103,6 +111,8 @@ CREATE TABLE public.assets (
     latitude double precision,
     longitude double precision,
     altitude_m double precision,
+    motion_photo boolean DEFAULT false NOT NULL,
+    motion_photo_issue text,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
@@ -114,7 +124,8 @@ CREATE TABLE public.assets (
     CONSTRAINT assets_longitude_check CHECK (((longitude >= ('-180'::integer)::double precision) AND (longitude <= (180)::double precision))),
     CONSTRAINT assets_media_type_check CHECK ((media_type = ANY (ARRAY['image'::text, 'video'::text]))),
     CONSTRAINT assets_orientation_check CHECK (((orientation >= 1) AND (orientation <= 8))),
-    CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0))
+    CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0)),
+    CONSTRAINT ck_assets_motion_photo_is_an_image CHECK (((NOT motion_photo) OR (media_type = 'image'::text)))
 );
 
 ALTER TABLE public.assets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -268,6 +279,9 @@ CREATE TABLE public.workers (
     last_seen_at timestamp with time zone NOT NULL
 );
 
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_pkey PRIMARY KEY (storage_config_id, file_path);
+
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_pkey PRIMARY KEY (storage_config_id, file_path);
 
@@ -312,6 +326,8 @@ ALTER TABLE ONLY public.work_schedules
 
 ALTER TABLE ONLY public.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (worker_id);
+
+CREATE INDEX ix_asset_duplicates_asset ON public.asset_duplicates USING btree (asset_id);
 
 CREATE INDEX ix_assets_burst ON public.assets USING btree (burst_id) WHERE (burst_id IS NOT NULL);
 
@@ -362,6 +378,12 @@ CREATE TRIGGER work_items_track_running_delete AFTER DELETE ON public.work_items
 CREATE TRIGGER work_items_track_running_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN (((new.status = 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL))) EXECUTE FUNCTION public.track_config_running_item();
 
 CREATE TRIGGER work_items_track_running_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.storage_config_id IS NOT NULL) AND ((old.status = 'running'::public.work_status) <> (new.status = 'running'::public.work_status)))) EXECUTE FUNCTION public.track_config_running_item();
+
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.asset_duplicates
+    ADD CONSTRAINT asset_duplicates_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.asset_errors
     ADD CONSTRAINT asset_errors_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from safelight.db.pool import connect
 from safelight.settings import Settings
+from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import Sample, json_of
 
@@ -124,6 +126,48 @@ def test_a_gone_file_is_soft_deleted_listed_and_purged(invoke: Invoke, small_lib
     assert invoke("worker", "--until-idle").exit_code == 0
     assert json_of(invoke("items", "show", str(item_id), "--json"))["status"] == "succeeded"
     assert json_of(invoke("assets", "--deleted", "--json")) == []
+
+
+def test_duplicates_are_named_in_the_summary_and_by_assets(
+    invoke: Invoke, small_library: Path
+) -> None:
+    original = sorted(small_library.rglob("*.*"))[0]
+    copy = small_library / "copies" / f"copy of {original.name}"
+    copy.parent.mkdir()
+    shutil.copy2(original, copy)
+    first = json_of(invoke("run", str(small_library), "--json"))
+    names = {
+        copy.relative_to(small_library).as_posix(),
+        original.relative_to(small_library).as_posix(),
+    }
+    [dup] = first["duplicate_files"]
+    assert first["duplicates"] == 1 and {dup["path"], dup["same_as"]} == names
+
+    listed = json_of(invoke("assets", "--duplicates", "--json"))
+    assert [(d["file_path"], d["same_as"]) for d in listed] == [(dup["path"], dup["same_as"])]
+    live = {a["file_path"]: a["id"] for a in json_of(invoke("assets", "--json"))}
+    assert listed[0]["asset_id"] == live[dup["same_as"]]
+    text = " ".join(invoke("assets", "--duplicates").stdout.split())
+    assert "duplicates" in text and Path(dup["path"]).name in text
+    readable = " ".join(invoke("run", str(small_library)).stdout.split())
+    assert f"{dup['path']} same as {dup['same_as']}" in readable
+    both = invoke("assets", "--duplicates", "--deleted")
+    assert both.exit_code == 2 and "do not go together" in both.output
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg not installed")
+def test_a_motion_photo_is_counted_and_shown_by_assets(
+    invoke: Invoke, small_library: Path, tmp_path: Path
+) -> None:
+    video = tiny_mp4(tmp_path / "tiny.mp4")
+    (small_library / "motion.jpg").write_bytes(samsung_motion_jpeg(video))
+    summary = json_of(invoke("run", str(small_library), "--json"))
+    assert summary["motion_photos"] == 1 and summary["motion_photo_issues"] == []
+    listed = {a["file_path"]: a for a in json_of(invoke("assets", "--json"))}
+    assert listed["motion.jpg"]["motion_photo"] is True
+    assert sum(a["motion_photo"] for a in listed.values()) == 1
+    assert "motion photo" in invoke("assets").stdout
+    assert "1 motion photo" in " ".join(invoke("run", str(small_library)).stdout.split())
 
 
 def test_run_exits_1_when_the_crawl_fails(invoke: Invoke, small_library: Path) -> None:

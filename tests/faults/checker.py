@@ -94,6 +94,8 @@ CREATE TRIGGER faults_audit_bursts AFTER INSERT OR UPDATE OR DELETE ON bursts
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 CREATE TRIGGER faults_audit_asset_errors AFTER INSERT OR UPDATE OR DELETE ON asset_errors
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_asset_duplicates AFTER INSERT OR UPDATE OR DELETE
+    ON asset_duplicates FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 
 -- Every status change of an item, in the order the server made them: the identity is
 -- drawn inside the changing transaction, and a claim that conflicts with a running item
@@ -172,12 +174,14 @@ CREATE TRIGGER faults_proxy_rows AFTER INSERT OR UPDATE ON proxy_files
 """Test-only: installed in the suite's own database before any Worker starts."""
 
 # Which kinds may write which library table (handlers/*: crawl ingests, moves,
-# soft-deletes and records errors; burst detection groups and pairs; purge deletes,
+# soft-deletes and records errors and duplicates; burst detection groups and pairs; purge deletes,
 # and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade).
 WRITERS: Mapping[str, frozenset[str]] = {
     "assets": frozenset({"crawl", "burst_detection", "purge"}),
     "bursts": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
+    # The crawl records and forgets duplicates; a purge's delete of an asset cascades.
+    "asset_duplicates": frozenset({"crawl", "purge"}),
 }
 
 # An attempt's own outcomes (the others are written by lease recovery).

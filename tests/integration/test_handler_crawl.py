@@ -41,6 +41,7 @@ RESULT_KEYS = {
     "videos",
     "proxies_renamed",
     "proxy_errors",
+    "motion_photo_issues",
 }
 
 
@@ -278,15 +279,72 @@ async def test_a_duplicate_copy_is_not_a_second_asset(
     assert item.result["ingested"] == 2
     [dup] = item.result["duplicates"]
     assert {dup["path"], dup["same_as"]} == {"a/photo.jpg", "b/copy of photo.jpg"}
-    assert len(await live_paths(h, config)) == 2
+    live = await live_paths(h, config)
+    assert len(live) == 2
+    # Recorded after the run: the copy, with the asset whose bytes it holds.
+    assert await recorded_duplicates(h, config) == {dup["path"]: live[dup["same_as"]]}
 
-    # Deleting the copy that is the asset: the asset follows to the other copy.
+    # Deleting the copy that is the asset: the asset follows to the other copy, which
+    # is no longer a duplicate.
     kept = dup["same_as"]
     (root / kept).unlink()
     again = await h.run("crawl", config_id=config)
     assert again.result is not None
     assert (again.result["moved"], again.result["deleted"]) == (1, 0)
     assert dup["path"] in await live_paths(h, config)
+    assert again.result["duplicates"] == []
+    assert await recorded_duplicates(h, config) == {}
+
+
+async def recorded_duplicates(h: Any, config_id: Any) -> dict[str, int]:
+    rows = await h.rows(
+        "SELECT file_path, asset_id FROM asset_duplicates WHERE storage_config_id = %s",
+        config_id,
+    )
+    return {path: asset_id for path, asset_id in rows}
+
+
+async def test_a_recorded_duplicate_goes_with_its_file_or_its_asset(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path, follow_links_inside_root=True)
+    root = tmp_path / "library"
+    write(root, "a.jpg", jpeg(7))
+    write(root, "b.jpg", jpeg(8))
+    config = await h.add_config(root)
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    live = await live_paths(h, config)
+    write(root, "copies/a.jpg", jpeg(7))
+    write(root, "copies/b.jpg", jpeg(8))
+    os.symlink(root / "b.jpg", root / "link-to-b.jpg")
+
+    item = await h.run("crawl", config_id=config)
+    assert item.result is not None and item.result["ingested"] == 0
+    assert await recorded_duplicates(h, config) == {
+        "copies/a.jpg": live["a.jpg"],
+        "copies/b.jpg": live["b.jpg"],
+        "link-to-b.jpg": live["b.jpg"],
+    }
+
+    # The copy of a goes: its row goes. b's content changes: b's asset is soft-deleted
+    # and the rows that named it go in the same transaction (its copy is then either
+    # ingested as new content or named again with the asset that now holds it).
+    (root / "copies/a.jpg").unlink()
+    write(root, "b.jpg", jpeg(9))
+    touch_later(root / "b.jpg")
+    third = await h.run("crawl", config_id=config)
+    assert third.status is Status.SUCCEEDED, third.error
+    now_live = await live_paths(h, config)
+    recorded = await recorded_duplicates(h, config)
+    assert "copies/a.jpg" not in recorded
+    assert live["b.jpg"] not in recorded.values()
+    assert all(asset_id in now_live.values() for asset_id in recorded.values())
+    # The copy of b's old bytes is now the asset of those bytes, not a duplicate.
+    assert "copies/b.jpg" in now_live and "copies/b.jpg" not in recorded
+    # Back again, it is named again.
+    write(root, "copies/a.jpg", jpeg(7))
+    await h.run("crawl", config_id=config)
+    assert (await recorded_duplicates(h, config))["copies/a.jpg"] == live["a.jpg"]
 
 
 async def test_a_missing_root_fails_and_soft_deletes_nothing(

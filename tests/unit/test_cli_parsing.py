@@ -407,6 +407,49 @@ def test_the_summary_names_renamed_proxies_and_those_that_could_not_be() -> None
     assert "c/ab/abcd/thumbnail.jpg not renamed: gone" in text
 
 
+def test_the_summary_names_each_duplicate_and_the_file_it_copies() -> None:
+    document = summary(
+        result={
+            "total": 3,
+            "duplicates": [
+                {"path": "b/copy.jpg", "same_as": "a/photo.jpg"},
+                {"path": "...", "same_as": "and 4 more"},
+            ],
+        }
+    )
+    assert document["duplicates"] == 2
+    assert document["duplicate_files"] == [
+        {"path": "b/copy.jpg", "same_as": "a/photo.jpg"},
+        {"path": "...", "same_as": "and 4 more"},
+    ]
+    text = rendered(document)
+    assert "2 duplicates" in text
+    assert "b/copy.jpg same as a/photo.jpg" in text
+    assert "... and 4 more" in text
+    # No duplicate, no listing.
+    assert summary()["duplicate_files"] == []
+    assert "same bytes as an asset" not in rendered(summary())
+
+
+def test_the_summary_counts_motion_photos_and_lists_the_stills_that_only_claim_one() -> None:
+    document = summary(
+        result={
+            "total": 2,
+            "motion_photo_issues": [{"path": "a.jpg", "reason": "no MP4 where the XMP puts it"}],
+        }
+    )
+    document_library = {**document, "motion_photos": 2}
+    assert document["motion_photos"] == 0
+    assert document["motion_photo_issues"] == [
+        {"path": "a.jpg", "reason": "no MP4 where the XMP puts it"}
+    ]
+    text = rendered(document_library)
+    assert "0 Live Photos; 2 motion photos" in text
+    assert "1 photo shown as a still, its motion video missing or unplayable" in text
+    assert "a.jpg no MP4 where the XMP puts it" in text
+    assert "motion video missing" not in rendered(summary())
+
+
 def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:
     document = summary("failed", status="failed", error="root missing", result=None)
     assert document["errors"] == [{"path": "old.jpg", "reason": "stored"}]

@@ -53,6 +53,8 @@ _SUBJECTS = frozenset(
         "config",
         "configs",
         "database",
+        "duplicate",
+        "duplicates",
         "item",
         "items",
         "library",

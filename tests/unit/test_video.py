@@ -134,7 +134,10 @@ async def test_clip_with_audio(library: Manifest, tmp_path: Path) -> None:
     assert result.web_video == tmp_path / "video.mp4"
     assert (result.web_video_width, result.web_video_height) == (320, 240)  # not upscaled
     video, audio = streams(result.web_video)
-    assert (video["codec_name"], video["pix_fmt"], video["profile"]) == ("h264", "yuv420p", "High")
+    # Already H.264 and AAC at 240p: remuxed, so the source's own profile stays.
+    (source_video, _) = streams(library.root / "2022/videos/clip.mp4")
+    assert (video["codec_name"], video["pix_fmt"]) == ("h264", "yuv420p")
+    assert video["profile"] == source_video["profile"]
     assert audio["codec_name"] == "aac"
     boxes = top_level_boxes(result.web_video)
     assert boxes.index(b"moov") < boxes.index(b"mdat")  # faststart: playable while loading
@@ -581,3 +584,121 @@ async def test_a_tool_dies_with_a_worker_that_is_sigkilled() -> None:
         if worker.returncode is None:
             worker.kill()
             await worker.wait()
+
+
+# --- remux or encode ------------------------------------------------------------------
+
+
+def clip(
+    path: Path,
+    *,
+    size: str = "320x240",
+    codec: str = "libx264",
+    pix_fmt: str = "yuv420p",
+    audio: str | None = "aac",
+    rate: int = 25,
+) -> Path:
+    command = [
+        "ffmpeg",
+        "-v",
+        "error",
+        "-y",
+        "-f",
+        "lavfi",
+        "-i",
+        f"testsrc2=s={size}:d=0.4:r={rate}",
+    ]
+    if audio is not None:
+        command += ["-f", "lavfi", "-i", "sine=frequency=440:duration=0.4", "-c:a", audio]
+    command += ["-c:v", codec, "-preset", "ultrafast", "-pix_fmt", pix_fmt, "-shortest", str(path)]
+    subprocess.run(command, check=True)  # fmt: skip
+    return path
+
+
+def video_md5(path: Path) -> str:
+    """The video stream's packets, hashed: equal only if the bitstream was copied."""
+    return subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy",
+         "-f", "md5", "-"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def ffmpeg_calls(folder: Path) -> list[str]:
+    return (folder / "calls").read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("no-audio.mp4", {"audio": None}),
+        ("with-aac.mov", {}),
+        ("at-720p.mp4", {"size": "1280x720"}),
+    ],
+)
+async def test_a_browser_ready_video_is_remuxed_not_encoded(
+    tmp_path: Path, name: str, options: dict[str, Any]
+) -> None:
+    source = clip(tmp_path / name, **options)
+    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", ":")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    assert video.browser_ready(result.metadata, VIDEO_SPEC)
+    assert video_md5(result.web_video) == video_md5(source)  # the same H.264, copied
+    [web_call] = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
+    assert "-c copy" in web_call and "libx264" not in web_call
+    boxes = top_level_boxes(result.web_video)
+    assert boxes.index(b"moov") < boxes.index(b"mdat")  # faststart
+    width, height = (int(n) for n in options.get("size", "320x240").split("x"))
+    assert (result.web_video_width, result.web_video_height) == (width, height)
+    kinds = [s["codec_type"] for s in streams(result.web_video)]
+    assert kinds == (["video"] if options.get("audio", "aac") is None else ["video", "audio"])
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("hevc.mp4", {"codec": "libx265", "audio": None}),
+        ("big.mp4", {"size": "1920x1080", "audio": None}),
+        ("yuv444.mp4", {"pix_fmt": "yuv444p", "audio": None}),
+        ("mp3-audio.mov", {"audio": "libmp3lame"}),
+        ("fast.mp4", {"rate": 120, "audio": None}),
+        ("matroska.mkv", {"audio": None}),
+    ],
+)
+async def test_a_video_a_browser_may_not_play_is_encoded(
+    tmp_path: Path, name: str, options: dict[str, Any]
+) -> None:
+    source = clip(tmp_path / name, **options)
+    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", ":")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    assert not video.browser_ready(result.metadata, VIDEO_SPEC)
+    [web_call] = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
+    assert "libx264" in web_call and "-c copy" not in web_call
+    (encoded, *_) = streams(result.web_video)
+    assert (encoded["codec_name"], encoded["pix_fmt"]) == ("h264", "yuv420p")
+    assert min(result.web_video_width, result.web_video_height) <= 720
+
+
+async def test_a_rotated_video_is_encoded_upright_not_remuxed(tmp_path: Path) -> None:
+    source = marker_video(tmp_path / "portrait.mp4", (240, 320), rotation=90)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, VIDEO_SPEC, alive)
+    assert result.metadata.rotation == 90 and not video.browser_ready(result.metadata, VIDEO_SPEC)
+    assert_upright(frame_of(result.web_video, tmp_path))
+
+
+async def test_a_failed_remux_falls_back_to_the_encode(tmp_path: Path) -> None:
+    source = clip(tmp_path / "clip.mp4")
+    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", 'case "$*" in *"-c copy"*) exit 1;; esac')
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    web_calls = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
+    assert ["-c copy" in c for c in web_calls] == [True, False]
+    assert video_md5(result.web_video) != video_md5(source)  # encoded again
+    assert list(out.iterdir()) == [result.web_video]

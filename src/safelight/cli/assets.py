@@ -9,7 +9,7 @@ import click
 from safelight.app import app_store
 from safelight.cli.admin import json_option
 from safelight.cli.output import console, print_json, short_id, table
-from safelight.cli.queries import list_assets
+from safelight.cli.queries import list_assets, list_duplicates
 from safelight.cli.queue import config_option, resolve_config
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
@@ -42,21 +42,55 @@ def _place(row: dict[str, Any]) -> str:
 @click.option(
     "--deleted", is_flag=True, help="The soft-deleted assets (files that went), with when."
 )
+@click.option(
+    "--duplicates",
+    is_flag=True,
+    help="The files with the same bytes as an asset, each with the asset's path.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
 @json_option()
 @pass_state
 def assets(
-    state: CliState, config_ref: str | None, deleted: bool, limit: int | None, as_json: bool
+    state: CliState,
+    config_ref: str | None,
+    deleted: bool,
+    duplicates: bool,
+    limit: int | None,
+    as_json: bool,
 ) -> None:
-    """List the live assets crawls found, or with --deleted those whose file went."""
+    """List the live assets crawls found, with --deleted those whose file went, or with
+    --duplicates the files folded into an asset because they hold the same bytes."""
+    if deleted and duplicates:
+        raise click.UsageError("--deleted and --duplicates do not go together")
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
+        if duplicates:
+            return await list_duplicates(database.pool, config_id=config_id, limit=limit)
         return await list_assets(database.pool, config_id=config_id, deleted=deleted, limit=limit)
 
     rows = state.with_database(body)
     if as_json:
         print_json(rows)
+        return
+    if duplicates:
+        console().print(
+            table(
+                "duplicates",
+                ["config", "path", "same as", "asset", "last seen"],
+                (
+                    (
+                        short_id(r["storage_config_id"]),
+                        r["file_path"],
+                        r["same_as"],
+                        r["asset_id"],
+                        r["last_seen_at"],
+                    )
+                    for r in rows
+                ),
+                empty="none",
+            )
+        )
         return
     columns = ["id", "config", "path", "type", "size", "captured", "camera", "place", "proxies"]
     if deleted:
@@ -70,7 +104,7 @@ def assets(
                     r["id"],
                     short_id(r["storage_config_id"]),
                     r["file_path"],
-                    r["media_type"],
+                    "motion photo" if r.get("motion_photo") else r["media_type"],
                     _size(r["size_bytes"]),
                     r["captured_at"],
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),

@@ -85,6 +85,12 @@ async def list_assets(
     )
 
 
+async def list_duplicates(
+    pool: AsyncConnectionPool[Any], *, config_id: UUID | None = None, limit: int | None = None
+) -> list[Row]:
+    return await _rows(pool, "duplicates_list", {"config_id": config_id, "limit": limit})
+
+
 async def library_counts(pool: AsyncConnectionPool[Any], config_id: UUID) -> Row:
     return await _row(pool, "library_counts_of_config", {"config_id": config_id})
 

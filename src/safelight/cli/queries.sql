@@ -70,6 +70,7 @@ LIMIT %(limit)s
 SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.captured_at,
        a.camera_make, a.camera_model, a.width, a.height, a.burst_id, a.paired_asset_id,
        a.is_deleted, a.deleted_at, a.captured_at_source, a.latitude, a.longitude, a.altitude_m,
+       a.motion_photo, a.motion_photo_issue,
        (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
@@ -77,9 +78,19 @@ WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
 ORDER BY a.storage_config_id, a.file_path, a.id
 LIMIT %(limit)s
 
+-- duplicates_list --
+-- Files of one config or all that hold the same bytes as a live asset, with its path.
+SELECT d.storage_config_id, d.file_path, d.asset_id, a.file_path AS same_as,
+       d.first_seen_at, d.last_seen_at
+FROM asset_duplicates d JOIN assets a ON a.id = d.asset_id
+WHERE (%(config_id)s::uuid IS NULL OR d.storage_config_id = %(config_id)s::uuid)
+ORDER BY d.storage_config_id, d.file_path
+LIMIT %(limit)s
+
 -- library_counts_of_config --
--- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies,
--- and the live photos no place inside dated (their capture time is the file's time).
+-- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
+-- motion photos, proxies, and the live photos no place inside dated (their capture time is
+-- the file's time).
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -95,6 +106,7 @@ SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image'
        AND captured_at_source = 'file') AS photos_dated_by_file,
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND motion_photo) AS motion_photos,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
      WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
 

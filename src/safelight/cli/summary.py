@@ -3,8 +3,8 @@
 The document is the ``--json`` output, a contract for scripts: its keys only ever get
 added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
 not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
-``progress``); what the library holds now (assets by type, bursts, Live Photos, proxy
-files) from the database, so a second run that found nothing new still says what is
+``progress``); what the library holds now (assets by type, bursts, Live Photos, motion
+photos, proxy files) from the database, so a second run that found nothing new still says what is
 there.
 """
 
@@ -84,6 +84,18 @@ def build_summary(
         for e in (result or {}).get("proxy_errors") or []
         if isinstance(e, Mapping)
     ]
+    # Each file folded into an asset it has the same bytes as (the crawl's list, capped
+    # like the errors; none when the crawl did not finish: its count still says how many).
+    duplicate_files = [
+        {"path": e.get("path"), "same_as": e.get("same_as")}
+        for e in (result or {}).get("duplicates") or []
+        if isinstance(e, Mapping)
+    ]
+    motion_photo_issues = [
+        {"path": e.get("path"), "reason": e.get("reason")}
+        for e in (result or {}).get("motion_photo_issues") or []
+        if isinstance(e, Mapping)
+    ]
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -102,6 +114,7 @@ def build_summary(
         "unchanged": _count(counts, "unchanged"),
         "moved": _count(counts, "moved"),
         "duplicates": _count(counts, "duplicates"),
+        "duplicate_files": duplicate_files,
         "deleted": _count(counts, "deleted"),
         "soft_deleted_total": int(library["soft_deleted"]),
         "proxies": {
@@ -116,6 +129,8 @@ def build_summary(
         # Photos with no date inside (EXIF, XMP, IPTC, maker blocks): dated by the
         # file's time, which "On this day" would show as the day they were copied.
         "photos_dated_by_file": int(library.get("photos_dated_by_file", 0)),
+        "motion_photos": int(library.get("motion_photos", 0)),
+        "motion_photo_issues": motion_photo_issues,
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -191,7 +206,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     grid.add_row(
         "bursts",
         f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
-        f"{_plural(summary['live_photos'], 'Live Photo')}",
+        f"{_plural(summary['live_photos'], 'Live Photo')}; "
+        f"{_plural(summary.get('motion_photos', 0), 'motion photo')}",
     )
     if summary.get("photos_dated_by_file"):
         grid.add_row(
@@ -218,6 +234,34 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         parts += [
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
             _listing(errors),
+        ]
+    duplicates = summary.get("duplicate_files") or []
+    if duplicates:
+        parts += [
+            Text(
+                f"{_plural(len(duplicates), 'file')} with the same bytes as an asset "
+                "(a duplicate, not a second asset):",
+                style="bold",
+            ),
+            _listing(
+                [
+                    {
+                        "path": d["path"],
+                        "reason": d["same_as"] if d["path"] == "..." else f"same as {d['same_as']}",
+                    }
+                    for d in duplicates
+                ]
+            ),
+        ]
+    motion_issues = summary.get("motion_photo_issues") or []
+    if motion_issues:
+        parts += [
+            Text(
+                f"{_plural(len(motion_issues), 'photo')} shown as a still, its motion "
+                "video missing or unplayable:",
+                style="bold",
+            ),
+            _listing(motion_issues),
         ]
     proxy_errors = summary.get("proxy_errors") or []
     if proxy_errors:

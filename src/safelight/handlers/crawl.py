@@ -26,11 +26,14 @@ One bad file never stops a crawl: its relative path and reason go to the result 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -63,6 +66,7 @@ from safelight.library.crawl import (
     own_folders,
     publish_image_proxies,
     publish_video_proxies,
+    publish_web_video,
 )
 from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
@@ -70,10 +74,16 @@ from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
 from safelight.library.metadata import ImageMetadata, file_time
+from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.video import VideoProxySpec, make_video_proxies
+from safelight.library.video import (
+    VideoProxySpec,
+    make_video_proxies,
+    make_web_video,
+    probe_video,
+)
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
@@ -134,6 +144,8 @@ class _Tally:
     proxies_renamed: int = 0
     proxy_errors: list[FileError] = field(default_factory=list)
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
+    motion_photo_issues: list[FileError] = field(default_factory=list)
+    """Stills that claim a motion video which is not there (each ingested as a still)."""
 
 
 class _Crawl:
@@ -240,6 +252,11 @@ class _Crawl:
                 "path",
                 "reason",
             ),
+            "motion_photo_issues": _capped(
+                [{"path": e.path, "reason": e.reason} for e in self.tally.motion_photo_issues],
+                "path",
+                "reason",
+            ),
         }
 
     async def _walk(self) -> Walker:
@@ -329,6 +346,34 @@ class _Crawl:
                 await assets.record_error(conn, self.config_id, path, reason, now)
             await assets.clear_errors(conn, self.config_id, resolved)
         self.tally.counts["deleted"] += deleted
+        await self._record_duplicates(failing, now)
+
+    async def _record_duplicates(self, failing: Mapping[str, str], now: datetime) -> None:
+        """Name each duplicate this crawl found with the live asset it duplicates, and
+        forget the recorded ones it did not find again (the file went, or is an asset
+        now); a path under a folder that could not be listed, or that failed this time,
+        keeps what was recorded of it. A duplicate of a file whose ingest failed names
+        no asset, so it is not recorded (the result still lists it)."""
+        found: dict[str, int] = {}
+        for duplicate in self.tally.duplicates:
+            asset = self.index.at_path(duplicate["same_as"])
+            if asset is not None:
+                found[duplicate["path"]] = asset.id
+        async with self.services.pool.connection() as conn:
+            recorded = await assets.duplicate_paths(conn, self.config_id)
+        stale = [
+            p
+            for p in recorded
+            if p not in found and p not in failing and not self._under_unreadable_folder(p)
+        ]
+        paths = sorted(found)
+        for start in range(0, len(paths), _WRITE_BATCH):
+            batch = {p: found[p] for p in paths[start : start + _WRITE_BATCH]}
+            async with self.ctx.fenced() as conn:
+                await assets.record_duplicates(conn, self.config_id, batch, now)
+        if stale:
+            async with self.ctx.fenced() as conn:
+                await assets.forget_duplicates(conn, self.config_id, stale)
 
     async def _rename_legacy_proxies(self) -> None:
         """Give each of the config's proxies still under a legacy name this attempt's
@@ -491,6 +536,11 @@ class _Crawl:
                     )
                 )
             self.tally.counts["ingested"] += 1
+            if row.motion_photo_issue is not None:
+                # Reported once its still is in: a file that then failed is an error.
+                self.tally.motion_photo_issues.append(
+                    FileError(walked.path, row.motion_photo_issue)
+                )
             self.tally.counts["proxies"] += len(proxies)
             self.services.crawl_observer.proxies_made(len(proxies))
         finally:
@@ -502,6 +552,7 @@ class _Crawl:
         """Metadata and proxies of one new original, published under the proxy root."""
         if walked.media_type == "image":
             row, records = await self._make_image(walked, source, hashed)
+            row, records = await self._add_motion_video(source, hashed, row, records)
         else:
             row, records = await self._make_video(walked, source, hashed)
         await asyncio.to_thread(self._check_unchanged, source, hashed)
@@ -594,6 +645,58 @@ class _Crawl:
                 self.ctx.ensure_alive()
                 await asyncio.to_thread(shutil.rmtree, temp, True)
         return new_asset(walked, hashed, proxies.metadata), records
+
+    async def _add_motion_video(
+        self,
+        source: Original,
+        hashed: HashedFile,
+        row: NewAsset,
+        records: list[ProxyRecord],
+    ) -> tuple[NewAsset, list[ProxyRecord]]:
+        """A motion photo's embedded video (library.motionphotos) as its web_video proxy,
+        made from a copy of the video's bytes in the staging area (like a video's, see
+        ``_make_video``). A still that claims a video which is not there, or whose video
+        ffmpeg cannot read, stays a still with the reason, recorded and reported."""
+        found = await asyncio.to_thread(find_motion_video, source.fd, hashed.size)
+        if found is None:
+            return row, records
+        if not found.found:
+            issue = found.issue or "no motion video"
+            return dataclasses.replace(row, motion_photo_issue=issue), records
+        self.ctx.ensure_alive()
+        temp = Path(await asyncio.to_thread(_make_temp_folder, self.proxy_root / STAGING_FOLDER))
+        try:
+            embedded = temp / MOTION_VIDEO_NAME
+            await asyncio.to_thread(copy_range, source.fd, found, embedded, self.alive.check)
+            try:
+                metadata = await probe_video(embedded, clock=self.ctx.clock)
+                web = await make_web_video(
+                    embedded,
+                    metadata,
+                    temp,
+                    VideoProxySpec(image=self.spec),
+                    self.ctx.ensure_alive,
+                    clock=self.ctx.clock,
+                )
+            except MediaError as error:
+                issue = f"its motion video could not be made into a web video: {error.reason}"
+                return dataclasses.replace(row, motion_photo_issue=issue), records
+            record = await asyncio.to_thread(
+                functools.partial(
+                    publish_web_video,
+                    web,
+                    self.proxy_root,
+                    self.config_id,
+                    hashed.content_hash,
+                    self.alive.ensure_alive,
+                    written_by=self.written_by,
+                )
+            )
+        finally:
+            if not self.ctx.cancelled.is_set():
+                self.ctx.ensure_alive()
+                await asyncio.to_thread(shutil.rmtree, temp, True)
+        return dataclasses.replace(row, motion_photo=True), [*records, record]
 
     # --- helpers ---------------------------------------------------------------------
 

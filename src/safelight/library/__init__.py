@@ -25,6 +25,8 @@ Pure code, over files and values, with no database:
 - ``crawl``, ``decisions``, ``sweep``, ``bursts``, ``livephotos``: the walk and index of
   a crawl, what it does with each file (unchanged, touched, moved, duplicate, new), the
   orphan proxy files, burst and Live Photo grouping.
+- ``motionphotos``: where an Android motion photo keeps its video (XMP, ``mpvd`` box,
+  Samsung's trailer), verified before it is believed.
 
 The library imports ``safelight.core`` (clock, named-SQL loader, side-effect journal)
 and never the engine (``safelight.work``): handlers join the two. Every failure that

@@ -62,6 +62,10 @@ class NewAsset:
     latitude: float | None = None
     longitude: float | None = None
     altitude_m: float | None = None
+    motion_photo: bool = False
+    """A still with its motion video inside the file, made into its web_video proxy."""
+    motion_photo_issue: str | None = None
+    """Why a still that claims a motion video is shown as a still (library.motionphotos)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,8 @@ async def insert_asset(
         "latitude": asset.latitude,
         "longitude": asset.longitude,
         "altitude_m": asset.altitude_m,
+        "motion_photo": asset.motion_photo,
+        "motion_photo_issue": asset.motion_photo_issue,
         "now": now,
     }
     cur = await conn.execute(QUERIES["asset_insert"], params)
@@ -169,10 +175,42 @@ async def move_asset(
 async def soft_delete(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> int:
     if not ids:
         return 0
-    cur = await conn.execute(
-        QUERIES["asset_soft_delete"], {"config_id": config_id, "ids": list(ids), "now": now}
-    )
+    params = {"config_id": config_id, "ids": list(ids), "now": now}
+    cur = await conn.execute(QUERIES["asset_soft_delete"], params)
+    # The files that duplicated a gone asset are no longer named as its copies (the
+    # next crawl ingests one of them, or moves the asset to it).
+    await conn.execute(QUERIES["duplicates_delete_of_assets"], params)
     return cur.rowcount
+
+
+async def record_duplicates(
+    conn: Conn, config_id: UUID, duplicates: Mapping[str, int], now: datetime
+) -> None:
+    """Record each path (a file with the same bytes as a live asset) with that asset's id."""
+    if duplicates:
+        paths = sorted(duplicates)
+        await conn.execute(
+            QUERIES["duplicates_upsert"],
+            {
+                "config_id": config_id,
+                "paths": paths,
+                "asset_ids": [duplicates[p] for p in paths],
+                "now": now,
+            },
+        )
+
+
+async def duplicate_paths(conn: Conn, config_id: UUID) -> set[str]:
+    cur = await conn.execute(QUERIES["duplicate_paths_of_config"], {"config_id": config_id})
+    return {row[0] for row in await cur.fetchall()}
+
+
+async def forget_duplicates(conn: Conn, config_id: UUID, paths: Iterable[str]) -> None:
+    paths = sorted(paths)
+    if paths:
+        await conn.execute(
+            QUERIES["duplicates_delete_by_path"], {"config_id": config_id, "paths": paths}
+        )
 
 
 async def mark_seen(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> None:

@@ -54,7 +54,7 @@ from safelight.library.paths import (
     proxy_path,
     write_atomically,
 )
-from safelight.library.video import VideoProxies
+from safelight.library.video import VideoProxies, WebVideo
 
 WALK_FOLDERS_PER_STEP = 200
 """Folders listed per walk step: each step is one short trip to a thread."""
@@ -483,15 +483,32 @@ def publish_video_proxies(
     records = publish_image_proxies(
         proxies.poster, proxy_root, config_id, content_hash, ensure_alive, written_by=written_by
     )
-    target = proxy_path(proxy_root, config_id, content_hash, "web_video", "mp4", written_by)
-    move_into_place(proxies.web_video, target, ensure_alive)
+    web = WebVideo(proxies.web_video, proxies.web_video_width, proxies.web_video_height)
     records.append(
-        ProxyRecord(
-            proxy_type="web_video",
-            path=target.relative_to(proxy_root).as_posix(),
-            size_bytes=target.stat().st_size,
-            width=proxies.web_video_width,
-            height=proxies.web_video_height,
+        publish_web_video(
+            web, proxy_root, config_id, content_hash, ensure_alive, written_by=written_by
         )
     )
     return records
+
+
+def publish_web_video(
+    web: WebVideo,
+    proxy_root: Path,
+    config_id: UUID,
+    content_hash: str,
+    ensure_alive: Callable[[], None],
+    *,
+    written_by: AttemptTag,
+) -> ProxyRecord:
+    """Publish a web video (a video's, or a motion photo's) made in a temporary folder,
+    atomically, under a name that carries ``written_by``; its row. Blocking: a thread."""
+    target = proxy_path(proxy_root, config_id, content_hash, "web_video", "mp4", written_by)
+    move_into_place(web.path, target, ensure_alive)
+    return ProxyRecord(
+        proxy_type="web_video",
+        path=target.relative_to(proxy_root).as_posix(),
+        size_bytes=target.stat().st_size,
+        width=web.width,
+        height=web.height,
+    )

@@ -129,6 +129,13 @@ class VideoMetadata:
     """PQ or HLG transfer (every iPhone video since the 12): proxies are tone-mapped."""
     location: Location | None = None
     """QuickTime's ISO 6709 location (Apple's key, else ``©xyz``)."""
+    container: str | None = None
+    """ffprobe's format name (``mov,mp4,m4a,3gp,3g2,mj2`` for MP4 and QuickTime)."""
+    audio_codec: str | None = None
+    """The first audio stream's codec name, the one a web video keeps."""
+    pixel_format: str | None = None
+    frame_rate: float | None = None
+    """The first video stream's average frames per second, when ffprobe knows it."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -424,7 +431,24 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         hdr=video.get("color_transfer") in _HDR_TRANSFERS,
         location=parse_iso6709(tags.get("com.apple.quicktime.location.iso6709"))
         or parse_iso6709(tags.get("location")),
+        container=_str(fmt.get("format_name")),
+        audio_codec=next(
+            (_str(s.get("codec_name")) for s in streams if s.get("codec_type") == "audio"), None
+        ),
+        pixel_format=_str(video.get("pix_fmt")),
+        frame_rate=_frame_rate(video.get("avg_frame_rate")),
     )
+
+
+def _frame_rate(value: Any) -> float | None:
+    """``30000/1001`` as a number; None for ``0/0`` or anything else."""
+    if not isinstance(value, str) or "/" not in value:
+        return None
+    numerator, _, denominator = value.partition("/")
+    top, bottom = _float(numerator), _float(denominator)
+    if top is None or not bottom:
+        return None
+    return top / bottom
 
 
 def _rotation(stream: Mapping[str, Any]) -> int:

@@ -32,14 +32,16 @@ INSERT INTO assets (
     modified_ns, media_type, captured_at, captured_local, captured_at_source,
     captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
     orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
-    latitude, longitude, altitude_m, last_seen_at, created_at
+    latitude, longitude, altitude_m, motion_photo, motion_photo_issue, last_seen_at,
+    created_at
 ) VALUES (
     %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
     %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
     %(captured_at_source)s, %(captured_year)s, %(captured_month)s, %(captured_day)s,
     %(camera_make)s, %(camera_model)s, %(width)s, %(height)s, %(orientation)s,
     %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
-    %(latitude)s, %(longitude)s, %(altitude_m)s, %(now)s, %(now)s
+    %(latitude)s, %(longitude)s, %(altitude_m)s, %(motion_photo)s, %(motion_photo_issue)s,
+    %(now)s, %(now)s
 )
 RETURNING id
 
@@ -62,6 +64,28 @@ RETURNING id
 UPDATE assets
 SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL
 WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
+
+-- duplicates_delete_of_assets --
+-- Forget the duplicates of these assets of a config (the asset went: soft-deleted).
+DELETE FROM asset_duplicates
+WHERE storage_config_id = %(config_id)s AND asset_id = ANY(%(ids)s)
+
+-- duplicates_upsert --
+-- Record files of a config that hold the same bytes as a live asset (path -> asset).
+INSERT INTO asset_duplicates (storage_config_id, file_path, asset_id, first_seen_at, last_seen_at)
+SELECT %(config_id)s, d.file_path, d.asset_id, %(now)s, %(now)s
+FROM unnest(%(paths)s::text[], %(asset_ids)s::bigint[]) AS d(file_path, asset_id)
+ON CONFLICT (storage_config_id, file_path) DO UPDATE
+SET asset_id = EXCLUDED.asset_id, last_seen_at = EXCLUDED.last_seen_at
+
+-- duplicate_paths_of_config --
+-- Every path of a config recorded as a duplicate.
+SELECT file_path FROM asset_duplicates WHERE storage_config_id = %(config_id)s
+
+-- duplicates_delete_by_path --
+-- Forget these duplicate paths of a config (no longer a duplicate, or gone).
+DELETE FROM asset_duplicates
+WHERE storage_config_id = %(config_id)s AND file_path = ANY(%(paths)s)
 
 -- assets_mark_seen --
 -- Record that a crawl saw these live assets' files unchanged.

@@ -1,5 +1,7 @@
 """Proxies of a video: a poster frame (thumbnail, preview, BlurHash, made like a photo's)
 and a web video (H.264 in MP4, at most 720 px on the short side), with ffprobe/ffmpeg.
+A source that is already that (``browser_ready``) is remuxed, its streams copied, not
+encoded again.
 
 HDR sources (PQ or HLG, as every recent iPhone records) are tone-mapped to SDR BT.709 for
 both, when ffmpeg has the zscale filter.
@@ -255,9 +257,53 @@ async def make_video_proxies(
     metadata = await probe_video(src, spec.ffprobe, clock=clock)
     ensure_alive()
     poster = await _poster(src, metadata, spec, clock)
+    web = await make_web_video(src, metadata, out_dir_tmp, spec, ensure_alive, clock=clock)
+    return VideoProxies(
+        metadata=metadata,
+        poster=poster,
+        web_video=web.path,
+        web_video_width=web.width,
+        web_video_height=web.height,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WebVideo:
+    path: Path
+    """The MP4 inside the caller's temporary folder; publish it with ``move_into_place``."""
+    width: int
+    height: int
+
+
+async def make_web_video(
+    src: Path | Original,
+    metadata: VideoMetadata,
+    out_dir_tmp: Path,
+    spec: VideoProxySpec,
+    ensure_alive: Callable[[], None],
+    *,
+    clock: Clock | None = None,
+) -> WebVideo:
+    """Encode the web video of ``src`` (probed as ``metadata``) into ``out_dir_tmp``:
+    a video's, or the one embedded in a motion photo (copied out to a staging file)."""
     ensure_alive()
     output = out_dir_tmp / WEB_VIDEO_NAME
     name, fds = _input(src)
+    if browser_ready(metadata, spec):
+        # Already what the encode would make: copy the streams into a fresh MP4, in a
+        # fraction of the time. Should the copy fail, the encode below still runs.
+        copied = await run_killable(
+            _remux_command(name, output, metadata, spec),
+            timeout_seconds=ffmpeg_timeout_seconds(metadata.duration_seconds),
+            clock=clock,
+            pass_fds=fds,
+        )
+        if copied.returncode == 0:
+            ensure_alive()
+            remuxed = await probe_video(output, spec.ffprobe, clock=clock)
+            return WebVideo(output, remuxed.width, remuxed.height)
+        output.unlink(missing_ok=True)
+        ensure_alive()
     result = await _run_filtered(
         metadata, lambda filters: _web_video_command(name, output, filters, metadata, spec),
         _web_video_scale(spec), ffmpeg_timeout_seconds(metadata.duration_seconds), clock, fds,
@@ -267,13 +313,7 @@ async def make_video_proxies(
         raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
     ensure_alive()
     encoded = await probe_video(output, spec.ffprobe, clock=clock)
-    return VideoProxies(
-        metadata=metadata,
-        poster=poster,
-        web_video=output,
-        web_video_width=encoded.width,
-        web_video_height=encoded.height,
-    )
+    return WebVideo(output, encoded.width, encoded.height)
 
 
 _TONE_MAP = (
@@ -361,6 +401,46 @@ def _web_video_scale(spec: VideoProxySpec) -> str:
         f"scale=w='if(gte(iw,ih),-2,min({short},trunc(iw/2)*2))'"
         f":h='if(gte(iw,ih),min({short},trunc(ih/2)*2),-2)'"
     )
+
+
+_BROWSER_CONTAINER = "mov,mp4,m4a,3gp,3g2,mj2"
+"""ffprobe's name of the MP4/QuickTime demuxer: the only sources a remux takes."""
+_BROWSER_PIXEL_FORMATS = frozenset({"yuv420p", "yuvj420p"})
+"""8-bit 4:2:0, what every browser's H.264 decoder plays (not High 10 or 4:2:2)."""
+
+
+def browser_ready(metadata: VideoMetadata, spec: VideoProxySpec) -> bool:
+    """Whether the encode would change nothing a browser needs: H.264 in 8-bit 4:2:0, with
+    AAC or no audio, in MP4 or QuickTime, SDR, upright, at most the web size on its short
+    side and the frame-rate cap. Such a video is remuxed (streams copied), not encoded."""
+    fps = metadata.frame_rate
+    return (
+        metadata.codec == "h264"
+        and metadata.container == _BROWSER_CONTAINER
+        and metadata.pixel_format in _BROWSER_PIXEL_FORMATS
+        and not metadata.hdr
+        # A rotated source is turned upright by the encode; a copy would keep the
+        # rotation in the track's matrix, which the proxy's width and height do not say.
+        and metadata.rotation == 0
+        and min(metadata.width, metadata.height) <= spec.web_video_short_side
+        and fps is not None
+        and fps <= spec.max_fps
+        and (not metadata.has_audio or metadata.audio_codec == "aac")
+    )
+
+
+def _remux_command(
+    src: Path | str, output: Path, metadata: VideoMetadata, spec: VideoProxySpec
+) -> list[str]:
+    """The web video by copying the first video stream (and audio stream), with the index
+    in front for playback while downloading and no metadata (GPS, names) carried over."""
+    return [
+        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
+        *ffmpeg_input_options(), "-i", f"file:{src}",
+        "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy",
+        "-map_metadata", "-1", "-map_chapters", "-1",
+        "-movflags", "+faststart", "-f", "mp4", str(output),
+    ]  # fmt: skip
 
 
 def _web_video_command(
