@@ -100,6 +100,7 @@ CREATE TABLE public.assets (
     deleted_at timestamp with time zone,
     last_seen_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    stack_primary_id bigint,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
@@ -319,6 +320,8 @@ CREATE UNIQUE INDEX ix_assets_live_path ON public.assets USING btree (storage_co
 
 CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month, captured_day) WHERE (NOT is_deleted);
 
+CREATE INDEX ix_assets_stack_primary ON public.assets USING btree (stack_primary_id) WHERE (stack_primary_id IS NOT NULL);
+
 CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at);
 
 CREATE INDEX ix_proxy_files_legacy_name ON public.proxy_files USING btree (asset_id, proxy_type) WHERE (path ~ '/[^/.]+\.[^/.]+$'::text);
@@ -365,6 +368,9 @@ ALTER TABLE ONLY public.assets
 
 ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_paired_asset_id_fkey FOREIGN KEY (paired_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_stack_primary_id_fkey FOREIGN KEY (stack_primary_id) REFERENCES public.assets(id) ON DELETE SET NULL;
 
 ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

@@ -351,6 +351,7 @@ def summary(run_status: str = "succeeded", **crawl: Any) -> dict[str, Any]:
             "bursts": 1,
             "burst_assets": 3,
             "live_photos": 0,
+            "stacks": 0,
             "proxy_files": 6,
         },
         stored_errors=[{"file_path": "old.jpg", "reason": "stored"}],

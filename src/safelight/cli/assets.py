@@ -50,7 +50,7 @@ def assets(
     if as_json:
         print_json(rows)
         return
-    columns = ["id", "config", "path", "type", "size", "captured", "camera", "proxies"]
+    columns = ["id", "config", "path", "type", "size", "captured", "camera", "proxies", "stack"]
     if deleted:
         columns.append("deleted")
     console().print(
@@ -67,6 +67,8 @@ def assets(
                     r["captured_at"],
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
                     r["proxies"],
+                    # A RAW stacked on the photo of the same capture (ADR 0027).
+                    f"RAW of {r['stack_primary_id']}" if r["stack_primary_id"] else "",
                     *((r["deleted_at"],) if deleted else ()),
                 )
                 for r in rows

@@ -69,6 +69,7 @@ LIMIT %(limit)s
 -- Assets of one config or all, live or soft-deleted, with how many proxies each has.
 SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.captured_at,
        a.camera_make, a.camera_model, a.width, a.height, a.burst_id, a.paired_asset_id,
+       a.stack_primary_id,
        a.is_deleted, a.deleted_at,
        (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
 FROM assets a
@@ -78,7 +79,7 @@ ORDER BY a.storage_config_id, a.file_path, a.id
 LIMIT %(limit)s
 
 -- library_counts_of_config --
--- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, proxies.
+-- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos, RAW stacks, proxies.
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -91,6 +92,8 @@ SELECT
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND burst_id IS NOT NULL) AS burst_assets,
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND paired_asset_id IS NOT NULL) AS live_photos,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL) AS stacks,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
      WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
 

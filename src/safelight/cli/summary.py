@@ -3,7 +3,7 @@
 The document is the ``--json`` output, a contract for scripts: its keys only ever get
 added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
 not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
-``progress``); what the library holds now (assets by type, bursts, Live Photos, proxy
+``progress``); what the library holds now (assets by type, bursts, Live Photos, RAW stacks, proxy
 files) from the database, so a second run that found nothing new still says what is
 there.
 """
@@ -113,6 +113,7 @@ def build_summary(
         "bursts": int(library["bursts"]),
         "burst_assets": int(library["burst_assets"]),
         "live_photos": int(library["live_photos"]),
+        "stacks": int(library["stacks"]),
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -188,7 +189,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     grid.add_row(
         "bursts",
         f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
-        f"{_plural(summary['live_photos'], 'Live Photo')}",
+        f"{_plural(summary['live_photos'], 'Live Photo')}; "
+        f"{_plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
     if summary["soft_deleted_total"]:
         grid.add_row(
