@@ -11,10 +11,13 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from safelight.testing.samplegen import marker_picture
 
 _SHORT, _LONG, _ASCII, _BYTE, _SRATIONAL, _RATIONAL = 3, 4, 2, 1, 10, 5
 _FORMATS = {_BYTE: "B", _ASCII: "B", _SHORT: "H", _LONG: "I"}
@@ -95,6 +98,7 @@ def dng_bytes(
     width: int = 64,
     height: int = 48,
     preview: Image.Image | None = None,
+    preview_jpeg: bytes | None = None,
     orientation: int = 1,
     make: str = "Canon",
     model: str = "Canon EOS 6D",
@@ -102,26 +106,31 @@ def dng_bytes(
 ) -> bytes:
     """A DNG of a ``width`` x ``height`` (even) sensor; ``preview``, stored as is (turn
     it the inverse of ``orientation`` first, as a camera does), in a SubIFD as a
-    baseline JPEG; IFD0 Make, Model, Orientation and an Exif IFD DateTimeOriginal."""
+    baseline JPEG (or ``preview_jpeg``, already encoded); IFD0 Make, Model, Orientation
+    and an Exif IFD DateTimeOriginal."""
     writer = _Writer()
     sub_ifds: list[int] = []
     if preview is not None:
         buffer = io.BytesIO()
         preview.convert("RGB").save(buffer, "JPEG", quality=90)
-        jpeg = writer.blob(buffer.getvalue())
+        preview_jpeg = buffer.getvalue()
+    if preview_jpeg is not None:
+        with Image.open(io.BytesIO(preview_jpeg)) as probe:
+            preview_size = probe.size
+        jpeg = writer.blob(preview_jpeg)
         sub_ifds.append(
             writer.ifd(
                 [
                     _Entry(NEW_SUBFILE_TYPE, _LONG, (1,)),  # a reduced-resolution image
-                    _Entry(256, _LONG, (preview.width,)),
-                    _Entry(257, _LONG, (preview.height,)),
+                    _Entry(256, _LONG, (preview_size[0],)),
+                    _Entry(257, _LONG, (preview_size[1],)),
                     _Entry(258, _SHORT, (8, 8, 8)),
                     _Entry(259, _SHORT, (7,)),  # JPEG
                     _Entry(262, _SHORT, (6,)),  # YCbCr
                     _Entry(273, _LONG, (jpeg,)),
                     _Entry(277, _SHORT, (3,)),
-                    _Entry(278, _LONG, (preview.height,)),
-                    _Entry(279, _LONG, (len(buffer.getvalue()),)),
+                    _Entry(278, _LONG, (preview_size[1],)),
+                    _Entry(279, _LONG, (len(preview_jpeg),)),
                     _Entry(284, _SHORT, (1,)),
                     _Entry(50971, _ASCII, b"2024-05-01T10:00:00\0"),  # PreviewDateTime
                 ]
@@ -175,3 +184,37 @@ def _identity_matrix() -> tuple[int, ...]:
         for column in range(3):
             values += [10000 if row == column else 0, 10000]
     return tuple(values)
+
+
+def generate_dngs(
+    root: Path, count: int, preview_megapixels: float, sensor_megapixels: float, *, seed: int = 0
+) -> tuple[Path, ...]:
+    """``count`` distinct DNGs for benchmarks: a ``sensor_megapixels`` mosaic and an
+    embedded JPEG preview of about ``preview_megapixels`` (as a camera's full-size one),
+    each file its own capture time; the previews are encoded once, four of them."""
+    width = max(16, round((preview_megapixels * 1_000_000 * 4 / 3) ** 0.5))
+    previews = []
+    for index in range(4):
+        buffer = io.BytesIO()
+        marker_picture(width, max(12, round(width * 3 / 4)), seed=seed + index).save(
+            buffer, "JPEG", quality=90
+        )
+        previews.append(buffer.getvalue())
+    sensor_width = max(16, round((sensor_megapixels * 1_000_000 * 4 / 3) ** 0.5)) // 2 * 2
+    sensor_height = max(12, round(sensor_width * 3 / 4)) // 2 * 2
+    start = datetime(2016, 3, 1, 9, 0, 0) + timedelta(days=seed % 1000)
+    paths = []
+    for index in range(count):
+        folder = root / f"{index // 1000:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"IMG_{index:06d}.dng"
+        path.write_bytes(
+            dng_bytes(
+                width=sensor_width,
+                height=sensor_height,
+                preview_jpeg=previews[index % len(previews)],
+                captured_at=start + timedelta(seconds=37 * index),
+            )
+        )
+        paths.append(path)
+    return tuple(paths)
