@@ -209,8 +209,12 @@ def test_a_cr3_s_make_and_model_are_read_from_its_cmt1_box() -> None:
     assert _cr3_box(data[:40], b"CMT1") is None  # cut short: nothing, no error
 
 
-async def test_a_raw_decodes_in_the_decode_processes_as_in_this_one(tmp_path: Path) -> None:
-    path = write_dng(tmp_path / "IMG_0002.dng", preview=stored_preview(6), orientation=6)
+@pytest.mark.parametrize("with_preview", [True, False], ids=["preview", "demosaic"])
+async def test_a_raw_decodes_in_the_decode_processes_as_in_this_one(
+    tmp_path: Path, with_preview: bool
+) -> None:
+    preview = stored_preview(6) if with_preview else None
+    path = write_dng(tmp_path / "IMG_0002.dng", preview=preview, orientation=6)
     decoder = ImageDecoder(1)
     try:
         in_process = await decoder.decode(path, DEFAULT_SPEC, True)
