@@ -157,6 +157,19 @@ def test_a_preview_smaller_than_a_half_size_demosaic_is_not_used(tmp_path: Path)
     assert decoded(proxies.preview.data).size == (32, 24)
 
 
+def test_a_broken_preview_is_passed_over_for_the_sensor_data(tmp_path: Path) -> None:
+    jpeg = io.BytesIO()
+    stored_preview(1, (320, 240)).save(jpeg, "JPEG")
+    cut = jpeg.getvalue()[: len(jpeg.getvalue()) * 4 // 5]  # its header whole, its data not
+    path = tmp_path / "cut.dng"
+    path.write_bytes(dng_bytes(preview_jpeg=cut, captured_at=TAKEN))
+
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert meta.make == "Canon"
+    assert decoded(proxies.preview.data).size == (32, 24)
+
+
 def test_a_demosaic_beyond_the_budget_is_refused_and_a_small_preview_serves(
     tmp_path: Path,
 ) -> None:

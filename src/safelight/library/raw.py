@@ -27,7 +27,6 @@ from __future__ import annotations
 import io
 import os
 import struct
-import warnings
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -65,7 +64,24 @@ _TIFF_MAGIC = {b"II*\0", b"MM\0*", b"IIRO", b"IIRS", b"MMOR", b"IIU\0"}
 """TIFF, and the TIFF of Olympus (ORF) and Panasonic (RW2) under magic numbers of their own."""
 _CANON_UUID = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
 _RAF_MAGIC = b"FUJIFILMCCD-RAW"
+_OUT_OF_MEMORY = (
+    rawpy.LibRawUnsufficientMemoryError,
+    rawpy.LibRawTooBigError,
+    rawpy.LibRawMemPoolOverflowError,
+)
 _MAX_BOXES = 1000
+_PREVIEW_ERRORS = (
+    OSError,
+    SyntaxError,
+    ValueError,
+    EOFError,
+    struct.error,
+    IndexError,
+    Image.DecompressionBombError,
+    # Pillow warns of some broken headers and goes on; ``metadata`` makes its bomb
+    # warning an error, and where every warning is (the tests), any arrives here.
+    UserWarning,
+)
 
 _RAW_COPIES = 2
 """Bytes per sensor sample LibRaw holds while demosaicing beside the file's buffer: the
@@ -149,6 +165,8 @@ def _open_raw(data: bytes) -> Any:
     # A BytesIO of a bytes object read whole shares it: LibRaw parses this very buffer.
     try:
         return rawpy.imread(io.BytesIO(data))
+    except _OUT_OF_MEMORY as error:
+        raise TooLargeToDecode(f"too large to decode safely: LibRaw: {error}") from error
     except rawpy.LibRawFileUnsupportedError as error:
         raise UnsupportedMedia("a RAW format or camera LibRaw does not read") from error
     except (rawpy.LibRawError, ValueError) as error:
@@ -175,17 +193,15 @@ def _preview_image(thumb: Any, preview_width: int, swaps: bool) -> Image.Image |
             return None
         return Image.fromarray(pixels[..., 0] if pixels.shape[2] == 1 else pixels)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            image = Image.open(io.BytesIO(thumb.data))
-            if image.format != "JPEG" or image.width * image.height > MAX_IMAGE_PIXELS:
-                return None
-            width, height = image.size
-            scale = min(1.0, preview_width / (height if swaps else width))
-            image.draft("RGB", (max(1, round(width * scale)), max(1, round(height * scale))))
-            image.load()
-    except (OSError, SyntaxError, ValueError, EOFError, struct.error, UserWarning):
-        return None
+        image = Image.open(io.BytesIO(thumb.data))
+        if image.format != "JPEG" or image.width * image.height > MAX_IMAGE_PIXELS:
+            return None
+        width, height = image.size
+        scale = min(1.0, preview_width / (height if swaps else width))
+        image.draft("RGB", (max(1, round(width * scale)), max(1, round(height * scale))))
+        image.load()
+    except _PREVIEW_ERRORS:
+        return None  # a broken preview: the sensor data may still decode
     return image
 
 
@@ -209,6 +225,10 @@ def _demosaic(raw: Any, data: bytes, budget: int, *, fallback: bool) -> Image.Im
         )
     try:
         rgb = raw.postprocess(half_size=True, output_bps=8, user_flip=0, use_camera_wb=True)
+    except _OUT_OF_MEMORY as error:
+        if fallback:
+            return None
+        raise TooLargeToDecode(f"too large to decode safely: LibRaw: {error}") from error
     except rawpy.LibRawError as error:
         if fallback:
             return None
@@ -230,7 +250,7 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
         try:
             with Image.open(io.BytesIO(thumb.data)) as jpeg:
                 blob = jpeg.info.get("exif")
-        except (OSError, SyntaxError, ValueError, EOFError, struct.error):
+        except _PREVIEW_ERRORS:
             blob = None
         if isinstance(blob, bytes):
             return read_exif(blob)
