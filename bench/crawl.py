@@ -3,11 +3,13 @@
     .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
                                     [--max-concurrent-files 4[,8...]]
                                     [--decode-processes default[,0...]]
-                                    [--folder PATH]
+                                    [--folder PATH] [--raw [--sensor-megapixels 2]]
 
 Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
-kept in ``--folder`` if given, else a temporary folder removed afterwards), then, in
-each round, in turns:
+kept in ``--folder`` if given, else a temporary folder removed afterwards), or with
+``--raw`` DNGs whose embedded preview has ``--megapixels`` and whose (uncompressed)
+mosaic ``--sensor-megapixels`` (testing.dng.generate_dngs: the preview is what a crawl
+decodes, the mosaic only read), then, in each round, in turns:
 
 - read: every file read whole in 1 MiB chunks, one thread (the raw read rate);
 - hash: every file through ``hashing.hash_file`` (XXH3-64), one thread, and two;
@@ -15,7 +17,8 @@ each round, in turns:
   processes, each file opened, ``draft``-decoded to at least the preview size, resized
   to the preview (1920 px, Lanczos) and the thumbnail (300 px, from the preview), both
   encoded as JPEG (quality 85 and 75): the same two JPEGs a crawl makes, and nothing
-  else (no hash, metadata, BlurHash, colour management, files or database);
+  else (no hash, metadata, BlurHash, colour management, files or database); with
+  ``--raw`` each file is first opened by LibRaw (rawpy) and its embedded preview taken;
 - crawl: a fresh database and proxy folder, one storage config on the folder, one
   ``crawl`` item, drained by one Worker process (``safelight worker --until-idle``,
   default settings: max_concurrent_files 4, decode_processes one per core, ADR 0010).
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import rawpy
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -70,6 +74,7 @@ from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
 from safelight.library.hashing import hash_file
 from safelight.settings import Settings
+from safelight.testing.dng import generate_dngs
 from safelight.testing.samplegen import generate_jpegs
 from safelight.work.store import WorkStore
 
@@ -102,7 +107,14 @@ def _fit(width: int, height: int, max_width: int) -> tuple[int, int]:
 
 def two_jpegs(path: Path) -> int:
     """The loop's work on one file: draft decode, preview and thumbnail, both encoded."""
-    with Image.open(path) as image:
+    if path.suffix == ".dng":
+        with rawpy.imread(str(path)) as raw:
+            return _two_jpegs_of(io.BytesIO(raw.extract_thumb().data))
+    return _two_jpegs_of(path)
+
+
+def _two_jpegs_of(source: Path | io.BytesIO) -> int:
+    with Image.open(source) as image:
         preview_size = _fit(*image.size, PREVIEW_WIDTH)
         image.draft("RGB", preview_size)
         preview = image.convert("RGB").resize(
@@ -120,8 +132,11 @@ def two_jpegs(path: Path) -> int:
 
 
 def loop_all(paths: list[Path]) -> float:
+    # LibRaw is built with OpenMP, which a forked process must not use (rawpy warns of
+    # deadlocks): RAWs get spawned processes, as the crawl's decode processes are.
+    method = "spawn" if paths and paths[0].suffix == ".dng" else "fork"
     start = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(2) as pool:
+    with multiprocessing.get_context(method).Pool(2) as pool:
         list(pool.imap_unordered(two_jpegs, paths, chunksize=4))
     return time.perf_counter() - start
 
@@ -275,6 +290,8 @@ def main() -> None:
     parser.add_argument("--megapixels", type=float, default=12.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--folder", type=Path, help="keep the generated files here")
+    parser.add_argument("--raw", action="store_true", help="DNGs instead of JPEGs")
+    parser.add_argument("--sensor-megapixels", type=float, default=2.0)
     parser.add_argument(
         "--max-concurrent-files",
         default="4",
@@ -290,10 +307,14 @@ def main() -> None:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="safelight-bench-jpegs-"))
     try:
         started = time.monotonic()
-        existing = sorted(folder.rglob("*.jpg"))
+        existing = sorted(folder.rglob("*.dng" if args.raw else "*.jpg"))
         if len(existing) != args.count:
             shutil.rmtree(folder, ignore_errors=True)
-            existing = sorted(generate_jpegs(folder, args.count, args.megapixels))
+            if args.raw:
+                made = generate_dngs(folder, args.count, args.megapixels, args.sensor_megapixels)
+            else:
+                made = generate_jpegs(folder, args.count, args.megapixels)
+            existing = sorted(made)
         paths = existing
         total_bytes = sum(p.stat().st_size for p in paths)
         print(
@@ -327,11 +348,11 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
     mean_mb = total_bytes / len(paths) / 1e6
     out = {
-        "versions": versions({"pillow": Image.__version__}),
+        "versions": versions({"pillow": Image.__version__, "rawpy": rawpy.__version__}),
         "settings": {**vars(args), "folder": str(args.folder), "mean_file_mb": mean_mb},
         "runs": runs,
     }
-    write_result("crawl", out)
+    write_result("crawl-raw" if args.raw else "crawl", out)
     loop = statistics.median(runs["loop"])
     read = statistics.median(runs["read"])
     hash1 = statistics.median(runs["hash1"])

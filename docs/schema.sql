@@ -111,6 +111,7 @@ CREATE TABLE public.assets (
     latitude double precision,
     longitude double precision,
     altitude_m double precision,
+    stack_primary_id bigint,
     motion_photo boolean DEFAULT false NOT NULL,
     motion_photo_issue text,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
@@ -341,6 +342,8 @@ CREATE UNIQUE INDEX ix_assets_live_path ON public.assets USING btree (storage_co
 
 CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month, captured_day) WHERE (NOT is_deleted);
 
+CREATE INDEX ix_assets_stack_primary ON public.assets USING btree (stack_primary_id) WHERE (stack_primary_id IS NOT NULL);
+
 CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at);
 
 CREATE INDEX ix_proxy_files_legacy_name ON public.proxy_files USING btree (asset_id, proxy_type) WHERE (path ~ '/[^/.]+\.[^/.]+$'::text);
@@ -393,6 +396,9 @@ ALTER TABLE ONLY public.assets
 
 ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_paired_asset_id_fkey FOREIGN KEY (paired_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_stack_primary_id_fkey FOREIGN KEY (stack_primary_id) REFERENCES public.assets(id) ON DELETE SET NULL;
 
 ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;

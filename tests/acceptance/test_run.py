@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,10 @@ import pytest
 
 from safelight.db.pool import connect
 from safelight.settings import Settings
+from safelight.testing.dng import dng_bytes
+from safelight.testing.exif import exif_bytes
 from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
+from safelight.testing.samplegen import marker_picture
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import Sample, json_of
 
@@ -290,3 +294,30 @@ def test_names_with_terminal_controls_are_shown_escaped_and_listed_exactly(
     assert summary["config"]["root"] == str(root.resolve())
     assert [e["path"] for e in summary["errors"]] == [f"broken{HOSTILE}.jpg"]
     assert [a["file_path"] for a in json_of(invoke("assets", "--json"))] == [f"photo{HOSTILE}.jpg"]
+
+
+def test_run_stacks_a_raw_on_its_jpeg_and_assets_shows_the_link(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    taken = datetime(2022, 7, 3, 11, 15, 0)
+    folder = tmp_path / "raw+jpeg"
+    folder.mkdir()
+    marker_picture(64, 48, seed=4).save(
+        folder / "IMG_0001.JPG",
+        "JPEG",
+        exif=exif_bytes(make="Canon", model="Canon EOS 6D", captured_at=taken),
+    )
+    (folder / "IMG_0001.DNG").write_bytes(
+        dng_bytes(preview=marker_picture(64, 48, seed=4), captured_at=taken)
+    )
+
+    summary = json_of(invoke("run", str(folder), "--json"))
+
+    assert summary["status"] == "succeeded" and summary["new"] == 2
+    assert summary["stacks"] == 1 and summary["bursts"] == 0
+    rows = {a["file_path"]: a for a in json_of(invoke("assets", "--json"))}
+    assert rows["IMG_0001.DNG"]["stack_primary_id"] == rows["IMG_0001.JPG"]["id"]
+    assert rows["IMG_0001.DNG"]["camera_model"] == "Canon EOS 6D"
+    listing = " ".join(invoke("assets").stdout.split())
+    assert f"RAW of {rows['IMG_0001.JPG']['id']}" in listing
+    assert "1 RAW stacked on its JPEG" in " ".join(invoke("run", str(folder)).stdout.split())

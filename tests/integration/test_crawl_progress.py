@@ -137,6 +137,7 @@ async def test_a_crawl_interrupted_after_n_files_saved_what_it_did(
             "bursts": 0,
             "burst_assets": 0,
             "live_photos": 0,
+            "stacks": 0,
             "proxy_files": 3 * DONE,
         },
         stored_errors=[],

@@ -352,6 +352,7 @@ def summary(run_status: str = "succeeded", **crawl: Any) -> dict[str, Any]:
             "burst_assets": 3,
             "live_photos": 0,
             "photos_dated_by_file": 2,
+            "stacks": 2,
             "proxy_files": 6,
         },
         stored_errors=[{"file_path": "old.jpg", "reason": "stored"}],
@@ -384,7 +385,10 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     text = rendered(document)
     assert "Done in 2.0 s (5 files, 2.5 files/s)" in text
     assert "3 photos, 1 video" in text and "3 new, 0 moved" in text
-    assert "1 burst (3 photos); 0 Live Photos" in text
+    assert (
+        "1 burst (3 photos); 0 Live Photos; 0 motion photos; 2 RAWs stacked on their JPEG" in text
+    )
+    assert document["stacks"] == 2
     assert document["photos_dated_by_file"] == 2
     assert "2 photos dated by their file's time" in text
     assert "bad.jpg corrupt" in text and "1 file could not be ingested" in text

@@ -28,6 +28,7 @@ def summary_of(result: dict[str, Any] | None) -> dict[str, Any]:
             "bursts": 0,
             "burst_assets": 0,
             "live_photos": 0,
+            "stacks": 0,
             "proxy_files": 2,
         },
         stored_errors=[],

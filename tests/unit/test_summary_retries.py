@@ -27,6 +27,7 @@ def rendered(items: list[dict[str, Any]]) -> str:
             "bursts": 0,
             "burst_assets": 0,
             "live_photos": 0,
+            "stacks": 0,
             "proxy_files": 0,
         },
         stored_errors=[],

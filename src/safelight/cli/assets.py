@@ -92,7 +92,18 @@ def assets(
             )
         )
         return
-    columns = ["id", "config", "path", "type", "size", "captured", "camera", "place", "proxies"]
+    columns = [
+        "id",
+        "config",
+        "path",
+        "type",
+        "size",
+        "captured",
+        "camera",
+        "place",
+        "proxies",
+        "stack",
+    ]
     if deleted:
         columns.append("deleted")
     console().print(
@@ -110,6 +121,8 @@ def assets(
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
                     _place(r),
                     r["proxies"],
+                    # A RAW stacked on the photo of the same capture (ADR 0027).
+                    f"RAW of {r['stack_primary_id']}" if r["stack_primary_id"] else "",
                     *((r["deleted_at"],) if deleted else ()),
                 )
                 for r in rows

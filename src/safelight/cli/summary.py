@@ -4,8 +4,8 @@ The document is the ``--json`` output, a contract for scripts: its keys only eve
 added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
 not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
 ``progress``); what the library holds now (assets by type, bursts, Live Photos, motion
-photos, proxy files) from the database, so a second run that found nothing new still says what is
-there.
+photos, RAW stacks, proxy files) from the database, so a second run that found nothing
+new still says what is there.
 """
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ def build_summary(
         "photos_dated_by_file": int(library.get("photos_dated_by_file", 0)),
         "motion_photos": int(library.get("motion_photos", 0)),
         "motion_photo_issues": motion_photo_issues,
+        "stacks": int(library["stacks"]),
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -207,7 +208,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         "bursts",
         f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
         f"{_plural(summary['live_photos'], 'Live Photo')}; "
-        f"{_plural(summary.get('motion_photos', 0), 'motion photo')}",
+        f"{_plural(summary.get('motion_photos', 0), 'motion photo')}; "
+        f"{_plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
     if summary.get("photos_dated_by_file"):
         grid.add_row(

@@ -1,4 +1,9 @@
-"""``burst_detection`` (scoped): group a config's photos into bursts and pair Live Photos.
+"""``burst_detection`` (scoped): stack RAWs on the photo of the same capture, group a
+config's photos into bursts and pair Live Photos.
+
+A stacked RAW is its primary's other file, not a photo of its own: it is left out of
+bursts (a RAW+JPEG pair would be a "burst" of two shots 0 s apart) and of Live Photo
+pairing (its primary pairs).
 
 Idempotent: the grouping is a pure function of the config's live assets and their
 thumbnails, burst keys derive from what groups them, and the writes converge the
@@ -23,6 +28,7 @@ from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts,
 from safelight.library.errors import PathOutsideRoot
 from safelight.library.livephotos import Capture, pair_live_photos
 from safelight.library.paths import confined
+from safelight.library.stacks import stack_raws
 from safelight.work.kinds import Scope
 
 
@@ -36,6 +42,19 @@ async def run_burst_detection(
         rows = await cur.fetchall()
         await cur.execute(QUERIES["livephoto_candidates"], {"config_id": config_id})
         capture_rows = await cur.fetchall()
+    captures = [
+        Capture(
+            id=r["id"],
+            file_path=r["file_path"],
+            media_type=r["media_type"],
+            captured_at=r["captured_at"],
+            captured_local=r["captured_local"],
+            content_identifier=r["content_identifier"],
+        )
+        for r in capture_rows
+    ]
+    stacks = stack_raws(captures)
+    await _write_stacks(ctx, config_id, stacks)
     photos = [
         Photo(
             id=r["id"],
@@ -48,6 +67,7 @@ async def run_burst_detection(
             sequence_number=r["sequence_number"],
         )
         for r in rows
+        if r["id"] not in stacks
     ]
     thumbnails = {r["id"]: r["thumbnail"] for r in rows if r["thumbnail"]}
     bursts = group_bursts(photos)
@@ -56,18 +76,7 @@ async def run_burst_detection(
     stop_if_cancelled(ctx)
     await _write_bursts(ctx, config_id, bursts, primaries)
 
-    captures = [
-        Capture(
-            id=r["id"],
-            file_path=r["file_path"],
-            media_type=r["media_type"],
-            captured_at=r["captured_at"],
-            captured_local=r["captured_local"],
-            content_identifier=r["content_identifier"],
-        )
-        for r in capture_rows
-    ]
-    pairs = pair_live_photos(captures)
+    pairs = pair_live_photos([c for c in captures if c.id not in stacks])
     stop_if_cancelled(ctx)
     async with ctx.fenced() as conn:
         await conn.execute(
@@ -82,6 +91,7 @@ async def run_burst_detection(
         "bursts": len(bursts),
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
         "live_photos": len(pairs),
+        "stacks": len(stacks),
     }
 
 
@@ -142,3 +152,15 @@ async def _write_bursts(
             QUERIES["bursts_delete_except"],
             {"config_id": config_id, "keep": [b.key for b in bursts]},
         )
+
+
+async def _write_stacks(ctx: HandlerContext, config_id: UUID, stacks: dict[int, int]) -> None:
+    async with ctx.fenced() as conn:
+        await conn.execute(
+            QUERIES["assets_clear_stack_except"], {"config_id": config_id, "keep": list(stacks)}
+        )
+        for raw_id, primary_id in sorted(stacks.items()):
+            await conn.execute(
+                QUERIES["asset_set_stack"],
+                {"config_id": config_id, "raw_id": raw_id, "primary_id": primary_id},
+            )

@@ -73,6 +73,7 @@ from safelight.library.errors import FileChangedWhileHashing, MediaError
 from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
+from safelight.library.mediatypes import is_raw
 from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.originals import Original, StorageRoot
@@ -584,14 +585,14 @@ class _Crawl:
         # started; one already running finishes in its process, unawaited (and if this
         # descriptor is closed and its number reused meanwhile, the reference's inode
         # check refuses the other file).
-        meta, proxies = await decoder.decode(source.ref(), self.spec)
+        meta, proxies = await decoder.decode(source.ref(), self.spec, is_raw(walked.opened_at))
         return await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
 
     def _make_image_here(
         self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Blocking (decode, encode, write): runs in a thread."""
-        meta, proxies = decode_image(source.ref(), self.spec)
+        meta, proxies = decode_image(source.ref(), self.spec, is_raw(walked.opened_at))
         return self._publish_image(walked, hashed, meta, proxies)
 
     def _publish_image(

@@ -66,6 +66,7 @@ from safelight.library.limits import (
 )
 from safelight.library.metadata import ImageMetadata, read_image_metadata
 from safelight.library.originals import OriginalRef
+from safelight.library.raw import decode_raw
 
 T = TypeVar("T")
 
@@ -88,12 +89,17 @@ class DecodeOutOfMemory(MediaError):
     """Decoding this photo reached its decode process's address-space limit."""
 
 
-def decode_image(path: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
-    """A photo's metadata and proxies, in whichever process runs it (blocking).
+def decode_image(
+    path: Path | OriginalRef, spec: ProxySpec, raw: bool = False
+) -> tuple[ImageMetadata, ImageProxies]:
+    """A photo's metadata and proxies, in whichever process runs it (blocking); ``raw``
+    for a camera RAW (``mediatypes.is_raw``), which LibRaw reads (``raw.decode_raw``).
 
     The crawl passes an ``OriginalRef``: the decode process (spawned, so it inherits no
     descriptor) reopens the Worker's open original through ``/proc``, the same file
     whatever became of its name (see ``originals``)."""
+    if raw:
+        return decode_raw(path, spec)
     return read_image_metadata(path), make_image_proxies(path, spec)
 
 
@@ -181,15 +187,15 @@ class ImageDecoder:
         self._closed = False
 
     async def decode(
-        self, path: Path | OriginalRef, spec: ProxySpec
+        self, path: Path | OriginalRef, spec: ProxySpec, raw: bool = False
     ) -> tuple[ImageMetadata, ImageProxies]:
-        """``decode_image(path, spec)`` in a decode process.
+        """``decode_image(path, spec, raw)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
         Cancelling the caller cancels the call if it has not started; a call already
         running finishes in its process, and its result is dropped.
         """
-        return await self.run(decode_image, path, spec)
+        return await self.run(decode_image, path, spec, raw)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in a decode process; both must pickle (a module-level

@@ -35,7 +35,8 @@ class Capture:
     content_identifier: str | None = None
 
 
-def _gap(image: Capture, video: Capture) -> timedelta:
+def capture_gap(image: Capture, video: Capture) -> timedelta:
+    """How far apart two captures are: the nearer of their instants and wall clocks."""
     return min(
         abs(image.captured_at - video.captured_at),
         abs(image.captured_local - video.captured_local),
@@ -43,11 +44,12 @@ def _gap(image: Capture, video: Capture) -> timedelta:
 
 
 def _nearest(image: Capture, videos: Iterable[Capture]) -> Capture | None:
-    ranked = sorted(videos, key=lambda v: (_gap(image, v), v.file_path, v.id))
+    ranked = sorted(videos, key=lambda v: (capture_gap(image, v), v.file_path, v.id))
     return ranked[0] if ranked else None
 
 
-def _stem_key(path: str) -> tuple[str, str]:
+def stem_key(path: str) -> tuple[str, str]:
+    """(folder, base name casefolded): what files of one capture share."""
     pure = PurePosixPath(path)
     return (str(pure.parent), pure.stem.casefold())
 
@@ -61,7 +63,7 @@ def pair_live_photos(assets: Iterable[Capture]) -> dict[int, int]:
     for video in videos:
         if video.content_identifier:
             by_identifier[video.content_identifier].append(video)
-        by_stem[_stem_key(video.file_path)].append(video)
+        by_stem[stem_key(video.file_path)].append(video)
     pairs: dict[int, int] = {}
     for image in sorted(images, key=lambda i: (i.file_path, i.id)):
         match = None
@@ -70,8 +72,8 @@ def pair_live_photos(assets: Iterable[Capture]) -> dict[int, int]:
         if match is None:
             near = [
                 v
-                for v in by_stem.get(_stem_key(image.file_path), ())
-                if _gap(image, v) <= MAX_GAP
+                for v in by_stem.get(stem_key(image.file_path), ())
+                if capture_gap(image, v) <= MAX_GAP
                 and not (
                     image.content_identifier
                     and v.content_identifier

@@ -17,6 +17,12 @@ IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".jpe", ".png", ".heic", ".heif", ".hif", ".tif", ".tiff", ".webp",
      ".gif", ".avif", ".bmp", ".jxl"}
 )  # fmt: skip
+RAW_EXTENSIONS = frozenset(
+    {".dng", ".cr2", ".cr3", ".crw", ".nef", ".nrw", ".arw", ".srf", ".sr2", ".raf", ".orf",
+     ".rw2", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".mrw", ".kdc", ".dcr", ".mos"}
+)  # fmt: skip
+"""Camera RAW files: images, decoded through LibRaw (``raw``), whose content is checked
+when they are decoded (a TIFF-based, CR3 or RAF container, ``raw.sniff``)."""
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts"})
 
 IGNORED_FOLDER_NAMES = frozenset(
@@ -43,8 +49,13 @@ def media_type(path: str | os.PathLike[str]) -> MediaType | None:
     if is_ignored_name(pure.name):
         return None
     suffix = pure.suffix.lower()
-    if suffix in IMAGE_EXTENSIONS:
+    if suffix in IMAGE_EXTENSIONS or suffix in RAW_EXTENSIONS:
         return "image"
     if suffix in VIDEO_EXTENSIONS:
         return "video"
     return None
+
+
+def is_raw(path: str | os.PathLike[str]) -> bool:
+    """True for a camera RAW file's name (an image decoded through LibRaw)."""
+    return PurePath(path).suffix.lower() in RAW_EXTENSIONS

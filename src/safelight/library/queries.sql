@@ -62,7 +62,8 @@ RETURNING id
 -- asset_soft_delete --
 -- Mark live assets of a config as deleted (their file is gone or its content changed).
 UPDATE assets
-SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL
+SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL,
+    stack_primary_id = NULL
 WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
 
 -- duplicates_delete_of_assets --
@@ -168,6 +169,18 @@ WHERE storage_config_id = %(config_id)s AND id = %(image_id)s
 -- Unpair every paired asset of a config except the given images.
 UPDATE assets SET paired_asset_id = NULL
 WHERE storage_config_id = %(config_id)s AND paired_asset_id IS NOT NULL
+  AND NOT (id = ANY(%(keep)s))
+
+-- asset_set_stack --
+-- Stack a RAW of a config on its primary (the photo of the same capture, ADR 0027).
+UPDATE assets SET stack_primary_id = %(primary_id)s
+WHERE storage_config_id = %(config_id)s AND id = %(raw_id)s
+  AND stack_primary_id IS DISTINCT FROM %(primary_id)s
+
+-- assets_clear_stack_except --
+-- Unstack every stacked RAW of a config except the given ones.
+UPDATE assets SET stack_primary_id = NULL
+WHERE storage_config_id = %(config_id)s AND stack_primary_id IS NOT NULL
   AND NOT (id = ANY(%(keep)s))
 
 -- assets_deleted_of_config --

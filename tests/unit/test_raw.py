@@ -1,0 +1,257 @@
+"""Camera RAW files: media by name and content, proxies from the largest embedded preview
+turned upright, a half-size demosaic only without a usable preview (within the decode
+budget), make, model, capture time and orientation read from the RAW."""
+
+from __future__ import annotations
+
+import io
+import struct
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from safelight.library.decoding import ImageDecoder, decode_image
+from safelight.library.errors import MediaError, TooLargeToDecode, UnsupportedMedia
+from safelight.library.exif import read_exif
+from safelight.library.mediatypes import is_raw, media_type
+from safelight.library.raw import _cr3_box, decode_raw, sniff
+from safelight.testing.dng import dng_bytes
+from safelight.testing.exif import exif_bytes
+from safelight.testing.samplegen import GREEN, RED, marker_picture
+from tests.specs import DEFAULT_SPEC, proxy_spec
+from tests.unit.test_samples_folder import SAMPLES
+
+TAKEN = datetime(2024, 5, 1, 10, 0, 7)
+_STORE = {  # orientation -> how a camera stores an upright picture (the inverse turn)
+    1: None,
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_90,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_270,
+}
+
+
+def stored_preview(orientation: int, upright: tuple[int, int] = (48, 64)) -> Image.Image:
+    picture = marker_picture(*upright, seed=3)
+    method = _STORE[orientation]
+    return picture if method is None else picture.transpose(method)
+
+
+def write_dng(path: Path, **kwargs: object) -> Path:
+    path.write_bytes(dng_bytes(captured_at=TAKEN, **kwargs))  # type: ignore[arg-type]
+    return path
+
+
+def decoded(data: bytes) -> Image.Image:
+    image = Image.open(io.BytesIO(data))
+    assert image.format == "JPEG"
+    image.load()
+    return image.convert("RGB")
+
+
+def near(image: Image.Image, fx: float, fy: float, colour: tuple[int, int, int]) -> bool:
+    value = image.getpixel((int(image.width * fx), int(image.height * fy)))
+    assert isinstance(value, tuple)
+    return all(abs(a - b) <= 45 for a, b in zip(value[:3], colour, strict=True))
+
+
+def assert_upright(image: Image.Image) -> None:
+    assert near(image, 0.08, 0.06, RED), "red block not top-left"
+    assert near(image, 0.92, 0.06, GREEN), "green block not top-right"
+    assert not near(image, 0.08, 0.94, RED)
+
+
+# --- which files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".dng", ".CR2", ".cr3", ".NEF", ".arw", ".raf", ".ORF", ".rw2"])
+def test_raw_files_are_images(suffix: str) -> None:
+    assert media_type(f"DCIM/IMG_0001{suffix}") == "image"
+    assert is_raw(f"DCIM/IMG_0001{suffix}")
+
+
+def test_tiff_and_jpeg_are_not_raw() -> None:
+    assert not is_raw("a.tif") and not is_raw("a.jpg") and not is_raw("dng")
+
+
+def test_containers_are_told_by_their_first_bytes() -> None:
+    assert sniff(b"II*\0\x08\0\0\0") == "tiff"
+    assert sniff(b"MM\0*\0\0\0\x08") == "tiff"
+    assert sniff(b"IIRO\x08\0\0\0") == "tiff"  # Olympus ORF
+    assert sniff(b"IIU\0\x08\0\0\0") == "tiff"  # Panasonic RW2
+    assert sniff(b"\0\0\0\x18ftypcrx \0\0\0\x01") == "cr3"
+    assert sniff(b"FUJIFILMCCD-RAW 0201") == "raf"
+    assert sniff(b"\xff\xd8\xff\xe0\0\x10JFIF\0") is None
+    assert sniff(b"\0\0\0\x18ftypheic") is None
+
+
+# --- proxies and metadata --------------------------------------------------------------
+
+
+def test_a_dng_gets_upright_proxies_from_its_preview_and_its_camera_and_time(
+    tmp_path: Path,
+) -> None:
+    path = write_dng(tmp_path / "IMG_0001.DNG", preview=stored_preview(6), orientation=6)
+
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert meta.make == "Canon" and meta.model == "Canon EOS 6D"
+    assert meta.captured_at == TAKEN and meta.captured_at_source == "exif"
+    assert meta.orientation == 6
+    assert (meta.width, meta.height) == (48, 64)  # the 64 x 48 sensor, turned
+    assert (proxies.width, proxies.height) == (48, 64)
+    preview = decoded(proxies.preview.data)
+    assert preview.size == (48, 64)  # the embedded preview, not a 24 x 32 demosaic
+    assert_upright(preview)
+    thumbnail = decoded(proxies.thumbnail.data)
+    assert thumbnail.width <= DEFAULT_SPEC.thumbnail_width
+    assert_upright(thumbnail)
+    assert len(proxies.blurhash) > 6
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_every_orientation_of_a_dng_preview_comes_out_upright(
+    tmp_path: Path, orientation: int
+) -> None:
+    # A landscape sensor: turned (5-8), it displays portrait, as the upright picture is.
+    upright = (48, 64) if orientation >= 5 else (64, 48)
+    path = write_dng(
+        tmp_path / "x.dng", preview=stored_preview(orientation, upright), orientation=orientation
+    )
+
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert meta.orientation == orientation
+    assert (meta.width, meta.height) == upright
+    assert_upright(decoded(proxies.preview.data))
+
+
+def test_without_a_preview_the_sensor_data_is_demosaiced_at_half_size_and_turned(
+    tmp_path: Path,
+) -> None:
+    path = write_dng(tmp_path / "bare.dng", orientation=6)
+
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert (meta.width, meta.height) == (48, 64)
+    preview = np.asarray(decoded(proxies.preview.data)).astype(int)
+    assert preview.shape == (32, 24, 3)  # half of the turned 48 x 64
+    # The mosaic's red rises from left to right as stored; turned by orientation 6 (90
+    # degrees clockwise), it rises from top to bottom.
+    red = preview[..., 0]
+    assert red[-4:].mean() > red[:4].mean() + 40
+    assert abs(red[:, :4].mean() - red[:, -4:].mean()) < 25
+
+
+def test_a_preview_smaller_than_a_half_size_demosaic_is_not_used(tmp_path: Path) -> None:
+    path = write_dng(tmp_path / "tiny.dng", preview=stored_preview(1, (8, 6)))
+
+    _, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert decoded(proxies.preview.data).size == (32, 24)
+
+
+def test_a_broken_preview_is_passed_over_for_the_sensor_data(tmp_path: Path) -> None:
+    jpeg = io.BytesIO()
+    stored_preview(1, (320, 240)).save(jpeg, "JPEG")
+    cut = jpeg.getvalue()[: len(jpeg.getvalue()) * 4 // 5]  # its header whole, its data not
+    path = tmp_path / "cut.dng"
+    path.write_bytes(dng_bytes(preview_jpeg=cut, captured_at=TAKEN))
+
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+
+    assert meta.make == "Canon"
+    assert decoded(proxies.preview.data).size == (32, 24)
+
+
+def test_a_demosaic_beyond_the_budget_is_refused_and_a_small_preview_serves(
+    tmp_path: Path,
+) -> None:
+    spec = proxy_spec(decode_memory_mib=128)  # 32 MiB beyond the baseline
+    size = {"width": 3000, "height": 2000}  # a 12 MB file; its demosaic needs about 47 MiB
+    bare = write_dng(tmp_path / "bare.dng", **size)
+    with pytest.raises(TooLargeToDecode, match="no usable preview"):
+        decode_raw(bare, spec)
+
+    small = write_dng(tmp_path / "small.dng", preview=stored_preview(1, (160, 120)), **size)
+    meta, proxies = decode_raw(small, spec)
+    assert (meta.width, meta.height) == (3000, 2000)
+    assert_upright(decoded(proxies.preview.data))
+    assert decoded(proxies.preview.data).size == (160, 120)
+
+
+def test_a_file_with_a_raw_name_but_other_content_is_refused(tmp_path: Path) -> None:
+    jpeg = io.BytesIO()
+    marker_picture(32, 24, seed=1).save(jpeg, "JPEG")
+    path = tmp_path / "not.dng"
+    path.write_bytes(jpeg.getvalue())
+    with pytest.raises(UnsupportedMedia, match="not a RAW file"):
+        decode_raw(path, DEFAULT_SPEC)
+
+
+def test_a_broken_raw_is_a_media_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.nef"
+    path.write_bytes(b"II*\0\x08\0\0\0" + b"\xff" * 200)
+    with pytest.raises(MediaError):
+        decode_raw(path, DEFAULT_SPEC)
+
+
+def test_a_cr3_s_make_and_model_are_read_from_its_cmt1_box() -> None:
+    def box(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+    tiff = exif_bytes(make="Canon", model="Canon EOS R5", orientation=8)[6:]  # no "Exif\0\0"
+    canon = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
+    data = (
+        box(b"ftyp", b"crx \0\0\0\x01")
+        + box(b"moov", box(b"uuid", canon + box(b"CCTP", b"\0" * 8) + box(b"CMT1", tiff)))
+        + box(b"mdat", b"\0" * 16)
+    )
+
+    cmt1 = _cr3_box(data, b"CMT1")
+
+    assert cmt1 == tiff
+    fields = read_exif(cmt1)
+    assert (fields.make, fields.model, fields.orientation) == ("Canon", "Canon EOS R5", 8)
+    assert _cr3_box(data[:40], b"CMT1") is None  # cut short: nothing, no error
+
+
+@pytest.mark.parametrize("with_preview", [True, False], ids=["preview", "demosaic"])
+async def test_a_raw_decodes_in_the_decode_processes_as_in_this_one(
+    tmp_path: Path, with_preview: bool
+) -> None:
+    preview = stored_preview(6) if with_preview else None
+    path = write_dng(tmp_path / "IMG_0002.dng", preview=preview, orientation=6)
+    decoder = ImageDecoder(1)
+    try:
+        in_process = await decoder.decode(path, DEFAULT_SPEC, True)
+    finally:
+        decoder.shutdown()
+    assert (
+        in_process == decode_image(path, DEFAULT_SPEC, raw=True) == decode_raw(path, DEFAULT_SPEC)
+    )
+
+
+RAWS = (
+    sorted(p for p in SAMPLES.rglob("*") if p.is_file() and is_raw(p.name))
+    if SAMPLES is not None
+    else []
+)
+
+
+@pytest.mark.samples
+@pytest.mark.skipif(not RAWS, reason="no RAW file in the samples folder")
+@pytest.mark.parametrize("path", RAWS, ids=[p.name for p in RAWS])
+def test_sample_raw_files_get_proxies_and_a_camera(path: Path) -> None:
+    meta, proxies = decode_raw(path, DEFAULT_SPEC)
+    assert meta.make and meta.model, "no camera read"
+    preview = decoded(proxies.preview.data)
+    assert max(preview.size) <= DEFAULT_SPEC.preview_width * 4
+    # Upright: the preview's shape follows the displayed (turned) size.
+    assert (preview.width >= preview.height) == (meta.width >= meta.height)
