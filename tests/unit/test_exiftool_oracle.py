@@ -1,6 +1,7 @@
 """ExifTool as the oracle: every image of ``../shared/samples`` read by safelight and by
 ``exiftool -json -n -G``, file by file: make, model, capture time (wall clock,
-subseconds, offset), orientation, GPS position and altitude. Each disagreement that is
+subseconds, offset), orientation, GPS position and altitude, and whether a motion video
+is inside. Each disagreement that is
 safelight's choice is listed below with its reason; any other fails the test. Skips
 without ExifTool (``scripts/setup --dev`` installs it) or without the samples folder.
 
@@ -11,6 +12,7 @@ the oracle checks that each place is *read* right, the order is the ADR's.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +27,7 @@ import pytest
 from safelight.library.location import Location
 from safelight.library.mediatypes import media_type
 from safelight.library.metadata import ImageMetadata, read_image_metadata
+from safelight.library.motionphotos import find_motion_video
 from tests.unit.test_samples_folder import SAMPLES
 
 EXIFTOOL = shutil.which("exiftool")
@@ -145,7 +148,30 @@ def expected_orientation(meta: ImageMetadata, tags: Mapping[str, Any]) -> int:
     return orientation if isinstance(orientation, int) and 1 <= orientation <= 8 else 1
 
 
-def disagreements(name: str, meta: ImageMetadata, tags: Mapping[str, Any]) -> dict[str, str]:
+def exiftool_sees_a_motion_video(tags: Mapping[str, Any]) -> bool:
+    """ExifTool's word for a video inside the still: Google's XMP flags, a HEIC's video
+    item, or Samsung's trailer."""
+    return (
+        "QuickTime:MotionPhotoVideo" in tags
+        or tags.get("MakerNotes:EmbeddedVideoType") == "MotionPhoto_Data"
+        or tags.get("XMP:MotionPhoto") == 1
+        or tags.get("XMP:MicroVideo") == 1
+    )
+
+
+def motion_video_in(path: Path) -> bool:
+    """Whether safelight finds (and verifies) a motion video in the file at ``path``."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        found = find_motion_video(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return found is not None and found.found
+
+
+def disagreements(
+    name: str, meta: ImageMetadata, tags: Mapping[str, Any], *, motion: bool = False
+) -> dict[str, str]:
     found: dict[str, str] = {}
     make = first(tags, "EXIF:Make", "XMP:Make", "MakerNotes:Make")
     model = first(tags, "EXIF:Model", "XMP:Model", "MakerNotes:Model")
@@ -176,8 +202,8 @@ def disagreements(name: str, meta: ImageMetadata, tags: Mapping[str, Any]) -> di
     gps = gps_disagreement(meta, tags)
     if gps is not None:
         found["gps"] = gps
-    # The motion-photo flag joins here with the motion-photo work (issue #16, item 3):
-    # ExifTool's XMP:MotionPhoto / XMP:MicroVideo / Samsung's trailer against it.
+    if motion != exiftool_sees_a_motion_video(tags):
+        found["motion photo"] = f"safelight {motion}, exiftool {not motion}"
     return found
 
 
@@ -237,7 +263,8 @@ def test_safelight_agrees_with_exiftool_on_every_sample_image(
         name = path.relative_to(SAMPLES).as_posix()
         tags = exiftool_tags[name]
         meta = read_image_metadata(path)
-        for field, detail in disagreements(name, meta, tags).items():
+        motion = motion_video_in(path)
+        for field, detail in disagreements(name, meta, tags, motion=motion).items():
             if (name, field) in KNOWN_DISAGREEMENTS:
                 still_listed.discard((name, field))
             else:
@@ -267,6 +294,10 @@ def test_the_oracle_sees_a_wrong_date_make_or_orientation() -> None:
     assert disagreements("x", right, tags) == {}
     assert set(disagreements("x", replace(right, make="Nikon"), tags)) == {"make/model"}
     assert set(disagreements("x", replace(right, orientation=1), tags)) == {"orientation"}
+    assert set(disagreements("x", right, tags, motion=True)) == {"motion photo"}
+    motion_tags = {**tags, "XMP:MotionPhoto": 1}
+    assert set(disagreements("x", right, motion_tags)) == {"motion photo"}
+    assert disagreements("x", right, motion_tags, motion=True) == {}
     later = replace(right, captured_at=right.captured_at + timedelta(seconds=1))
     assert set(disagreements("x", later, tags)) == {"time"}
     other_zone = replace(right, captured_at=right.captured_at.replace(tzinfo=_zone(-4)))
