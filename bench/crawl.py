@@ -3,13 +3,15 @@
     .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
                                     [--max-concurrent-files 4[,8...]]
                                     [--decode-processes default[,0...]]
-                                    [--folder PATH] [--raw [--sensor-megapixels 2]]
+                                    [--folder PATH] [--raw [--sensor-megapixels 2] | --motion]
 
 Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
 kept in ``--folder`` if given, else a temporary folder removed afterwards), or with
 ``--raw`` DNGs whose embedded preview has ``--megapixels`` and whose (uncompressed)
 mosaic ``--sensor-megapixels`` (testing.dng.generate_dngs: the preview is what a crawl
-decodes, the mosaic only read), then, in each round, in turns:
+decodes, the mosaic only read), or with ``--motion`` those JPEGs as Google motion photos
+(a 3 s 720p H.264 clip inside each, which the crawl remuxes into its web video; the
+loop makes only the two JPEGs), then, in each round, in turns:
 
 - read: every file read whole in 1 MiB chunks, one thread (the raw read rate);
 - hash: every file through ``hashing.hash_file`` (XXH3-64), one thread, and two;
@@ -75,12 +77,23 @@ from safelight.library.configs import StorageConfigs
 from safelight.library.hashing import hash_file
 from safelight.settings import Settings
 from safelight.testing.dng import generate_dngs
+from safelight.testing.motionphotos import google_xmp, tiny_mp4, with_xmp
 from safelight.testing.samplegen import generate_jpegs
 from safelight.work.store import WorkStore
 
 CHUNK = 1 << 20
 PREVIEW_WIDTH, PREVIEW_QUALITY = 1920, 85
 THUMBNAIL_WIDTH, THUMBNAIL_QUALITY = 300, 75
+
+
+def make_motion_photos(paths: tuple[Path, ...]) -> None:
+    """Turn each JPEG into a Google motion photo (format 1: the container directory in
+    its XMP, the video appended), with one 3 s 720p H.264 clip, as a phone records."""
+    with tempfile.TemporaryDirectory() as scratch:
+        video = tiny_mp4(Path(scratch) / "clip.mp4", seconds=3.0, size="1280x720")
+    for path in paths:
+        still = path.read_bytes()
+        path.write_bytes(with_xmp(still, google_xmp(video_length=len(video))) + video)
 
 
 def read_all(paths: list[Path]) -> float:
@@ -291,6 +304,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--folder", type=Path, help="keep the generated files here")
     parser.add_argument("--raw", action="store_true", help="DNGs instead of JPEGs")
+    parser.add_argument(
+        "--motion",
+        action="store_true",
+        help="Google motion photos: each JPEG with a 3 s 720p H.264 video inside (needs ffmpeg)",
+    )
     parser.add_argument("--sensor-megapixels", type=float, default=2.0)
     parser.add_argument(
         "--max-concurrent-files",
@@ -314,6 +332,8 @@ def main() -> None:
                 made = generate_dngs(folder, args.count, args.megapixels, args.sensor_megapixels)
             else:
                 made = generate_jpegs(folder, args.count, args.megapixels)
+                if args.motion:
+                    make_motion_photos(made)
             existing = sorted(made)
         paths = existing
         total_bytes = sum(p.stat().st_size for p in paths)
@@ -352,7 +372,7 @@ def main() -> None:
         "settings": {**vars(args), "folder": str(args.folder), "mean_file_mb": mean_mb},
         "runs": runs,
     }
-    write_result("crawl-raw" if args.raw else "crawl", out)
+    write_result("crawl-raw" if args.raw else "crawl-motion" if args.motion else "crawl", out)
     loop = statistics.median(runs["loop"])
     read = statistics.median(runs["read"])
     hash1 = statistics.median(runs["hash1"])
