@@ -114,7 +114,7 @@ CREATE TABLE public.assets (
     stack_primary_id bigint,
     motion_photo boolean DEFAULT false NOT NULL,
     motion_photo_issue text,
-    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
+    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
     CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),

@@ -79,12 +79,14 @@ from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_m
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
+from safelight.library.sidecars import NO_FACTS, SidecarFacts, sidecar_facts
 from safelight.library.video import (
     VideoProxySpec,
     make_video_proxies,
     make_web_video,
     probe_video,
 )
+from safelight.library.xmp import XMP_MAX_BYTES
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
@@ -581,19 +583,37 @@ class _Crawl:
         decoder = self.services.decoder
         if decoder is None:
             return await asyncio.to_thread(self._make_image_here, walked, source, hashed)
+        sidecar = await asyncio.to_thread(self._sidecar_facts, walked)
         # Cancelling this task (the attempt stopping) cancels the decode if it has not
         # started; one already running finishes in its process, unawaited (and if this
         # descriptor is closed and its number reused meanwhile, the reference's inode
         # check refuses the other file).
-        meta, proxies = await decoder.decode(source.ref(), self.spec, is_raw(walked.opened_at))
+        meta, proxies = await decoder.decode(
+            source.ref(), self.spec, is_raw(walked.opened_at), sidecar
+        )
         return await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
 
     def _make_image_here(
         self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
         """Blocking (decode, encode, write): runs in a thread."""
-        meta, proxies = decode_image(source.ref(), self.spec, is_raw(walked.opened_at))
+        sidecar = self._sidecar_facts(walked)
+        meta, proxies = decode_image(source.ref(), self.spec, is_raw(walked.opened_at), sidecar)
         return self._publish_image(walked, hashed, meta, proxies)
+
+    def _sidecar_facts(self, walked: WalkedFile) -> SidecarFacts:
+        """What the photo's XMP sidecar says (blocking: a thread). It is opened once,
+        read-only, beneath the root with no link followed (``StorageRoot.open``), and read
+        bounded; one that cannot be opened now (gone, or swapped for a link) is as if
+        there were none."""
+        if walked.sidecar is None:
+            return NO_FACTS
+        try:
+            with self._storage().open(walked.sidecar.path) as opened:
+                data = os.pread(opened.fd, XMP_MAX_BYTES + 1, 0)
+        except (MediaError, OSError):
+            return NO_FACTS
+        return sidecar_facts(data)
 
     def _publish_image(
         self, walked: WalkedFile, hashed: HashedFile, meta: ImageMetadata, proxies: ImageProxies

@@ -2,6 +2,9 @@
 
 The order of precedence (ADR 0026), first date that parses wins:
 
+0. ``"sidecar"``: the photo's XMP sidecar, when it has one (``sidecars``: the editor's
+   word, applied over this choice by the metadata readers).
+
 1. ``"exif"``: EXIF DateTimeOriginal, then DateTimeDigitized (ExifTool's CreateDate),
    each with its SubSecTime* fraction and OffsetTime* zone. The camera wrote these at
    the shot; an editor's copy elsewhere is derived from them.
@@ -42,7 +45,7 @@ from safelight.library.xmp import (
 _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
 
-CapturedAtSource = Literal["exif", "xmp", "iptc", "maker", "video", "file"]
+CapturedAtSource = Literal["sidecar", "exif", "xmp", "iptc", "maker", "video", "file"]
 
 XMP_DATES = (
     (NS_EXIF, "DateTimeOriginal"),
@@ -72,9 +75,9 @@ def choose_capture_time(
     for date in exif.dates:
         parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
         if parsed is not None:
-            return CaptureTime(_with_zone(parsed, [*xmp_dates, *_list(iptc)]), "exif")
+            return CaptureTime(with_zone(parsed, [*xmp_dates, *_list(iptc)]), "exif")
     if xmp_dates:
-        return CaptureTime(_with_zone(xmp_dates[0], [*xmp_dates[1:], *_list(iptc)]), "xmp")
+        return CaptureTime(with_zone(xmp_dates[0], [*xmp_dates[1:], *_list(iptc)]), "xmp")
     if iptc is not None:
         return CaptureTime(iptc, "iptc")
     if exif.maker_date is not None:
@@ -90,7 +93,7 @@ def _list(value: datetime | None) -> list[datetime]:
     return [value] if value is not None else []
 
 
-def _with_zone(stamp: datetime, others: Iterable[datetime]) -> datetime:
+def with_zone(stamp: datetime, others: Iterable[datetime]) -> datetime:
     """``stamp`` with the zone of another date of the same wall-clock second."""
     if stamp.tzinfo is not None:
         return stamp

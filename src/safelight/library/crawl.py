@@ -22,6 +22,10 @@ The walk (``Walker``):
   embedded data folder), recognised by device and inode wherever they appear, and
   reports each one it meets in ``skipped``; a root inside the proxy root or the data
   folder is not walked (a root inside the home, as the demo library, is);
+- keeps each ``.xmp`` file's stat and pairs every photo with its XMP sidecar in the
+  same folder (``sidecars.sidecar_for``): a sidecar is never an asset, an error or an
+  unsupported file; a sidecar that is a symbolic link is reported in ``skipped`` like
+  any other link and not read;
 - skips hidden and housekeeping names (``mediatypes.is_ignored_name``) with everything
   below them, and anything that is not a regular file or folder;
 - reports, without stopping, a folder it cannot list and a name that is not valid
@@ -54,6 +58,7 @@ from safelight.library.paths import (
     proxy_path,
     write_atomically,
 )
+from safelight.library.sidecars import SidecarFile, is_sidecar_name, sidecar_for
 from safelight.library.video import VideoProxies, WebVideo
 
 WALK_FOLDERS_PER_STEP = 200
@@ -74,6 +79,8 @@ class WalkedFile:
     source: str | None = None
     """Where its bytes are opened, if not at ``path``: the resolved target of a link
     inside the root (``Walker.follow_links_inside_root``)."""
+    sidecar: SidecarFile | None = None
+    """A photo's XMP sidecar in its folder (``sidecars.sidecar_for``), with its stat."""
 
     @property
     def opened_at(self) -> str:
@@ -156,6 +163,8 @@ class Walker:
     _stack: list[str] = field(default_factory=lambda: [""])
     _pending_links: list[tuple[WalkedFile, str]] = field(default_factory=list)
     _checked_root: bool = False
+    _sidecars: dict[str, SidecarFile] = field(default_factory=dict)
+    """The listed folder's ``.xmp`` files by lower-cased name."""
 
     @property
     def root(self) -> Path:
@@ -189,8 +198,11 @@ class Walker:
                 try:
                     with os.scandir(fd) as listing:
                         entries = sorted(listing, key=lambda e: e.name, reverse=True)
+                    self._sidecars.clear()
+                    files, links = len(self.files), len(self._pending_links)
                     for entry in entries:
                         self._visit(relative, entry)
+                    self._pair_sidecars(files, links)
                 finally:
                     os.close(fd)
             except (OSError, MediaError) as error:
@@ -207,6 +219,23 @@ class Walker:
                 self.errors.append(FileError(relative + "/", f"folder cannot be listed: {reason}"))
         if not self._stack:
             self._settle_links()
+
+    def _pair_sidecars(self, files: int, links: int) -> None:
+        """Give the photos listed since ``files`` (and links since ``links``), all of
+        the folder just listed, their sidecars."""
+        if not self._sidecars:
+            return
+        for index in range(files, len(self.files)):
+            self.files[index] = self._with_sidecar(self.files[index])
+        for index in range(links, len(self._pending_links)):
+            walked, source = self._pending_links[index]
+            self._pending_links[index] = (self._with_sidecar(walked), source)
+
+    def _with_sidecar(self, walked: WalkedFile) -> WalkedFile:
+        if walked.media_type != "image":
+            return walked
+        found = sidecar_for(PurePosixPath(walked.path).name, self._sidecars)
+        return walked if found is None else replace(walked, sidecar=found)
 
     def _root_inside_own_folder(self) -> OwnFolder | None:
         by_id = {(f.device, f.inode): f for f in self.own if not f.may_hold_roots}
@@ -274,6 +303,8 @@ class Walker:
             return
         kind = media_type(name) if is_file else None
         if kind is None:
+            if is_file and is_sidecar_name(name):
+                self._keep_sidecar(child, name, entry)
             return
         try:
             st = entry.stat(follow_symlinks=False)
@@ -283,6 +314,13 @@ class Walker:
             self.errors.append(FileError(child, describe_os_error(error)))
             return
         self.files.append(WalkedFile(child, st.st_size, st.st_mtime_ns, kind))
+
+    def _keep_sidecar(self, child: str, name: str, entry: os.DirEntry[str]) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return  # gone, or unreadable: the photo is read as if it had none
+        self._sidecars[name.lower()] = SidecarFile(child, st.st_size, st.st_mtime_ns)
 
     def _visit_link(self, child: str, name: str) -> None:
         """Report a link (a media file's name, or a link to a folder); a link to anything
@@ -297,6 +335,8 @@ class Walker:
             self.skipped.append(FileError(printable(child) + "/", SYMLINK_REASON))
             return
         if kind is None:
+            if _is_utf8(name) and is_sidecar_name(name):
+                self.skipped.append(FileError(child, SYMLINK_REASON))  # never read
             return
         if not self.follow_links_inside_root or target_st is None:
             self.skipped.append(FileError(printable(child), SYMLINK_REASON))

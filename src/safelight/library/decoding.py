@@ -67,6 +67,7 @@ from safelight.library.limits import (
 from safelight.library.metadata import ImageMetadata, read_image_metadata
 from safelight.library.originals import OriginalRef
 from safelight.library.raw import decode_raw
+from safelight.library.sidecars import NO_FACTS, SidecarFacts
 
 T = TypeVar("T")
 
@@ -90,17 +91,21 @@ class DecodeOutOfMemory(MediaError):
 
 
 def decode_image(
-    path: Path | OriginalRef, spec: ProxySpec, raw: bool = False
+    path: Path | OriginalRef,
+    spec: ProxySpec,
+    raw: bool = False,
+    sidecar: SidecarFacts = NO_FACTS,
 ) -> tuple[ImageMetadata, ImageProxies]:
     """A photo's metadata and proxies, in whichever process runs it (blocking); ``raw``
     for a camera RAW (``mediatypes.is_raw``), which LibRaw reads (``raw.decode_raw``).
 
     The crawl passes an ``OriginalRef``: the decode process (spawned, so it inherits no
     descriptor) reopens the Worker's open original through ``/proc``, the same file
-    whatever became of its name (see ``originals``)."""
+    whatever became of its name (see ``originals``). ``sidecar``: what its XMP sidecar
+    says, which wins over the embedded capture time and orientation (``sidecars``)."""
     if raw:
-        return decode_raw(path, spec)
-    return read_image_metadata(path), make_image_proxies(path, spec)
+        return decode_raw(path, spec, sidecar)
+    return read_image_metadata(path, sidecar), make_image_proxies(path, spec, sidecar.orientation)
 
 
 # --- in a decode process -----------------------------------------------------------------
@@ -187,15 +192,19 @@ class ImageDecoder:
         self._closed = False
 
     async def decode(
-        self, path: Path | OriginalRef, spec: ProxySpec, raw: bool = False
+        self,
+        path: Path | OriginalRef,
+        spec: ProxySpec,
+        raw: bool = False,
+        sidecar: SidecarFacts = NO_FACTS,
     ) -> tuple[ImageMetadata, ImageProxies]:
-        """``decode_image(path, spec, raw)`` in a decode process.
+        """``decode_image(path, spec, raw, sidecar)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
         Cancelling the caller cancels the call if it has not started; a call already
         running finishes in its process, and its result is dropped.
         """
-        return await self.run(decode_image, path, spec, raw)
+        return await self.run(decode_image, path, spec, raw, sidecar)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in a decode process; both must pickle (a module-level

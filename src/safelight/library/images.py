@@ -155,20 +155,23 @@ class ImageProxies:
     height: int
 
 
-def make_image_proxies(src: Path | OriginalRef, spec: ProxySpec) -> ImageProxies:
+def make_image_proxies(
+    src: Path | OriginalRef, spec: ProxySpec, sidecar_orientation: int | None = None
+) -> ImageProxies:
     """Thumbnail, preview and BlurHash of the photo at ``src`` (a path, or the crawl's
-    open original), decoding it once.
+    open original), decoding it once; ``sidecar_orientation`` is its XMP sidecar's
+    ``tiff:Orientation``, if any, applied as ``metadata.orientation_of`` says.
 
     Raises ``MediaError``: ``DecompressionBomb`` (also ``TooLargeToDecode``: it would
     not fit the decode budget), ``CorruptMedia`` (truncated, corrupt),
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
-    upright, box, icc_profile, display = _decode_reduced(src, spec)
+    upright, box, icc_profile, display = _decode_reduced(src, spec, sidecar_orientation)
     return _proxies(upright, icc_profile, display, spec, box)
 
 
 def _decode_reduced(
-    src: Path | OriginalRef, spec: ProxySpec
+    src: Path | OriginalRef, spec: ProxySpec, sidecar_orientation: int | None
 ) -> tuple[Image.Image, _Box | None, bytes | None, tuple[int, int]]:
     """The photo decoded, upright, and reduced to at most about three times the
     preview, in a mode ``_resize`` takes; with the box of it that is the photo (see
@@ -183,7 +186,8 @@ def _decode_reduced(
                 f"decompression bomb: {stored_width}x{stored_height} is more than "
                 f"{MAX_IMAGE_PIXELS} pixels"
             )
-        turn = orientation_of(image, exif_fields_of(image, original), original)
+        fields = exif_fields_of(image, original)
+        turn = orientation_of(image, fields, original, sidecar_orientation)
         display = turn.displayed_size(image.size)
         # Only what the decoder leaves undone is ours to turn (HEIF and TIFF decoders
         # turn the pixels themselves, and open with the displayed size).

@@ -52,6 +52,7 @@ from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, lower_priority
 from safelight.library.location import Location, location_of, parse_iso6709
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
+from safelight.library.sidecars import NO_FACTS, SidecarFacts
 from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
 
 __all__ = ["CapturedAtSource", "captured_at_from_exif", "parse_exif_datetime"]
@@ -159,13 +160,18 @@ def open_image(fp: IO[bytes]) -> Image.Image:
         raise CorruptMedia(f"corrupt image header: {error}") from error
 
 
-def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
+def read_image_metadata(
+    path: Path | OriginalRef, sidecar: SidecarFacts = NO_FACTS
+) -> ImageMetadata:
     """Metadata of the photo at ``path`` (a path from ``paths.confined``, or the
     crawl's open original: ``originals.OriginalRef``).
 
     Only headers are read: nothing here decodes pixels (HEIF's container is read into
     memory by libheif, but not decoded). A malformed EXIF block loses only what it
     garbles. Raises ``MediaError`` for files that are not readable images.
+
+    ``sidecar``: what the photo's XMP sidecar says (``sidecars``); its capture time and
+    orientation win over the embedded ones (ADR 0026 decision 6).
     """
     with open_source(path) as original:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
@@ -173,11 +179,11 @@ def read_image_metadata(path: Path | OriginalRef) -> ImageMetadata:
             fields = _exif_fields(image, original)
             xmp = embedded_xmp(image)
             blocks = read_maker_blocks(getattr(image, "applist", None) or ())
-            found = choose_capture_time(
+            found = sidecar.captured or choose_capture_time(
                 fields, xmp, iptc=_iptc_time(image), maker=blocks.captured_at
             )
             format_name = image.format or "unknown"
-            turn = orientation_of(image, fields, original)
+            turn = orientation_of(image, fields, original, sidecar.orientation)
             width, height = turn.displayed_size(image.size)
             orientation = turn.value
     if width <= 0 or height <= 0:
@@ -224,7 +230,9 @@ class Orientation:
 _TURNED_BY_DECODER = frozenset({"HEIF", "TIFF"})
 
 
-def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) -> Orientation:
+def orientation_of(
+    image: Image.Image, fields: ExifFields, original: IO[bytes], sidecar: int | None = None
+) -> Orientation:
     """The one rule (ADR 0029) for how an opened photo turns upright; both its metadata
     (size, ``orientation``) and its proxies come from it.
 
@@ -240,6 +248,11 @@ def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) 
       EXIF's Orientation is not applied (as libjxl's djxl and the browsers). A losslessly
       recompressed JPEG decodes back to that JPEG, whose EXIF then applies as a JPEG's.
 
+    - A sidecar's ``tiff:Orientation`` (``sidecar``) replaces the EXIF orientation
+      wherever EXIF's is the one applied (JPEG, PNG, WebP, AVIF, GIF, BMP, a RAW); where
+      the decoder turns the pixels itself (HEIF, TIFF, JPEG XL) it is not applied: the
+      pixels would be turned twice, or by a value the decoder does not know.
+
     A RAW decoder (or any other) supplies ``fields`` from its own metadata and adds its
     format to ``_TURNED_BY_DECODER`` if it turns the pixels itself.
     """
@@ -250,8 +263,11 @@ def orientation_of(image: Image.Image, fields: ExifFields, original: IO[bytes]) 
         # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
         # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
         return Orientation(1, turned_by_decoder=True)
+    turned_by_decoder = format_name in _TURNED_BY_DECODER
+    if sidecar is not None and not turned_by_decoder:
+        return Orientation(sidecar, turned_by_decoder=False)
     value = fields.orientation or 1
-    return Orientation(value, turned_by_decoder=format_name in _TURNED_BY_DECODER)
+    return Orientation(value, turned_by_decoder=turned_by_decoder)
 
 
 def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:

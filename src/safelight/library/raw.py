@@ -36,6 +36,7 @@ import numpy as np
 import rawpy
 from PIL import Image
 
+from safelight.library.capturetime import CaptureTime
 from safelight.library.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -52,6 +53,7 @@ from safelight.library.metadata import (
     file_time,
 )
 from safelight.library.originals import OriginalRef, open_source
+from safelight.library.sidecars import NO_FACTS, SidecarFacts
 
 FORMAT = "RAW"
 """``ImageMetadata.format`` of every RAW (the family is in the file's extension)."""
@@ -102,8 +104,11 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-def decode_raw(src: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata, ImageProxies]:
-    """A RAW's metadata and proxies (blocking; runs in a decode process)."""
+def decode_raw(
+    src: Path | OriginalRef, spec: ProxySpec, sidecar: SidecarFacts = NO_FACTS
+) -> tuple[ImageMetadata, ImageProxies]:
+    """A RAW's metadata and proxies (blocking; runs in a decode process). Its XMP
+    sidecar's capture time and orientation (``sidecar``) win over the file's."""
     budget = spec.decode_memory_mib * MIB - DECODE_BASELINE_BYTES
     with open_source(src) as original:
         st = os.fstat(original.fileno())
@@ -129,6 +134,8 @@ def decode_raw(src: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata,
         orientation = _FLIP_TO_ORIENTATION.get(sizes.flip, 1)
         if orientation == 1 and fields.orientation:
             orientation = fields.orientation
+        if sidecar.orientation is not None:
+            orientation = sidecar.orientation
         stored = (sizes.width, sizes.height)
         if stored[0] <= 0 or stored[1] <= 0:
             raise CorruptMedia("RAW image has no pixels")
@@ -141,7 +148,8 @@ def decode_raw(src: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata,
             image = demosaiced if demosaiced is not None else image
         if image is None:
             raise UnsupportedMedia("RAW file with no preview and no sensor data LibRaw can read")
-        captured_at = captured_at_from_exif(fields.dates) or _libraw_time(raw)
+        found = captured_at_from_exif(fields.dates) or _libraw_time(raw)
+        captured = sidecar.captured or (CaptureTime(found, "exif") if found else None)
     method = _TRANSPOSE.get(orientation)
     upright = image.transpose(method) if method is not None else image
     proxies = proxies_from_upright_image(upright.convert("RGB"), spec)
@@ -150,8 +158,8 @@ def decode_raw(src: Path | OriginalRef, spec: ProxySpec) -> tuple[ImageMetadata,
         width=display[0],
         height=display[1],
         orientation=orientation,
-        captured_at=captured_at if captured_at is not None else file_time(st.st_mtime_ns),
-        captured_at_source="exif" if captured_at is not None else "file",
+        captured_at=captured.at if captured is not None else file_time(st.st_mtime_ns),
+        captured_at_source=captured.source if captured is not None else "file",
         make=fields.make,
         model=fields.model,
         burst_id=None,

@@ -1,0 +1,80 @@
+"""XMP sidecars: which ``.xmp`` beside a photo is its sidecar, and what it says.
+
+A sidecar is where digiKam, darktable and Lightroom write the user's corrections (a
+fixed date, a zone, a rotation) beside an original they do not rewrite. It is never an
+asset (``mediatypes`` knows no ``.xmp``), never an error, and never followed when it is
+a symbolic link (the walk reports the link like any other).
+
+The pairing rule (``sidecar_for``), in the photo's own folder, names compared without
+regard to case: ``IMG_1.JPG.xmp`` (darktable, digiKam) first, then ``IMG_1.xmp``
+(Lightroom, Capture One). One ``IMG_1.xmp`` beside ``IMG_1.CR2`` and ``IMG_1.JPG`` is
+the sidecar of both, as those editors read it.
+
+What it says (``sidecar_facts``, ADR 0026 decision 6): its capture time, the XMP dates
+in the order of ``capturetime.XMP_DATES``, with a zone borrowed from another of its
+dates of the same wall-clock second (source ``"sidecar"``), and its
+``tiff:Orientation`` (1-8). Both win over what the photo embeds; the orientation goes
+through ``metadata.orientation_of``, the one rule the proxies follow too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from safelight.library.capturetime import XMP_DATES, CaptureTime, with_zone
+from safelight.library.xmp import NS_TIFF, XMP_MAX_BYTES, XmpProperties, parse_xmp, parse_xmp_date
+
+SIDECAR_SUFFIX = ".xmp"
+
+
+def is_sidecar_name(name: str) -> bool:
+    """True for a name the walk keeps as a possible sidecar (``*.xmp``, any case)."""
+    return name.lower().endswith(SIDECAR_SUFFIX) and len(name) > len(SIDECAR_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarFile:
+    path: str
+    """Relative to the root, ``/``-separated, in the same folder as its photo."""
+    size: int
+    mtime_ns: int
+
+
+def sidecar_for(photo_name: str, sidecars: Mapping[str, SidecarFile]) -> SidecarFile | None:
+    """The sidecar of the photo named ``photo_name`` among its folder's ``.xmp`` files,
+    ``sidecars`` keyed by their lower-cased names: ``name.ext.xmp``, then ``name.xmp``."""
+    full = (photo_name + SIDECAR_SUFFIX).lower()
+    if full in sidecars:
+        return sidecars[full]
+    stem = PurePosixPath(photo_name).stem
+    if not stem:
+        return None
+    return sidecars.get((stem + SIDECAR_SUFFIX).lower())
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarFacts:
+    """What a sidecar says that wins over the photo's own metadata."""
+
+    captured: CaptureTime | None = None
+    orientation: int | None = None
+    """1-8, or None when the sidecar has none (or one out of range)."""
+
+
+NO_FACTS = SidecarFacts()
+
+
+def sidecar_facts(data: bytes) -> SidecarFacts:
+    """The facts of a sidecar's bytes (read bounded: more than ``XMP_MAX_BYTES`` is not
+    parsed); ``NO_FACTS`` for one that is not well-formed XMP."""
+    return facts_of(parse_xmp(data)) if len(data) <= XMP_MAX_BYTES else NO_FACTS
+
+
+def facts_of(xmp: XmpProperties) -> SidecarFacts:
+    dates = [d for name in XMP_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None]
+    captured = CaptureTime(with_zone(dates[0], dates[1:]), "sidecar") if dates else None
+    text = (xmp.get(NS_TIFF, "Orientation") or "").strip()
+    orientation = int(text) if text.isdigit() and 1 <= int(text) <= 8 else None
+    return SidecarFacts(captured, orientation)
