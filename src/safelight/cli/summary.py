@@ -48,6 +48,18 @@ def saved_counts(progress: Mapping[str, Any] | None) -> Mapping[str, Any] | None
     return counts
 
 
+def _entries(
+    result: Mapping[str, Any] | None, key: str, fields: tuple[str, ...] = ("path", "reason")
+) -> list[dict[str, Any]]:
+    """The crawl result's list under ``key`` (none when the crawl did not finish), each
+    entry reduced to ``fields``; anything that is not an entry is left out."""
+    return [
+        {field: e.get(field) for field in fields}
+        for e in (result or {}).get(key) or []
+        if isinstance(e, Mapping)
+    ]
+
+
 def build_summary(
     *,
     status: str,
@@ -74,28 +86,12 @@ def build_summary(
     else:
         # The crawl did not finish: what the last crawls recorded is the best we know.
         errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
-    skipped = [
-        {"path": e.get("path"), "reason": e.get("reason")}
-        for e in (result or {}).get("skipped") or []
-        if isinstance(e, Mapping)
-    ]
-    proxy_errors = [
-        {"path": e.get("path"), "reason": e.get("reason")}
-        for e in (result or {}).get("proxy_errors") or []
-        if isinstance(e, Mapping)
-    ]
+    skipped = _entries(result, "skipped")
+    proxy_errors = _entries(result, "proxy_errors")
     # Each file folded into an asset it has the same bytes as (the crawl's list, capped
     # like the errors; none when the crawl did not finish: its count still says how many).
-    duplicate_files = [
-        {"path": e.get("path"), "same_as": e.get("same_as")}
-        for e in (result or {}).get("duplicates") or []
-        if isinstance(e, Mapping)
-    ]
-    motion_photo_issues = [
-        {"path": e.get("path"), "reason": e.get("reason")}
-        for e in (result or {}).get("motion_photo_issues") or []
-        if isinstance(e, Mapping)
-    ]
+    duplicate_files = _entries(result, "duplicates", ("path", "same_as"))
+    motion_photo_issues = _entries(result, "motion_photo_issues")
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
