@@ -91,7 +91,15 @@ async def test_until_idle_waits_for_an_item_running_elsewhere(
     assert other is not None
     worker = stack.worker("w1", until_idle=True)
     run = asyncio.create_task(worker.run(asyncio.Event()))
-    await stack.clock.settle()
+    # Until the Worker waits for its next poll on the clock: its empty claim, its idle
+    # check and its look for a retry falling due are real round trips to the database,
+    # which settling the event loop does not wait for (on a busy machine, advancing
+    # before the Worker slept would leave its poll never due).
+    for _ in range(3000):
+        if stack.clock.deadlines():
+            break
+        await asyncio.sleep(0.01)  # polling for the Worker to park, not for a deadline
+    assert stack.clock.deadlines(), "the Worker never waited for its next poll"
     assert not run.done()  # the other Worker's item is still running
     assert await stack.store.complete(other.id, other.attempt)
     await stack.clock.advance(5)  # its next poll
