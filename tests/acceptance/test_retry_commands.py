@@ -139,3 +139,25 @@ def test_items_and_items_show_say_how_often_an_item_was_retried_and_until_when_i
     ]
     table = invoke("items").stdout
     assert "retries" in table and "retry at 2031-05-01" in table
+
+
+def test_status_counts_the_retries_waiting_for_their_time_soonest_first(
+    invoke: Invoke, database_url: str
+) -> None:
+    later = insert(database_url, "queued", not_before="2999-01-02T00:00:00Z")
+    sooner = insert(database_url, "queued", not_before="2999-01-01T00:00:00Z")
+    insert(database_url, "queued", not_before="2000-01-01T00:00:00Z")  # due: not waiting
+    insert(database_url, "queued")
+
+    retries = json_of(invoke("status", "--json"))["retries"]
+    assert retries["waiting"] == 2
+    assert [(r["id"], r["retries"], r["error"]) for r in retries["soonest"]] == [
+        (sooner, 1, "OSError: gone"),
+        (later, 1, "OSError: gone"),
+    ]
+    assert all("waiting" not in r for r in retries["soonest"])
+
+    human = invoke("status")
+    assert human.exit_code == 0
+    assert "retries: 2 queued item(s) wait for their retry time" in human.stdout
+    assert "next retries" in human.stdout and "2999-01-01" in human.stdout

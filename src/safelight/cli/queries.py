@@ -70,7 +70,20 @@ async def queue_status(pool: AsyncConnectionPool[Any], now: datetime | None, *, 
             "recent": await _rows(pool, "status_stalls", {"limit": limit}),
         },
         "failures": await _rows(pool, "status_failures", {"limit": limit}),
+        "retries": _retries(
+            await _rows(pool, "status_retries_waiting", {"now": now, "limit": limit})
+        ),
     }
+
+
+def _retries(rows: list[Row]) -> Row:
+    """The waiting retries as ``status`` shows them: the count of all, the soonest few."""
+    waiting = int(rows[0]["waiting"]) if rows else 0
+    return {"waiting": waiting, "soonest": [_without(row, "waiting") for row in rows]}
+
+
+def _without(row: Row, key: str) -> Row:
+    return {k: v for k, v in row.items() if k != key}
 
 
 async def list_assets(

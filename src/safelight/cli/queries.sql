@@ -57,6 +57,17 @@ SELECT
     (SELECT count(*) FROM work_items
      WHERE status IN ('queued', 'running') AND stalls > 0) AS unfinished_items_with_stalls
 
+-- status_retries_waiting --
+-- Queued items that wait for their retry time (ADR 0024): how many, and the soonest due
+-- first. "now" is the clock's transition time, NULL meaning the database's clock.
+SELECT w.id, w.kind, w.storage_config_id, w.attempt, w.retries, w.not_before, w.error,
+       count(*) OVER () AS waiting
+FROM work_items w
+WHERE w.status = 'queued'
+  AND w.not_before > coalesce(%(now)s::timestamptz, clock_timestamp())
+ORDER BY w.not_before, w.id
+LIMIT %(limit)s
+
 -- status_failures --
 -- The most recently failed items, with their error.
 SELECT id, kind, storage_config_id, attempt, stalls, finished_at, error

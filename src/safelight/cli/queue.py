@@ -430,7 +430,8 @@ def cancel(state: CliState, item_id: int) -> None:
 @pass_state
 def status(state: CliState, as_json: bool) -> None:
     """The queue at a glance: counts by status and kind, running items per config with
-    their Worker and lease expiry, stalls, and the last failures."""
+    their Worker and lease expiry, stalls, retries waiting for their time, and the last
+    failures."""
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
         document = await queue_status(
@@ -448,6 +449,7 @@ def status(state: CliState, as_json: bool) -> None:
         by_kind.setdefault(row["kind"], {})[row["status"]] = int(row["count"])
     totals = document["totals"]
     stalls = document["stalls"]
+    retries = document["retries"]
     console().print(
         Group(
             safe_text(f"database: {document['database']}"),
@@ -499,6 +501,24 @@ def status(state: CliState, as_json: bool) -> None:
                         r["status"],
                     )
                     for r in stalls["recent"]
+                ),
+                empty="none",
+            ),
+            "",
+            f"retries: {retries['waiting']} queued item(s) wait for their retry time",
+            table(
+                "next retries",
+                ("item", "kind", "config", "retry", "due", "last error"),
+                (
+                    (
+                        r["id"],
+                        r["kind"],
+                        short_id(r["storage_config_id"]),
+                        r["retries"],
+                        r["not_before"],
+                        truncate(r["error"], 60),
+                    )
+                    for r in retries["soonest"]
                 ),
                 empty="none",
             ),
