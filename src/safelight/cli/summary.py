@@ -19,14 +19,14 @@ from rich.table import Table
 from rich.text import Text
 
 from safelight.cli.output import safe_text, short_id
-from safelight.work.outcome import Released, Retrying, Succeeded
+from safelight.work.outcome import FAILS_BY_NAME, Released, Retrying, Succeeded
 
 # The statuses of a run, by exit code meaning.
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
-# The items a summary does not list as failed: their attempt did its work, or gave the
-# item back to the queue for the next run, or for a retry (whose own end is listed too).
+# The items a summary does not list at all: their attempt did its work, or gave the item
+# back to the queue for the next run, or for a retry (whose own end is listed too).
 _ENDED_WELL = frozenset({Succeeded.name, Released.name, Retrying.name})
 
 
@@ -219,11 +219,21 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             f"{summary['soft_deleted_total']} soft-deleted asset(s) wait for "
             f"'safelight purge {short_id(config['id'])}'",
         )
-    failed_items = [i for i in summary["items"] if i["outcome"] not in _ENDED_WELL]
-    for item in failed_items:
+    for item in summary["items"]:
+        if item["outcome"] in _ENDED_WELL:
+            continue
+        # An attempt that stopped without a verdict on its work (interrupted by the
+        # database, lost, self-stopped, cancelled) is listed by what happened to it, not
+        # as a failure: its item is back in the queue, or was stopped on purpose.
+        failed = FAILS_BY_NAME.get(item["outcome"], True)
         grid.add_row(
-            "failed",
-            safe_text(f"{item['kind']} #{item['id']}: {item['error'] or item['outcome']}"),
+            "failed" if failed else "stopped",
+            safe_text(
+                f"{item['kind']} #{item['id']}: {item['error'] or item['outcome']}"
+                if failed
+                else f"{item['kind']} #{item['id']} {item['outcome']}"
+                + (f": {item['error']}" if item["error"] else "")
+            ),
         )
 
     parts: list[Any] = [headline, grid]

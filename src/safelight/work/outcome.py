@@ -15,7 +15,7 @@ not derived from the class name, so renaming a class changes neither.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, get_args
 
 from safelight.work.context import AttemptStore
 from safelight.work.errors import StopReason
@@ -157,6 +157,12 @@ Outcome: TypeAlias = (
     | SelfStopped
     | Abandoned
 )
+
+# Each outcome's name, as a run's summary and its JSON carry it, and whether it counts as
+# a failure: what reads an outcome by its name (the summary) asks here.
+FAILS_BY_NAME: dict[str, bool] = {
+    outcome.name: outcome.counts_as_failure for outcome in get_args(Outcome)
+}
 
 # --- writes ----------------------------------------------------------------------------
 
