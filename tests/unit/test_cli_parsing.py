@@ -35,13 +35,14 @@ from safelight.cli.progress import LiveProgress, NoProgress, PlainProgress, choo
 from safelight.cli.queue import parse_payload
 from safelight.cli.run import ensure_demo_library
 from safelight.cli.state import CliState
-from safelight.cli.summary import build_summary, render_summary
+from safelight.cli.summary import render_summary
 from safelight.db.database import DatabaseUnavailable
 from safelight.library.configs import ConfigError
 from safelight.logs import CHATTY_LIBRARIES, masker
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import InvalidWorkItem
+from tests.unit.summaries import rendered, summary_document
 
 UNREACHABLE = "postgresql://u:pw-unit@127.0.0.1:1/x"
 
@@ -338,19 +339,16 @@ def summary(run_status: str = "succeeded", **crawl: Any) -> dict[str, Any]:
         "proxies": 9,
         "errors": [{"path": "bad.jpg", "reason": "corrupt"}],
     }
-    return build_summary(
+    return summary_document(
         status=run_status,
-        exit_code={"succeeded": 0, "failed": 1, "interrupted": 130}[run_status],
         database="postgresql://u:***@h/db",
-        config={"id": UUID(int=7), "owner": "alice", "root": Path("/photos"), "created": True},
-        crawl={"item_id": 1, "status": "succeeded", "error": None, "result": result, **crawl},
+        crawl={"result": result, **crawl},
         library={
             "images": 3,
             "videos": 1,
             "soft_deleted": 1,
             "bursts": 1,
             "burst_assets": 3,
-            "live_photos": 0,
             "photos_dated_by_file": 2,
             "stacks": 2,
             "proxy_files": 6,
@@ -360,12 +358,6 @@ def summary(run_status: str = "succeeded", **crawl: Any) -> dict[str, Any]:
         seconds=2.0,
         items=[{"id": 2, "kind": "burst_detection", "outcome": "failed", "error": "no"}],
     )
-
-
-def rendered(document: dict[str, Any]) -> str:
-    out = io.StringIO()
-    render_summary(Console(file=out, width=120), document)
-    return " ".join(out.getvalue().split())
 
 
 def test_the_summary_counts_this_run_and_the_library() -> None:

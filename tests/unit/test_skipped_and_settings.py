@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import pytest
-from rich.console import Console
 
-from safelight.cli.summary import build_summary, render_summary
 from safelight.settings import Settings, SettingsError
+from tests.unit.summaries import rendered, summary_document
 
 
 def summary_of(result: dict[str, Any] | None) -> dict[str, Any]:
-    return build_summary(
-        status="succeeded",
-        exit_code=0,
-        database="embedded",
-        config={"id": UUID(int=7), "owner": "alice", "root": Path("/photos"), "created": True},
-        crawl={"item_id": 1, "status": "succeeded", "error": None, "result": result},
-        library={
-            "images": 1,
-            "videos": 0,
-            "soft_deleted": 0,
-            "bursts": 0,
-            "burst_assets": 0,
-            "live_photos": 0,
-            "stacks": 0,
-            "proxy_files": 2,
-        },
-        stored_errors=[],
-        proxy_folder=Path("/proxies"),
-        seconds=1.0,
-        items=[],
-    )
+    return summary_document(result=result, library={"images": 1, "proxy_files": 2})
 
 
 def test_the_summary_lists_what_was_not_crawled_and_why() -> None:
@@ -45,9 +21,7 @@ def test_the_summary_lists_what_was_not_crawled_and_why() -> None:
     ]
     document = summary_of({"total": 1, "ingested": 1, "errors": [], "skipped": skipped})
     assert document["skipped"] == skipped
-    out = io.StringIO()
-    render_summary(Console(file=out, width=120), document)
-    text = " ".join(out.getvalue().split())
+    text = rendered(document)
     assert "2 entries not crawled:" in text
     assert "link.jpg symbolic link: not followed" in text
     assert "cache/proxies/ safelight's own folder (proxy root): not crawled" in text
@@ -56,9 +30,7 @@ def test_the_summary_lists_what_was_not_crawled_and_why() -> None:
 def test_a_summary_without_skipped_entries_says_nothing_of_them() -> None:
     document = summary_of({"total": 1, "ingested": 1, "errors": []})  # an older result
     assert document["skipped"] == []
-    out = io.StringIO()
-    render_summary(Console(file=out, width=120), document)
-    assert "not crawled" not in out.getvalue()
+    assert "not crawled" not in rendered(document)
     assert summary_of(None)["skipped"] == []
 
 

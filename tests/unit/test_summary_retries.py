@@ -3,42 +3,14 @@ the queue for a retry (ADR 0024)."""
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
 from typing import Any
-from uuid import UUID
 
-from rich.console import Console
-
-from safelight.cli.summary import build_summary, render_summary
 from safelight.work.outcome import FAILS_BY_NAME
+from tests.unit.summaries import rendered, summary_document
 
 
-def rendered(items: list[dict[str, Any]]) -> str:
-    document = build_summary(
-        status="succeeded",
-        exit_code=0,
-        database="embedded",
-        config={"id": UUID(int=7), "owner": "alice", "root": Path("/photos"), "created": True},
-        crawl={"item_id": 1, "status": "succeeded", "error": None, "result": None},
-        library={
-            "images": 0,
-            "videos": 0,
-            "soft_deleted": 0,
-            "bursts": 0,
-            "burst_assets": 0,
-            "live_photos": 0,
-            "stacks": 0,
-            "proxy_files": 0,
-        },
-        stored_errors=[],
-        proxy_folder=Path("/proxies"),
-        seconds=1.0,
-        items=items,
-    )
-    out = io.StringIO()
-    render_summary(Console(file=out, width=120), document)
-    return " ".join(out.getvalue().split())
+def rendered_items(items: list[dict[str, Any]]) -> str:
+    return rendered(summary_document(items=items))
 
 
 def item(n: int, outcome: str, error: str | None) -> dict[str, Any]:
@@ -47,16 +19,18 @@ def item(n: int, outcome: str, error: str | None) -> dict[str, Any]:
 
 def test_a_retried_attempt_is_not_listed_as_failed_but_the_last_failure_is() -> None:
     eio = "OSError: [Errno 5] Input/output error"
-    retried_then_done = rendered([item(1, "retrying", eio), item(1, "succeeded", None)])
+    retried_then_done = rendered_items([item(1, "retrying", eio), item(1, "succeeded", None)])
     assert "failed" not in retried_then_done
-    spent = rendered([item(1, "retrying", eio), item(1, "failed", f"failed 2 times; last: {eio}")])
+    spent = rendered_items(
+        [item(1, "retrying", eio), item(1, "failed", f"failed 2 times; last: {eio}")]
+    )
     assert f"failed crawl #1: failed 2 times; last: {eio}" in spent
     assert spent.count(eio) == 1
 
 
 def test_an_attempt_stopped_without_a_verdict_is_listed_as_stopped_not_failed() -> None:
     outage = "OperationalError: the connection is lost"
-    shown = rendered(
+    shown = rendered_items(
         [item(1, "interrupted", outage), item(2, "lost", None), item(3, "selfstopped", None)]
     )
     assert "failed" not in shown
@@ -65,7 +39,7 @@ def test_an_attempt_stopped_without_a_verdict_is_listed_as_stopped_not_failed() 
 
 
 def test_an_unknown_kind_and_an_unknown_outcome_name_are_listed_as_failed() -> None:
-    shown = rendered([item(1, "unknownkind", None), item(2, "no-such-outcome", "why")])
+    shown = rendered_items([item(1, "unknownkind", None), item(2, "no-such-outcome", "why")])
     assert "failed crawl #1: unknownkind" in shown and "failed crawl #2: why" in shown
 
 
