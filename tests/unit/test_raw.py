@@ -15,9 +15,17 @@ from PIL import Image
 
 from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.errors import MediaError, TooLargeToDecode, UnsupportedMedia
-from safelight.library.exif import read_exif
+from safelight.library.exif import (
+    TAG_DATE_DIGITIZED,
+    TAG_DATE_ORIGINAL,
+    TAG_OFFSET_ORIGINAL,
+    TAG_SUBSEC_ORIGINAL,
+    ExifDate,
+    read_exif,
+    read_exif_ifd_dates,
+)
 from safelight.library.mediatypes import is_raw, media_type
-from safelight.library.raw import _cr3_box, decode_raw, sniff
+from safelight.library.raw import _cr3_box, _fields, decode_raw, sniff
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
@@ -220,6 +228,38 @@ def test_a_cr3_s_make_and_model_are_read_from_its_cmt1_box() -> None:
     fields = read_exif(cmt1)
     assert (fields.make, fields.model, fields.orientation) == ("Canon", "Canon EOS R5", 8)
     assert _cr3_box(data[:40], b"CMT1") is None  # cut short: nothing, no error
+
+
+def test_a_cr3_s_capture_time_is_read_from_its_cmt2_box_with_sub_seconds_and_offset() -> None:
+    def box(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+    cmt1 = exif_bytes(make="Canon", model="Canon EOS R5")[6:]
+    # CMT2 is a TIFF whose IFD0 holds the Exif IFD's own tags.
+    exif_ifd = Image.Exif()
+    exif_ifd[TAG_DATE_ORIGINAL] = "2024:05:06 07:08:09"
+    exif_ifd[TAG_SUBSEC_ORIGINAL] = "25"
+    exif_ifd[TAG_OFFSET_ORIGINAL] = "+02:00"
+    exif_ifd[TAG_DATE_DIGITIZED] = "2024:05:06 07:08:10"
+    cmt2 = exif_ifd.tobytes()[6:]
+    canon = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
+    data = box(b"ftyp", b"crx \0\0\0\x01") + box(
+        b"moov", box(b"uuid", canon + box(b"CMT1", cmt1) + box(b"CMT2", cmt2))
+    )
+
+    fields = _fields("cr3", data, None)
+
+    assert (fields.make, fields.model) == ("Canon", "Canon EOS R5")
+    assert fields.dates == (
+        ExifDate("2024:05:06 07:08:09", "25", "+02:00"),
+        ExifDate("2024:05:06 07:08:10", None, None),
+    )
+    assert read_exif_ifd_dates(b"not a tiff") == ()
+    assert read_exif_ifd_dates(b"II+\0\x08\0\0\0") == ()  # BigTIFF: no camera writes it
+    # Without CMT2, the dates stay empty and the make and model still come from CMT1.
+    only_cmt1 = box(b"moov", box(b"uuid", canon + box(b"CMT1", cmt1)))
+    assert _fields("cr3", only_cmt1, None).dates == ()
+    assert _fields("cr3", only_cmt1, None).model == "Canon EOS R5"
 
 
 @pytest.mark.parametrize("with_preview", [True, False], ids=["preview", "demosaic"])

@@ -146,6 +146,33 @@ def read_exif_from_tiff(fp: IO[bytes]) -> ExifFields:
     return _read_tiff(_File(fp))
 
 
+def read_exif_ifd_dates(blob: bytes) -> tuple[ExifDate, ...]:
+    """The capture dates of a TIFF structure whose IFD0 holds the Exif IFD's tags (a CR3's
+    ``CMT2`` box), with their sub-seconds and offsets; empty if it is no TIFF."""
+    src = _Bytes(blob)
+    head = src.read_at(0, 8)
+    if len(head) < 8 or head[:2] not in (b"II", b"MM"):
+        return ()
+    endian = "<" if head[:2] == b"II" else ">"
+    magic, ifd_offset = struct.unpack(endian + "HI", head[2:8])
+    if magic != 42:
+        return ()
+    return _dates(src, _read_ifd(src, ifd_offset, endian, base=0))
+
+
+def _dates(src: _Source, exif_ifd: dict[int, _Entry]) -> tuple[ExifDate, ...]:
+    """DateTimeOriginal, then CreateDate (DateTimeDigitized), each with its own sub-seconds
+    and offset, as far as the Exif IFD holds them."""
+    return tuple(
+        ExifDate(value, _text(src, exif_ifd.get(subsec)), _text(src, exif_ifd.get(offset)))
+        for tag, subsec, offset in (
+            (TAG_DATE_ORIGINAL, TAG_SUBSEC_ORIGINAL, TAG_OFFSET_ORIGINAL),
+            (TAG_DATE_DIGITIZED, TAG_SUBSEC_DIGITIZED, TAG_OFFSET_DIGITIZED),
+        )
+        if (value := _text(src, exif_ifd.get(tag))) is not None
+    )
+
+
 def _read_tiff(src: _Source) -> ExifFields:
     head = src.read_at(0, 8)
     if len(head) < 8 or head[:2] not in (b"II", b"MM"):
@@ -166,14 +193,7 @@ def _read_tiff(src: _Source) -> ExifFields:
     exif_offset = _first_int(src, ifd0.get(TAG_EXIF_IFD), endian)
     if exif_offset is not None and exif_offset != ifd0_offset:
         exif_ifd = _read_ifd(src, exif_offset, endian, base=0)
-    dates = tuple(
-        ExifDate(value, _text(src, exif_ifd.get(subsec)), _text(src, exif_ifd.get(offset)))
-        for tag, subsec, offset in (
-            (TAG_DATE_ORIGINAL, TAG_SUBSEC_ORIGINAL, TAG_OFFSET_ORIGINAL),
-            (TAG_DATE_DIGITIZED, TAG_SUBSEC_DIGITIZED, TAG_OFFSET_DIGITIZED),
-        )
-        if (value := _text(src, exif_ifd.get(tag))) is not None
-    )
+    dates = _dates(src, exif_ifd)
     burst_id = content_identifier = None
     sequence_number = None
     note = exif_ifd.get(TAG_MAKER_NOTE)

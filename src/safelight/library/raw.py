@@ -13,10 +13,10 @@ Metadata, in order of trust:
   TIFF IFD0 Orientation. Embedded previews are stored as the sensor saw them, so the
   proxies are turned by it here, as ``images`` turns any photo by its EXIF orientation.
 - Make, model, capture time: the EXIF of TIFF-based RAWs (IFD0 and the Exif IFD: DNG,
-  CR2, NEF, ARW, ORF, RW2, PEF...), of CR3's ``CMT1`` box (make and model), or of the
-  embedded JPEG (RAF's carries the camera's full EXIF). The capture time falls back to
-  LibRaw's timestamp (the EXIF date it parsed, as the camera's wall clock: CR3's
-  ``CMT2``), then the file's time.
+  CR2, NEF, ARW, ORF, RW2, PEF...), of CR3's ``CMT1`` box (make and model) and ``CMT2``
+  box (the Exif IFD: dates with sub-seconds and offset), or of the embedded JPEG (RAF's
+  carries the camera's full EXIF). The capture time falls back to LibRaw's timestamp
+  (the EXIF date it parsed, as the camera's wall clock), then the file's time.
 
 The file is read into memory once (LibRaw parses from a buffer), so a RAW larger than the
 decode budget allows is refused before it is read, like any photo that would not fit.
@@ -43,7 +43,7 @@ from safelight.library.errors import (
     TooLargeToDecode,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifFields, read_exif
+from safelight.library.exif import ExifFields, read_exif, read_exif_ifd_dates
 from safelight.library.images import _TRANSPOSE, ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.limits import DECODE_BASELINE_BYTES, MIB
 from safelight.library.metadata import (
@@ -250,10 +250,14 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
         # ORF and RW2 are TIFF under another magic number: read as TIFF.
         return read_exif(data if data[2:4] in (b"*\0", b"\0*") else data[:2] + b"*\0" + data[4:])
     if container == "cr3":
+        # CMT1 is IFD0 (make, model, orientation); CMT2 holds the Exif IFD's tags: the
+        # capture dates with their sub-seconds and offset, which LibRaw's time drops.
         cmt1 = _cr3_box(data, b"CMT1")
-        if cmt1 is not None:
-            return read_exif(cmt1)
-        return ExifFields()
+        fields = read_exif(cmt1) if cmt1 is not None else ExifFields()
+        cmt2 = _cr3_box(data, b"CMT2")
+        if cmt2 is not None and (dates := read_exif_ifd_dates(cmt2)):
+            fields = replace(fields, dates=dates)
+        return fields
     if thumb is not None and thumb.format == rawpy.ThumbFormat.JPEG:
         try:
             with Image.open(io.BytesIO(thumb.data)) as jpeg:
