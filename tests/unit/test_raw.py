@@ -21,11 +21,13 @@ from safelight.library.exif import (
     TAG_OFFSET_ORIGINAL,
     TAG_SUBSEC_ORIGINAL,
     ExifDate,
+    ExifFields,
     read_exif,
     read_exif_ifd_dates,
 )
 from safelight.library.mediatypes import is_raw, media_type
 from safelight.library.raw import _cr3_box, _fields, decode_raw, sniff
+from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
@@ -94,6 +96,10 @@ def test_containers_are_told_by_their_first_bytes() -> None:
     assert sniff(b"IIRO\x08\0\0\0") == "tiff"  # Olympus ORF
     assert sniff(b"IIU\0\x08\0\0\0") == "tiff"  # Panasonic RW2
     assert sniff(b"\0\0\0\x18ftypcrx \0\0\0\x01") == "cr3"
+    assert sniff(b"II\x1a\0\0\0HEAPCCDR\x02\0") == "crw"
+    assert sniff(b"II\x1a\0\0\0HEAPJPGM\x02\0") is None  # a JPEG's CIFF block, no RAW
+    assert sniff(b"\0MRM\0\0\x0a\x0c\0PRD\0\0\0\x18") == "mrw"
+    assert sniff(b"FOVb\x03\0\x02\x0001008382") == "x3f"
     assert sniff(b"FUJIFILMCCD-RAW 0201") == "raf"
     assert sniff(b"\xff\xd8\xff\xe0\0\x10JFIF\0") is None
     assert sniff(b"\0\0\0\x18ftypheic") is None
@@ -295,3 +301,33 @@ def test_sample_raw_files_get_proxies_and_a_camera(path: Path) -> None:
     assert max(preview.size) <= DEFAULT_SPEC.preview_width * 4
     # Upright: the preview's shape follows the displayed (turned) size.
     assert (preview.width >= preview.height) == (meta.width >= meta.height)
+
+
+def test_a_crw_s_make_model_and_time_are_read_from_its_ciff_heap() -> None:
+    data = ciff_app0(
+        "Canon", "Canon EOS DIGITAL REBEL", datetime(2003, 11, 10, 17, 39, 26), b"HEAPCCDR"
+    )
+    assert sniff(data[:16]) == "crw"
+    fields = _fields("crw", data, None)
+    assert (fields.make, fields.model) == ("Canon", "Canon EOS DIGITAL REBEL")
+    assert fields.dates == (ExifDate("2003:11:10 17:39:26", None, None),)
+    assert _fields("crw", data[:20], None) == ExifFields()  # cut short: nothing, no error
+
+
+def test_an_mrw_s_make_model_and_time_are_read_from_its_ttw_block() -> None:
+    def block(name: bytes, payload: bytes) -> bytes:
+        return name + struct.pack(">I", len(payload)) + payload
+
+    tiff = exif_bytes(
+        make="Konica Minolta", model="DiMAGE A2", captured_at=datetime(2004, 11, 18, 23, 14, 58)
+    )[6:]
+    blocks = block(b"\0PRD", b"\0" * 24) + block(b"\0TTW", tiff) + block(b"\0WBG", b"\0" * 12)
+    data = b"\0MRM" + struct.pack(">I", len(blocks)) + blocks + b"image data"
+
+    fields = _fields("mrw", data, None)
+
+    assert (fields.make, fields.model) == ("Konica Minolta", "DiMAGE A2")
+    assert fields.dates[0].value == "2004:11:18 23:14:58"
+    # A block past the header's end, a length beyond the file: nothing, no error.
+    assert _fields("mrw", b"\0MRM" + struct.pack(">I", 8) + blocks, None) == ExifFields()
+    assert _fields("mrw", data[: 8 + 8 + 24 + 12], None) == ExifFields()

@@ -43,7 +43,7 @@ def read_maker_blocks(applist: Sequence[tuple[str, bytes]]) -> MakerBlock:
     """What the CIFF (APP0) or Olympus (APP12) blocks among ``applist`` say."""
     for marker, data in applist:
         if marker == "APP0" and data[6:14] == _CIFF_JPEG_HEADER:
-            found = _read_ciff(data)
+            found = read_ciff(data)
             if found.make or found.captured_at:
                 return found
         elif marker == "APP12":
@@ -53,9 +53,11 @@ def read_maker_blocks(applist: Sequence[tuple[str, bytes]]) -> MakerBlock:
     return MakerBlock()
 
 
-def _read_ciff(data: bytes) -> MakerBlock:
+def read_ciff(data: bytes) -> MakerBlock:
+    """Make, model and wall-clock time of a CIFF file: the APP0 block of Canon's early
+    JPEGs (``HEAPJPGM``), or a whole CRW RAW file (``HEAPCCDR``), which is one."""
     if data[:2] != b"II" or len(data) < 14:
-        return MakerBlock()  # every CIFF written in a JPEG is little-endian
+        return MakerBlock()  # every CIFF a camera wrote is little-endian
     (header_length,) = struct.unpack("<I", data[2:6])
     heap = data[header_length:]
     values: dict[int, bytes] = {}

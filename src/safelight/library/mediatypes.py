@@ -22,7 +22,7 @@ RAW_EXTENSIONS = frozenset(
      ".rw2", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".mrw", ".kdc", ".dcr", ".mos"}
 )  # fmt: skip
 """Camera RAW files: images, decoded through LibRaw (``raw``), whose content is checked
-when they are decoded (a TIFF-based, CR3 or RAF container, ``raw.sniff``)."""
+when they are decoded (a TIFF-based, CR3, RAF, CRW, MRW or X3F container, ``raw.sniff``)."""
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts"})
 
 IGNORED_FOLDER_NAMES = frozenset(

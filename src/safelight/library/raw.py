@@ -14,9 +14,10 @@ Metadata, in order of trust:
   proxies are turned by it here, as ``images`` turns any photo by its EXIF orientation.
 - Make, model, capture time: the EXIF of TIFF-based RAWs (IFD0 and the Exif IFD: DNG,
   CR2, NEF, ARW, ORF, RW2, PEF...), of CR3's ``CMT1`` box (make and model) and ``CMT2``
-  box (the Exif IFD: dates with sub-seconds and offset), or of the embedded JPEG (RAF's
-  carries the camera's full EXIF). The capture time falls back to LibRaw's timestamp
-  (the EXIF date it parsed, as the camera's wall clock), then the file's time.
+  box (the Exif IFD: dates with sub-seconds and offset), of CRW's CIFF heap, of MRW's
+  ``TTW`` block (a TIFF), or of the embedded JPEG (RAF's carries the camera's full
+  EXIF). The capture time falls back to LibRaw's timestamp (the EXIF date it parsed, as
+  the camera's wall clock), then the file's time.
 
 The file is read into memory once (LibRaw parses from a buffer), so a RAW larger than the
 decode budget allows is refused before it is read, like any photo that would not fit.
@@ -43,8 +44,9 @@ from safelight.library.errors import (
     TooLargeToDecode,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifFields, read_exif, read_exif_ifd_dates
+from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
 from safelight.library.images import _TRANSPOSE, ImageProxies, ProxySpec, proxies_from_upright_image
+from safelight.library.jpegblocks import read_ciff
 from safelight.library.limits import DECODE_BASELINE_BYTES, MIB
 from safelight.library.metadata import (
     MAX_IMAGE_PIXELS,
@@ -66,6 +68,11 @@ _TIFF_MAGIC = {b"II*\0", b"MM\0*", b"IIRO", b"IIRS", b"MMOR", b"IIU\0"}
 """TIFF, and the TIFF of Olympus (ORF) and Panasonic (RW2) under magic numbers of their own."""
 _CANON_UUID = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
 _RAF_MAGIC = b"FUJIFILMCCD-RAW"
+_CRW_HEAP = b"HEAPCCDR"
+"""Canon's CRW: a CIFF heap (``II``, header length, this type) holding the whole file."""
+_MRW_MAGIC = b"\0MRM"
+"""Minolta's MRW: blocks of a 4-byte name and a big-endian length; ``\0TTW`` is a TIFF."""
+_X3F_MAGIC = b"FOVb"
 _OUT_OF_MEMORY = (
     rawpy.LibRawUnsufficientMemoryError,
     rawpy.LibRawTooBigError,
@@ -93,14 +100,20 @@ _DEMOSAIC_OUTPUT_BYTES = 3 + 4
 
 
 def sniff(head: bytes) -> str | None:
-    """The RAW container of a file's first 16 bytes (``"tiff"``, ``"cr3"``, ``"raf"``),
-    or None when it is none of them."""
+    """The RAW container of a file's first 16 bytes (``"tiff"``, ``"cr3"``, ``"raf"``,
+    ``"crw"``, ``"mrw"``, ``"x3f"``), or None when it is none of them."""
     if head[:4] in _TIFF_MAGIC:
         return "tiff"
     if head[4:12] == b"ftypcrx ":
         return "cr3"
     if head.startswith(_RAF_MAGIC):
         return "raf"
+    if head[:2] == b"II" and head[6:14] == _CRW_HEAP:
+        return "crw"
+    if head.startswith(_MRW_MAGIC):
+        return "mrw"
+    if head.startswith(_X3F_MAGIC):
+        return "x3f"
     return None
 
 
@@ -258,6 +271,14 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
         if cmt2 is not None and (dates := read_exif_ifd_dates(cmt2)):
             fields = replace(fields, dates=dates)
         return fields
+    if container == "crw":
+        block = read_ciff(data)
+        stamp = block.captured_at
+        dates = (ExifDate(stamp.strftime("%Y:%m:%d %H:%M:%S"), None, None),) if stamp else ()
+        return ExifFields(make=block.make, model=block.model, dates=dates)
+    if container == "mrw":
+        tiff = _mrw_block(data, b"\0TTW")
+        return read_exif(tiff) if tiff is not None else ExifFields()
     if thumb is not None and thumb.format == rawpy.ThumbFormat.JPEG:
         try:
             with Image.open(io.BytesIO(thumb.data)) as jpeg:
@@ -267,6 +288,24 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
         if isinstance(blob, bytes):
             return read_exif(blob)
     return ExifFields()
+
+
+def _mrw_block(data: bytes, name: bytes) -> bytes | None:
+    """The payload of an MRW's block ``name``, among those before its image data."""
+    if len(data) < 8:
+        return None
+    end = min(len(data), 8 + int.from_bytes(data[4:8], "big"))
+    position = 8
+    for _ in range(_MAX_BOXES):
+        if position + 8 > end:
+            return None
+        size = int.from_bytes(data[position + 4 : position + 8], "big")
+        if position + 8 + size > end:
+            return None
+        if data[position : position + 4] == name:
+            return data[position + 8 : position + 8 + size]
+        position += 8 + size
+    return None
 
 
 def _cr3_box(data: bytes, name: bytes) -> bytes | None:

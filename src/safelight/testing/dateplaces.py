@@ -54,9 +54,10 @@ def reconyx_maker_note(captured_at: datetime) -> bytes:
     return struct.pack(f"<{len(words)}H", *words) + bytes(64)
 
 
-def ciff_app0(make: str, model: str, captured_at: datetime) -> bytes:
-    """An APP0 payload of Canon's CIFF heap (``HEAPJPGM``): a CameraObject subheap with
-    MakeModel, and TimeStamp (the wall clock as seconds since 1970) in the root."""
+def ciff_app0(make: str, model: str, captured_at: datetime, kind: bytes = b"HEAPJPGM") -> bytes:
+    """An APP0 payload of Canon's CIFF heap (``HEAPJPGM``; ``HEAPCCDR``: a CRW file's
+    start): a CameraObject subheap with MakeModel, and TimeStamp (the wall clock as
+    seconds since 1970) in the root."""
     make_model = make.encode() + b"\0" + model.encode() + b"\0"
     sub = (
         make_model
@@ -72,7 +73,7 @@ def ciff_app0(make: str, model: str, captured_at: datetime) -> bytes:
     heap += struct.pack("<HII", 0x180E, len(stamp), 0)
     heap += struct.pack("<HII", 0x2807, len(sub), len(stamp))
     heap += struct.pack("<I", directory)
-    return b"II" + struct.pack("<I", 14) + b"HEAPJPGM" + heap
+    return b"II" + struct.pack("<I", 14) + kind + heap
 
 
 def olympus_app12(captured_at: datetime) -> bytes:
