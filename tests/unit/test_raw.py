@@ -26,7 +26,7 @@ from safelight.library.exif import (
     read_exif_ifd_dates,
 )
 from safelight.library.mediatypes import is_raw, media_type
-from safelight.library.raw import _cr3_box, _fields, decode_raw, sniff
+from safelight.library.raw import _cr3_box, _fields, _mrw_block, decode_raw, sniff
 from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
@@ -236,18 +236,23 @@ def test_a_cr3_s_make_and_model_are_read_from_its_cmt1_box() -> None:
     assert _cr3_box(data[:40], b"CMT1") is None  # cut short: nothing, no error
 
 
-def test_a_cr3_s_capture_time_is_read_from_its_cmt2_box_with_sub_seconds_and_offset() -> None:
+@pytest.mark.parametrize("endian", ["<", ">"], ids=["II", "MM"])
+def test_a_cr3_s_capture_time_is_read_from_its_cmt2_box_with_sub_seconds_and_offset(
+    endian: str,
+) -> None:
     def box(kind: bytes, payload: bytes) -> bytes:
         return struct.pack(">I", 8 + len(payload)) + kind + payload
 
     cmt1 = exif_bytes(make="Canon", model="Canon EOS R5")[6:]
-    # CMT2 is a TIFF whose IFD0 holds the Exif IFD's own tags.
+    # CMT2 is a TIFF whose IFD0 holds the Exif IFD's own tags; Canon writes "II".
     exif_ifd = Image.Exif()
+    exif_ifd.endian = endian
     exif_ifd[TAG_DATE_ORIGINAL] = "2024:05:06 07:08:09"
     exif_ifd[TAG_SUBSEC_ORIGINAL] = "25"
     exif_ifd[TAG_OFFSET_ORIGINAL] = "+02:00"
     exif_ifd[TAG_DATE_DIGITIZED] = "2024:05:06 07:08:10"
     cmt2 = exif_ifd.tobytes()[6:]
+    assert cmt2[:2] == (b"II" if endian == "<" else b"MM")
     canon = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
     data = box(b"ftyp", b"crx \0\0\0\x01") + box(
         b"moov", box(b"uuid", canon + box(b"CMT1", cmt1) + box(b"CMT2", cmt2))
@@ -260,7 +265,11 @@ def test_a_cr3_s_capture_time_is_read_from_its_cmt2_box_with_sub_seconds_and_off
         ExifDate("2024:05:06 07:08:09", "25", "+02:00"),
         ExifDate("2024:05:06 07:08:10", None, None),
     )
+    assert read_exif_ifd_dates(cmt2[:8]) == ()  # its IFD cut off: nothing, no error
+    assert read_exif_ifd_dates(cmt2[:7]) == ()
     assert read_exif_ifd_dates(b"not a tiff") == ()
+    assert read_exif_ifd_dates(b"ii" + cmt2[2:]) == ()  # no byte order a TIFF has
+    assert read_exif_ifd_dates(b"XX" + cmt2[2:]) == ()
     assert read_exif_ifd_dates(b"II+\0\x08\0\0\0") == ()  # BigTIFF: no camera writes it
     # Without CMT2, the dates stay empty and the make and model still come from CMT1.
     only_cmt1 = box(b"moov", box(b"uuid", canon + box(b"CMT1", cmt1)))
@@ -328,6 +337,22 @@ def test_an_mrw_s_make_model_and_time_are_read_from_its_ttw_block() -> None:
 
     assert (fields.make, fields.model) == ("Konica Minolta", "DiMAGE A2")
     assert fields.dates[0].value == "2004:11:18 23:14:58"
+    ttw = 8 + 8 + 24  # where the TTW block starts
+    assert _mrw_block(data, b"\0TTW") == tiff
+    assert _mrw_block(data, b"\0WBG") == b"\0" * 12  # the last block, ending at the header's end
+    assert _mrw_block(data, b"\0RIF") is None
     # A block past the header's end, a length beyond the file: nothing, no error.
-    assert _fields("mrw", b"\0MRM" + struct.pack(">I", 8) + blocks, None) == ExifFields()
-    assert _fields("mrw", data[: 8 + 8 + 24 + 12], None) == ExifFields()
+    assert _mrw_block(b"\0MRM" + struct.pack(">I", ttw - 8) + blocks, b"\0TTW") is None
+    assert _mrw_block(b"\0MRM" + struct.pack(">I", ttw - 1) + blocks, b"\0TTW") is None
+    short_by_one = b"\0MRM" + struct.pack(">I", len(blocks) - 1) + blocks
+    assert _mrw_block(short_by_one, b"\0WBG") is None
+    # A header length of 2**24 or more: all four bytes of it count.
+    past = block(b"\0RIF", b"\1" * 4)
+    long_header = b"\0MRM" + struct.pack(">I", (1 << 24) + len(blocks)) + blocks + past
+    assert _mrw_block(long_header, b"\0RIF") == b"\1" * 4
+    assert _mrw_block(data[: ttw + 8 + len(tiff) - 1], b"\0TTW") is None
+    assert _mrw_block(data[: ttw + 8 + len(tiff)], b"\0TTW") == tiff  # just fits
+    assert _mrw_block(data[: ttw + 7], b"\0TTW") is None  # its header cut short
+    assert _mrw_block(b"\0MRM\0\0\0", b"\0TTW") is None
+    assert _mrw_block(b"\0MRM" + struct.pack(">I", 8) + b"\0TTW" + bytes(4), b"\0TTW") == b""
+    assert _fields("mrw", data[:ttw], None) == ExifFields()
