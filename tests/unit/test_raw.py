@@ -350,6 +350,9 @@ def test_an_mrw_s_make_model_and_time_are_read_from_its_ttw_block() -> None:
     past = block(b"\0RIF", b"\1" * 4)
     long_header = b"\0MRM" + struct.pack(">I", (1 << 24) + len(blocks)) + blocks + past
     assert _mrw_block(long_header, b"\0RIF") == b"\1" * 4
+    # A block of 2**24 bytes or more whose end is past the file's: all four bytes count.
+    huge = b"\0TTW" + struct.pack(">I", (1 << 24) + 4) + b"abcd"
+    assert _mrw_block(b"\0MRM" + struct.pack(">I", 1 << 30) + huge, b"\0TTW") is None
     assert _mrw_block(data[: ttw + 8 + len(tiff) - 1], b"\0TTW") is None
     assert _mrw_block(data[: ttw + 8 + len(tiff)], b"\0TTW") == tiff  # just fits
     assert _mrw_block(data[: ttw + 7], b"\0TTW") is None  # its header cut short

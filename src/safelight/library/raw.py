@@ -292,8 +292,6 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
 
 def _mrw_block(data: bytes, name: bytes) -> bytes | None:
     """The payload of an MRW's block ``name``, among those before its image data."""
-    if len(data) < 8:
-        return None
     end = min(len(data), 8 + int.from_bytes(data[4:8], "big"))
     position = 8
     for _ in range(_MAX_BOXES):
