@@ -20,7 +20,8 @@ from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.exif import read_exif
 from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.mediatypes import media_type
-from safelight.library.metadata import read_image_metadata
+from safelight.library.metadata import Orientation, read_image_metadata, turn_after_undoing
+from safelight.library.sidecars import SidecarFacts
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import (
     BLUE,
@@ -30,7 +31,7 @@ from safelight.testing.oriented import (
     oriented_photo,
     quadrants,
 )
-from safelight.testing.samplegen import GREEN, RED
+from safelight.testing.samplegen import GREEN, INVERSE_TRANSPOSE, RED
 from tests.specs import DEFAULT_SPEC
 
 FORMATS: tuple[OrientedFormat, ...] = tuple(EXTENSIONS)
@@ -241,3 +242,76 @@ async def test_the_decode_processes_turn_every_format_as_a_thread_does(tmp_path:
         assert (meta.width, meta.height) == SIZE, path
         assert_upright_proxies(proxies)
     assert results == [decode_image(path, DEFAULT_SPEC) for path in paths]
+
+
+# --- a sidecar's orientation over every format (ADR 0026 decision 6, ADR 0029) --------------
+
+
+def _other(orientation: int) -> int:
+    """An embedded orientation that is not the sidecar's: every value 1-8 is met."""
+    return orientation % 8 + 1
+
+
+@pytest.mark.parametrize("sidecar", range(1, 9))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_sidecar_orientation_wins_in_every_format_whoever_turns_the_pixels(
+    tmp_path: Path, fmt: OrientedFormat, sidecar: int
+) -> None:
+    """The file says one orientation (EXIF, tag 274, or a HEIF's container transforms,
+    which libheif and Pillow's TIFF decoder apply themselves) while its pixels are stored
+    for the sidecar's: the sidecar's word wins, whatever the decoder turned already."""
+    embedded = _other(sidecar)
+    path = tmp_path / f"photo{EXTENSIONS[fmt]}"
+    path.write_bytes(oriented_photo(fmt, embedded, size=SIZE, stored_for=sidecar))
+    assert read_image_metadata(path).orientation == embedded  # the file's own word
+    meta = read_image_metadata(path, SidecarFacts(orientation=sidecar))
+    assert (meta.width, meta.height) == SIZE
+    assert meta.orientation == sidecar
+    proxies = make_image_proxies(path, DEFAULT_SPEC, sidecar)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+@pytest.mark.parametrize("sidecar", range(1, 9))
+def test_a_sidecar_orientation_turns_a_jpeg_xl(tmp_path: Path, sidecar: int) -> None:
+    """libjxl applies the codestream's orientation (1 here: the plugin writes none) and
+    never EXIF's; the sidecar's turn is applied to what it decodes."""
+    stored = quadrants(*SIZE)
+    if sidecar > 1:
+        stored = stored.transpose(INVERSE_TRANSPOSE[sidecar])
+    path = tmp_path / "photo.jxl"
+    stored.save(path, "JXL", lossless=True, exif=exif_bytes(orientation=_other(sidecar)))
+    meta = read_image_metadata(path, SidecarFacts(orientation=sidecar))
+    assert (meta.width, meta.height, meta.orientation) == (*SIZE, sidecar)
+    proxies = make_image_proxies(path, DEFAULT_SPEC, sidecar)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+@pytest.mark.parametrize("applied", range(1, 9))
+@pytest.mark.parametrize("wanted", range(1, 9))
+def test_the_turn_left_after_a_decoder_undoes_what_it_applied(wanted: int, applied: int) -> None:
+    """``turn_after_undoing`` against Pillow's own transpositions, on a picture with no
+    symmetry: turning what a decoder turned by ``applied`` by the result gives the
+    picture ``wanted`` makes of the stored pixels."""
+    stored = quadrants(6, 4)
+    decoded = turned(stored, applied)
+    assert turned(decoded, turn_after_undoing(wanted, applied)).tobytes() == (
+        turned(stored, wanted).tobytes()
+    )
+    assert Orientation(wanted, applied).remaining == turn_after_undoing(wanted, applied)
+    assert Orientation(wanted, applied).displayed_size(decoded.size) == turned(stored, wanted).size
+
+
+def turned(image: Image.Image, orientation: int) -> Image.Image:
+    """``image`` turned as EXIF's ``orientation`` turns stored pixels upright."""
+    upright = {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,
+        3: Image.Transpose.ROTATE_180,
+        4: Image.Transpose.FLIP_TOP_BOTTOM,
+        5: Image.Transpose.TRANSPOSE,
+        6: Image.Transpose.ROTATE_270,
+        7: Image.Transpose.TRANSVERSE,
+        8: Image.Transpose.ROTATE_90,
+    }
+    return image.transpose(upright[orientation]) if orientation > 1 else image.copy()
