@@ -16,8 +16,11 @@ from safelight.library.metadata import read_image_metadata
 from safelight.library.originals import StorageRoot
 from safelight.library.sidecars import (
     NO_FACTS,
+    NONE_READ,
+    ReadSidecar,
     SidecarFile,
     is_sidecar_name,
+    read_sidecar,
     sidecar_facts,
     sidecar_for,
 )
@@ -166,3 +169,42 @@ def test_a_sidecar_that_is_a_link_is_reported_and_not_read(tmp_path: Path) -> No
 
     assert [(f.path, f.sidecar) for f in walker.files] == [("IMG_1.JPG", None)]
     assert walker.skipped == [FileError("IMG_1.xmp", SYMLINK_REASON)]
+
+
+# --- reading one ----------------------------------------------------------------------------
+
+
+def test_a_sidecar_is_read_with_the_stat_of_the_version_read(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    root.mkdir()
+    (root / "IMG_1.xmp").write_bytes(sidecar_xml(orientation="8"))
+    os.utime(root / "IMG_1.xmp", ns=(5, 2_000_000_003))
+    listed = SidecarFile("IMG_1.xmp", 1, 1)  # the walk's stat, older than the file's now
+    with StorageRoot(root) as storage:
+        read = read_sidecar(storage, listed)
+        assert read_sidecar(storage, None) == NONE_READ
+    size = (root / "IMG_1.xmp").stat().st_size
+    assert read == ReadSidecar(SidecarFile("IMG_1.xmp", size, 2_000_000_003), read.facts)
+    assert read.facts.orientation == 8 and read.refused is None
+
+
+def test_a_sidecar_that_is_a_link_or_outside_the_root_is_refused_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside.xmp").write_bytes(sidecar_xml(orientation="6"))
+    (root / "IMG_1.xmp").symlink_to(tmp_path / "outside.xmp")
+    (root / "linked").symlink_to(tmp_path)
+    with StorageRoot(root) as storage:
+        reads = [
+            read_sidecar(storage, SidecarFile(path, 1, 1))
+            for path in ("IMG_1.xmp", "../outside.xmp", "linked/outside.xmp")
+        ]
+        gone = read_sidecar(storage, SidecarFile("sub/gone.xmp", 1, 1))
+    for read in reads:
+        assert (read.file, read.facts) == (None, NO_FACTS)
+    assert [read.refused for read in reads] == [
+        "symbolic link: not followed",
+        "'../outside.xmp' is not a plain path below the storage root",
+        "folder 'linked' is a symbolic link: not followed",
+    ]
+    assert gone == NONE_READ  # gone since the walk: as if there were none, not reported
