@@ -81,7 +81,7 @@ from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_m
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.sidecars import ReadSidecar, read_sidecar
+from safelight.library.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.video import (
     VideoProxySpec,
     make_video_proxies,
@@ -696,8 +696,10 @@ class _Crawl:
         no link followed, bounded). One that cannot be read now (a link swapped in since
         the walk, unreadable) is reported and the photo read as if it had none; the asset
         then stores none, so the next crawl tries again."""
+        if walked.sidecar is None:
+            return NONE_READ
         read = await asyncio.to_thread(read_sidecar, self._storage(), walked.sidecar)
-        if read.refused is not None and walked.sidecar is not None:
+        if read.refused is not None:
             self._error(walked.sidecar.path, f"XMP sidecar not read: {read.refused}")
         return read
 
