@@ -112,10 +112,6 @@ read again in place, their XMP sidecar being new, changed or gone; ``skipped``: 
 the walk did not crawl on purpose (symbolic links, safelight's own folders), each
 listed with why."""
 
-_REMADE = ("thumbnail", "full_preview", "blurhash")
-"""The proxies a photo read again gets anew when the way it is shown changed (a motion
-photo's web video is its video's, which no sidecar changes)."""
-
 PROGRESS_EVERY_SECONDS = 0.1
 PROGRESS_EVERY_FILES = 50
 RESULT_LIST_LIMIT = 1000
@@ -909,8 +905,9 @@ def _read_again_if(changed: bool) -> _Then:
 def _as_hashed(asset: KnownAsset, version: FileIdentity) -> HashedFile:
     """An asset's version of its file, as if hashed again: its own hash (the file is
     unchanged) with the stat of the file open now."""
-    return HashedFile(asset.content_hash, version.size, version.mtime_ns, version.inode,
-                      version.device)  # fmt: skip
+    return HashedFile(
+        asset.content_hash, version.size, version.mtime_ns, version.inode, version.device
+    )
 
 
 def _make_temp_folder(parent: Path) -> str:
