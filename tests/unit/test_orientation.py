@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from safelight.library.containers import container_orientation, png_exif
+from safelight.library.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.exif import read_exif
 from safelight.library.images import ImageProxies, make_image_proxies
@@ -315,3 +315,53 @@ def turned(image: Image.Image, orientation: int) -> Image.Image:
         8: Image.Transpose.ROTATE_90,
     }
     return image.transpose(upright[orientation]) if orientation > 1 else image.copy()
+
+
+def _jxl_header(orientation: int | None, *, small: bool) -> bytes:
+    """A JPEG XL codestream's first bytes, written bit by bit as ISO/IEC 18181-1 lays
+    them out (each byte from its least significant bit): a 64 x 48 size header, then an
+    image header with its orientation (``None``: all default), then padding."""
+    fields: list[tuple[int, int]] = [(1 if small else 0, 1)]
+    if small:
+        fields += [(48 // 8 - 1, 5), (0, 3), (64 // 8 - 1, 5)]  # height, no ratio, width
+    else:
+        fields += [(1, 2), (48 - 1, 13), (0, 3), (0, 2), (64 - 1, 9)]  # U32 sizes
+    if orientation is None:
+        fields.append((1, 1))  # all_default
+    else:
+        fields += [(0, 1), (1, 1), (orientation - 1, 3), (0, 3)]  # + no size, preview, anim
+    bits = "".join(format(value, f"0{count}b")[::-1] for value, count in fields)
+    bits += "0" * (-len(bits) % 8) + "0" * 64
+    body = bytes(int(bits[i : i + 8][::-1], 2) for i in range(0, len(bits), 8))
+    return b"\xff\x0a" + body
+
+
+def _box(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_a_jpeg_xl_codestream_says_its_orientation_bare_or_in_its_container(
+    orientation: int,
+) -> None:
+    signature = b"\0\0\0\x0cJXL \r\n\x87\n" + _box(b"ftyp", b"jxl \0\0\0\0jxl ")
+    for small in (True, False):
+        codestream = _jxl_header(orientation, small=small)
+        assert jxl_orientation(io.BytesIO(codestream)) == orientation
+        boxed = signature + _box(b"Exif", b"\0" * 40) + _box(b"jxlc", codestream)
+        assert jxl_orientation(io.BytesIO(boxed)) == orientation
+        parts = signature + _box(b"jxlp", b"\0\0\0\0" + codestream[:20])
+        assert jxl_orientation(io.BytesIO(parts + _box(b"jxlp", codestream[20:]))) == orientation
+
+
+def test_a_jpeg_xl_without_an_orientation_or_unreadable_says_1(tmp_path: Path) -> None:
+    assert jxl_orientation(io.BytesIO(_jxl_header(None, small=True))) == 1
+    assert jxl_orientation(io.BytesIO(_jxl_header(6, small=False)[:3])) == 1  # cut short
+    assert jxl_orientation(io.BytesIO(b"\0\0\0\x0cJXL \r\n\x87\n")) == 1  # no codestream
+    assert jxl_orientation(io.BytesIO(b"not a jpeg xl at all")) == 1
+    for container in (False, True):
+        path = tmp_path / f"photo_{container}.jxl"
+        quadrants(*SIZE).save(path, "JXL", use_container=container)
+        with path.open("rb") as original:
+            assert original.read(2) == (b"\0\0" if container else b"\xff\x0a")
+            assert jxl_orientation(original) == 1  # the plugin writes none

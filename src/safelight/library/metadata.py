@@ -39,7 +39,7 @@ from safelight.library.capturetime import (
     iptc_capture_time,
     parse_exif_datetime,
 )
-from safelight.library.containers import container_orientation, png_exif
+from safelight.library.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -279,10 +279,10 @@ def orientation_of(
       browsers do. libheif applies them when it decodes (the value comes from
       ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
       Orientation it reports and applies nothing.
-    - JPEG XL: the codestream's own orientation, which libjxl applies as it decodes and
-      safelight does not read (the photo is taken as stored upright, 1); EXIF's
-      Orientation is not applied (as libjxl's djxl and the browsers). A losslessly
-      recompressed JPEG decodes back to that JPEG, whose EXIF then applies as a JPEG's.
+    - JPEG XL: the codestream's own orientation (``containers.jxl_orientation``), which
+      libjxl applies as it decodes; EXIF's Orientation is not applied (as libjxl's djxl
+      and the browsers). A losslessly recompressed JPEG decodes back to that JPEG, whose
+      EXIF then applies as a JPEG's.
     - A sidecar's ``tiff:Orientation`` (``sidecar``), the turn of the stored pixels as
       an editor set it, replaces the embedded orientation in every format. Where the
       decoder has turned the pixels already, what is left to do is the sidecar's turn
@@ -297,7 +297,7 @@ def orientation_of(
     elif format_name == "JXL" and not getattr(image, "jpeg", False):
         # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
         # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
-        applied = 1
+        applied = jxl_orientation(original)
     elif format_name in _TURNED_BY_DECODER:
         applied = fields.orientation or 1
     else:
