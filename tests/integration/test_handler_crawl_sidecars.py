@@ -15,6 +15,8 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.handlers import crawl as crawl_handler
+from safelight.library import sidecars
 from safelight.library.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import quadrants
@@ -286,3 +288,47 @@ async def test_a_sidecar_swapped_for_a_link_is_refused_and_the_photo_falls_back(
     assert linked["reread"] == 1 and linked["errors"] == []
     assert (await photo.row())[3:] == ("exif", 1, 240, 400, None)
     await photo.assert_shows(1)
+
+
+async def test_a_sidecar_swapped_for_a_link_after_the_walk_is_reported_not_read(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk listed a regular sidecar; by the time it is read it is a link to a file
+    outside the root: refused (never followed), reported as an error, and the photo is
+    ingested with its own metadata and no sidecar, so the next crawl looks again."""
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    write(root, "IMG_1.JPG", sideways_photo())
+    sidecar = write(root, "IMG_1.JPG.xmp", sidecar_xml(orientation="6"))
+    outside = write(tmp_path / "outside", "IMG_1.JPG.xmp", sidecar_xml(orientation="3"))
+    real = sidecars.read_sidecar
+
+    def swapped_then_read(storage: Any, listed: Any) -> Any:
+        sidecar.unlink()
+        sidecar.symlink_to(outside)
+        return real(storage, listed)
+
+    monkeypatch.setattr(crawl_handler, "read_sidecar", swapped_then_read)
+    config = await h.add_config(root)
+    photo = Photo(h, config)
+
+    first = await crawl(h, config)
+
+    assert [(e["path"], e["reason"]) for e in first["errors"]] == [
+        ("IMG_1.JPG.xmp", "XMP sidecar not read: symbolic link: not followed")
+    ]
+    assert (first["ingested"], first["skipped"]) == (1, [])
+    assert (await photo.row())[3:] == ("exif", 1, 240, 400, None)
+    assert await h.rows(
+        "SELECT file_path FROM asset_errors WHERE storage_config_id = %s", config
+    ) == [("IMG_1.JPG.xmp",)]
+
+    monkeypatch.setattr(crawl_handler, "read_sidecar", real)
+    second = await crawl(h, config)  # the walk sees the link now: skipped, nothing to read
+
+    assert second["errors"] == [] and (second["unchanged"], second["reread"]) == (1, 0)
+    assert [e["path"] for e in second["skipped"]] == ["IMG_1.JPG.xmp"]
+    assert (
+        await h.rows("SELECT file_path FROM asset_errors WHERE storage_config_id = %s", config)
+        == []
+    )
