@@ -1,6 +1,6 @@
 """A crawl reads a photo's XMP sidecar: its capture time and orientation win over the
 embedded ones (ADR 0026 decision 6), in threads and in decode processes alike; the
-sidecar is never an asset nor an error, and one that is a link is reported, not read.
+sidecar is never an asset, and one that is a link is reported, not read.
 A sidecar added, changed or removed later has its photo read again, in place."""
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 A sidecar is where digiKam, darktable and Lightroom write the user's corrections (a
 fixed date, a zone, a rotation) beside an original they do not rewrite. It is never an
-asset (``mediatypes`` knows no ``.xmp``), never an error, and never followed when it is
-a symbolic link (the walk reports the link like any other).
+asset (``mediatypes`` knows no ``.xmp``) nor an unsupported file, and never followed
+when it is a symbolic link (the walk reports the link like any other); one that cannot
+be read when its photo is (``read_sidecar``) is the crawl's error, its photo read as if
+it had none.
 
 The pairing rule (``sidecar_for``), in the photo's own folder, names compared without
 regard to case: ``IMG_1.JPG.xmp`` (darktable, digiKam) first, then ``IMG_1.xmp``
