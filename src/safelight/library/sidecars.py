@@ -83,9 +83,9 @@ NO_FACTS = SidecarFacts()
 
 
 def sidecar_facts(data: bytes) -> SidecarFacts:
-    """The facts of a sidecar's bytes (read bounded: more than ``XMP_MAX_BYTES`` is not
-    parsed); ``NO_FACTS`` for one that is not well-formed XMP."""
-    return facts_of(parse_xmp(data)) if len(data) <= XMP_MAX_BYTES else NO_FACTS
+    """The facts of a sidecar's bytes; ``NO_FACTS`` for one that is not well-formed XMP,
+    or more than ``XMP_MAX_BYTES`` (``parse_xmp`` parses none larger)."""
+    return facts_of(parse_xmp(data))
 
 
 def facts_of(xmp: XmpProperties) -> SidecarFacts:
