@@ -220,6 +220,12 @@ def test_a_broken_exif_date_falls_through_to_xmp() -> None:
     assert found.at == datetime(2010, 4, 13, 9, 37, 22, tzinfo=PLUS_TWO)
 
 
+def at_1515(offset: timedelta | None) -> datetime:
+    """2022-01-10 15:15:44, at ``offset`` from UTC (None: naive, the wall clock)."""
+    zone = timezone(offset) if offset is not None else None
+    return datetime(2022, 1, 10, 15, 15, 44, tzinfo=zone)
+
+
 @pytest.mark.parametrize(
     ("date", "time", "expected"),
     [
@@ -229,6 +235,23 @@ def test_a_broken_exif_date_falls_through_to_xmp() -> None:
         (b"2022011", b"151544", None),
         (b"20221310", b"151544", None),
         (b"\xff\xfe", b"151544", None),
+        # Each offset a zone can have: east, minutes, the ends of the range.
+        (b"20220110", b"151544+0530", at_1515(timedelta(hours=5, minutes=30))),
+        (b"20220110", b"151544+1045", at_1515(timedelta(hours=10, minutes=45))),
+        (b"20220110", b"151544+1400", at_1515(timedelta(hours=14))),
+        (b"20220110", b"151544-1200", at_1515(-timedelta(hours=12))),
+        # An offset that is not one is no zone: the time stays the camera's wall clock.
+        (b"20220110", b"151544+1500", at_1515(None)),
+        (b"20220110", b"151544+0560", at_1515(None)),
+        (b"20220110", b"151544+0575", at_1515(None)),
+        (b"20220110", b"151544X0400", at_1515(None)),
+        (b"20220110", b"151544 0400", at_1515(None)),
+        (b"20220110", b"151544+a400", at_1515(None)),
+        (b"20220110", b"151544+04000", at_1515(None)),
+        # Digits only: int() would take a sign or a space, a date must not.
+        (b"2022+1+1", b"151544", None),
+        (b"20220110", b"+1+2+3", None),
+        (b"20220110", b"15154", None),
     ],
 )
 def test_iptc_dates(date: bytes | None, time: bytes | None, expected: datetime | None) -> None:
