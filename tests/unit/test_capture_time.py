@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from PIL import Image, PngImagePlugin
 
-from safelight.library.capturetime import choose_capture_time, iptc_capture_time
+from safelight.library.capturetime import (
+    choose_capture_time,
+    iptc_capture_time,
+    parse_exif_datetime,
+    with_zone,
+)
 from safelight.library.exif import ExifDate, ExifFields, read_exif
 from safelight.library.metadata import read_image_metadata
 from safelight.library.xmp import (
@@ -366,3 +371,30 @@ def test_broken_blocks_leave_the_files_time(tmp_path: Path) -> None:
     assert meta.captured_at_source == "file"
     meta = read_image_metadata(written(tmp_path, broken, "broken.jpg"))
     assert meta.captured_at_source == "file"
+
+
+@pytest.mark.parametrize(
+    ("offset", "expected"),
+    [
+        ("+14:00", timedelta(hours=14)),
+        ("-12:00", -timedelta(hours=12)),
+        ("+05:59", timedelta(hours=5, minutes=59)),
+        ("+15:00", None),
+        ("+14:01", None),
+        ("+05:60", None),
+    ],
+)
+def test_an_exif_offset_is_a_zone_only_within_the_range_of_zones(
+    offset: str, expected: timedelta | None
+) -> None:
+    found = parse_exif_datetime("2021:04:11 15:47:53", None, offset)
+    assert found is not None and found.replace(tzinfo=None) == datetime(2021, 4, 11, 15, 47, 53)
+    assert found.utcoffset() == expected
+
+
+def test_a_zone_is_borrowed_from_a_date_of_the_same_second_whatever_its_fraction() -> None:
+    naive = datetime(2022, 1, 10, 15, 15, 44, 310000)
+    same_second = datetime(2022, 1, 10, 15, 15, 44, 500000, tzinfo=PLUS_TWO)
+    next_second = datetime(2022, 1, 10, 15, 15, 45, tzinfo=MINUS_FOUR)
+    assert with_zone(naive, [next_second, same_second]).utcoffset() == timedelta(hours=2)
+    assert with_zone(naive, [next_second]).tzinfo is None
