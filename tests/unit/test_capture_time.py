@@ -398,3 +398,16 @@ def test_a_zone_is_borrowed_from_a_date_of_the_same_second_whatever_its_fraction
     next_second = datetime(2022, 1, 10, 15, 15, 45, tzinfo=MINUS_FOUR)
     assert with_zone(naive, [next_second, same_second]).utcoffset() == timedelta(hours=2)
     assert with_zone(naive, [next_second]).tzinfo is None
+
+
+def test_a_naive_xmp_date_borrows_the_zone_of_a_later_xmp_date_or_of_iptc() -> None:
+    naive = {(NS_EXIF, "DateTimeOriginal"): "2010-04-13T09:37:22"}
+    later = parse_xmp(xmp_packet({**naive, (NS_XMP, "CreateDate"): "2010-04-13T09:37:22+02:00"}))
+    found = choose_capture_time(ExifFields(), later)
+    assert found is not None and found.source == "xmp"
+    assert found.at.utcoffset() == timedelta(hours=2)
+
+    iptc = datetime(2010, 4, 13, 9, 37, 22, tzinfo=MINUS_FOUR)
+    found = choose_capture_time(ExifFields(), parse_xmp(xmp_packet(naive)), iptc=iptc)
+    assert found is not None and found.source == "xmp"
+    assert found.at.utcoffset() == timedelta(hours=-4)
