@@ -114,6 +114,9 @@ CREATE TABLE public.assets (
     stack_primary_id bigint,
     motion_photo boolean DEFAULT false NOT NULL,
     motion_photo_issue text,
+    sidecar_path text,
+    sidecar_size bigint,
+    sidecar_modified_ns bigint,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
@@ -125,6 +128,8 @@ CREATE TABLE public.assets (
     CONSTRAINT assets_longitude_check CHECK (((longitude >= ('-180'::integer)::double precision) AND (longitude <= (180)::double precision))),
     CONSTRAINT assets_media_type_check CHECK ((media_type = ANY (ARRAY['image'::text, 'video'::text]))),
     CONSTRAINT assets_orientation_check CHECK (((orientation >= 1) AND (orientation <= 8))),
+    CONSTRAINT assets_sidecar_size_check CHECK ((sidecar_size >= 0)),
+    CONSTRAINT assets_sidecar_whole CHECK ((((sidecar_path IS NULL) = (sidecar_size IS NULL)) AND ((sidecar_path IS NULL) = (sidecar_modified_ns IS NULL)))),
     CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0)),
     CONSTRAINT ck_assets_motion_photo_is_an_image CHECK (((NOT motion_photo) OR (media_type = 'image'::text)))
 );

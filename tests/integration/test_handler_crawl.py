@@ -32,6 +32,7 @@ RESULT_KEYS = {
     "unchanged",
     "ingested",
     "moved",
+    "reread",
     "duplicates",
     "deleted",
     "proxies",

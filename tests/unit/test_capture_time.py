@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from PIL import Image, PngImagePlugin
 
-from safelight.library.capturetime import choose_capture_time, iptc_capture_time
+from safelight.library.capturetime import (
+    choose_capture_time,
+    iptc_capture_time,
+    parse_exif_datetime,
+    with_zone,
+)
 from safelight.library.exif import ExifDate, ExifFields, read_exif
 from safelight.library.metadata import read_image_metadata
 from safelight.library.xmp import (
@@ -220,6 +225,12 @@ def test_a_broken_exif_date_falls_through_to_xmp() -> None:
     assert found.at == datetime(2010, 4, 13, 9, 37, 22, tzinfo=PLUS_TWO)
 
 
+def at_1515(offset: timedelta | None) -> datetime:
+    """2022-01-10 15:15:44, at ``offset`` from UTC (None: naive, the wall clock)."""
+    zone = timezone(offset) if offset is not None else None
+    return datetime(2022, 1, 10, 15, 15, 44, tzinfo=zone)
+
+
 @pytest.mark.parametrize(
     ("date", "time", "expected"),
     [
@@ -229,6 +240,23 @@ def test_a_broken_exif_date_falls_through_to_xmp() -> None:
         (b"2022011", b"151544", None),
         (b"20221310", b"151544", None),
         (b"\xff\xfe", b"151544", None),
+        # Each offset a zone can have: east, minutes, the ends of the range.
+        (b"20220110", b"151544+0530", at_1515(timedelta(hours=5, minutes=30))),
+        (b"20220110", b"151544+1045", at_1515(timedelta(hours=10, minutes=45))),
+        (b"20220110", b"151544+1400", at_1515(timedelta(hours=14))),
+        (b"20220110", b"151544-1200", at_1515(-timedelta(hours=12))),
+        # An offset that is not one is no zone: the time stays the camera's wall clock.
+        (b"20220110", b"151544+1500", at_1515(None)),
+        (b"20220110", b"151544+0560", at_1515(None)),
+        (b"20220110", b"151544+0575", at_1515(None)),
+        (b"20220110", b"151544X0400", at_1515(None)),
+        (b"20220110", b"151544 0400", at_1515(None)),
+        (b"20220110", b"151544+a400", at_1515(None)),
+        (b"20220110", b"151544+04000", at_1515(None)),
+        # Digits only: int() would take a sign or a space, a date must not.
+        (b"2022+1+1", b"151544", None),
+        (b"20220110", b"+1+2+3", None),
+        (b"20220110", b"15154", None),
     ],
 )
 def test_iptc_dates(date: bytes | None, time: bytes | None, expected: datetime | None) -> None:
@@ -343,3 +371,43 @@ def test_broken_blocks_leave_the_files_time(tmp_path: Path) -> None:
     assert meta.captured_at_source == "file"
     meta = read_image_metadata(written(tmp_path, broken, "broken.jpg"))
     assert meta.captured_at_source == "file"
+
+
+@pytest.mark.parametrize(
+    ("offset", "expected"),
+    [
+        ("+14:00", timedelta(hours=14)),
+        ("-12:00", -timedelta(hours=12)),
+        ("+05:59", timedelta(hours=5, minutes=59)),
+        ("+15:00", None),
+        ("+14:01", None),
+        ("+05:60", None),
+    ],
+)
+def test_an_exif_offset_is_a_zone_only_within_the_range_of_zones(
+    offset: str, expected: timedelta | None
+) -> None:
+    found = parse_exif_datetime("2021:04:11 15:47:53", None, offset)
+    assert found is not None and found.replace(tzinfo=None) == datetime(2021, 4, 11, 15, 47, 53)
+    assert found.utcoffset() == expected
+
+
+def test_a_zone_is_borrowed_from_a_date_of_the_same_second_whatever_its_fraction() -> None:
+    naive = datetime(2022, 1, 10, 15, 15, 44, 310000)
+    same_second = datetime(2022, 1, 10, 15, 15, 44, 500000, tzinfo=PLUS_TWO)
+    next_second = datetime(2022, 1, 10, 15, 15, 45, tzinfo=MINUS_FOUR)
+    assert with_zone(naive, [next_second, same_second]).utcoffset() == timedelta(hours=2)
+    assert with_zone(naive, [next_second]).tzinfo is None
+
+
+def test_a_naive_xmp_date_borrows_the_zone_of_a_later_xmp_date_or_of_iptc() -> None:
+    naive = {(NS_EXIF, "DateTimeOriginal"): "2010-04-13T09:37:22"}
+    later = parse_xmp(xmp_packet({**naive, (NS_XMP, "CreateDate"): "2010-04-13T09:37:22+02:00"}))
+    found = choose_capture_time(ExifFields(), later)
+    assert found is not None and found.source == "xmp"
+    assert found.at.utcoffset() == timedelta(hours=2)
+
+    iptc = datetime(2010, 4, 13, 9, 37, 22, tzinfo=MINUS_FOUR)
+    found = choose_capture_time(ExifFields(), parse_xmp(xmp_packet(naive)), iptc=iptc)
+    assert found is not None and found.source == "xmp"
+    assert found.at.utcoffset() == timedelta(hours=-4)

@@ -376,7 +376,8 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert document["errors"] == [{"path": "bad.jpg", "reason": "corrupt"}]
     text = rendered(document)
     assert "Done in 2.0 s (5 files, 2.5 files/s)" in text
-    assert "3 photos, 1 video" in text and "3 new, 0 moved" in text
+    assert "3 photos, 1 video" in text and "3 new, 0 moved, 0 duplicates" in text
+    assert document["reread"] == 0 and "read again" not in text
     assert (
         "1 burst (3 photos); 0 Live Photos; 0 motion photos; 2 RAWs stacked on their JPEG" in text
     )
@@ -386,6 +387,14 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert "bad.jpg corrupt" in text and "1 file could not be ingested" in text
     assert "burst_detection #2: no" in text
     assert "safelight purge 00000000" in text
+
+
+def test_the_summary_counts_photos_read_again_for_their_sidecar() -> None:
+    document = summary(result={"total": 2, "unchanged": 1, "moved": 0, "reread": 1})
+    assert document["reread"] == 1
+    assert "0 moved, 1 read again (sidecar changed), 0 duplicates, 1 unchanged" in rendered(
+        document
+    )
 
 
 def test_the_summary_names_renamed_proxies_and_those_that_could_not_be() -> None:

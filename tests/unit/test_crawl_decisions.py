@@ -12,12 +12,15 @@ from safelight.library.decisions import (
     Duplicate,
     Moved,
     New,
+    SidecarChanged,
     Touched,
     Unchanged,
     by_content,
     by_owner,
     by_stat,
+    sidecar_changed,
 )
+from safelight.library.sidecars import SidecarFile
 
 HERE = KnownAsset(1, "a.jpg", "aaaa", 100, 1_000, "image")
 ELSEWHERE = KnownAsset(2, "b.jpg", "bbbb", 200, 2_000, "image")
@@ -28,6 +31,40 @@ def test_a_known_path_with_its_stat_is_unchanged_and_any_other_is_hashed() -> No
     assert by_stat(HERE, 101, 1_000) is None
     assert by_stat(HERE, 100, 1_001) is None
     assert by_stat(None, 100, 1_000) is None
+
+
+SIDECAR = SidecarFile("a.jpg.xmp", 50, 7_000)
+WITH_SIDECAR = KnownAsset(1, "a.jpg", "aaaa", 100, 1_000, "image", SIDECAR)
+
+
+@pytest.mark.parametrize(
+    ("asset", "walked", "expected"),
+    [
+        # The sidecar it was read with, unchanged: nothing to read.
+        (WITH_SIDECAR, SIDECAR, Unchanged(WITH_SIDECAR)),
+        (HERE, None, Unchanged(HERE)),
+        # Added, removed, changed (size, mtime), or another one (name.xmp for
+        # name.ext.xmp): read again, in place, without hashing.
+        (HERE, SIDECAR, SidecarChanged(HERE)),
+        (WITH_SIDECAR, None, SidecarChanged(WITH_SIDECAR)),
+        (WITH_SIDECAR, SidecarFile("a.jpg.xmp", 51, 7_000), SidecarChanged(WITH_SIDECAR)),
+        (WITH_SIDECAR, SidecarFile("a.jpg.xmp", 50, 7_001), SidecarChanged(WITH_SIDECAR)),
+        (WITH_SIDECAR, SidecarFile("a.xmp", 50, 7_000), SidecarChanged(WITH_SIDECAR)),
+    ],
+)
+def test_a_known_file_whose_sidecar_changed_is_read_again(
+    asset: KnownAsset, walked: SidecarFile | None, expected: Unchanged | SidecarChanged
+) -> None:
+    assert by_stat(asset, 100, 1_000, walked) == expected
+    assert sidecar_changed(asset, walked) == isinstance(expected, SidecarChanged)
+
+
+def test_a_changed_file_is_hashed_whatever_its_sidecar() -> None:
+    """The file's own change comes first: hashed, then decided by content (a touched or
+    moved asset is read again after, if its sidecar is not the walked one)."""
+    assert by_stat(WITH_SIDECAR, 101, 1_000, SIDECAR) is None
+    assert by_stat(WITH_SIDECAR, 100, 1_001, None) is None
+    assert by_stat(None, 100, 1_000, SIDECAR) is None
 
 
 @pytest.mark.parametrize(

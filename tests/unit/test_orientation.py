@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from safelight.library.containers import container_orientation, png_exif
+from safelight.library.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.exif import read_exif
 from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.mediatypes import media_type
-from safelight.library.metadata import read_image_metadata
+from safelight.library.metadata import Orientation, read_image_metadata, turn_after_undoing
+from safelight.library.sidecars import SidecarFacts
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import (
     BLUE,
@@ -30,7 +31,7 @@ from safelight.testing.oriented import (
     oriented_photo,
     quadrants,
 )
-from safelight.testing.samplegen import GREEN, RED
+from safelight.testing.samplegen import GREEN, INVERSE_TRANSPOSE, RED
 from tests.specs import DEFAULT_SPEC
 
 FORMATS: tuple[OrientedFormat, ...] = tuple(EXTENSIONS)
@@ -241,3 +242,126 @@ async def test_the_decode_processes_turn_every_format_as_a_thread_does(tmp_path:
         assert (meta.width, meta.height) == SIZE, path
         assert_upright_proxies(proxies)
     assert results == [decode_image(path, DEFAULT_SPEC) for path in paths]
+
+
+# --- a sidecar's orientation over every format (ADR 0026 decision 6, ADR 0029) --------------
+
+
+def _other(orientation: int) -> int:
+    """An embedded orientation that is not the sidecar's: every value 1-8 is met."""
+    return orientation % 8 + 1
+
+
+@pytest.mark.parametrize("sidecar", range(1, 9))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_sidecar_orientation_wins_in_every_format_whoever_turns_the_pixels(
+    tmp_path: Path, fmt: OrientedFormat, sidecar: int
+) -> None:
+    """The file says one orientation (EXIF, tag 274, or a HEIF's container transforms,
+    which libheif and Pillow's TIFF decoder apply themselves) while its pixels are stored
+    for the sidecar's: the sidecar's word wins, whatever the decoder turned already."""
+    embedded = _other(sidecar)
+    path = tmp_path / f"photo{EXTENSIONS[fmt]}"
+    path.write_bytes(oriented_photo(fmt, embedded, size=SIZE, stored_for=sidecar))
+    assert read_image_metadata(path).orientation == embedded  # the file's own word
+    meta = read_image_metadata(path, SidecarFacts(orientation=sidecar))
+    assert (meta.width, meta.height) == SIZE
+    assert meta.orientation == sidecar
+    proxies = make_image_proxies(path, DEFAULT_SPEC, sidecar)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+@pytest.mark.parametrize("sidecar", range(1, 9))
+def test_a_sidecar_orientation_turns_a_jpeg_xl(tmp_path: Path, sidecar: int) -> None:
+    """libjxl applies the codestream's orientation (1 here: the plugin writes none) and
+    never EXIF's; the sidecar's turn is applied to what it decodes."""
+    stored = quadrants(*SIZE)
+    if sidecar > 1:
+        stored = stored.transpose(INVERSE_TRANSPOSE[sidecar])
+    path = tmp_path / "photo.jxl"
+    stored.save(path, "JXL", lossless=True, exif=exif_bytes(orientation=_other(sidecar)))
+    meta = read_image_metadata(path, SidecarFacts(orientation=sidecar))
+    assert (meta.width, meta.height, meta.orientation) == (*SIZE, sidecar)
+    proxies = make_image_proxies(path, DEFAULT_SPEC, sidecar)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+@pytest.mark.parametrize("applied", range(1, 9))
+@pytest.mark.parametrize("wanted", range(1, 9))
+def test_the_turn_left_after_a_decoder_undoes_what_it_applied(wanted: int, applied: int) -> None:
+    """``turn_after_undoing`` against Pillow's own transpositions, on a picture with no
+    symmetry: turning what a decoder turned by ``applied`` by the result gives the
+    picture ``wanted`` makes of the stored pixels."""
+    stored = quadrants(6, 4)
+    decoded = turned(stored, applied)
+    assert turned(decoded, turn_after_undoing(wanted, applied)).tobytes() == (
+        turned(stored, wanted).tobytes()
+    )
+    assert Orientation(wanted, applied).remaining == turn_after_undoing(wanted, applied)
+    assert Orientation(wanted, applied).displayed_size(decoded.size) == turned(stored, wanted).size
+
+
+def turned(image: Image.Image, orientation: int) -> Image.Image:
+    """``image`` turned as EXIF's ``orientation`` turns stored pixels upright."""
+    upright = {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,
+        3: Image.Transpose.ROTATE_180,
+        4: Image.Transpose.FLIP_TOP_BOTTOM,
+        5: Image.Transpose.TRANSPOSE,
+        6: Image.Transpose.ROTATE_270,
+        7: Image.Transpose.TRANSVERSE,
+        8: Image.Transpose.ROTATE_90,
+    }
+    return image.transpose(upright[orientation]) if orientation > 1 else image.copy()
+
+
+def _jxl_header(orientation: int | None, *, small: bool) -> bytes:
+    """A JPEG XL codestream's first bytes, written bit by bit as ISO/IEC 18181-1 lays
+    them out (each byte from its least significant bit): a 64 x 48 size header, then an
+    image header with its orientation (``None``: all default), then padding."""
+    fields: list[tuple[int, int]] = [(1 if small else 0, 1)]
+    if small:
+        fields += [(48 // 8 - 1, 5), (0, 3), (64 // 8 - 1, 5)]  # height, no ratio, width
+    else:
+        fields += [(1, 2), (48 - 1, 13), (0, 3), (0, 2), (64 - 1, 9)]  # U32 sizes
+    if orientation is None:
+        fields.append((1, 1))  # all_default
+    else:
+        fields += [(0, 1), (1, 1), (orientation - 1, 3), (0, 3)]  # + no size, preview, anim
+    bits = "".join(format(value, f"0{count}b")[::-1] for value, count in fields)
+    bits += "0" * (-len(bits) % 8) + "0" * 64
+    body = bytes(int(bits[i : i + 8][::-1], 2) for i in range(0, len(bits), 8))
+    return b"\xff\x0a" + body
+
+
+def _box(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_a_jpeg_xl_codestream_says_its_orientation_bare_or_in_its_container(
+    orientation: int,
+) -> None:
+    signature = b"\0\0\0\x0cJXL \r\n\x87\n" + _box(b"ftyp", b"jxl \0\0\0\0jxl ")
+    for small in (True, False):
+        codestream = _jxl_header(orientation, small=small)
+        assert jxl_orientation(io.BytesIO(codestream)) == orientation
+        boxed = signature + _box(b"Exif", b"\0" * 40) + _box(b"jxlc", codestream)
+        assert jxl_orientation(io.BytesIO(boxed)) == orientation
+        parts = signature + _box(b"jxlp", b"\0\0\0\0" + codestream[:20])
+        assert jxl_orientation(io.BytesIO(parts + _box(b"jxlp", codestream[20:]))) == orientation
+
+
+def test_a_jpeg_xl_without_an_orientation_or_unreadable_says_1(tmp_path: Path) -> None:
+    assert jxl_orientation(io.BytesIO(_jxl_header(None, small=True))) == 1
+    assert jxl_orientation(io.BytesIO(_jxl_header(6, small=False)[:3])) == 1  # cut short
+    assert jxl_orientation(io.BytesIO(b"\0\0\0\x0cJXL \r\n\x87\n")) == 1  # no codestream
+    assert jxl_orientation(io.BytesIO(b"not a jpeg xl at all")) == 1
+    for container in (False, True):
+        path = tmp_path / f"photo_{container}.jxl"
+        quadrants(*SIZE).save(path, "JXL", use_container=container)
+        with path.open("rb") as original:
+            assert original.read(2) == (b"\0\0" if container else b"\xff\x0a")
+            assert jxl_orientation(original) == 1  # the plugin writes none

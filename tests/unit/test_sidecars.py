@@ -3,6 +3,7 @@ embedded capture time and orientation (ADR 0026 decision 6)."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 from datetime import UTC, datetime, timedelta, timezone
@@ -16,11 +17,15 @@ from safelight.library.metadata import read_image_metadata
 from safelight.library.originals import StorageRoot
 from safelight.library.sidecars import (
     NO_FACTS,
+    NONE_READ,
+    ReadSidecar,
     SidecarFile,
     is_sidecar_name,
+    read_sidecar,
     sidecar_facts,
     sidecar_for,
 )
+from safelight.library.xmp import XMP_MAX_BYTES
 from safelight.settings import Settings
 
 
@@ -166,3 +171,77 @@ def test_a_sidecar_that_is_a_link_is_reported_and_not_read(tmp_path: Path) -> No
 
     assert [(f.path, f.sidecar) for f in walker.files] == [("IMG_1.JPG", None)]
     assert walker.skipped == [FileError("IMG_1.xmp", SYMLINK_REASON)]
+
+
+# --- reading one ----------------------------------------------------------------------------
+
+
+def test_a_sidecar_is_read_with_the_stat_of_the_version_read(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    root.mkdir()
+    (root / "IMG_1.xmp").write_bytes(sidecar_xml(orientation="8"))
+    os.utime(root / "IMG_1.xmp", ns=(5, 2_000_000_003))
+    listed = SidecarFile("IMG_1.xmp", 1, 1)  # the walk's stat, older than the file's now
+    with StorageRoot(root) as storage:
+        read = read_sidecar(storage, listed)
+        assert read_sidecar(storage, None) == NONE_READ
+    size = (root / "IMG_1.xmp").stat().st_size
+    assert read == ReadSidecar(SidecarFile("IMG_1.xmp", size, 2_000_000_003), read.facts)
+    assert read.facts.orientation == 8 and read.refused is None
+
+
+def test_a_sidecar_that_is_a_link_or_outside_the_root_is_refused_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside.xmp").write_bytes(sidecar_xml(orientation="6"))
+    (root / "IMG_1.xmp").symlink_to(tmp_path / "outside.xmp")
+    (root / "linked").symlink_to(tmp_path)
+    with StorageRoot(root) as storage:
+        reads = [
+            read_sidecar(storage, SidecarFile(path, 1, 1))
+            for path in ("IMG_1.xmp", "../outside.xmp", "linked/outside.xmp")
+        ]
+        gone = read_sidecar(storage, SidecarFile("sub/gone.xmp", 1, 1))
+    for read in reads:
+        assert (read.file, read.facts) == (None, NO_FACTS)
+    assert [read.refused for read in reads] == [
+        "symbolic link: not followed",
+        "'../outside.xmp' is not a plain path below the storage root",
+        "folder 'linked' is a symbolic link: not followed",
+    ]
+    assert gone == NONE_READ  # gone since the walk: as if there were none, not reported
+
+
+def test_a_sidecar_of_up_to_the_xmp_limit_is_read_and_a_larger_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """Bounded: the read stops one byte past the limit, so a larger sidecar is seen to be
+    larger (and not parsed) without being read whole."""
+    root = tmp_path / "library"
+    root.mkdir()
+    xml = sidecar_xml(orientation="3")
+    (root / "at_limit.xmp").write_bytes(xml + b" " * (XMP_MAX_BYTES - len(xml)))
+    (root / "over.xmp").write_bytes(xml + b" " * (XMP_MAX_BYTES + 1 - len(xml)))
+    with StorageRoot(root) as storage:
+        at_limit = read_sidecar(storage, SidecarFile("at_limit.xmp", 1, 1))
+        over = read_sidecar(storage, SidecarFile("over.xmp", 1, 1))
+    assert at_limit.facts.orientation == 3
+    assert over.facts == NO_FACTS and over.refused is None
+    assert over.file == SidecarFile("over.xmp", XMP_MAX_BYTES + 1, over.file.mtime_ns)  # type: ignore[union-attr]
+
+
+def test_a_sidecar_that_fails_to_read_is_refused_with_the_system_s_reason() -> None:
+    class FailingStorage:
+        def open(self, relative: str) -> object:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), relative)
+
+    read = read_sidecar(FailingStorage(), SidecarFile("IMG_1.xmp", 1, 1))  # type: ignore[arg-type]
+
+    assert read == ReadSidecar(None, NO_FACTS, "I/O error while reading the file")
+
+
+def test_a_sidecar_orientation_of_1_is_a_word_too() -> None:
+    """1 ("as stored") is the editor's word over an embedded turn; 0 is no orientation."""
+    assert sidecar_facts(sidecar_xml(orientation="1")).orientation == 1
+    assert sidecar_facts(sidecar_xml(orientation="0")).orientation is None
+    assert sidecar_facts(sidecar_xml(orientation=" 8 ")).orientation == 8

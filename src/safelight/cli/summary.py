@@ -109,6 +109,8 @@ def build_summary(
         "new": _count(counts, "ingested"),
         "unchanged": _count(counts, "unchanged"),
         "moved": _count(counts, "moved"),
+        # Photos read again in place: their XMP sidecar was added, changed or removed.
+        "reread": _count(counts, "reread"),
         "duplicates": _count(counts, "duplicates"),
         "duplicate_files": duplicate_files,
         "deleted": _count(counts, "deleted"),
@@ -185,7 +187,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     grid.add_row(
         "this run",
         f"{summary['new']} new, {summary['moved']} moved, "
-        f"{_plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
+        + (f"{summary['reread']} read again (sidecar changed), " if summary.get("reread") else "")
+        + f"{_plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
         f"{summary['deleted']} soft-deleted",
     )
     renamed = (

@@ -7,7 +7,9 @@ processes when it has them, ``Services.decoder``, else in a thread too). Per fil
 hashed, touched, moved, a duplicate, or new content) and ``_apply`` makes the writes;
 new content is ingested: metadata, proxies written atomically, then the asset and its
 proxy rows in one fenced transaction. A known path with new content soft-deletes its
-old asset.
+old asset. A photo whose XMP sidecar is not the one its asset was read with (added,
+changed, removed) is read again (``_read_again``): the same asset, updated in place,
+its proxies remade only if the way it is shown changed.
 
 Decisions and the writes that follow from them are taken one at a time (``_decide``):
 the in-memory index they read must not change between the read and the write. The
@@ -35,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import psycopg
@@ -79,14 +81,13 @@ from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_m
 from safelight.library.originals import Original, StorageRoot
 from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.sidecars import NO_FACTS, SidecarFacts, sidecar_facts
+from safelight.library.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.video import (
     VideoProxySpec,
     make_video_proxies,
     make_web_video,
     probe_video,
 )
-from safelight.library.xmp import XMP_MAX_BYTES
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
@@ -97,6 +98,7 @@ COUNTERS = (
     "unchanged",
     "ingested",
     "moved",
+    "reread",
     "duplicates",
     "deleted",
     "proxies",
@@ -105,8 +107,10 @@ COUNTERS = (
 )
 """Progress counters, cumulative. ``total``: photos and videos the walk found (known
 once the walk ends); ``found``: how many of them have been dealt with so far, whatever
-the outcome (``found / total`` is the progress); ``skipped``: what the walk did not
-crawl on purpose (symbolic links, safelight's own folders), each listed with why."""
+the outcome (``found / total`` is the progress); ``reread``: photos whose metadata was
+read again in place, their XMP sidecar being new, changed or gone; ``skipped``: what
+the walk did not crawl on purpose (symbolic links, safelight's own folders), each
+listed with why."""
 
 PROGRESS_EVERY_SECONDS = 0.1
 PROGRESS_EVERY_FILES = 50
@@ -234,6 +238,7 @@ class _Crawl:
             "unchanged": counts["unchanged"],
             "ingested": counts["ingested"],
             "moved": counts["moved"],
+            "reread": counts["reread"],
             "duplicates": _capped(self.tally.duplicates, "path", "same_as"),
             "deleted": counts["deleted"],
             "proxies": counts["proxies"],
@@ -401,7 +406,11 @@ class _Crawl:
                 still = {row[0] for row in await cur.fetchall()}
             # Only this attempt writes the config's rows, and never a legacy name: a name
             # no row names now stays so.
-            await asyncio.to_thread(self._delete_old_names, sorted(left - still))
+            await asyncio.to_thread(
+                self._delete_old_names,
+                sorted(left - still),
+                "renamed, but the old name was not deleted",
+            )
 
     def _link_tagged(self, proxies: list[LegacyProxy]) -> list[tuple[LegacyProxy, str]]:
         """Blocking (links, or copies): runs in a thread."""
@@ -418,13 +427,13 @@ class _Crawl:
             linked.append((legacy, new))
         return linked
 
-    def _delete_old_names(self, relatives: list[str]) -> None:
+    def _delete_old_names(self, relatives: list[str], what: str) -> None:
         """Blocking: runs in a thread. A name left behind is an orphan, for the sweep."""
         for relative in relatives:
             try:
                 delete_file(self.proxy_root, relative, self.alive.ensure_alive)
             except (OSError, UnsafeProxyPath) as error:
-                self._proxy_error(relative, "renamed, but the old name was not deleted", error)
+                self._proxy_error(relative, what, error)
 
     def _proxy_error(self, relative: str, what: str, error: OSError | UnsafeProxyPath) -> None:
         reason = describe_os_error(error) if isinstance(error, OSError) else error.reason
@@ -434,21 +443,33 @@ class _Crawl:
     # --- one file --------------------------------------------------------------------
 
     async def _process(self, walked: WalkedFile) -> None:
-        unchanged = decisions.by_stat(self.index.at_path(walked.path), walked.size, walked.mtime_ns)
-        if unchanged is not None:
+        by_stat = decisions.by_stat(
+            self.index.at_path(walked.path), walked.size, walked.mtime_ns, walked.sidecar
+        )
+        if isinstance(by_stat, decisions.Unchanged):
             self.tally.counts["unchanged"] += 1
-            self.tally.seen_unchanged.append(unchanged.asset.id)
+            self.tally.seen_unchanged.append(by_stat.asset.id)
             return
         try:
             # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
             original = await asyncio.to_thread(self._storage().open, walked.opened_at)
             try:
+                if by_stat is not None:
+                    # Its sidecar changed: unless the file did too since the walk, it is
+                    # the asset's version, read again without hashing it.
+                    opened = FileIdentity.of(await asyncio.to_thread(os.fstat, original.fd))
+                    if (opened.size, opened.mtime_ns) == (walked.size, walked.mtime_ns):
+                        await self._read_again(walked, original, opened)
+                        return
                 hashed = await asyncio.to_thread(
                     hash_descriptor, original.fd, ensure_alive=self.alive.check
                 )
                 self.tally.counts["hashed"] += 1
-                if await self._decide(walked, hashed):
+                then = await self._decide(walked, hashed)
+                if then == "ingest":
                     await self._ingest(walked, original, hashed)
+                elif then == "read again":
+                    await self._read_again(walked, original, hashed.identity)
             finally:
                 original.close()
         except MediaError as error:
@@ -465,10 +486,10 @@ class _Crawl:
             self.ctx.logger.exception("crawl: unexpected error on %s", walked.path)
             self._error(walked.path, f"unexpected error: {type(error).__name__}: {error}")
 
-    async def _decide(self, walked: WalkedFile, hashed: HashedFile) -> bool:
-        """Decide a hashed file (``library.decisions``) and apply what is decided; True if
-        it is new content, to ingest. Under the lock: the index must not change between
-        the decision and its writes."""
+    async def _decide(self, walked: WalkedFile, hashed: HashedFile) -> _Then:
+        """Decide a hashed file (``library.decisions``) and apply what is decided; what
+        is left to do outside the lock (ingest new content, or read the asset again).
+        Under the lock: the index must not change between the decision and its writes."""
         h = hashed.content_hash
         async with self.decide:
             decision = decisions.by_content(
@@ -485,13 +506,15 @@ class _Crawl:
 
     async def _apply(
         self, decision: decisions.Decision, walked: WalkedFile, hashed: HashedFile
-    ) -> bool:
-        """The writes of one decision (the one place that makes them); True for new
-        content, whose writes come with its ingest."""
+    ) -> _Then:
+        """The writes of one decision (the one place that makes them); "ingest" for new
+        content, whose writes come with its ingest; "read again" for an asset that
+        followed its file to a sidecar other than the one it was read with."""
         match decision:
             case decisions.Touched(asset):
                 await self._relocate(asset, walked, hashed)
                 self.tally.counts["unchanged"] += 1
+                return _read_again_if(decisions.sidecar_changed(asset, walked.sidecar))
             case decisions.Moved(asset, replaces):
                 deleted = 0
                 async with self.ctx.fenced() as conn:
@@ -500,14 +523,79 @@ class _Crawl:
                     await self._relocate_on(conn, asset, walked, hashed)
                 self.tally.counts["deleted"] += deleted
                 self.tally.counts["moved"] += 1
+                return _read_again_if(decisions.sidecar_changed(asset, walked.sidecar))
             case decisions.Duplicate(same_as, replaces):
                 self._duplicate(walked.path, same_as)
                 if replaces is not None:
                     await self._soft_delete(replaces)
             case decisions.New():
                 self.inflight[hashed.content_hash] = walked.path
-                return True
-        return False
+                return "ingest"
+        return None
+
+    async def _read_again(
+        self, walked: WalkedFile, source: Original, version: FileIdentity
+    ) -> None:
+        """Read the photo's metadata again with the sidecar the walk paired it with, and
+        update its asset in place: capture time, orientation, size, sidecar; its
+        thumbnail, preview and BlurHash remade (under this attempt's names, the old
+        files deleted once no row names them) only if the way it is shown changed.
+        ``version``: the asset's version of the file, which ``source`` holds open."""
+        asset = self.index.at_path(walked.path)
+        if asset is None:
+            return
+        async with self.services.pool.connection() as conn:
+            shown = await assets.shown_as(conn, self.config_id, asset.id)
+        if shown is None:
+            return
+        read = await self._read_sidecar(walked)
+        meta, proxies = await self._decode(walked, source, read)
+        await asyncio.to_thread(self._check_unchanged, source, version)
+        remake = (meta.orientation, meta.width, meta.height) != (
+            shown.orientation,
+            shown.width,
+            shown.height,
+        )
+        records = None
+        if remake:
+            self.alive.check()
+            records = await asyncio.to_thread(
+                functools.partial(
+                    publish_image_proxies,
+                    proxies,
+                    self.proxy_root,
+                    self.config_id,
+                    asset.content_hash,
+                    self.alive.ensure_alive,
+                    written_by=self.written_by,
+                )
+            )
+        row = dataclasses.replace(
+            new_asset(walked, _as_hashed(asset, version), meta), sidecar=read.file
+        )
+        async with self.decide:
+            async with self.ctx.fenced() as conn:
+                old = await assets.update_read_again(
+                    conn, self.config_id, asset.id, row, records, self.ctx.clock.now()
+                )
+            if old is None:
+                return  # no longer live: nothing was written (its new proxies: the sweep's)
+            known = self.index.at_path(walked.path)
+            if known is not None and known.id == asset.id:
+                self.index.add(dataclasses.replace(known, sidecar=read.file))
+        self.tally.counts["reread"] += 1
+        if records is not None:
+            self.tally.counts["proxies"] += len(records)
+            self.services.crawl_observer.proxies_made(len(records))
+        if old:
+            async with self.services.pool.connection() as conn:
+                cur = await conn.execute(assets.QUERIES["proxy_paths_named"], {"paths": old})
+                still = {r[0] for r in await cur.fetchall()}
+            await asyncio.to_thread(
+                self._delete_old_names,
+                sorted(set(old) - still),
+                "remade, but the old file was not deleted",
+            )
 
     async def _ingest(self, walked: WalkedFile, source: Original, hashed: HashedFile) -> None:
         h = hashed.content_hash
@@ -558,15 +646,15 @@ class _Crawl:
             row, records = await self._add_motion_video(source, hashed, row, records)
         else:
             row, records = await self._make_video(walked, source, hashed)
-        await asyncio.to_thread(self._check_unchanged, source, hashed)
+        await asyncio.to_thread(self._check_unchanged, source, hashed.identity)
         return row, records
 
-    def _check_unchanged(self, source: Original, hashed: HashedFile) -> None:
+    def _check_unchanged(self, source: Original, version: FileIdentity) -> None:
         """The original was read again after it was hashed (from the same open file):
         if that file changed since, the proxies may show another version than the hash
         names; if its name now leads to another file (replaced by a rename, or a link
         swapped in), the asset would name a file it does not describe."""
-        if FileIdentity.of(os.fstat(source.fd)) != hashed.identity:
+        if FileIdentity.of(os.fstat(source.fd)) != version:
             raise FileChangedWhileHashing("file changed while its proxies were made")
         try:
             now = FileIdentity.of(self._storage().stat(source.relative))
@@ -574,46 +662,42 @@ class _Crawl:
             raise FileChangedWhileHashing(
                 f"file was replaced while its proxies were made ({error.reason})"
             ) from error
-        if now != hashed.identity:
+        if now != version:
             raise FileChangedWhileHashing("file was replaced while its proxies were made")
 
     async def _make_image(
         self, walked: WalkedFile, source: Original, hashed: HashedFile
     ) -> tuple[NewAsset, list[ProxyRecord]]:
+        read = await self._read_sidecar(walked)
+        meta, proxies = await self._decode(walked, source, read)
+        row, records = await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
+        return dataclasses.replace(row, sidecar=read.file), records
+
+    async def _decode(
+        self, walked: WalkedFile, source: Original, read: ReadSidecar
+    ) -> tuple[ImageMetadata, ImageProxies]:
+        """A photo's metadata and proxies, in a decode process if the Worker has them."""
+        raw = is_raw(walked.opened_at)
         decoder = self.services.decoder
         if decoder is None:
-            return await asyncio.to_thread(self._make_image_here, walked, source, hashed)
-        sidecar = await asyncio.to_thread(self._sidecar_facts, walked)
+            return await asyncio.to_thread(decode_image, source.ref(), self.spec, raw, read.facts)
         # Cancelling this task (the attempt stopping) cancels the decode if it has not
         # started; one already running finishes in its process, unawaited (and if this
         # descriptor is closed and its number reused meanwhile, the reference's inode
         # check refuses the other file).
-        meta, proxies = await decoder.decode(
-            source.ref(), self.spec, is_raw(walked.opened_at), sidecar
-        )
-        return await asyncio.to_thread(self._publish_image, walked, hashed, meta, proxies)
+        return await decoder.decode(source.ref(), self.spec, raw, read.facts)
 
-    def _make_image_here(
-        self, walked: WalkedFile, source: Original, hashed: HashedFile
-    ) -> tuple[NewAsset, list[ProxyRecord]]:
-        """Blocking (decode, encode, write): runs in a thread."""
-        sidecar = self._sidecar_facts(walked)
-        meta, proxies = decode_image(source.ref(), self.spec, is_raw(walked.opened_at), sidecar)
-        return self._publish_image(walked, hashed, meta, proxies)
-
-    def _sidecar_facts(self, walked: WalkedFile) -> SidecarFacts:
-        """What the photo's XMP sidecar says (blocking: a thread). It is opened once,
-        read-only, beneath the root with no link followed (``StorageRoot.open``), and read
-        bounded; one that cannot be opened now (gone, or swapped for a link) is as if
-        there were none."""
+    async def _read_sidecar(self, walked: WalkedFile) -> ReadSidecar:
+        """What the photo's XMP sidecar says (``sidecars.read_sidecar``: beneath the root,
+        no link followed, bounded). One that cannot be read now (a link swapped in since
+        the walk, unreadable) is reported and the photo read as if it had none; the asset
+        then stores none, so the next crawl tries again."""
         if walked.sidecar is None:
-            return NO_FACTS
-        try:
-            with self._storage().open(walked.sidecar.path) as opened:
-                data = os.pread(opened.fd, XMP_MAX_BYTES + 1, 0)
-        except (MediaError, OSError):
-            return NO_FACTS
-        return sidecar_facts(data)
+            return NONE_READ
+        read = await asyncio.to_thread(read_sidecar, self._storage(), walked.sidecar)
+        if read.refused is not None:
+            self._error(walked.sidecar.path, f"XMP sidecar not read: {read.refused}")
+        return read
 
     def _publish_image(
         self, walked: WalkedFile, hashed: HashedFile, meta: ImageMetadata, proxies: ImageProxies
@@ -808,6 +892,22 @@ class _Crawl:
             self._since_progress = 0
             self._last_progress = now
             self.ctx.progress(**self.tally.counts)
+
+
+_Then = Literal["ingest", "read again"] | None
+"""What a decision leaves to do outside the decision lock."""
+
+
+def _read_again_if(changed: bool) -> _Then:
+    return "read again" if changed else None
+
+
+def _as_hashed(asset: KnownAsset, version: FileIdentity) -> HashedFile:
+    """An asset's version of its file, as if hashed again: its own hash (the file is
+    unchanged) with the stat of the file open now."""
+    return HashedFile(
+        asset.content_hash, version.size, version.mtime_ns, version.inode, version.device
+    )
 
 
 def _make_temp_folder(parent: Path) -> str:

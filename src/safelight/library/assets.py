@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 
 from safelight.core.sql import load_queries
 from safelight.library.mediatypes import MediaType
+from safelight.library.sidecars import SidecarFile
 
 QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")
 
@@ -34,6 +35,8 @@ class KnownAsset:
     size_bytes: int
     modified_ns: int
     media_type: MediaType
+    sidecar: SidecarFile | None = None
+    """The XMP sidecar its metadata was read with, as it was then; None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class NewAsset:
     """A still with its motion video inside the file, made into its web_video proxy."""
     motion_photo_issue: str | None = None
     """Why a still that claims a motion video is shown as a still (library.motionphotos)."""
+    sidecar: SidecarFile | None = None
+    """The XMP sidecar read with its metadata (``sidecars.read_sidecar``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +87,28 @@ class ProxyRecord:
 
 async def live_assets(conn: Conn, config_id: UUID) -> list[KnownAsset]:
     cur = await conn.execute(QUERIES["assets_live_of_config"], {"config_id": config_id})
-    return [KnownAsset(*row) for row in await cur.fetchall()]
+    known = []
+    for (
+        asset_id,
+        path,
+        content_hash,
+        size,
+        mtime_ns,
+        kind,
+        sidecar_path,
+        *stat,
+    ) in await cur.fetchall():
+        sidecar = SidecarFile(sidecar_path, *stat) if sidecar_path is not None else None
+        known.append(KnownAsset(asset_id, path, content_hash, size, mtime_ns, kind, sidecar))
+    return known
+
+
+def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
+    return {
+        "sidecar_path": sidecar.path if sidecar else None,
+        "sidecar_size": sidecar.size if sidecar else None,
+        "sidecar_modified_ns": sidecar.mtime_ns if sidecar else None,
+    }
 
 
 async def insert_asset(
@@ -120,12 +146,20 @@ async def insert_asset(
         "altitude_m": asset.altitude_m,
         "motion_photo": asset.motion_photo,
         "motion_photo_issue": asset.motion_photo_issue,
+        **_sidecar_params(asset.sidecar),
         "now": now,
     }
     cur = await conn.execute(QUERIES["asset_insert"], params)
     row = await cur.fetchone()
     assert row is not None  # an INSERT ... RETURNING without ON CONFLICT returns its row
     asset_id = int(row[0])
+    await _insert_proxies(conn, asset_id, proxies, now)
+    return asset_id
+
+
+async def _insert_proxies(
+    conn: Conn, asset_id: int, proxies: Sequence[ProxyRecord], now: datetime
+) -> None:
     for proxy in proxies:
         await conn.execute(
             QUERIES["proxy_insert"],
@@ -140,7 +174,67 @@ async def insert_asset(
                 "now": now,
             },
         )
-    return asset_id
+
+
+@dataclass(frozen=True, slots=True)
+class ShownAs:
+    """How a photo asset is shown: what its proxies were made by."""
+
+    orientation: int | None
+    width: int | None
+    height: int | None
+
+
+async def shown_as(conn: Conn, config_id: UUID, asset_id: int) -> ShownAs | None:
+    """The orientation and displayed size a live asset is stored with; None: not live."""
+    cur = await conn.execute(QUERIES["asset_shown_as"], {"id": asset_id, "config_id": config_id})
+    row = await cur.fetchone()
+    return ShownAs(*row) if row is not None else None
+
+
+async def update_read_again(
+    conn: Conn,
+    config_id: UUID,
+    asset_id: int,
+    asset: NewAsset,
+    proxies: Sequence[ProxyRecord] | None,
+    now: datetime,
+) -> list[str] | None:
+    """Update a live asset read again in place (its sidecar changed): its capture time,
+    orientation, displayed size and sidecar from ``asset``; with ``proxies``, its
+    thumbnail, preview and BlurHash rows replaced by them (any other proxy, a motion
+    photo's web video, stays). Returns the paths the replaced rows named (to delete once
+    no row names them), or None if the asset is not live. The caller's transaction."""
+    local = asset.captured_local
+    cur = await conn.execute(
+        QUERIES["asset_update_read_again"],
+        {
+            "id": asset_id,
+            "config_id": config_id,
+            "captured_at": asset.captured_at,
+            "captured_local": local.replace(tzinfo=None),
+            "captured_at_source": asset.captured_at_source,
+            "captured_year": local.year,
+            "captured_month": local.month,
+            "captured_day": local.day,
+            "orientation": asset.orientation,
+            "width": asset.width,
+            "height": asset.height,
+            **_sidecar_params(asset.sidecar),
+            "now": now,
+        },
+    )
+    if await cur.fetchone() is None:
+        return None
+    if proxies is None:
+        return []
+    cur = await conn.execute(
+        QUERIES["proxies_delete_of_asset_types"],
+        {"asset_id": asset_id, "proxy_types": sorted({p.proxy_type for p in proxies})},
+    )
+    old = [row[0] for row in await cur.fetchall() if row[0] is not None]
+    await _insert_proxies(conn, asset_id, proxies, now)
+    return old
 
 
 async def move_asset(

@@ -1,6 +1,7 @@
 """Orientation and EXIF that sit in a file's container rather than where Pillow looks
-at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, and the
-``irot``/``imir`` transforms of a HEIF image (ADR 0029).
+at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, the
+``irot``/``imir`` transforms of a HEIF image, and the orientation in a JPEG XL
+codestream's image header (ADR 0029).
 
 Read from the open original by position (``os.pread`` where there is a descriptor), so
 the file position Pillow decodes from later is left as it was. Each reader is bounded
@@ -127,11 +128,20 @@ def container_orientation(fp: IO[bytes]) -> int:
 
 
 def _top_level_box(fp: IO[bytes], wanted: bytes) -> bytes | None:
+    for kind, start, size in _top_level_boxes(fp):
+        if kind == wanted:
+            return _read_at(fp, start, size) if size <= _MAX_META_BYTES else None
+    return None
+
+
+def _top_level_boxes(fp: IO[bytes]) -> Iterator[tuple[bytes, int, int]]:
+    """(type, payload offset, payload size) of a file's top-level ISO BMFF boxes, until
+    one that cannot be read."""
     offset = 0
     for _ in range(_MAX_BOXES):
         header = _read_at(fp, offset, 16)
         if len(header) < 8:
-            return None
+            return
         size, kind = struct.unpack(">I4s", header[:8])
         start = 8
         if size == 1 and len(header) == 16:
@@ -139,13 +149,9 @@ def _top_level_box(fp: IO[bytes], wanted: bytes) -> bytes | None:
         elif size == 0:
             size = _size_to_end(fp, offset)
         if size < start:
-            return None
-        if kind == wanted:
-            if size > _MAX_META_BYTES:
-                return None
-            return _read_at(fp, offset + start, size - start)
+            return
+        yield kind, offset + start, size - start
         offset += size
-    return None
 
 
 def _size_to_end(fp: IO[bytes], offset: int) -> int:
@@ -230,3 +236,75 @@ def _associations(ipma: bytes, item: int) -> list[int]:
         if item_id == item:
             return found
     return []
+
+
+# --- JPEG XL ------------------------------------------------------------------------------
+
+_JXL_CODESTREAM = b"\xff\x0a"
+_JXL_CONTAINER = b"\x00\x00\x00\x0cJXL \r\n\x87\n"
+_JXL_HEADER_BYTES = 32
+"""The codestream's signature, size header and image header up to its orientation take
+at most 2 + 9 + 1 bytes (two 32-bit sizes and their selectors, then 5 bits)."""
+_JXL_SIZE_BITS = (9, 13, 18, 30)
+"""A size header's U32 distributions: the selector's 2 bits choose how many bits follow."""
+
+
+def jxl_orientation(fp: IO[bytes]) -> int:
+    """The orientation (EXIF's numbering, 1-8) in a JPEG XL codestream's image header,
+    bare or in the container's ``jxlc`` box or first ``jxlp`` part: what libjxl applies
+    when it decodes (ISO/IEC 18181-1: ``SizeHeader``, then ``ImageMetadata``'s
+    ``all_default``, ``extra_fields`` and ``orientation`` minus one in 3 bits). 1 when
+    it says none, or cannot be read."""
+    head = _read_at(fp, 0, len(_JXL_CONTAINER))
+    if head.startswith(_JXL_CODESTREAM):
+        codestream = _read_at(fp, 0, _JXL_HEADER_BYTES)
+    elif head == _JXL_CONTAINER:
+        codestream = _jxl_codestream_start(fp)
+    else:
+        return 1
+    if not codestream.startswith(_JXL_CODESTREAM):
+        return 1
+    try:
+        return _orientation_in_jxl_header(_Bits(codestream[len(_JXL_CODESTREAM) :]))
+    except IndexError:  # cut short
+        return 1
+
+
+def _jxl_codestream_start(fp: IO[bytes]) -> bytes:
+    for kind, start, size in _top_level_boxes(fp):
+        if kind == b"jxlc":
+            return _read_at(fp, start, min(size, _JXL_HEADER_BYTES))
+        if kind == b"jxlp":  # a part: its index (4 bytes), then the codestream's bytes
+            return _read_at(fp, start + 4, min(size - 4, _JXL_HEADER_BYTES))
+    return b""
+
+
+def _orientation_in_jxl_header(bits: _Bits) -> int:
+    small = bits.read(1)
+    _jxl_size(bits, small)  # the height
+    if bits.read(3) == 0:  # no aspect ratio: the width is given
+        _jxl_size(bits, small)
+    all_default, extra_fields = bits.read(1), 0
+    if not all_default:
+        extra_fields = bits.read(1)
+    return bits.read(3) + 1 if extra_fields else 1
+
+
+def _jxl_size(bits: _Bits, small: int) -> None:
+    bits.read(5 if small else _JXL_SIZE_BITS[bits.read(2)])
+
+
+class _Bits:
+    """A JPEG XL bit reader: each byte's bits from the least significant up."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._position = 0
+
+    def read(self, count: int) -> int:
+        value = 0
+        for shift in range(count):
+            byte = self._data[self._position >> 3]
+            value |= ((byte >> (self._position & 7)) & 1) << shift
+            self._position += 1
+        return value

@@ -1,8 +1,11 @@
 """What a crawl does with one walked file, decided from what it knows, with no I/O.
 
 Two looks. Before hashing, :func:`by_stat`: a known path with the same size and mtime
-(ns) is unchanged, and is not read. After hashing, :func:`by_content`, from the asset at
-the path, the live asset with that content, and the content being ingested right now:
+(ns) is unchanged, and is not read; unless the XMP sidecar the walk paired it with is
+not the one its asset was read with (added, changed, swapped or removed since):
+``SidecarChanged``, its metadata is read again, in place. After hashing,
+:func:`by_content`, from the asset at the path, the live asset with that content, and
+the content being ingested right now:
 
 - ``Touched``: the same content as the asset at that path (touched, or copied over with
   the same bytes): the same asset, with the new stat;
@@ -16,8 +19,9 @@ the path, the live asset with that content, and the content being ingested right
 
 Whether the other asset's file still holds its content is a fact only the file system
 knows, asked only when it matters: ``by_content`` then answers ``AskOwner``, and
-:func:`by_owner` decides with the answer. The crawl handler applies each decision in
-one place.
+:func:`by_owner` decides with the answer. A ``Touched`` or ``Moved`` asset whose
+sidecar is not the walked one (:func:`sidecar_changed`) is read again too, once it
+follows its file. The crawl handler applies each decision in one place.
 """
 
 from __future__ import annotations
@@ -25,10 +29,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from safelight.library.assets import KnownAsset
+from safelight.library.sidecars import SidecarFile
 
 
 @dataclass(frozen=True, slots=True)
 class Unchanged:
+    asset: KnownAsset
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarChanged:
+    """The file is the asset's, unchanged, but its sidecar is not the one it was read
+    with: read its metadata again and update ``asset`` in place (the same id; its
+    proxies remade only if its orientation changed). Never hashed."""
+
     asset: KnownAsset
 
 
@@ -70,11 +84,24 @@ class AskOwner:
 Decision = Touched | Moved | Duplicate | New
 
 
-def by_stat(at_path: KnownAsset | None, size: int, mtime_ns: int) -> Unchanged | None:
-    """``Unchanged`` when the path is known with this size and mtime; None: hash it."""
-    if at_path is not None and (at_path.size_bytes, at_path.modified_ns) == (size, mtime_ns):
-        return Unchanged(at_path)
-    return None
+def by_stat(
+    at_path: KnownAsset | None, size: int, mtime_ns: int, sidecar: SidecarFile | None = None
+) -> Unchanged | SidecarChanged | None:
+    """``Unchanged`` when the path is known with this size and mtime and the walk paired
+    it with the sidecar its asset was read with (``sidecar``: the walk's, or None);
+    ``SidecarChanged`` when only the sidecar differs; None: hash it."""
+    if at_path is None or (at_path.size_bytes, at_path.modified_ns) != (size, mtime_ns):
+        return None
+    if sidecar_changed(at_path, sidecar):
+        return SidecarChanged(at_path)
+    return Unchanged(at_path)
+
+
+def sidecar_changed(asset: KnownAsset, sidecar: SidecarFile | None) -> bool:
+    """Whether the walk's ``sidecar`` is not the one ``asset`` was read with: one added,
+    removed, another one (another path: moved, or ``name.ext.xmp`` appearing beside
+    ``name.xmp``), or the same one changed (size or mtime)."""
+    return asset.sidecar != sidecar
 
 
 def by_content(

@@ -190,8 +190,8 @@ def _decode_reduced(
         turn = orientation_of(image, fields, original, sidecar_orientation)
         display = turn.displayed_size(image.size)
         # Only what the decoder leaves undone is ours to turn (HEIF and TIFF decoders
-        # turn the pixels themselves, and open with the displayed size).
-        method = None if turn.turned_by_decoder else _TRANSPOSE.get(turn.value)
+        # turn the pixels themselves, and open with the size they turn them to).
+        method = _TRANSPOSE.get(turn.remaining)
         swaps = method in _SWAPS
         icc_profile = image.info.get("icc_profile")
         if image.format in ("HEIF", "AVIF"):
@@ -211,7 +211,7 @@ def _decode_reduced(
             _working_mode(image.mode),
             working,
             # Pillow's TIFF decoder turns the image in a full-size copy of its own.
-            copies or method is not None or (turn.turned_by_decoder and turn.value != 1),
+            copies or method is not None or turn.applied != 1,
             # The resize's first pass: the preview's width, the working image's height.
             target[0] * working[1],
             spec.decode_memory_mib * MIB,

@@ -39,7 +39,7 @@ from safelight.library.capturetime import (
     iptc_capture_time,
     parse_exif_datetime,
 )
-from safelight.library.containers import container_orientation, png_exif
+from safelight.library.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -210,24 +210,58 @@ class Orientation:
     """How a photo's stored pixels turn into the displayed picture."""
 
     value: int
-    """EXIF's numbering, 1-8: 6 is "turn 90 degrees clockwise", 2 "mirror left-right"."""
-    turned_by_decoder: bool
-    """The decoder applies ``value`` itself and ``Image.size`` is already the displayed
-    size (HEIF: libheif applies ``irot``/``imir``; TIFF: Pillow's ``load`` applies tag
-    274), so nothing else may turn the pixels again."""
+    """The whole turn from the stored pixels to the displayed picture, in EXIF's
+    numbering 1-8 (6 is "turn 90 degrees clockwise", 2 "mirror left-right"): what the
+    asset stores."""
+    applied: int = 1
+    """The turn the decoder applies itself as it decodes (HEIF: libheif, the container's
+    transforms; TIFF: Pillow's ``load``, tag 274), after which ``Image.size`` already is;
+    1: none. What is left to do is ``remaining``."""
 
     @property
-    def swaps_axes(self) -> bool:
-        return self.value in _SWAPS_AXES
+    def remaining(self) -> int:
+        """The turn left to apply to the decoded pixels: ``value`` after undoing
+        ``applied`` (``value`` itself where the decoder turns nothing; 1 where it turns
+        the pixels as ``value`` says; else a sidecar's word over the decoder's)."""
+        return turn_after_undoing(self.value, self.applied)
 
     def displayed_size(self, opened: tuple[int, int]) -> tuple[int, int]:
         """The displayed size of an image that Pillow opened with size ``opened``."""
-        if self.turned_by_decoder or not self.swaps_axes:
-            return opened
-        return opened[1], opened[0]
+        if self.remaining in _SWAPS_AXES:
+            return opened[1], opened[0]
+        return opened
 
 
-_TURNED_BY_DECODER = frozenset({"HEIF", "TIFF"})
+_MATRICES: dict[int, tuple[int, int, int, int]] = {
+    1: (1, 0, 0, 1),
+    2: (-1, 0, 0, 1),
+    3: (-1, 0, 0, -1),
+    4: (1, 0, 0, -1),
+    5: (0, 1, 1, 0),
+    6: (0, -1, 1, 0),
+    7: (0, -1, -1, 0),
+    8: (0, 1, -1, 0),
+}
+"""Each EXIF orientation as the matrix ``(a, b, c, d)`` that takes a stored pixel's
+offset from the centre, ``(x, y)`` with y downwards, to its displayed one,
+``(a x + b y, c x + d y)``: 6 takes the top edge to the right one."""
+_ORIENTATION_OF = {matrix: value for value, matrix in _MATRICES.items()}
+
+
+def turn_after_undoing(wanted: int, applied: int) -> int:
+    """The orientation that turns pixels already turned by ``applied`` into the picture
+    ``wanted`` makes of the stored ones: ``wanted`` after the inverse of ``applied``.
+    The eight orientations are a group (the square's symmetries), so this is one."""
+    a, b, c, d = _MATRICES[wanted]
+    # The matrices are orthogonal: the inverse of ``applied``, (e f / g h), is its
+    # transpose (e g / f h); this is ``wanted`` times that.
+    e, f, g, h = _MATRICES[applied]
+    return _ORIENTATION_OF[(a * e + b * f, a * g + b * h, c * e + d * f, c * g + d * h)]
+
+
+_TURNED_BY_DECODER = frozenset({"TIFF"})
+"""Formats whose decoder applies EXIF's orientation itself (HEIF's applies its
+container's, see ``orientation_of``)."""
 
 
 def orientation_of(
@@ -238,36 +272,37 @@ def orientation_of(
 
     - JPEG, PNG, WebP, TIFF (and any format without a transform of its own): the EXIF
       orientation, as ``exif_fields_of`` reads it (PNG: ``eXIf`` or ImageMagick's
-      ``Raw profile type exif`` text; TIFF: tag 274 of IFD0).
+      ``Raw profile type exif`` text; TIFF: tag 274 of IFD0, which Pillow's decoder
+      applies itself).
     - HEIF and AVIF: the container's transforms (``irot``, ``imir``), never EXIF's
       Orientation, as the HEIF/MIAF specs say and libheif, libvips, Apple and the
       browsers do. libheif applies them when it decodes (the value comes from
       ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
       Orientation it reports and applies nothing.
-    - JPEG XL: the codestream's own orientation, which libjxl applies as it decodes;
-      EXIF's Orientation is not applied (as libjxl's djxl and the browsers). A losslessly
-      recompressed JPEG decodes back to that JPEG, whose EXIF then applies as a JPEG's.
-
-    - A sidecar's ``tiff:Orientation`` (``sidecar``) replaces the EXIF orientation
-      wherever EXIF's is the one applied (JPEG, PNG, WebP, AVIF, GIF, BMP, a RAW); where
-      the decoder turns the pixels itself (HEIF, TIFF, JPEG XL) it is not applied: the
-      pixels would be turned twice, or by a value the decoder does not know.
+    - JPEG XL: the codestream's own orientation (``containers.jxl_orientation``), which
+      libjxl applies as it decodes; EXIF's Orientation is not applied (as libjxl's djxl
+      and the browsers). A losslessly recompressed JPEG decodes back to that JPEG, whose
+      EXIF then applies as a JPEG's.
+    - A sidecar's ``tiff:Orientation`` (``sidecar``), the turn of the stored pixels as
+      an editor set it, replaces the embedded orientation in every format. Where the
+      decoder has turned the pixels already, what is left to do is the sidecar's turn
+      after undoing the decoder's (``Orientation.remaining``).
 
     A RAW decoder (or any other) supplies ``fields`` from its own metadata and adds its
-    format to ``_TURNED_BY_DECODER`` if it turns the pixels itself.
+    format to ``_TURNED_BY_DECODER`` if it turns the pixels itself by EXIF's orientation.
     """
     format_name = image.format or ""
     if format_name == "HEIF":
-        return Orientation(container_orientation(original), turned_by_decoder=True)
-    if format_name == "JXL" and not getattr(image, "jpeg", False):
+        applied = container_orientation(original)
+    elif format_name == "JXL" and not getattr(image, "jpeg", False):
         # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
         # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
-        return Orientation(1, turned_by_decoder=True)
-    turned_by_decoder = format_name in _TURNED_BY_DECODER
-    if sidecar is not None and not turned_by_decoder:
-        return Orientation(sidecar, turned_by_decoder=False)
-    value = fields.orientation or 1
-    return Orientation(value, turned_by_decoder=turned_by_decoder)
+        applied = jxl_orientation(original)
+    elif format_name in _TURNED_BY_DECODER:
+        applied = fields.orientation or 1
+    else:
+        return Orientation(sidecar if sidecar is not None else fields.orientation or 1)
+    return Orientation(sidecar if sidecar is not None else applied, applied)
 
 
 def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:

@@ -20,8 +20,10 @@ WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s)
 ORDER BY root_path
 
 -- assets_live_of_config --
--- What a crawl needs of every live asset of a config: path, content and stat.
-SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type
+-- What a crawl needs of every live asset of a config: path, content and stat, and the
+-- stat of the XMP sidecar it was read with.
+SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
+       sidecar_size, sidecar_modified_ns
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted
 
@@ -32,8 +34,8 @@ INSERT INTO assets (
     modified_ns, media_type, captured_at, captured_local, captured_at_source,
     captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
     orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
-    latitude, longitude, altitude_m, motion_photo, motion_photo_issue, last_seen_at,
-    created_at
+    latitude, longitude, altitude_m, motion_photo, motion_photo_issue, sidecar_path,
+    sidecar_size, sidecar_modified_ns, last_seen_at, created_at
 ) VALUES (
     %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
     %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
@@ -41,9 +43,32 @@ INSERT INTO assets (
     %(camera_make)s, %(camera_model)s, %(width)s, %(height)s, %(orientation)s,
     %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
     %(latitude)s, %(longitude)s, %(altitude_m)s, %(motion_photo)s, %(motion_photo_issue)s,
-    %(now)s, %(now)s
+    %(sidecar_path)s, %(sidecar_size)s, %(sidecar_modified_ns)s, %(now)s, %(now)s
 )
 RETURNING id
+
+-- asset_shown_as --
+-- The orientation and displayed size a live asset of a config is stored with.
+SELECT orientation, width, height FROM assets
+WHERE id = %(id)s AND storage_config_id = %(config_id)s AND NOT is_deleted
+
+-- asset_update_read_again --
+-- A live asset whose metadata was read again (its XMP sidecar changed), in place.
+UPDATE assets
+SET captured_at = %(captured_at)s, captured_local = %(captured_local)s,
+    captured_at_source = %(captured_at_source)s, captured_year = %(captured_year)s,
+    captured_month = %(captured_month)s, captured_day = %(captured_day)s,
+    orientation = %(orientation)s, width = %(width)s, height = %(height)s,
+    sidecar_path = %(sidecar_path)s, sidecar_size = %(sidecar_size)s,
+    sidecar_modified_ns = %(sidecar_modified_ns)s, last_seen_at = %(now)s
+WHERE id = %(id)s AND storage_config_id = %(config_id)s AND NOT is_deleted
+RETURNING id
+
+-- proxies_delete_of_asset_types --
+-- Delete an asset's proxy rows of these types (remade); the paths they named.
+DELETE FROM proxy_files
+WHERE asset_id = %(asset_id)s AND proxy_type = ANY(%(proxy_types)s)
+RETURNING path
 
 -- proxy_insert --
 -- Record one proxy of an asset: a file under the proxy root, or a BlurHash value.

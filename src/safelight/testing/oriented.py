@@ -65,12 +65,16 @@ def oriented_photo(
     *,
     size: tuple[int, int] = (400, 240),
     container: bool = True,
+    stored_for: int | None = None,
 ) -> bytes:
     """The bytes of a photo that displays as ``quadrants(*size)`` once turned by
     ``orientation`` (1-8). For HEIF and AVIF with ``container=False`` the pixels are
-    stored turned with the orientation in EXIF only, and no container transform."""
+    stored turned with the orientation in EXIF only, and no container transform.
+    ``stored_for``: the orientation the pixels are stored for instead, while the file
+    says ``orientation`` (a file an editor's sidecar corrects)."""
     upright = quadrants(*size)
-    stored = upright.transpose(INVERSE_TRANSPOSE[orientation]) if orientation > 1 else upright
+    turn = orientation if stored_for is None else stored_for
+    stored = upright.transpose(INVERSE_TRANSPOSE[turn]) if turn > 1 else upright
     buffer = io.BytesIO()
     if fmt == "jpeg":
         stored.save(buffer, "JPEG", quality=92, exif=exif_bytes(orientation=orientation))
