@@ -80,9 +80,31 @@ class ProxyRecord:
     height: int | None = None
 
 
-async def live_assets(conn: Conn, config_id: UUID) -> list[KnownAsset]:
-    cur = await conn.execute(QUERIES["assets_live_of_config"], {"config_id": config_id})
+LIVE_IN_PATH_ORDER = QUERIES["assets_live_of_config_in_path_order"]
+"""For a server-side cursor that reads a config's live assets a page at a time."""
+
+
+async def live_at_paths(conn: Conn, config_id: UUID, paths: Iterable[str]) -> list[KnownAsset]:
+    paths = sorted(paths)
+    if not paths:
+        return []
+    cur = await conn.execute(
+        QUERIES["assets_live_at_paths"], {"config_id": config_id, "paths": paths}
+    )
     return [KnownAsset(*row) for row in await cur.fetchall()]
+
+
+async def live_at_path(conn: Conn, config_id: UUID, path: str) -> KnownAsset | None:
+    found = await live_at_paths(conn, config_id, [path])
+    return found[0] if found else None
+
+
+async def live_with_content(conn: Conn, config_id: UUID, content_hash: str) -> KnownAsset | None:
+    cur = await conn.execute(
+        QUERIES["asset_live_with_content"], {"config_id": config_id, "content_hash": content_hash}
+    )
+    row = await cur.fetchone()
+    return None if row is None else KnownAsset(*row)
 
 
 async def insert_asset(
@@ -210,13 +232,6 @@ async def forget_duplicates(conn: Conn, config_id: UUID, paths: Iterable[str]) -
     if paths:
         await conn.execute(
             QUERIES["duplicates_delete_by_path"], {"config_id": config_id, "paths": paths}
-        )
-
-
-async def mark_seen(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> None:
-    if ids:
-        await conn.execute(
-            QUERIES["assets_mark_seen"], {"config_id": config_id, "ids": list(ids), "now": now}
         )
 
 
