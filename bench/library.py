@@ -33,20 +33,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import xxhash
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -62,72 +58,23 @@ from common import (
 )
 from crawl import Sampler, add_crawl
 
-TINY = io.BytesIO()
-Image.new("RGB", (8, 8), (120, 80, 40)).save(TINY, "JPEG", quality=75)
-TINY_JPEG = TINY.getvalue()
-
-
-def photo_bytes(number: int, generation: int = 0) -> bytes:
-    """A distinct valid JPEG: the tiny picture with a COM segment naming it."""
-    comment = f"safelight bench photo {number} generation {generation}".encode()
-    segment = b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment
-    return TINY_JPEG[:2] + segment + TINY_JPEG[2:]
-
-
-def relative_path(number: int, per_folder: int) -> str:
-    folder = number // per_folder
-    return f"y{folder // 100:03d}/f{folder:05d}/p{number:07d}.jpg"
-
-
-def generate_tree(root: Path, count: int, per_folder: int) -> None:
-    made: set[str] = set()
-    for number in range(count):
-        relative = relative_path(number, per_folder)
-        parent = relative.rsplit("/", 1)[0]
-        if parent not in made:
-            (root / parent).mkdir(parents=True, exist_ok=True)
-            made.add(parent)
-        fd = os.open(root / relative, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, photo_bytes(number))
-        finally:
-            os.close(fd)
+from safelight.testing.tinylibrary import (
+    ASSET_COLUMNS,
+    asset_rows,
+    generate_tree,
+    relative_path,
+    write_photo,
+)
 
 
 def seed_assets(url: str, root: Path, count: int, per_folder: int) -> None:
     """The config's live assets: one per file, as a crawl would have recorded them."""
-    captured = datetime(2020, 1, 1, tzinfo=UTC)
     with psycopg.connect(url) as conn:
         (config,) = conn.execute("SELECT id FROM storage_configs").fetchone()  # type: ignore[misc]
-        with conn.cursor().copy(
-            "COPY assets (storage_config_id, file_path, file_name, content_hash, size_bytes,"
-            " modified_at, modified_ns, media_type, captured_at, captured_local,"
-            " captured_at_source, captured_year, captured_month, captured_day, last_seen_at,"
-            " created_at) FROM STDIN"
-        ) as copy:
-            for number in range(count):
-                relative = relative_path(number, per_folder)
-                st = os.stat(root / relative)
-                copy.write_row(
-                    (
-                        config,
-                        relative,
-                        relative.rsplit("/", 1)[1],
-                        xxhash.xxh3_64_hexdigest(photo_bytes(number)),
-                        st.st_size,
-                        datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC),
-                        st.st_mtime_ns,
-                        "image",
-                        captured,
-                        captured.replace(tzinfo=None),
-                        "file",
-                        2020,
-                        1,
-                        1,
-                        captured,
-                        captured,
-                    )
-                )
+        photos = ((relative_path(n, per_folder), n) for n in range(count))
+        with conn.cursor().copy(f"COPY assets ({ASSET_COLUMNS}) FROM STDIN") as copy:
+            for row in asset_rows(config, root, photos):
+                copy.write_row(row)
         conn.execute("ANALYZE assets")
 
 
@@ -218,7 +165,7 @@ def change_some(root: Path, count: int, per_folder: int, percent: float) -> dict
     changed = moved = deleted = 0
     for base in range(0, count - 2, step):
         path = root / relative_path(base, per_folder)
-        path.write_bytes(photo_bytes(base, generation=1))
+        write_photo(path, base, generation=1)
         changed += 1
         source = root / relative_path(base + 1, per_folder)
         target = root / "moved" / relative_path(base + 1, per_folder)
@@ -316,7 +263,9 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="safelight-bench-library-", dir="/var/tmp"))
     sizes: list[dict[str, Any]] = []
     try:
-        first = first_crawl(args.first_count, args.per_folder, scratch) if args.first_count else None
+        first = None
+        if args.first_count:
+            first = first_crawl(args.first_count, args.per_folder, scratch)
         for count in (int(s) for s in args.sizes.split(",")):
             sizes.append(
                 run_size(count, args.per_folder, args.rounds, args.changed_percent, scratch)

@@ -1,17 +1,21 @@
 """``crawl`` (scoped): bring a config's assets in line with the files under its root.
 
-Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing
-and writes run in threads; a photo's metadata and proxies in the Worker process's decode
-processes when it has them, ``Services.decoder``, else in a thread too). Per file,
-``library.decisions`` decides from what the crawl knows (unchanged by its stat, or, once
-hashed, touched, moved, a duplicate, or new content) and ``_apply`` makes the writes;
-new content is ingested: metadata, proxies written atomically, then the asset and its
-proxy rows in one fenced transaction. A known path with new content soft-deletes its
-old asset.
+The walk and the files it finds stream (ADR 0033): the walk gives out its files in
+path order, a batch per step, matched with the config's live assets read in that order
+through one cursor (``library.crawl.KnownInPathOrder``); a file with the stat of the
+asset at its path is unchanged and costs nothing more; the others go to up to
+``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
+photo's metadata and proxies in the Worker process's decode processes when it has them,
+``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
+(once hashed: touched, moved, a duplicate, or new content) and ``_apply`` makes the
+writes; new content is ingested: metadata, proxies written atomically, then the asset
+and its proxy rows in one fenced transaction. A known path with new content
+soft-deletes its old asset. Neither the tree nor the assets are ever held whole.
 
 Decisions and the writes that follow from them are taken one at a time (``_decide``):
-the in-memory index they read must not change between the read and the write. The
-slow parts (hashing, decoding, encoding) run outside that lock.
+what they read of the database (the asset at a path, the asset with a content) must
+not change between the read and the write. The slow parts (hashing, decoding,
+encoding) run outside that lock.
 
 At the end, live assets whose file the walk did not see are soft-deleted, unless they
 lie under a folder that could not be listed; then proxies still under a name of before

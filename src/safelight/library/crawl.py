@@ -1,11 +1,15 @@
-"""The steps of a crawl that need no database: the walk, the in-memory index of a
-config's live assets, and turning one original into a new asset with its proxies.
+"""The steps of a crawl that need no database: the walk, its matching with a config's
+live assets in path order, and turning one original into a new asset with its proxies.
 
 The walk (``Walker``):
 
-- lists the root iteratively with ``os.scandir``, a bounded number of folders per
-  step, so the caller can run each step in a thread and check for cancellation and
-  report progress in between;
+- lists the root iteratively with ``os.scandir``, a bounded number of folders and
+  files per step, so the caller can run each step in a thread and check for
+  cancellation and report progress in between;
+- gives out its files in path order (Python's ``str`` order, that of the UTF-8 bytes
+  and of PostgreSQL's ``COLLATE "C"``), a step's batch at a time (``take_files``), and
+  holds only what the folders it listed hold beyond that: the crawl matches each batch
+  with the known assets read in the same order (``KnownInPathOrder``, ADR 0033);
 - lists every folder through a descriptor opened beneath the root with no symbolic link
   on the way (``originals.StorageRoot``), so a folder swapped for a link mid-walk is
   not listed through the link;
@@ -48,7 +52,12 @@ from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.errors import MediaError
 from safelight.library.hashing import HashedFile
 from safelight.library.images import ImageProxies
-from safelight.library.mediatypes import MediaType, is_ignored_name, media_type_of_name
+from safelight.library.mediatypes import (
+    MediaType,
+    is_ignored_name,
+    media_type_by_extension,
+    media_type_of_name,
+)
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.paths import (
@@ -160,7 +169,7 @@ class Walker:
     follow_links_inside_root: bool = False
     """File links whose target resolves inside the root become files (see ``links``)."""
     files: list[WalkedFile] = field(default_factory=list)
-    """Listed so far (or since the last ``take_files``), in path order (``walk_order``);
+    """Listed so far (or since the last ``take_files``), in path order;
     once the walk is done, the files of followed links (``source`` set) after them."""
     errors: list[FileError] = field(default_factory=list)
     skipped: list[FileError] = field(default_factory=list)
@@ -192,14 +201,15 @@ class Walker:
         taken, self.files = self.files, []
         return taken
 
-    def step(
-        self, max_folders: int = WALK_FOLDERS_PER_STEP, max_files: int = WALK_FILES_PER_STEP
-    ) -> None:
-        """List up to ``max_folders`` folders and give out up to about ``max_files`` files
-        (``files``), in path order. Blocking: run it in a thread.
+    def step(self, max_folders: int | None = None, max_files: int | None = None) -> None:
+        """List up to ``max_folders`` folders and give out up to ``max_files`` files
+        (``files``), in path order (by default ``WALK_FOLDERS_PER_STEP`` and
+        ``WALK_FILES_PER_STEP``). Blocking: run it in a thread.
 
         Raises ``RootUnavailable`` if the root itself cannot be listed.
         """
+        max_folders = WALK_FOLDERS_PER_STEP if max_folders is None else max_folders
+        max_files = WALK_FILES_PER_STEP if max_files is None else max_files
         if not self._checked_root:
             self._checked_root = True
             inside = self._root_inside_own_folder()
@@ -241,7 +251,8 @@ class Walker:
                     if child is not None:
                         children.append(child)
                 self._pair_sidecars(children, links)
-                # The next on top: the stack pops them in path order (``walk_order``).
+                # The next on top: the stack pops them in path order (a folder sorts as
+                # "name/": "a.jpg" < "a/..." < "a0.jpg", as the paths below them do).
                 children.sort(key=_first, reverse=True)
                 self._stack.extend(c for _, c in children)
             finally:
@@ -299,7 +310,7 @@ class Walker:
 
     def _visit(self, relative: str, entry: os.DirEntry[str]) -> tuple[str, str | WalkedFile] | None:
         """What the walk does with one name of a listing: a folder to list or a file to
-        give out, each with its sort key (``walk_order``), or None (reported, or kept as
+        give out, each with its sort key in the folder, or None (reported, or kept as
         a sidecar, or not for the walk)."""
         name = entry.name
         if is_ignored_name(name):
@@ -343,7 +354,7 @@ class Walker:
                     )
                     return None
             return name + "/", child
-        kind = media_type_of_name(name) if is_file else None
+        kind = media_type_by_extension(name) if is_file else None
         if kind is None:
             if is_file and is_sidecar_name(name):
                 self._keep_sidecar(child, name, entry)
@@ -447,8 +458,9 @@ class KnownInPathOrder:
         self.exhausted = False
 
     def wants_more(self, upto: str) -> bool:
-        """True while the pages read so far may end before ``upto``: read another."""
-        return not self.exhausted and (not self._ahead or self._ahead[-1].file_path <= upto)
+        """True while the pages read so far end before ``upto``: read another (paths are
+        unique, so a page that ends at ``upto`` holds all a batch up to it needs)."""
+        return not self.exhausted and (not self._ahead or self._ahead[-1].file_path < upto)
 
     def feed(self, page: Sequence[KnownAsset]) -> None:
         """The next page (in path order); an empty one: there are no more."""

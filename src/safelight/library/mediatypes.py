@@ -53,8 +53,13 @@ def media_type_of_name(name: str) -> MediaType | None:
     every name it lists."""
     if is_ignored_name(name):
         return None
+    return media_type_by_extension(name)
+
+
+def media_type_by_extension(name: str) -> MediaType | None:
+    """By the extension of ``name`` alone, for a name known not to be ignored."""
     dot = name.rfind(".")
-    # As PurePath.suffix: from the last dot, none for a leading dot (ignored above).
+    # As PurePath.suffix: from the last dot, none for a leading dot (an ignored name).
     suffix = name[dot:].lower() if dot > 0 else ""
     if suffix in IMAGE_EXTENSIONS or suffix in RAW_EXTENSIONS:
         return "image"

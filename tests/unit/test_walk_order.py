@@ -1,0 +1,112 @@
+"""The walk gives out its files in path order, and the crawl matches them with the known
+assets read in that order (``KnownInPathOrder``), neither side held whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safelight.library.assets import KnownAsset
+from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker
+from safelight.library.mediatypes import media_type, media_type_of_name
+from safelight.library.originals import StorageRoot
+
+NAMES = [
+    "a.jpg",
+    "a/b.jpg",
+    "a/b/c.jpg",
+    "a/b.c/d.jpg",
+    "a0.jpg",
+    "a-b/c.jpg",
+    "A.jpg",
+    "B/x.png",
+    "z/é/ü.jpg",
+    "é.jpg",
+    "ß.jpg",
+    "b/notes.txt",
+]
+
+
+def test_the_walk_gives_out_files_in_path_order_step_by_step(tmp_path: Path) -> None:
+    for name in NAMES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    given: list[str] = []
+    with StorageRoot(tmp_path) as storage:
+        walker = Walker(storage)
+        while not walker.done:
+            walker.step(max_folders=1, max_files=1)
+            taken = walker.take_files()
+            assert len(taken) <= 1
+            given += [f.path for f in taken]
+        assert walker.files == []
+    media = [n for n in NAMES if not n.endswith(".txt")]
+    assert given == sorted(media)  # str order: the bytes of UTF-8, as COLLATE "C"
+    assert given.index("a.jpg") < given.index("a/b.jpg") < given.index("a0.jpg")
+
+
+def test_a_step_stops_at_its_folders_and_its_files(tmp_path: Path) -> None:
+    for n in range(5):
+        (tmp_path / f"p{n}.jpg").write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "q.jpg").write_bytes(b"x")
+    with StorageRoot(tmp_path) as storage:
+        walker = Walker(storage)
+        walker.step(max_folders=1, max_files=3)
+        assert [f.path for f in walker.take_files()] == ["p0.jpg", "p1.jpg", "p2.jpg"]
+        walker.step(max_folders=0, max_files=10)  # no folder listed: only what is listed
+        assert [f.path for f in walker.take_files()] == ["p3.jpg", "p4.jpg"]
+        assert not walker.done
+        walker.step()
+        assert [f.path for f in walker.take_files()] == ["sub/q.jpg"]
+        assert walker.done
+
+
+def known(path: str, asset_id: int = 1) -> KnownAsset:
+    return KnownAsset(asset_id, path, "0" * 16, 1, 1, "image")
+
+
+def walked(path: str) -> WalkedFile:
+    return WalkedFile(path, 1, 1, "image")
+
+
+def test_known_assets_are_matched_batch_by_batch_page_by_page() -> None:
+    matcher = KnownInPathOrder()
+    assert matcher.wants_more("a")  # nothing read yet
+    matcher.feed([known("a", 1), known("b", 2)])
+    assert matcher.wants_more("b0")  # the page ends before b0
+    assert not matcher.wants_more("b") and not matcher.wants_more("a")
+    pairs, unseen = matcher.match([walked("a"), walked("a1")])
+    assert [(w.path, k.id if k else None) for w, k in pairs] == [("a", 1), ("a1", None)]
+    assert unseen == []
+    matcher.feed([known("c", 3), known("d", 4)])
+    assert not matcher.wants_more("c")
+    pairs, unseen = matcher.match([walked("c")])
+    assert [(w.path, k.id if k else None) for w, k in pairs] == [("c", 3)]
+    assert [k.id for k in unseen] == [2]  # b: before c, not walked
+    matcher.feed([])
+    assert matcher.exhausted and not matcher.wants_more("zzz")
+    pairs, unseen = matcher.match([walked("e")])
+    assert [(w.path, k) for w, k in pairs] == [("e", None)]
+    assert [k.id for k in unseen] == [4]
+    assert matcher.rest() == []
+
+
+def test_what_is_left_after_the_walk_was_not_walked() -> None:
+    matcher = KnownInPathOrder()
+    matcher.feed([known("a", 1), known("b", 2), known("c", 3)])
+    _, unseen = matcher.match([walked("a")])
+    assert unseen == []
+    assert [k.id for k in matcher.rest()] == [2, 3]
+    assert matcher.rest() == []
+    assert not matcher.exhausted
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a.jpg", "A.JPG", "x.heic", "clip.MOV", "a.", ".jpg", "noext", "a.tar.gz", "IMG.CR3",
+     "@eaDir", "._IMG_1.JPG", "a.b.mp4", "jpg"],
+)  # fmt: skip
+def test_the_walks_media_type_of_a_name_is_media_type(name: str) -> None:
+    assert media_type_of_name(name) == media_type(name)
