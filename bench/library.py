@@ -95,6 +95,10 @@ def bare_walk(root: Path) -> int:
 
 def crawl(url: str, home: Path, root: Path) -> dict[str, Any]:
     """One crawl item of the config on ``root``, drained by one Worker process."""
+    with psycopg.connect(url) as conn:
+        # What an earlier crawl queued (burst detection over the whole library) would
+        # run first: not the crawl, nor its memory.
+        conn.execute("DELETE FROM work_items WHERE kind <> 'crawl' AND finished_at IS NULL")
     item = asyncio.run(add_crawl(url, root)) if not _has_config(url) else _enqueue(url)
     with Processes() as procs:
         child = procs.start(

@@ -545,11 +545,15 @@ class _Crawl:
         the decision and its writes."""
         h = hashed.content_hash
         async with self.decide:
+            async with self.services.pool.connection() as conn:
+                at_path, with_content = await assets.live_at_path_and_with_content(
+                    conn, self.config_id, walked.path, h
+                )
             decision = decisions.by_content(
                 walked.path,
                 h,
-                at_path=await self._at_path(walked.path),
-                with_content=await self._with_content(h),
+                at_path=at_path,
+                with_content=with_content,
                 ingesting=self.inflight.get(h),
             )
             if isinstance(decision, decisions.AskOwner):
@@ -821,10 +825,6 @@ class _Crawl:
         its next decision, and no other attempt writes the config's assets (ADR 0008)."""
         async with self.services.pool.connection() as conn:
             return await assets.live_at_path(conn, self.config_id, path)
-
-    async def _with_content(self, content_hash: str) -> KnownAsset | None:
-        async with self.services.pool.connection() as conn:
-            return await assets.live_with_content(conn, self.config_id, content_hash)
 
     def _storage(self) -> StorageRoot:
         assert self.storage is not None, "the walk opens the storage root"

@@ -99,12 +99,18 @@ async def live_at_path(conn: Conn, config_id: UUID, path: str) -> KnownAsset | N
     return found[0] if found else None
 
 
-async def live_with_content(conn: Conn, config_id: UUID, content_hash: str) -> KnownAsset | None:
+async def live_at_path_and_with_content(
+    conn: Conn, config_id: UUID, path: str, content_hash: str
+) -> tuple[KnownAsset | None, KnownAsset | None]:
+    """The live asset at ``path`` and the one with ``content_hash`` (the same, if both)."""
     cur = await conn.execute(
-        QUERIES["asset_live_with_content"], {"config_id": config_id, "content_hash": content_hash}
+        QUERIES["assets_live_at_path_or_with_content"],
+        {"config_id": config_id, "path": path, "content_hash": content_hash},
     )
-    row = await cur.fetchone()
-    return None if row is None else KnownAsset(*row)
+    found = [KnownAsset(*row) for row in await cur.fetchall()]
+    at_path = next((a for a in found if a.file_path == path), None)
+    with_content = next((a for a in found if a.content_hash == content_hash), None)
+    return at_path, with_content
 
 
 async def insert_asset(

@@ -33,11 +33,13 @@ SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND file_path = ANY(%(paths)s)
 
--- asset_live_with_content --
--- What a crawl needs of the live asset of a config with this content, if any.
+-- assets_live_at_path_or_with_content --
+-- What a crawl needs of the live assets of a config at this path and with this content
+-- (none, one, or two), in one trip: what a hashed file's decision reads.
 SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type
 FROM assets
-WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND content_hash = %(content_hash)s
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+  AND (file_path = %(path)s OR content_hash = %(content_hash)s)
 
 -- asset_insert --
 -- Add a new live asset (ix_assets_live_path and ix_assets_live_content guard duplicates).
