@@ -383,7 +383,8 @@ class _Crawl:
                 await self.pending.put(walked)
                 continue
             unchanged += 1
-            self.kept.add(same.asset.id)  # a followed link's asset, not walked at its path
+            if walked.source is not None:
+                self.kept.add(same.asset.id)  # the matching passed its path: not walked
         self.tally.counts["unchanged"] += unchanged
         self.tally.counts["found"] += unchanged
         self.services.crawl_observer.files_crawled(unchanged)

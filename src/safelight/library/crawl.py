@@ -116,6 +116,8 @@ def printable(relative: str) -> str:
 
 
 def _is_utf8(name: str) -> bool:
+    if name.isascii():  # most names, and far cheaper to tell than by encoding
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # a surrogate-escaped byte: the name is not UTF-8
