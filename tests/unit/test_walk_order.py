@@ -104,9 +104,12 @@ def test_what_is_left_after_the_walk_was_not_walked() -> None:
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["a.jpg", "A.JPG", "x.heic", "clip.MOV", "a.", ".jpg", "noext", "a.tar.gz", "IMG.CR3",
-     "@eaDir", "._IMG_1.JPG", "a.b.mp4", "jpg"],
+    ("name", "expected"),
+    [("a.jpg", "image"), ("A.JPG", "image"), ("x.heic", "image"), ("clip.MOV", "video"),
+     ("IMG.CR3", "image"), ("a.b.mp4", "video"), ("a.mp4.jpg", "image"), ("v.x.mov", "video"),
+     ("a.", None), (".jpg", None), ("noext", None), ("jpg", None), ("a.tar.gz", None),
+     ("@eaDir", None), ("._IMG_1.JPG", None), ("mp4", None), ("xmov", None)],
 )  # fmt: skip
-def test_the_walks_media_type_of_a_name_is_media_type(name: str) -> None:
-    assert media_type_of_name(name) == media_type(name)
+def test_the_walks_media_type_of_a_name(name: str, expected: str | None) -> None:
+    assert media_type_of_name(name) == expected
+    assert media_type(f"folder/{name}") == expected
