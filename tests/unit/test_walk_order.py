@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from safelight.library import crawl as walk_module
 from safelight.library.assets import KnownAsset
 from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker
 from safelight.library.mediatypes import media_type, media_type_of_name
@@ -113,3 +114,22 @@ def test_what_is_left_after_the_walk_was_not_walked() -> None:
 def test_the_walks_media_type_of_a_name(name: str, expected: str | None) -> None:
     assert media_type_of_name(name) == expected
     assert media_type(f"folder/{name}") == expected
+
+
+def test_a_step_lists_at_most_its_folders_and_gives_out_at_most_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "p.jpg").write_bytes(b"x")
+        (tmp_path / folder / "q.jpg").write_bytes(b"x")
+    with StorageRoot(tmp_path) as storage:
+        walker = Walker(storage)
+        walker.step(max_folders=2, max_files=10)  # the root and a/
+        assert [f.path for f in walker.take_files()] == ["a/p.jpg", "a/q.jpg"]
+        monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 1)
+        monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 1)
+        walker.step()  # the defaults, read when called: b/ listed, one file given out
+        assert [f.path for f in walker.take_files()] == ["b/p.jpg"]
+        walker.step()
+        assert [f.path for f in walker.take_files()] == ["b/q.jpg"]
