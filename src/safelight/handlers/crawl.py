@@ -119,8 +119,6 @@ RESULT_LIST_LIMIT = 1000
 _WRITE_BATCH = 1000
 _KNOWN_PAGE = 5000
 """Known assets read per page of the crawl's cursor (``KnownInPathOrder``)."""
-_PENDING_FILES = 1000
-"""Files the walk may find to hash ahead of the workers: it waits beyond that."""
 
 
 async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
@@ -183,7 +181,10 @@ class _Crawl:
         # matched as they stream (``KnownInPathOrder``), never held whole.
         self.unseen: dict[int, str] = {}
         self.kept: set[int] = set()
-        self.pending: asyncio.Queue[WalkedFile | None] = asyncio.Queue(_PENDING_FILES)
+        # Unbounded: the walk holds its cursor's transaction open, and a walk waiting on
+        # the workers would leave it idle past the server's idle-in-transaction timeout
+        # (measured: 1% of a million files changed). It grows with what changed.
+        self.pending: asyncio.Queue[WalkedFile | None] = asyncio.Queue()
         self.storage: StorageRoot | None = None
         self.walker: Walker | None = None
         self.alive = ThreadAlive(ctx)
