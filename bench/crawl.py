@@ -3,7 +3,8 @@
     .venv/bin/python bench/crawl.py [--count 2000] [--megapixels 12] [--rounds 2]
                                     [--max-concurrent-files 4[,8...]]
                                     [--decode-processes default[,0...]]
-                                    [--folder PATH] [--raw [--sensor-megapixels 2] | --motion]
+                                    [--folder PATH]
+                                    [--raw [--sensor-megapixels 2] | --motion | --heic]
 
 Generates ``--count`` distinct JPEGs of ``--megapixels`` (samplegen.generate_jpegs;
 kept in ``--folder`` if given, else a temporary folder removed afterwards), or with
@@ -11,7 +12,9 @@ kept in ``--folder`` if given, else a temporary folder removed afterwards), or w
 mosaic ``--sensor-megapixels`` (testing.dng.generate_dngs: the preview is what a crawl
 decodes, the mosaic only read), or with ``--motion`` those JPEGs as Google motion photos
 (a 3 s 720p H.264 clip inside each, which the crawl remuxes into its web video; the
-loop makes only the two JPEGs), then, in each round, in turns:
+loop makes only the two JPEGs), or with ``--heic`` HEICs of ``--megapixels`` (four
+frames encoded once by pillow-heif, each file one of them with a ``free`` box of its own
+at the end: distinct content at the cost of a copy), then, in each round, in turns:
 
 - read: every file read whole in 1 MiB chunks, one thread (the raw read rate);
 - hash: every file through ``hashing.hash_file`` (XXH3-64), one thread, and two;
@@ -21,6 +24,8 @@ loop makes only the two JPEGs), then, in each round, in turns:
   encoded as JPEG (quality 85 and 75): the same two JPEGs a crawl makes, and nothing
   else (no hash, metadata, BlurHash, colour management, files or database); with
   ``--raw`` each file is first opened by LibRaw (rawpy) and its embedded preview taken;
+  with ``--heic`` it is the bare pillow-heif loop (libheif has no scaled decode, so
+  ``draft`` does nothing: the whole picture is decoded, then resized);
 - crawl: a fresh database and proxy folder, one storage config on the folder, one
   ``crawl`` item, drained by one Worker process (``safelight worker --until-idle``,
   default settings: max_concurrent_files 4, decode_processes one per core, ADR 0010).
@@ -78,7 +83,7 @@ from safelight.library.hashing import hash_file
 from safelight.settings import Settings
 from safelight.testing.dng import generate_dngs
 from safelight.testing.motionphotos import google_xmp, tiny_mp4, with_xmp
-from safelight.testing.samplegen import generate_jpegs
+from safelight.testing.samplegen import generate_jpegs, marker_picture
 from safelight.work.store import WorkStore
 
 CHUNK = 1 << 20
@@ -94,6 +99,28 @@ def make_motion_photos(paths: tuple[Path, ...]) -> None:
     for path in paths:
         still = path.read_bytes()
         path.write_bytes(with_xmp(still, google_xmp(video_length=len(video))) + video)
+
+
+def generate_heics(folder: Path, count: int, megapixels: float) -> tuple[Path, ...]:
+    """``count`` distinct HEICs: four frames encoded once, each file one of them with a
+    ``free`` box of its own appended (a top-level box any reader skips)."""
+    width = max(16, round((megapixels * 1_000_000 * 4 / 3) ** 0.5))
+    height = max(12, round(width * 3 / 4))
+    frames = []
+    for index in range(4):
+        picture = marker_picture(width, height, seed=index)
+        out = io.BytesIO()
+        picture.save(out, format="HEIF", quality=80)
+        frames.append(out.getvalue())
+    paths = []
+    for index in range(count):
+        sub = folder / f"{index // 1000:04d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        path = sub / f"IMG_{index:06d}.heic"
+        tag = f"safelight bench {index}".encode()
+        path.write_bytes(frames[index % 4] + (8 + len(tag)).to_bytes(4, "big") + b"free" + tag)
+        paths.append(path)
+    return tuple(paths)
 
 
 def read_all(paths: list[Path]) -> float:
@@ -309,6 +336,7 @@ def main() -> None:
         action="store_true",
         help="Google motion photos: each JPEG with a 3 s 720p H.264 video inside (needs ffmpeg)",
     )
+    parser.add_argument("--heic", action="store_true", help="HEICs instead of JPEGs")
     parser.add_argument("--sensor-megapixels", type=float, default=2.0)
     parser.add_argument(
         "--max-concurrent-files",
@@ -325,11 +353,14 @@ def main() -> None:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="safelight-bench-jpegs-"))
     try:
         started = time.monotonic()
-        existing = sorted(folder.rglob("*.dng" if args.raw else "*.jpg"))
+        suffix = "*.dng" if args.raw else "*.heic" if args.heic else "*.jpg"
+        existing = sorted(folder.rglob(suffix))
         if len(existing) != args.count:
             shutil.rmtree(folder, ignore_errors=True)
             if args.raw:
                 made = generate_dngs(folder, args.count, args.megapixels, args.sensor_megapixels)
+            elif args.heic:
+                made = generate_heics(folder, args.count, args.megapixels)
             else:
                 made = generate_jpegs(folder, args.count, args.megapixels)
                 if args.motion:
@@ -372,7 +403,8 @@ def main() -> None:
         "settings": {**vars(args), "folder": str(args.folder), "mean_file_mb": mean_mb},
         "runs": runs,
     }
-    write_result("crawl-raw" if args.raw else "crawl-motion" if args.motion else "crawl", out)
+    name = "crawl-raw" if args.raw else "crawl-motion" if args.motion else "crawl"
+    write_result("crawl-heic" if args.heic else name, out)
     loop = statistics.median(runs["loop"])
     read = statistics.median(runs["read"])
     hash1 = statistics.median(runs["hash1"])
@@ -381,7 +413,12 @@ def main() -> None:
         ("read (1 thread)", spread(runs["read"]), f"{read * mean_mb:.0f} MB/s", ""),
         ("hash (1 thread)", spread(runs["hash1"]), "", f"{hash1 / read:.2f}x read"),
         ("hash (2 threads)", spread(runs["hash2"]), "", f"{hash2 / read:.2f}x read"),
-        ("Pillow loop (2 processes)", spread(runs["loop"]), "", "1.00x"),
+        (
+            f"{'pillow-heif' if args.heic else 'Pillow'} loop (2 processes)",
+            spread(runs["loop"]),
+            "",
+            "1.00x",
+        ),
     ]
     for n, d in settings:
         crawl = runs[_crawl_key(n, d)]

@@ -93,9 +93,10 @@ class RunReport:
 
 def pool_size(settings: Settings, concurrency: int) -> int:
     """Connections one process needs: per Worker a claim/heartbeat connection and one
-    per concurrent file of its handler, plus maintenance. Too few would make heartbeats
+    per concurrent file of its handler and one its crawl's walk holds (reading the
+    config's assets in path order), plus maintenance. Too few would make heartbeats
     wait for a connection behind the handler's writes."""
-    return concurrency * (2 + settings.max_concurrent_files) + 2
+    return concurrency * (3 + settings.max_concurrent_files) + 2
 
 
 async def open_app_database(

@@ -89,6 +89,21 @@ def after(
     monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
 
 
+def before(monkeypatch: pytest.MonkeyPatch, name: str, swap: Callable[[], None]) -> None:
+    """Run ``swap`` once, right before the first ``_Crawl.<name>`` starts: the race, forced."""
+    real: Callable[..., Awaitable[Any]] = getattr(crawl_handler._Crawl, name)
+    done = False
+
+    async def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal done
+        if not done:
+            done = True
+            await asyncio.to_thread(swap)
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
+
+
 # --- symlinks are listed, never followed ------------------------------------------------
 
 
@@ -171,7 +186,8 @@ async def test_a_folder_swapped_for_a_link_between_the_walk_and_the_open_is_refu
     write(root, "other/photo.jpg", solid_jpeg(BLUE))
     write(tmp_path / "outside", "photo.jpg", solid_jpeg(BLUE))
     elsewhere = root / "other" if target == "inside" else tmp_path / "outside"
-    after(monkeypatch, "_walk", lambda: swap_folder_for_link(root / "album", elsewhere))
+    # The walk has listed the file (and handed it on, ADR 0033); it is not opened yet.
+    before(monkeypatch, "_process", lambda: swap_folder_for_link(root / "album", elsewhere))
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)

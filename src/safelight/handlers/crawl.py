@@ -1,19 +1,24 @@
 """``crawl`` (scoped): bring a config's assets in line with the files under its root.
 
-Walk first, then process each file, up to ``max_concurrent_files`` at once (hashing
-and writes run in threads; a photo's metadata and proxies in the Worker process's decode
-processes when it has them, ``Services.decoder``, else in a thread too). Per file,
-``library.decisions`` decides from what the crawl knows (unchanged by its stat, or, once
-hashed, touched, moved, a duplicate, or new content) and ``_apply`` makes the writes;
-new content is ingested: metadata, proxies written atomically, then the asset and its
-proxy rows in one fenced transaction. A known path with new content soft-deletes its
-old asset. A photo whose XMP sidecar is not the one its asset was read with (added,
-changed, removed) is read again (``_read_again``): the same asset, updated in place,
-its proxies remade only if the way it is shown changed.
+The walk and the files it finds stream (ADR 0033): the walk gives out its files in
+path order, a batch per step, matched with the config's live assets read in that order
+through one cursor (``library.crawl.KnownInPathOrder``); a file with the stat of the
+asset at its path is unchanged and costs nothing more; the others go to up to
+``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
+photo's metadata and proxies in the Worker process's decode processes when it has them,
+``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
+(once hashed: touched, moved, a duplicate, or new content) and ``_apply`` makes the
+writes; new content is ingested: metadata, proxies written atomically, then the asset
+and its proxy rows in one fenced transaction. A known path with new content
+soft-deletes its old asset. A photo whose XMP sidecar is not the one its asset was
+read with (added, changed, removed) is read again (``_read_again``): the same asset,
+updated in place, its proxies remade only if the way it is shown changed. Neither the
+tree nor the assets are ever held whole.
 
 Decisions and the writes that follow from them are taken one at a time (``_decide``):
-the in-memory index they read must not change between the read and the write. The
-slow parts (hashing, decoding, encoding) run outside that lock.
+what they read of the database (the asset at a path, the asset with a content) must
+not change between the read and the write. The slow parts (hashing, decoding,
+encoding) run outside that lock.
 
 At the end, live assets whose file the walk did not see are soft-deleted, unless they
 lie under a folder that could not be listed; then proxies still under a name of before
@@ -59,8 +64,8 @@ from safelight.handlers.services import Services
 from safelight.library import assets, configs, decisions, legacynames
 from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.crawl import (
-    CrawlIndex,
     FileError,
+    KnownInPathOrder,
     RootUnavailable,
     WalkedFile,
     Walker,
@@ -117,6 +122,8 @@ PROGRESS_EVERY_FILES = 50
 RESULT_LIST_LIMIT = 1000
 """At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
 _WRITE_BATCH = 1000
+_KNOWN_PAGE = 5000
+"""Known assets read per page of the crawl's cursor (``KnownInPathOrder``)."""
 
 
 async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
@@ -127,13 +134,12 @@ async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload)
             raise HandlerFailed(f"storage config {config_id} does not exist")
         if not config.active:
             raise HandlerFailed(f"storage config {config_id} is disabled")
-        known = await assets.live_assets(conn, config_id)
         error_paths = await assets.error_paths(conn, config_id)
     # Before the first write: the config or the settings may have changed since the
     # Worker started (library.roots, library.proxyroot).
     await check_config_root(services, Path(config.root_path))
     await check_proxy_root(services)
-    crawl = _Crawl(ctx, services, config_id, Path(config.root_path), CrawlIndex(known))
+    crawl = _Crawl(ctx, services, config_id, Path(config.root_path))
     return await crawl.run(error_paths)
 
 
@@ -147,7 +153,6 @@ class _Tally:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     errors: list[FileError] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)
-    seen_unchanged: list[int] = field(default_factory=list)
     proxies_renamed: int = 0
     proxy_errors: list[FileError] = field(default_factory=list)
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
@@ -162,7 +167,6 @@ class _Crawl:
         services: Services,
         config_id: UUID,
         root_path: Path,
-        index: CrawlIndex,
     ) -> None:
         self.ctx = ctx
         self.services = services
@@ -173,17 +177,25 @@ class _Crawl:
         # In every proxy name this attempt writes: no other attempt writes those names,
         # so a late rename of a stale attempt can never replace a file a row names.
         self.written_by = AttemptTag(ctx.item.id, ctx.item.attempt)
-        self.index = index
         self.spec: ProxySpec = services.settings.proxy_spec()
         self.tally = _Tally()
         self.decide = asyncio.Lock()
         self.inflight: dict[str, str] = {}  # content hash -> the path being ingested with it
-        self.walked: dict[str, WalkedFile] = {}
+        # Assets whose file the walk did not list (id -> path), soft-deleted at the end
+        # unless this crawl moved them (``kept``): the walk and the known assets are
+        # matched as they stream (``KnownInPathOrder``), never held whole.
+        self.unseen: dict[int, str] = {}
+        self.kept: set[int] = set()
+        # Unbounded: the walk holds its cursor's transaction open, and a walk waiting on
+        # the workers would leave it idle past the server's idle-in-transaction timeout
+        # (measured: 1% of a million files changed). It grows with what changed.
+        self.pending: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self.storage: StorageRoot | None = None
         self.walker: Walker | None = None
         self.alive = ThreadAlive(ctx)
         self._last_progress = ctx.clock.monotonic()
         self._since_progress = 0
+        self._walk_errors = 0  # how many of the walk's errors are in the tally
 
     # --- the steps -------------------------------------------------------------------
 
@@ -199,24 +211,8 @@ class _Crawl:
                 self.storage.close()
 
     async def _run(self, error_paths: set[str]) -> dict[str, Any]:
-        walker = await self._walk()
-        files = walker.files
-        self.walked = {f.path: f for f in files}
-        if not files and len(self.index):
-            raise HandlerFailed(
-                f"the storage root {self.configured_root} holds no photos or videos, but the "
-                f"library has {len(self.index)} of them: is the share mounted? Nothing was "
-                "marked deleted"
-            )
-        self.tally.counts["total"] = len(files)
-        self.tally.errors.extend(walker.errors)
-        self.services.crawl_observer.file_errors(len(walker.errors))
-        self.tally.counts["errors"] = len(self.tally.errors)
-        self.tally.counts["skipped"] = len(walker.skipped)
-        for link, target in walker.links:
-            self._duplicate(link, target)
-        self._progress(force=True)
-        await self._process_all(files)
+        walker = await self._open_walk()
+        await self._walk_and_process(walker)
         stop_if_cancelled(self.ctx)
         await self._finish(error_paths)
         await self._rename_legacy_proxies()
@@ -267,7 +263,7 @@ class _Crawl:
             ),
         }
 
-    async def _walk(self) -> Walker:
+    async def _open_walk(self) -> Walker:
         if not self.root.is_dir():
             raise HandlerFailed(
                 f"the storage root {self.configured_root} is missing or not a folder "
@@ -295,65 +291,149 @@ class _Crawl:
         self.walker = Walker(
             self.storage, own, follow_links_inside_root=settings.follow_links_inside_root
         )
+        return self.walker
+
+    async def _walk_and_process(self, walker: Walker) -> None:
+        """The walk and the files it finds that need more than a stat, at once: the walk
+        (one task) matches each batch it lists with the known assets and puts the files
+        that are not unchanged on ``pending``; ``max_concurrent_files`` workers take
+        them. A file's decision reads the database as it is then (``_decide``)."""
+        workers = [
+            asyncio.create_task(self._worker())
+            for _ in range(self.services.settings.max_concurrent_files)
+        ]
+        tasks = [asyncio.create_task(self._walk(walker)), *workers]
         try:
-            while not self.walker.done:
-                stop_if_cancelled(self.ctx)
-                await asyncio.to_thread(self.walker.step)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _walk(self, walker: Walker) -> None:
+        try:
+            # One snapshot of the config's assets, read in path order a page at a time
+            # while the walk gives out its files in that order: opened before any write.
+            async with (
+                self.services.pool.connection() as conn,
+                conn.transaction(),
+                conn.cursor(name="crawl_known_assets") as cursor,
+            ):
+                await cursor.execute(assets.LIVE_IN_PATH_ORDER, {"config_id": self.config_id})
+                known = KnownInPathOrder()
+                while not walker.done:
+                    stop_if_cancelled(self.ctx)
+                    await asyncio.to_thread(walker.step)
+                    await self._walked(walker, walker.take_files(), known, cursor)
+                while not known.exhausted:
+                    known.feed(
+                        [assets.known_asset(row) for row in await cursor.fetchmany(_KNOWN_PAGE)]
+                    )
+                self._not_walked(known.rest())
         except RootUnavailable as error:
             # Its cause is the OSError of listing the root: retried if that may pass.
             cause = error.__cause__ if error.__cause__ is not None else error
             raise handler_failure(f"{error.reason}; nothing was changed", cause) from error
-        return self.walker
+        self.tally.counts["skipped"] = len(walker.skipped)
+        for link, target in walker.links:
+            self._duplicate(link, target)
+        if not self.tally.counts["total"]:
+            async with self.services.pool.connection() as conn:
+                live = sum((await assets.counts_by_type(conn, self.config_id)).values())
+            if live:
+                raise HandlerFailed(
+                    f"the storage root {self.configured_root} holds no photos or videos, but "
+                    f"the library has {live} of them: is the share mounted? Nothing was "
+                    "marked deleted"
+                )
+        for _ in range(self.services.settings.max_concurrent_files):
+            await self.pending.put(None)
+        self._progress(force=True)
 
-    async def _process_all(self, files: list[WalkedFile]) -> None:
-        queue = iter(files)
+    async def _walked(
+        self,
+        walker: Walker,
+        batch: list[WalkedFile],
+        known: KnownInPathOrder,
+        cursor: psycopg.AsyncServerCursor[Any],
+    ) -> None:
+        """One step's files: the unchanged counted, the others put on ``pending``."""
+        new_errors = walker.errors[self._walk_errors :]
+        if new_errors:
+            self._walk_errors += len(new_errors)
+            self.tally.errors.extend(new_errors)
+            self.tally.counts["errors"] += len(new_errors)
+            self.services.crawl_observer.file_errors(len(new_errors))
+        self.tally.counts["skipped"] = len(walker.skipped)
+        # In path order, but the files of followed links (given out last, once the walk
+        # is done) are at paths the matching has passed: those are looked up.
+        listed = [f for f in batch if f.source is None]
+        pairs: list[tuple[WalkedFile, KnownAsset | None]] = []
+        if listed:
+            while known.wants_more(listed[-1].path):
+                known.feed([assets.known_asset(row) for row in await cursor.fetchmany(_KNOWN_PAGE)])
+            pairs, unseen = known.match(listed)
+            self._not_walked(unseen)
+        followed = [f for f in batch if f.source is not None]
+        if followed:
+            async with self.services.pool.connection() as conn:
+                found = await assets.live_at_paths(conn, self.config_id, [f.path for f in followed])
+            at = {a.file_path: a for a in found}
+            pairs += [(f, at.get(f.path)) for f in followed]
+        self.tally.counts["total"] += len(pairs)
+        unchanged = 0
+        for walked, at_path in pairs:
+            same = decisions.by_stat(at_path, walked.size, walked.mtime_ns, walked.sidecar)
+            if walked.source is not None and same is not None:
+                self.kept.add(same.asset.id)  # the matching passed its path: not walked
+            if not isinstance(same, decisions.Unchanged):
+                await self.pending.put((walked, same))  # to hash, or its sidecar changed
+                continue
+            unchanged += 1
+        self.tally.counts["unchanged"] += unchanged
+        self.tally.counts["found"] += unchanged
+        self.services.crawl_observer.files_crawled(unchanged)
+        self._progress(force=unchanged > 0)
 
-        async def worker() -> None:
-            for walked in queue:
-                stop_if_cancelled(self.ctx)
-                await self._process(walked)
-                self.tally.counts["found"] += 1
-                self.services.crawl_observer.files_crawled(1)
-                self._progress()
+    def _not_walked(self, known: list[KnownAsset]) -> None:
+        self.unseen.update((a.id, a.file_path) for a in known)
 
-        workers = [
-            asyncio.create_task(worker())
-            for _ in range(min(self.services.settings.max_concurrent_files, max(1, len(files))))
-        ]
-        try:
-            done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-        finally:
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+    async def _worker(self) -> None:
+        while (entry := await self.pending.get()) is not None:
+            stop_if_cancelled(self.ctx)
+            walked, by_stat = entry
+            await self._process(walked, by_stat)
+            self.tally.counts["found"] += 1
+            self.services.crawl_observer.files_crawled(1)
+            self._progress()
 
     async def _finish(self, error_paths: set[str]) -> None:
         """Mark what was seen, soft-delete what is gone, record and forget errors."""
         now = self.ctx.clock.now()
         unseen = [
-            a.id
-            for a in self.index.live()
-            if a.file_path not in self.walked and not self._under_unreadable_folder(a.file_path)
+            asset_id
+            for asset_id, path in self.unseen.items()
+            if asset_id not in self.kept and not self._under_unreadable_folder(path)
         ]
         failing = {e.path: e.reason for e in self.tally.errors}
         resolved = [
             p for p in error_paths if p not in failing and not self._under_unreadable_folder(p)
         ]
-        seen = self.tally.seen_unchanged
-        for start in range(0, max(len(seen), 1), _WRITE_BATCH):
+        deleted = 0
+        for start in range(0, len(unseen), _WRITE_BATCH):
             async with self.ctx.fenced() as conn:
-                await assets.mark_seen(
-                    conn, self.config_id, seen[start : start + _WRITE_BATCH], now
+                deleted += await assets.soft_delete(
+                    conn, self.config_id, unseen[start : start + _WRITE_BATCH], now
                 )
+        self.tally.counts["deleted"] += deleted
         async with self.ctx.fenced() as conn:
-            deleted = await assets.soft_delete(conn, self.config_id, unseen, now)
             for path, reason in failing.items():
                 await assets.record_error(conn, self.config_id, path, reason, now)
             await assets.clear_errors(conn, self.config_id, resolved)
-        self.tally.counts["deleted"] += deleted
         await self._record_duplicates(failing, now)
 
     async def _record_duplicates(self, failing: Mapping[str, str], now: datetime) -> None:
@@ -363,11 +443,15 @@ class _Crawl:
         keeps what was recorded of it. A duplicate of a file whose ingest failed names
         no asset, so it is not recorded (the result still lists it)."""
         found: dict[str, int] = {}
-        for duplicate in self.tally.duplicates:
-            asset = self.index.at_path(duplicate["same_as"])
-            if asset is not None:
-                found[duplicate["path"]] = asset.id
+        duplicates = self.tally.duplicates
         async with self.services.pool.connection() as conn:
+            for start in range(0, len(duplicates), _WRITE_BATCH):
+                some = duplicates[start : start + _WRITE_BATCH]
+                owners = await assets.live_at_paths(
+                    conn, self.config_id, {d["same_as"] for d in some}
+                )
+                ids = {a.file_path: a.id for a in owners}
+                found.update((d["path"], ids[d["same_as"]]) for d in some if d["same_as"] in ids)
             recorded = await assets.duplicate_paths(conn, self.config_id)
         stale = [
             p
@@ -442,14 +526,9 @@ class _Crawl:
 
     # --- one file --------------------------------------------------------------------
 
-    async def _process(self, walked: WalkedFile) -> None:
-        by_stat = decisions.by_stat(
-            self.index.at_path(walked.path), walked.size, walked.mtime_ns, walked.sidecar
-        )
-        if isinstance(by_stat, decisions.Unchanged):
-            self.tally.counts["unchanged"] += 1
-            self.tally.seen_unchanged.append(by_stat.asset.id)
-            return
+    async def _process(self, walked: WalkedFile, by_stat: decisions.SidecarChanged | None) -> None:
+        """A file that is not unchanged by its stat (``_walked``): hash, decide, ingest;
+        or, when only its sidecar changed (``by_stat``), read it again."""
         try:
             # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
             original = await asyncio.to_thread(self._storage().open, walked.opened_at)
@@ -492,11 +571,15 @@ class _Crawl:
         Under the lock: the index must not change between the decision and its writes."""
         h = hashed.content_hash
         async with self.decide:
+            async with self.services.pool.connection() as conn:
+                at_path, with_content = await assets.live_at_path_and_with_content(
+                    conn, self.config_id, walked.path, h
+                )
             decision = decisions.by_content(
                 walked.path,
                 h,
-                at_path=self.index.at_path(walked.path),
-                with_content=self.index.with_hash(h),
+                at_path=at_path,
+                with_content=with_content,
                 ingesting=self.inflight.get(h),
             )
             if isinstance(decision, decisions.AskOwner):
@@ -541,7 +624,7 @@ class _Crawl:
         thumbnail, preview and BlurHash remade (under this attempt's names, the old
         files deleted once no row names them) only if the way it is shown changed.
         ``version``: the asset's version of the file, which ``source`` holds open."""
-        asset = self.index.at_path(walked.path)
+        asset = await self._at_path(walked.path)
         if asset is None:
             return
         async with self.services.pool.connection() as conn:
@@ -580,9 +663,6 @@ class _Crawl:
                 )
             if old is None:
                 return  # no longer live: nothing was written (its new proxies: the sweep's)
-            known = self.index.at_path(walked.path)
-            if known is not None and known.id == asset.id:
-                self.index.add(dataclasses.replace(known, sidecar=read.file))
         self.tally.counts["reread"] += 1
         if records is not None:
             self.tally.counts["proxies"] += len(records)
@@ -606,26 +686,21 @@ class _Crawl:
                 # The new content cannot be ingested (yet); the old content is gone from
                 # this path all the same, so its asset must not stay live with it.
                 async with self.decide:
-                    known = self.index.at_path(walked.path)
+                    known = await self._at_path(walked.path)
                     if known is not None and known.content_hash != h:
                         await self._soft_delete(known)
                 raise
             async with self.decide:
                 # Re-read under the lock: a move may have taken the old asset away.
-                known = self.index.at_path(walked.path)
+                known = await self._at_path(walked.path)
                 deleted = 0
                 async with self.ctx.fenced() as conn:
                     if known is not None:
                         deleted = await self._soft_delete_on(conn, known)
-                    asset_id = await assets.insert_asset(
+                    await assets.insert_asset(
                         conn, self.config_id, row, proxies, self.ctx.clock.now()
                     )
                 self.tally.counts["deleted"] += deleted
-                self.index.add(
-                    KnownAsset(
-                        asset_id, walked.path, h, hashed.size, hashed.mtime_ns, walked.media_type
-                    )
-                )
             self.tally.counts["ingested"] += 1
             if row.motion_photo_issue is not None:
                 # Reported once its still is in: a file that then failed is an error.
@@ -811,16 +886,18 @@ class _Crawl:
         Unsure counts as there: calling it a duplicate changes nothing, while a wrong
         move would take the asset away from a file that still holds it.
         """
-        walked = self.walked.get(owner.file_path)
-        if walked is None:
-            if self._under_unreadable_folder(owner.file_path):
-                return True
-            # Not listed: gone, unless it appeared after the walk.
-            return await asyncio.to_thread(os.path.lexists, self.root / owner.file_path)
-        if (walked.size, walked.mtime_ns) == (owner.size_bytes, owner.modified_ns):
+        if self._under_unreadable_folder(owner.file_path):
             return True
         try:
-            again = await asyncio.to_thread(self._hash_at, walked.opened_at)
+            st = await asyncio.to_thread(self._storage().stat, owner.file_path)
+        except MediaError:
+            # Gone (or not a file reached through no link now): there only if something
+            # is at that name, as a walk that ran before it would have said.
+            return await asyncio.to_thread(os.path.lexists, self.root / owner.file_path)
+        if (st.st_size, st.st_mtime_ns) == (owner.size_bytes, owner.modified_ns):
+            return True
+        try:
+            again = await asyncio.to_thread(self._hash_at, owner.file_path)
         except MediaError:
             return True
         return again.content_hash == owner.content_hash
@@ -828,6 +905,12 @@ class _Crawl:
     def _hash_at(self, relative: str) -> HashedFile:
         with self._storage().open(relative) as original:
             return hash_descriptor(original.fd, ensure_alive=self.alive.check)
+
+    async def _at_path(self, path: str) -> KnownAsset | None:
+        """The live asset at ``path`` now: this crawl's own writes are committed before
+        its next decision, and no other attempt writes the config's assets (ADR 0008)."""
+        async with self.services.pool.connection() as conn:
+            return await assets.live_at_path(conn, self.config_id, path)
 
     def _storage(self) -> StorageRoot:
         assert self.storage is not None, "the walk opens the storage root"
@@ -858,7 +941,7 @@ class _Crawl:
             modified_ns=hashed.mtime_ns,
             now=self.ctx.clock.now(),
         )
-        self.index.relocate(asset, walked.path, hashed.size, hashed.mtime_ns)
+        self.kept.add(asset.id)
 
     async def _soft_delete(self, asset: KnownAsset) -> None:
         async with self.ctx.fenced() as conn:
@@ -868,9 +951,7 @@ class _Crawl:
     async def _soft_delete_on(self, conn: psycopg.AsyncConnection[Any], asset: KnownAsset) -> int:
         """How many rows it soft-deleted; the caller counts them once its transaction has
         committed (the counts say only what is done: they are saved with the item)."""
-        deleted = await assets.soft_delete(conn, self.config_id, [asset.id], self.ctx.clock.now())
-        self.index.remove(asset)
-        return deleted
+        return await assets.soft_delete(conn, self.config_id, [asset.id], self.ctx.clock.now())
 
     def _duplicate(self, path: str, same_as: str) -> None:
         self.tally.counts["duplicates"] += 1
@@ -895,6 +976,9 @@ class _Crawl:
 
 
 _Then = Literal["ingest", "read again"] | None
+# A file for the crawl's workers: what the walk found, and whether only its sidecar
+# changed (``decisions.SidecarChanged``) or it is to be hashed (None).
+_Pending = tuple[WalkedFile, "decisions.SidecarChanged | None"]
 """What a decision leaves to do outside the decision lock."""
 
 

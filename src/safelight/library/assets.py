@@ -85,22 +85,17 @@ class ProxyRecord:
     height: int | None = None
 
 
-async def live_assets(conn: Conn, config_id: UUID) -> list[KnownAsset]:
-    cur = await conn.execute(QUERIES["assets_live_of_config"], {"config_id": config_id})
-    known = []
-    for (
-        asset_id,
-        path,
-        content_hash,
-        size,
-        mtime_ns,
-        kind,
-        sidecar_path,
-        *stat,
-    ) in await cur.fetchall():
-        sidecar = SidecarFile(sidecar_path, *stat) if sidecar_path is not None else None
-        known.append(KnownAsset(asset_id, path, content_hash, size, mtime_ns, kind, sidecar))
-    return known
+LIVE_IN_PATH_ORDER = QUERIES["assets_live_of_config_in_path_order"]
+"""For a server-side cursor that reads a config's live assets a page at a time; each
+row becomes a :class:`KnownAsset` through :func:`known_asset`."""
+
+
+def known_asset(row: Sequence[Any]) -> KnownAsset:
+    """A row of the crawl's queries of live assets (``assets_live_*``): the asset's path,
+    content and stat, then its sidecar's path, size and mtime (NULLs: none)."""
+    asset_id, path, content_hash, size, mtime_ns, kind, sidecar_path, *stat = row
+    sidecar = SidecarFile(sidecar_path, *stat) if sidecar_path is not None else None
+    return KnownAsset(asset_id, path, content_hash, size, mtime_ns, kind, sidecar)
 
 
 def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
@@ -109,6 +104,35 @@ def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
         "sidecar_size": sidecar.size if sidecar else None,
         "sidecar_modified_ns": sidecar.mtime_ns if sidecar else None,
     }
+
+
+async def live_at_paths(conn: Conn, config_id: UUID, paths: Iterable[str]) -> list[KnownAsset]:
+    paths = sorted(paths)
+    if not paths:
+        return []
+    cur = await conn.execute(
+        QUERIES["assets_live_at_paths"], {"config_id": config_id, "paths": paths}
+    )
+    return [known_asset(row) for row in await cur.fetchall()]
+
+
+async def live_at_path(conn: Conn, config_id: UUID, path: str) -> KnownAsset | None:
+    found = await live_at_paths(conn, config_id, [path])
+    return found[0] if found else None
+
+
+async def live_at_path_and_with_content(
+    conn: Conn, config_id: UUID, path: str, content_hash: str
+) -> tuple[KnownAsset | None, KnownAsset | None]:
+    """The live asset at ``path`` and the one with ``content_hash`` (the same, if both)."""
+    cur = await conn.execute(
+        QUERIES["assets_live_at_path_or_with_content"],
+        {"config_id": config_id, "path": path, "content_hash": content_hash},
+    )
+    found = [known_asset(row) for row in await cur.fetchall()]
+    at_path = next((a for a in found if a.file_path == path), None)
+    with_content = next((a for a in found if a.content_hash == content_hash), None)
+    return at_path, with_content
 
 
 async def insert_asset(
@@ -304,13 +328,6 @@ async def forget_duplicates(conn: Conn, config_id: UUID, paths: Iterable[str]) -
     if paths:
         await conn.execute(
             QUERIES["duplicates_delete_by_path"], {"config_id": config_id, "paths": paths}
-        )
-
-
-async def mark_seen(conn: Conn, config_id: UUID, ids: Sequence[int], now: datetime) -> None:
-    if ids:
-        await conn.execute(
-            QUERIES["assets_mark_seen"], {"config_id": config_id, "ids": list(ids), "now": now}
         )
 
 

@@ -1,11 +1,15 @@
-"""The steps of a crawl that need no database: the walk, the in-memory index of a
-config's live assets, and turning one original into a new asset with its proxies.
+"""The steps of a crawl that need no database: the walk, its matching with a config's
+live assets in path order, and turning one original into a new asset with its proxies.
 
 The walk (``Walker``):
 
-- lists the root iteratively with ``os.scandir``, a bounded number of folders per
-  step, so the caller can run each step in a thread and check for cancellation and
-  report progress in between;
+- lists the root iteratively with ``os.scandir``, a bounded number of folders and
+  files per step, so the caller can run each step in a thread and check for
+  cancellation and report progress in between;
+- gives out its files in path order (Python's ``str`` order, that of the UTF-8 bytes
+  and of PostgreSQL's ``COLLATE "C"``), a step's batch at a time (``take_files``), and
+  holds only what the folders it listed hold beyond that: the crawl matches each batch
+  with the known assets read in the same order (``KnownInPathOrder``, ADR 0033);
 - lists every folder through a descriptor opened beneath the root with no symbolic link
   on the way (``originals.StorageRoot``), so a folder swapped for a link mid-walk is
   not listed through the link;
@@ -37,7 +41,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -47,7 +52,12 @@ from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.errors import MediaError
 from safelight.library.hashing import HashedFile
 from safelight.library.images import ImageProxies
-from safelight.library.mediatypes import MediaType, is_ignored_name, media_type
+from safelight.library.mediatypes import (
+    MediaType,
+    is_ignored_name,
+    media_type_by_extension,
+    media_type_of_name,
+)
 from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.paths import (
@@ -63,6 +73,12 @@ from safelight.library.video import VideoProxies, WebVideo
 
 WALK_FOLDERS_PER_STEP = 200
 """Folders listed per walk step: each step is one short trip to a thread."""
+WALK_FILES_PER_STEP = 5000
+"""About the most files a step gives out: the batch a crawl then matches and writes."""
+
+
+def _first(pair: tuple[str, object]) -> str:
+    return pair[0]
 
 
 class RootUnavailable(MediaError):
@@ -100,6 +116,8 @@ def printable(relative: str) -> str:
 
 
 def _is_utf8(name: str) -> bool:
+    if name.isascii():  # most names, and far cheaper to tell than by encoding
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # a surrogate-escaped byte: the name is not UTF-8
@@ -153,6 +171,8 @@ class Walker:
     follow_links_inside_root: bool = False
     """File links whose target resolves inside the root become files (see ``links``)."""
     files: list[WalkedFile] = field(default_factory=list)
+    """Listed so far (or since the last ``take_files``), in path order;
+    once the walk is done, the files of followed links (``source`` set) after them."""
     errors: list[FileError] = field(default_factory=list)
     skipped: list[FileError] = field(default_factory=list)
     """What was deliberately not crawled, with why: links, safelight's own folders."""
@@ -160,7 +180,9 @@ class Walker:
     """(link, target) of file links to a target this walk lists itself: the same file
     twice, so the link is a duplicate of its target, never a second asset."""
     unreadable_folders: list[str] = field(default_factory=list)
-    _stack: list[str] = field(default_factory=lambda: [""])
+    _stack: list[str | WalkedFile] = field(default_factory=lambda: [""])
+    """Folders to list (their relative path) and files to give out, the next on top:
+    what the listed folders hold beyond the one being given out, never the whole tree."""
     _pending_links: list[tuple[WalkedFile, str]] = field(default_factory=list)
     _checked_root: bool = False
     _sidecars: dict[str, SidecarFile] = field(default_factory=dict)
@@ -174,11 +196,22 @@ class Walker:
     def done(self) -> bool:
         return not self._stack
 
-    def step(self, max_folders: int = WALK_FOLDERS_PER_STEP) -> None:
-        """List up to ``max_folders`` folders. Blocking: run it in a thread.
+    def take_files(self) -> list[WalkedFile]:
+        """The files listed since the last call, in path order (then, once the walk is
+        done, the followed links'); a crawl takes them after each step, so the walk holds
+        only what it has not given out."""
+        taken, self.files = self.files, []
+        return taken
+
+    def step(self, max_folders: int | None = None, max_files: int | None = None) -> None:
+        """List up to ``max_folders`` folders and give out up to ``max_files`` files
+        (``files``), in path order (by default ``WALK_FOLDERS_PER_STEP`` and
+        ``WALK_FILES_PER_STEP``). Blocking: run it in a thread.
 
         Raises ``RootUnavailable`` if the root itself cannot be listed.
         """
+        max_folders = WALK_FOLDERS_PER_STEP if max_folders is None else max_folders
+        max_files = WALK_FILES_PER_STEP if max_files is None else max_files
         if not self._checked_root:
             self._checked_root = True
             inside = self._root_inside_own_folder()
@@ -189,44 +222,64 @@ class Walker:
                               f"({inside.label}, {inside.path}): not crawled")
                 )  # fmt: skip
                 return
-        for _ in range(max_folders):
-            if not self._stack:
+        stack, files = self._stack, self.files
+        listed = given = 0
+        while stack and given < max_files:
+            top = stack[-1]
+            if isinstance(top, WalkedFile):
+                files.append(top)
+                stack.pop()
+                given += 1
+                continue
+            if listed == max_folders:
                 break
-            relative = self._stack.pop()
-            try:
-                fd = self.storage.open_folder(relative)
-                try:
-                    with os.scandir(fd) as listing:
-                        entries = sorted(listing, key=lambda e: e.name, reverse=True)
-                    self._sidecars.clear()
-                    files, links = len(self.files), len(self._pending_links)
-                    for entry in entries:
-                        self._visit(relative, entry)
-                    self._pair_sidecars(files, links)
-                finally:
-                    os.close(fd)
-            except (OSError, MediaError) as error:
-                reason = error.reason if isinstance(error, MediaError) else describe_os_error(error)
-                if not relative:
-                    raise RootUnavailable(
-                        f"the storage root {self.root} cannot be listed: {reason}"
-                    ) from error
-                if isinstance(error, SymbolicLinkRefused):
-                    # Swapped for a link since its parent was listed: not followed.
-                    self.skipped.append(FileError(relative + "/", error.reason))
-                    continue
-                self.unreadable_folders.append(relative)
-                self.errors.append(FileError(relative + "/", f"folder cannot be listed: {reason}"))
-        if not self._stack:
+            stack.pop()
+            listed += 1
+            self._list(top)
+        if not stack:
             self._settle_links()
 
-    def _pair_sidecars(self, files: int, links: int) -> None:
-        """Give the photos listed since ``files`` (and links since ``links``), all of
-        the folder just listed, their sidecars."""
+    def _list(self, relative: str) -> None:
+        try:
+            fd = self.storage.open_folder(relative)
+            try:
+                with os.scandir(fd) as listing:
+                    found = list(listing)
+                self._sidecars.clear()
+                children: list[tuple[str, str | WalkedFile]] = []
+                links = len(self._pending_links)
+                for entry in found:
+                    child = self._visit(relative, entry)
+                    if child is not None:
+                        children.append(child)
+                self._pair_sidecars(children, links)
+                # The next on top: the stack pops them in path order (a folder sorts as
+                # "name/": "a.jpg" < "a/..." < "a0.jpg", as the paths below them do).
+                children.sort(key=_first, reverse=True)
+                self._stack.extend(c for _, c in children)
+            finally:
+                os.close(fd)
+        except (OSError, MediaError) as error:
+            reason = error.reason if isinstance(error, MediaError) else describe_os_error(error)
+            if not relative:
+                raise RootUnavailable(
+                    f"the storage root {self.root} cannot be listed: {reason}"
+                ) from error
+            if isinstance(error, SymbolicLinkRefused):
+                # Swapped for a link since its parent was listed: not followed.
+                self.skipped.append(FileError(relative + "/", error.reason))
+                return
+            self.unreadable_folders.append(relative)
+            self.errors.append(FileError(relative + "/", f"folder cannot be listed: {reason}"))
+
+    def _pair_sidecars(self, children: list[tuple[str, str | WalkedFile]], links: int) -> None:
+        """Give the photos of the folder just listed (``children``, and the links listed
+        since ``links``) their sidecars."""
         if not self._sidecars:
             return
-        for index in range(files, len(self.files)):
-            self.files[index] = self._with_sidecar(self.files[index])
+        for index, (key, child) in enumerate(children):
+            if not isinstance(child, str):
+                children[index] = (key, self._with_sidecar(child))
         for index in range(links, len(self._pending_links)):
             walked, source = self._pending_links[index]
             self._pending_links[index] = (self._with_sidecar(walked), source)
@@ -257,20 +310,23 @@ class Walker:
                 return folder
         return None
 
-    def _visit(self, relative: str, entry: os.DirEntry[str]) -> None:
+    def _visit(self, relative: str, entry: os.DirEntry[str]) -> tuple[str, str | WalkedFile] | None:
+        """What the walk does with one name of a listing: a folder to list or a file to
+        give out, each with its sort key in the folder, or None (reported, or kept as
+        a sidecar, or not for the walk)."""
         name = entry.name
         if is_ignored_name(name):
-            return
+            return None
         child = f"{relative}/{name}" if relative else name
         try:
             if entry.is_symlink():
                 self._visit_link(child, name)
-                return
+                return None
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file(follow_symlinks=False)
         except OSError as error:
             self.errors.append(FileError(printable(child), describe_os_error(error)))
-            return
+            return None
         if not _is_utf8(name):
             if is_dir:
                 self.errors.append(
@@ -280,14 +336,14 @@ class Walker:
                         "(rename it to include it)",
                     )
                 )
-            elif is_file and media_type(name) is not None:
+            elif is_file and media_type_of_name(name) is not None:
                 self.errors.append(
                     FileError(
                         printable(child),
                         "file name is not valid UTF-8; skipped (rename it to include it)",
                     )
                 )
-            return
+            return None
         if is_dir:
             if self.own:
                 try:
@@ -298,22 +354,21 @@ class Walker:
                     self.skipped.append(
                         FileError(child + "/", f"safelight's own folder ({own.label}): not crawled")
                     )
-                    return
-            self._stack.append(child)
-            return
-        kind = media_type(name) if is_file else None
+                    return None
+            return name + "/", child
+        kind = media_type_by_extension(name) if is_file else None
         if kind is None:
             if is_file and is_sidecar_name(name):
                 self._keep_sidecar(child, name, entry)
-            return
+            return None
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
-            return  # gone since the listing: as if never there
+            return None  # gone since the listing: as if never there
         except OSError as error:
             self.errors.append(FileError(child, describe_os_error(error)))
-            return
-        self.files.append(WalkedFile(child, st.st_size, st.st_mtime_ns, kind))
+            return None
+        return name, WalkedFile(child, st.st_size, st.st_mtime_ns, kind)
 
     def _keep_sidecar(self, child: str, name: str, entry: os.DirEntry[str]) -> None:
         try:
@@ -325,7 +380,7 @@ class Walker:
     def _visit_link(self, child: str, name: str) -> None:
         """Report a link (a media file's name, or a link to a folder); a link to anything
         else is as silent as any other file that is no photo or video."""
-        kind = media_type(name) if _is_utf8(name) else None
+        kind = media_type_of_name(name) if _is_utf8(name) else None
         link = self.root / child
         try:
             target_st = os.stat(link)  # the target's kind only; nothing of it is read
@@ -367,58 +422,77 @@ class Walker:
         return None
 
     def _settle_links(self) -> None:
-        listed = {f.path for f in self.files}
         for walked, source in self._pending_links:
-            if source in listed:
+            if self._lists(source):
                 self.links.append((walked.path, source))
             else:
                 self.files.append(walked)
         self._pending_links.clear()
 
+    def _lists(self, target: str) -> bool:
+        """Whether this walk gave out ``target``, the resolved target of a file link
+        inside the root that ``_refused_target`` let through (a regular file, no own
+        folder on its way, no link in its path): by the rules of ``_visit``, without
+        keeping every path the walk gave out. Asked once the walk is done."""
+        names = target.split("/")
+        if any(is_ignored_name(n) or not _is_utf8(n) for n in names):
+            return False
+        return media_type_of_name(names[-1]) is not None and not self.under_unreadable_folder(
+            target
+        )
+
     def under_unreadable_folder(self, path: str) -> bool:
         return any(path.startswith(folder + "/") for folder in self.unreadable_folders)
 
 
-class CrawlIndex:
-    """A config's live assets by path and by content, kept in step with the crawl's writes.
+class KnownInPathOrder:
+    """A config's live assets as they were when the crawl began, read a page at a time
+    in path order and matched with the walk's files, given out in the same order, batch
+    by batch: neither side is ever held whole, whatever the library's size.
 
-    Loaded once per crawl: one item per storage config runs at a time (ADR 0008), so only
-    this crawl changes these assets while it runs, and updating the index with each of
-    its own writes keeps it true.
+    The pages come from one server-side cursor opened before the crawl's first write
+    (``assets.LIVE_IN_PATH_ORDER``), so they are that snapshot: an asset this crawl moves
+    meanwhile may still come up at its old path (the crawl keeps those, ``kept``).
     """
 
-    def __init__(self, assets: Iterable[KnownAsset]) -> None:
-        self._by_path: dict[str, KnownAsset] = {}
-        self._by_hash: dict[str, KnownAsset] = {}
-        for asset in assets:
-            self.add(asset)
+    def __init__(self) -> None:
+        self._ahead: deque[KnownAsset] = deque()
+        self.exhausted = False
 
-    def __len__(self) -> int:
-        return len(self._by_path)
+    def wants_more(self, upto: str) -> bool:
+        """True while the pages read so far end before ``upto``: read another (paths are
+        unique, so a page that ends at ``upto`` holds all a batch up to it needs)."""
+        return not self.exhausted and (not self._ahead or self._ahead[-1].file_path < upto)
 
-    def at_path(self, path: str) -> KnownAsset | None:
-        return self._by_path.get(path)
+    def feed(self, page: Sequence[KnownAsset]) -> None:
+        """The next page (in path order); an empty one: there are no more."""
+        if not page:
+            self.exhausted = True
+        self._ahead.extend(page)
 
-    def with_hash(self, content_hash: str) -> KnownAsset | None:
-        return self._by_hash.get(content_hash)
+    def match(
+        self, batch: Sequence[WalkedFile]
+    ) -> tuple[list[tuple[WalkedFile, KnownAsset | None]], list[KnownAsset]]:
+        """Each file of ``batch`` (in path order, after every earlier batch; the pages fed
+        reach past its last path, or there are no more) with the known asset at its
+        path, and the known assets before that path that no file has: not walked."""
+        pairs: list[tuple[WalkedFile, KnownAsset | None]] = []
+        unseen: list[KnownAsset] = []
+        ahead = self._ahead
+        for walked in batch:
+            while ahead and ahead[0].file_path < walked.path:
+                unseen.append(ahead.popleft())
+            if ahead and ahead[0].file_path == walked.path:
+                pairs.append((walked, ahead.popleft()))
+            else:
+                pairs.append((walked, None))
+        return pairs, unseen
 
-    def add(self, asset: KnownAsset) -> None:
-        self._by_path[asset.file_path] = asset
-        self._by_hash[asset.content_hash] = asset
-
-    def remove(self, asset: KnownAsset) -> None:
-        self._by_path.pop(asset.file_path, None)
-        if self._by_hash.get(asset.content_hash) == asset:
-            del self._by_hash[asset.content_hash]
-
-    def relocate(self, asset: KnownAsset, path: str, size: int, mtime_ns: int) -> KnownAsset:
-        self.remove(asset)
-        moved = replace(asset, file_path=path, size_bytes=size, modified_ns=mtime_ns)
-        self.add(moved)
-        return moved
-
-    def live(self) -> list[KnownAsset]:
-        return list(self._by_path.values())
+    def rest(self) -> list[KnownAsset]:
+        """What is left once the walk is done (and every page read): not walked."""
+        rest = list(self._ahead)
+        self._ahead.clear()
+        return rest
 
 
 # --- a new asset ---------------------------------------------------------------------

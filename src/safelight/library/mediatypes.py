@@ -45,10 +45,22 @@ def is_ignored_name(name: str) -> bool:
 
 def media_type(path: str | os.PathLike[str]) -> MediaType | None:
     """``"image"``, ``"video"`` or ``None`` (not media, or an ignored name)."""
-    pure = PurePath(path)
-    if is_ignored_name(pure.name):
+    return media_type_of_name(PurePath(path).name)
+
+
+def media_type_of_name(name: str) -> MediaType | None:
+    """``media_type`` of a bare file name, without building a path: the walk asks it of
+    every name it lists."""
+    if is_ignored_name(name):
         return None
-    suffix = pure.suffix.lower()
+    return media_type_by_extension(name)
+
+
+def media_type_by_extension(name: str) -> MediaType | None:
+    """By the extension of ``name`` alone, for a name known not to be ignored."""
+    dot = name.rfind(".")
+    # As PurePath.suffix: from the last dot, none for a leading dot (an ignored name).
+    suffix = name[dot:].lower() if dot > 0 else ""
     if suffix in IMAGE_EXTENSIONS or suffix in RAW_EXTENSIONS:
         return "image"
     if suffix in VIDEO_EXTENSIONS:

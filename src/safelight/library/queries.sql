@@ -19,13 +19,31 @@ SELECT root_path FROM storage_configs
 WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s)
 ORDER BY root_path
 
--- assets_live_of_config --
--- What a crawl needs of every live asset of a config: path, content and stat, and the
--- stat of the XMP sidecar it was read with.
+-- assets_live_of_config_in_path_order --
+-- What a crawl needs of every live asset of a config (path, content and stat, and the
+-- stat of the XMP sidecar it was read with), in the walk's order: by the bytes of the
+-- path (COLLATE "C"), which is Python's str order.
 SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
        sidecar_size, sidecar_modified_ns
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+ORDER BY file_path COLLATE "C"
+
+-- assets_live_at_paths --
+-- What a crawl needs of the live assets of a config at these paths.
+SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
+       sidecar_size, sidecar_modified_ns
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND file_path = ANY(%(paths)s)
+
+-- assets_live_at_path_or_with_content --
+-- What a crawl needs of the live assets of a config at this path and with this content
+-- (none, one, or two), in one trip: what a hashed file's decision reads.
+SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
+       sidecar_size, sidecar_modified_ns
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+  AND (file_path = %(path)s OR content_hash = %(content_hash)s)
 
 -- asset_insert --
 -- Add a new live asset (ix_assets_live_path and ix_assets_live_content guard duplicates).
@@ -112,11 +130,6 @@ SELECT file_path FROM asset_duplicates WHERE storage_config_id = %(config_id)s
 -- Forget these duplicate paths of a config (no longer a duplicate, or gone).
 DELETE FROM asset_duplicates
 WHERE storage_config_id = %(config_id)s AND file_path = ANY(%(paths)s)
-
--- assets_mark_seen --
--- Record that a crawl saw these live assets' files unchanged.
-UPDATE assets SET last_seen_at = %(now)s
-WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
 
 -- asset_counts_by_type --
 -- How many live assets a config has, per media type.

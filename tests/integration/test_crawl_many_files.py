@@ -1,0 +1,116 @@
+"""A crawl of a library of many files finds exactly what changed, moved and went, while
+it streams the walk and the known assets in path order, batch by batch and page by page
+(``library.crawl.KnownInPathOrder``): the batches and pages here are small and of sizes
+that never line up, and the names sort differently by bytes and by other rules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.handlers import crawl as crawl_module
+from safelight.library import crawl as walk_module
+from safelight.testing.tinylibrary import (
+    ASSET_COLUMNS,
+    asset_rows,
+    generate_tree,
+    relative_path,
+    write_photo,
+)
+from safelight.work.model import Status
+from tests.integration.handlerfixtures import make_harness
+
+pytestmark = pytest.mark.integration
+
+COUNT = 2000
+PER_FOLDER = 45
+ODD_NAMES = ["a.jpg", "a/b.jpg", "a0.jpg", "a-b/c.jpg", "A.jpg", "é.jpg", "z/é/ü.jpg", "ß.jpg"]
+"""Byte order puts ``a.jpg`` before ``a/b.jpg`` before ``a0.jpg``, ``A`` before ``a``,
+``é`` after ``z``: the walk and the database must agree on it."""
+
+
+async def seed(pool: AsyncConnectionPool[Any], config: Any, root: Path) -> dict[str, int]:
+    """The assets a first crawl would have recorded (the tree's real hashes and stats),
+    written straight in: 2,000 decodes would only make the test slow."""
+    photos = [(relative_path(n, PER_FOLDER), n) for n in range(COUNT)]
+    for offset, name in enumerate(ODD_NAMES):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        write_photo(root / name, COUNT + offset)
+        photos.append((name, COUNT + offset))
+    async with pool.connection() as conn:
+        async with conn.cursor().copy(f"COPY assets ({ASSET_COLUMNS}) FROM STDIN") as copy:
+            for row in asset_rows(config, root, photos):
+                await copy.write_row(row)
+        cur = await conn.execute(
+            "SELECT file_path, id FROM assets WHERE storage_config_id = %s", (config,)
+        )
+        return dict(await cur.fetchall())
+
+
+async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 3)
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
+    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 53)
+    root = tmp_path / "library"
+    generate_tree(root, COUNT, PER_FOLDER)
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    ids = await seed(pool, config, root)
+
+    unchanged = await h.run("crawl", config_id=config)
+    assert unchanged.status is Status.SUCCEEDED, unchanged.error
+    assert unchanged.result is not None
+    total = COUNT + len(ODD_NAMES)
+    assert (unchanged.result["unchanged"], unchanged.result["total"]) == (total, total)
+    assert h.progress[unchanged.id][-1]["hashed"] == 0
+
+    # One percent: new content at 7 paths, 7 files moved (to folders before and after
+    # theirs in path order), 6 deleted; and one odd name of each.
+    changed = [relative_path(n, PER_FOLDER) for n in range(0, COUNT, 300)] + ["a/b.jpg"]
+    for n in range(0, COUNT, 300):
+        write_photo(root / relative_path(n, PER_FOLDER), n, generation=1)
+    write_photo(root / "a/b.jpg", COUNT + ODD_NAMES.index("a/b.jpg"), generation=1)
+    moves = {relative_path(n, PER_FOLDER): f"moved/{n}.jpg" for n in range(1, COUNT, 300)}
+    moves[relative_path(COUNT - 1, PER_FOLDER)] = "0-first/last.jpg"
+    moves["é.jpg"] = "a/é.jpg"
+    for source, target in moves.items():
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(root / source, root / target)
+    deleted = [relative_path(n, PER_FOLDER) for n in range(2, COUNT, 400)] + ["a0.jpg"]
+    for path in deleted:
+        (root / path).unlink()
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    result = item.result
+    assert result is not None
+    assert result["errors"] == [] and result["duplicates"] == []
+    assert result["ingested"] == len(changed)
+    assert result["moved"] == len(moves)
+    assert result["deleted"] == len(deleted) + len(changed)
+    assert result["unchanged"] == total - len(changed) - len(moves) - len(deleted)
+    assert result["total"] == result["found"] == total - len(deleted)
+    assert h.progress[item.id][-1]["hashed"] == len(changed) + len(moves)
+    rows = await h.rows(
+        "SELECT file_path, id FROM assets WHERE storage_config_id = %s AND NOT is_deleted",
+        config,
+    )
+    live = dict(rows)
+    # Exactly: the moved keep their asset at the new path, the changed are new assets,
+    # the deleted and the old contents are gone, everything else is as it was.
+    for source, target in moves.items():
+        assert live[target] == ids[source]
+    for path in changed:
+        assert live[path] not in ids.values()
+    untouched = set(ids) - set(changed) - set(moves) - set(deleted)
+    assert {p: live[p] for p in untouched} == {p: ids[p] for p in untouched}
+    assert set(live) == untouched | set(changed) | set(moves.values())
+    gone = await h.rows("SELECT id FROM assets WHERE storage_config_id = %s AND is_deleted", config)
+    assert {i for (i,) in gone} == {ids[p] for p in deleted + changed}
