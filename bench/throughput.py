@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,8 @@ IN_FLIGHT = 4
 # label -> (queue, concurrency argument, batch size)
 QUEUES: dict[str, tuple[str, int, int]] = {
     "safelight": ("safelight", IN_FLIGHT, 0),
+    # As many Workers per process as PgQueuer's default batch takes jobs at a time.
+    "safelight-10": ("safelight", 10, 0),
     "procrastinate": ("procrastinate", IN_FLIGHT, 0),
     "pgqueuer": ("pgqueuer", IN_FLIGHT, 2),
     "pgqueuer-defaults": ("pgqueuer", 0, 10),
@@ -106,6 +109,12 @@ async def safelight_enqueue(url: str, items: int) -> tuple[float, float]:
         return single, time.perf_counter() - start
     finally:
         await pool.close()
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the children this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peer(*args: str) -> str:
@@ -151,6 +160,7 @@ def one_run(
                     f'ALTER DATABASE "{name}" SET synchronous_commit = {synchronous_commit}'
                 )
         started = time.time()
+        cpu_before = _children_cpu()
         with Processes() as procs:
             children = []
             for n in range(processes):
@@ -183,6 +193,8 @@ def one_run(
                 except subprocess.TimeoutExpired:
                     raise SystemExit(f"{label}: not drained in {RUN_TIMEOUT_SECONDS} s") from None
         wall = time.time() - started
+        # Every child waited for since cpu_before is a worker process of this run.
+        worker_cpu = _children_cpu() - cpu_before
         with psycopg.connect(url) as conn:
             row = conn.execute(SPAN_SQL[queue]).fetchone()
         assert row is not None
@@ -194,6 +206,7 @@ def one_run(
         "items_per_second": items / span,
         "span_seconds": span,
         "wall_seconds": wall,
+        "worker_cpu_ms_per_item": worker_cpu * 1000 / items,
         "enqueue_single_per_second": SINGLE_ITEMS / single,
         "enqueue_bulk_per_second": (items - SINGLE_ITEMS) / bulk,
     }
@@ -247,6 +260,14 @@ def main() -> None:
     report(out)
 
 
+# What each safelight label is compared with: the faster of the peers at equal items in
+# flight, or PgQueuer at its defaults for 10 Workers a process.
+COMPARED_WITH = {
+    "safelight": ("procrastinate", "pgqueuer"),
+    "safelight-10": ("pgqueuer-defaults",),
+}
+
+
 def report(out: dict[str, Any]) -> None:
     runs = out["runs"]
     rows = []
@@ -255,12 +276,10 @@ def report(out: dict[str, Any]) -> None:
             rates = [r["items_per_second"] for r in results]
             peers = [
                 statistics.median(x["items_per_second"] for x in runs[q][p])
-                for q in ("procrastinate", "pgqueuer")
+                for q in COMPARED_WITH.get(label, ())
                 if q in runs and runs[q][p]
             ]
-            ratio = ""
-            if label.startswith("safelight") and peers:
-                ratio = f"{statistics.median(rates) / max(peers):.2f}x"
+            ratio = f"{statistics.median(rates) / max(peers):.2f}x" if peers else ""
             rows.append(
                 (
                     label,
@@ -268,6 +287,7 @@ def report(out: dict[str, Any]) -> None:
                     spread(rates),
                     ratio,
                     spread([r["wall_seconds"] for r in results]),
+                    spread([r.get("worker_cpu_ms_per_item", float("nan")) for r in results]),
                     spread([r["enqueue_single_per_second"] for r in results]),
                     spread([r["enqueue_bulk_per_second"] for r in results]),
                 )
@@ -277,8 +297,9 @@ def report(out: dict[str, Any]) -> None:
             "queue",
             "processes",
             "items/s, median [min..max]",
-            "vs faster peer",
+            "vs its peer",
             "wall s",
+            "worker CPU ms/item",
             "enqueue one by one /s",
             "enqueue bulk /s",
         ),

@@ -43,7 +43,9 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 --    trigger: migration 0005, ADR 0011), so busy configs cost nothing.
 -- The nth item taken goes to the nth of worker_ids. %(limit)s is their number, written
 -- into the text by safelight.work.store (a generic plan for LIMIT $n would assume a
--- tenth of the table, and PostgreSQL would plan every claim anew).
+-- tenth of the table, and PostgreSQL would plan every claim anew). kinds and worker_ids
+-- come as array literals (safelight.core.sql.text_array): one string each, which the
+-- client dumps far faster than a list (docs/benchmarks.md, issue #18).
 -- Hazard: two claimers can pass the running check for one config at once (neither
 -- sees the other's uncommitted running_item_id); ix_work_items_storage_config_running
 -- rejects one.
@@ -77,7 +79,7 @@ WITH stamp AS MATERIALIZED (
             FROM (
                 SELECT q.id, q.storage_config_id, q.requested_at
                 FROM work_items q
-                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
+                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s::text[])
                   AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
                 ORDER BY q.requested_at, q.id
                 LIMIT 16
@@ -100,7 +102,7 @@ WITH stamp AS MATERIALIZED (
     SELECT u.id, u.requested_at
     FROM work_items u
     WHERE NOT EXISTS (SELECT 1 FROM fast)
-      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s)
+      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s::text[])
       AND (u.not_before IS NULL OR u.not_before <= (SELECT at FROM due))
     ORDER BY u.requested_at, u.id
     LIMIT %(limit)s
@@ -116,7 +118,7 @@ WITH stamp AS MATERIALIZED (
         CROSS JOIN LATERAL (
             SELECT q.id
             FROM work_items q
-            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s)
+            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s::text[])
               AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
             ORDER BY q.requested_at, q.id
             LIMIT 1
@@ -181,15 +183,16 @@ RETURNING id
 
 -- attempts_finish --
 -- End running attempts: succeeded, failed or cancelled (each fenced), and record them.
--- One row per attempt in the arrays; a row back for each attempt that still held its item.
+-- One JSON object per attempt in endings; a row back for each attempt that still held its item.
+-- endings is one JSON array of {id, attempt, status, result, error} (a JSON null result
+-- or error is SQL NULL): one parameter, which the client dumps far faster than five
+-- arrays (docs/benchmarks.md, issue #18).
 -- finished_at is read as each row is written (PostgreSQL computes it again after
 -- waiting for a row another statement changed), and ended_at is the same time.
 WITH ending AS (
     SELECT *
-    FROM unnest(
-        %(ids)s::bigint[], %(attempts)s::integer[], %(statuses)s::text[],
-        %(results)s::jsonb[], %(errors)s::text[]
-    ) AS e(id, attempt, status, result, error)
+    FROM jsonb_to_recordset(%(endings)s::jsonb)
+        AS e(id bigint, attempt integer, status text, result jsonb, error text)
 ), finished AS (
     UPDATE work_items w
     SET status = e.status::work_status,

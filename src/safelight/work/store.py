@@ -16,6 +16,7 @@ contract tests and excluded from mutation testing (ADR 0005).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,7 +32,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
-from safelight.core.sql import load_queries
+from safelight.core.sql import load_queries, text_array
 from safelight.work.batching import Batcher
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
@@ -318,9 +319,10 @@ class WorkStore:  # pragma: no mutate block
         key = (frozenset(kinds), owner, float(lease_seconds))
         batcher = self._claimers.get(key)
         if batcher is None:
+            kinds_array = text_array(sorted(key[0]))
 
             async def run_batch(worker_ids: Sequence[str]) -> list[WorkItem | None]:
-                return await self._claim_for(worker_ids, key[0], key[1], key[2])
+                return await self._claim_for(worker_ids, kinds_array, key[1], key[2])
 
             batcher = Batcher(run_batch, max_batch=MAX_CLAIM_BATCH)
             self._claimers[key] = batcher
@@ -329,11 +331,12 @@ class WorkStore:  # pragma: no mutate block
     async def _claim_for(
         self,
         worker_ids: Sequence[str],
-        kinds: Collection[str],
+        kinds: str,
         owner: str | None,
         lease_seconds: float,
     ) -> list[WorkItem | None]:
-        """One item or None for each of ``worker_ids``, in order.
+        """One item or None for each of ``worker_ids``, in order; ``kinds`` is their
+        array literal (:func:`~safelight.core.sql.text_array`).
 
         While a statement takes some items but not enough, the Workers left try again
         at once: the first look may have found only some of what the queue holds. The
@@ -355,14 +358,14 @@ class WorkStore:  # pragma: no mutate block
     async def _claim_once(
         self,
         worker_ids: Sequence[str],
-        kinds: Collection[str],
+        kinds: str,
         owner: str | None,
         lease_seconds: float,
     ) -> dict[int, WorkItem]:
         """The items one claim statement took, by the 0-based position of their Worker."""
         params = {
-            "worker_ids": list(worker_ids),
-            "kinds": list(kinds),
+            "worker_ids": text_array(worker_ids),
+            "kinds": kinds,
             "owner": owner,
             "lease_seconds": lease_seconds,
             "now": self._clock.transition_time(),
@@ -419,7 +422,7 @@ class WorkStore:  # pragma: no mutate block
             )
             return await cur.fetchone() is not None
 
-    async def _finish(
+    def _finish(
         self,
         item_id: int,
         attempt: int,
@@ -427,13 +430,14 @@ class WorkStore:  # pragma: no mutate block
         *,
         result: Mapping[str, Any] | None = None,
         error: str | None = None,
-    ) -> bool:
-        """Whether the attempt still held its item and now ended it (durably).
+    ) -> asyncio.Future[bool]:
+        """Whether the attempt still held its item and now ended it (durably), as a
+        future: the executor bounds the wait for it by a timer, with no task of its own.
 
         Outcomes written while another is in flight go out together in one statement
         (:mod:`safelight.work.batching`); each is fenced on its own.
         """
-        return await self._finisher.call(
+        return self._finisher.submit(
             _Ending(item_id, attempt, status, None if result is None else dict(result), error)
         )
 
@@ -442,11 +446,18 @@ class WorkStore:  # pragma: no mutate block
             cur = await conn.execute(
                 QUERIES["attempts_finish"],
                 {
-                    "ids": [e.item_id for e in endings],
-                    "attempts": [e.attempt for e in endings],
-                    "statuses": [e.status.value for e in endings],
-                    "results": [None if e.result is None else Jsonb(e.result) for e in endings],
-                    "errors": [e.error for e in endings],
+                    "endings": Jsonb(
+                        [
+                            {
+                                "id": e.item_id,
+                                "attempt": e.attempt,
+                                "status": e.status.value,
+                                "result": e.result,
+                                "error": e.error,
+                            }
+                            for e in endings
+                        ]
+                    ),
                     "now": self._clock.transition_time(),
                 },
                 # Planned anew each time, never prepared: a plan cached while
@@ -458,18 +469,16 @@ class WorkStore:  # pragma: no mutate block
             applied = {(row[0], row[1]) for row in await cur.fetchall()}
         return [(e.item_id, e.attempt) in applied for e in endings]
 
-    async def complete(
+    def complete(
         self, item_id: int, attempt: int, result: Mapping[str, Any] | None = None
-    ) -> bool:
-        return await self._finish(item_id, attempt, Status.SUCCEEDED, result=result)
+    ) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.SUCCEEDED, result=result)
 
-    async def fail(self, item_id: int, attempt: int, error: str) -> bool:
-        return await self._finish(item_id, attempt, Status.FAILED, error=error)
+    def fail(self, item_id: int, attempt: int, error: str) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.FAILED, error=error)
 
-    async def cancel(self, item_id: int, attempt: int) -> bool:
-        return await self._finish(
-            item_id, attempt, Status.CANCELLED, error="cancelled while running"
-        )
+    def cancel(self, item_id: int, attempt: int) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.CANCELLED, error="cancelled while running")
 
     async def retry_later(
         self, item_id: int, attempt: int, error: str, delay_seconds: float
