@@ -72,6 +72,10 @@ QUEUES: dict[str, tuple[str, int, int]] = {
     "safelight": ("safelight", IN_FLIGHT, 0),
     # As many Workers per process as PgQueuer's default batch takes jobs at a time.
     "safelight-10": ("safelight", 10, 0),
+    # The same Workers run from another tree's src/ (--before): a before and after in
+    # one run. Its items are enqueued by this tree's code, on this tree's schema.
+    "safelight-before": ("safelight", IN_FLIGHT, 0),
+    "safelight-10-before": ("safelight", 10, 0),
     "procrastinate": ("procrastinate", IN_FLIGHT, 0),
     "pgqueuer": ("pgqueuer", IN_FLIGHT, 2),
     "pgqueuer-defaults": ("pgqueuer", 0, 10),
@@ -143,6 +147,7 @@ def one_run(
     home: Path,
     profile: str | None = None,
     synchronous_commit: str = "on",
+    before: Path | None = None,
 ) -> dict[str, Any]:
     queue, concurrency, batch = QUEUES[label]
     with bench_database(f"tp_{label.replace('-', '_')}", migrated=queue == "safelight") as url:
@@ -167,6 +172,10 @@ def one_run(
                 if queue == "safelight":
                     argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
                     env = worker_env(url, home)
+                    if label.endswith("-before"):
+                        if before is None:
+                            raise SystemExit(f"{label} needs --before SRC")
+                        env["PYTHONPATH"] = str(before)
                     if profile:
                         spy = str(Path(peers_python()).with_name("py-spy"))
                         out = RESULTS / f"profile-{label}-{n}.{profile}"
@@ -229,6 +238,12 @@ def main() -> None:
         help="off: a diagnosis of how much WAL flushes cost (for every queue alike)",
     )
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="a src/ folder of another safelight (git archive REV src | tar -x): the "
+        "safelight-before and safelight-10-before queues run their Workers from it",
+    )
+    parser.add_argument(
         "--profile",
         choices=("speedscope", "flamegraph", "raw"),
         help="record the safelight Worker processes with py-spy into bench/results/",
@@ -243,7 +258,13 @@ def main() -> None:
             for p in counts:
                 for label in order:
                     result = one_run(
-                        label, p, args.items, Path(home), args.profile, args.synchronous_commit
+                        label,
+                        p,
+                        args.items,
+                        Path(home),
+                        args.profile,
+                        args.synchronous_commit,
+                        args.before,
                     )
                     runs[label][p].append(result)
                     print(
@@ -265,6 +286,8 @@ def main() -> None:
 COMPARED_WITH = {
     "safelight": ("procrastinate", "pgqueuer"),
     "safelight-10": ("pgqueuer-defaults",),
+    "safelight-before": ("procrastinate", "pgqueuer"),
+    "safelight-10-before": ("pgqueuer-defaults",),
 }
 
 

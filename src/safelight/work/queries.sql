@@ -25,6 +25,41 @@ VALUES (%(kind)s, %(config_id)s, %(dedup_key)s, %(payload)s, %(now)s)
 ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
 RETURNING id
 
+-- items_enqueue --
+-- Add queued items of one kind, one per element of items, in order; a row for each: its id, or that of the queued item holding its dedup key (NULL: try it again).
+-- items is one JSON array of {payload, dedup_key}: one parameter for a whole batch, one
+-- statement (bench/throughput.py, issue #18). Each element's id is drawn from the
+-- table's identity before the insert, in the array's order (ord), so the rows back can
+-- be matched with the elements whatever order the server returns them in, and a batch
+-- takes its place in the queue in that order (requested_at is the same for all).
+-- Dedup keys are honoured as item_enqueue honours them: an element whose key already
+-- has a queued item, or an earlier element of the batch, adds nothing, and its id is
+-- that item's. Hazard: a holder that commits, or is claimed, between this statement's
+-- snapshot and its insert is not seen by the look-up; the element's id is NULL and the
+-- store runs it again, as item_enqueue's caller does.
+WITH input AS MATERIALIZED (
+    SELECT e.ord,
+           nextval(pg_get_serial_sequence('work_items', 'id')) AS id,
+           e.item ->> 'dedup_key' AS dedup_key,
+           e.item -> 'payload' AS payload
+    FROM jsonb_array_elements(%(items)s::jsonb) WITH ORDINALITY AS e(item, ord)
+), inserted AS (
+    INSERT INTO work_items (id, kind, storage_config_id, dedup_key, payload, requested_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT i.id, %(kind)s, %(config_id)s, i.dedup_key, i.payload, %(now)s
+    FROM input i
+    ORDER BY i.ord
+    ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
+    RETURNING id, dedup_key
+)
+SELECT i.ord, coalesce(n.id, k.id, q.id) AS id
+FROM input i
+LEFT JOIN inserted n ON n.id = i.id
+LEFT JOIN inserted k ON n.id IS NULL AND k.dedup_key = i.dedup_key
+LEFT JOIN work_items q
+    ON n.id IS NULL AND k.id IS NULL AND q.dedup_key = i.dedup_key AND q.status = 'queued'
+ORDER BY i.ord
+
 -- item_queued_by_dedup_key --
 -- The queued item that holds a dedup key.
 SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'

@@ -222,40 +222,46 @@ class WorkStore:  # pragma: no mutate block
     async def enqueue_many(
         self,
         kind: str,
-        payloads: Sequence[Mapping[str, Any]],
+        payloads: Sequence[Mapping[str, Any] | None],
         *,
         config_id: UUID | None = None,
+        dedup_keys: Sequence[str | None] | None = None,
     ) -> list[int]:
-        """Queue many items of one kind (no dedup keys) in one transaction; every payload
-        is checked before the first is written, so one bad payload writes nothing."""
-        bodies = [self._validate(kind, config_id, None, p) for p in payloads]
+        """Queue many items of one kind in one statement, and return their ids in order.
+
+        Every payload (and dedup key) is checked before anything is written, so one bad
+        item writes nothing. ``dedup_keys`` (one per payload, None: no key) are honoured
+        as :meth:`enqueue` honours one: an item whose key already has a queued item, or
+        an earlier item of the same call, adds nothing and returns that item's id.
+        """
+        keys = [None] * len(payloads) if dedup_keys is None else list(dedup_keys)
+        if len(keys) != len(payloads):
+            raise ValueError(f"{len(payloads)} payloads but {len(keys)} dedup keys")
+        bodies = [
+            self._validate(kind, config_id, key, p) for p, key in zip(payloads, keys, strict=True)
+        ]
+        if not bodies:
+            return []
         now = self._clock.now()
+        ids: list[int | None] = [None] * len(bodies)
         async with self._pool.connection() as conn, conn.transaction():
             if config_id is not None:
                 await self._check_config(conn, config_id)
-            cur = conn.cursor()
-            await cur.executemany(
-                QUERIES["item_enqueue"],
-                [
-                    {
-                        "kind": kind,
-                        "config_id": config_id,
-                        "dedup_key": None,
-                        "payload": Jsonb(b),
-                        "now": now,
-                    }
-                    for b in bodies
-                ],
-                returning=True,
-            )
-            ids: list[int] = []
-            while True:
-                row = await cur.fetchone()
-                if row is not None:
-                    ids.append(row[0])
-                if not cur.nextset():
-                    break
-            return ids
+            # The items whose id is still unknown: all at first, then those whose key's
+            # holder went away between the statement's look-up and its insert.
+            left = list(range(len(bodies)))
+            for _ in range(_ENQUEUE_TRIES):
+                items = [{"payload": bodies[n], "dedup_key": keys[n]} for n in left]
+                cur = await conn.execute(
+                    QUERIES["items_enqueue"],
+                    {"items": Jsonb(items), "kind": kind, "config_id": config_id, "now": now},
+                )
+                for ord_, item_id in await cur.fetchall():
+                    ids[left[ord_ - 1]] = item_id
+                left = [n for n in left if ids[n] is None]
+                if not left:
+                    return [int(i) for i in ids if i is not None]
+        raise RuntimeError(f"could not enqueue {kind} items with their dedup keys: contended")
 
     async def _check_config(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
         cur = await conn.execute(QUERIES["config_check"], {"config_id": config_id})
