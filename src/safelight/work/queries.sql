@@ -34,7 +34,8 @@ RETURNING id
 -- takes its place in the queue in that order (requested_at is the same for all).
 -- Dedup keys are honoured as item_enqueue honours them: an element whose key already
 -- has a queued item, or an earlier element of the batch, adds nothing, and its id is
--- that item's. Hazard: a holder that commits, or is claimed, between this statement's
+-- that item's. Elements without a key go in by a plain insert: ON CONFLICT's
+-- speculative insertion, paid for every row it inserts, cannot apply to them. Hazard: a holder that commits, or is claimed, between this statement's
 -- snapshot and its insert is not seen by the look-up; the element's id is NULL and the
 -- store runs it again, as item_enqueue's caller does.
 WITH input AS MATERIALIZED (
@@ -43,21 +44,30 @@ WITH input AS MATERIALIZED (
            e.item ->> 'dedup_key' AS dedup_key,
            e.item -> 'payload' AS payload
     FROM jsonb_array_elements(%(items)s::jsonb) WITH ORDINALITY AS e(item, ord)
-), inserted AS (
+), keyless AS (
+    INSERT INTO work_items (id, kind, storage_config_id, dedup_key, payload, requested_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT i.id, %(kind)s, %(config_id)s, NULL, i.payload, %(now)s
+    FROM input i
+    WHERE i.dedup_key IS NULL
+    RETURNING id
+), keyed AS (
     INSERT INTO work_items (id, kind, storage_config_id, dedup_key, payload, requested_at)
     OVERRIDING SYSTEM VALUE
     SELECT i.id, %(kind)s, %(config_id)s, i.dedup_key, i.payload, %(now)s
     FROM input i
+    WHERE i.dedup_key IS NOT NULL
     ORDER BY i.ord
     ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
     RETURNING id, dedup_key
 )
-SELECT i.ord, coalesce(n.id, k.id, q.id) AS id
+SELECT i.ord, coalesce(n.id, y.id, k.id, q.id) AS id
 FROM input i
-LEFT JOIN inserted n ON n.id = i.id
-LEFT JOIN inserted k ON n.id IS NULL AND k.dedup_key = i.dedup_key
+LEFT JOIN keyless n ON n.id = i.id
+LEFT JOIN keyed y ON y.id = i.id
+LEFT JOIN keyed k ON y.id IS NULL AND k.dedup_key = i.dedup_key
 LEFT JOIN work_items q
-    ON n.id IS NULL AND k.id IS NULL AND q.dedup_key = i.dedup_key AND q.status = 'queued'
+    ON y.id IS NULL AND k.id IS NULL AND q.dedup_key = i.dedup_key AND q.status = 'queued'
 ORDER BY i.ord
 
 -- item_queued_by_dedup_key --
