@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,12 @@ IN_FLIGHT = 4
 # label -> (queue, concurrency argument, batch size)
 QUEUES: dict[str, tuple[str, int, int]] = {
     "safelight": ("safelight", IN_FLIGHT, 0),
+    # As many Workers per process as PgQueuer's default batch takes jobs at a time.
+    "safelight-10": ("safelight", 10, 0),
+    # The same Workers run from another tree's src/ (--before): a before and after in
+    # one run. Its items are enqueued by this tree's code, on this tree's schema.
+    "safelight-before": ("safelight", IN_FLIGHT, 0),
+    "safelight-10-before": ("safelight", 10, 0),
     "procrastinate": ("procrastinate", IN_FLIGHT, 0),
     "pgqueuer": ("pgqueuer", IN_FLIGHT, 2),
     "pgqueuer-defaults": ("pgqueuer", 0, 10),
@@ -108,6 +115,12 @@ async def safelight_enqueue(url: str, items: int) -> tuple[float, float]:
         await pool.close()
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of the children this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peer(*args: str) -> str:
     out = subprocess.run(
         [peers_python(), str(BENCH / "peer_worker.py"), *args],
@@ -134,6 +147,7 @@ def one_run(
     home: Path,
     profile: str | None = None,
     synchronous_commit: str = "on",
+    before: Path | None = None,
 ) -> dict[str, Any]:
     queue, concurrency, batch = QUEUES[label]
     with bench_database(f"tp_{label.replace('-', '_')}", migrated=queue == "safelight") as url:
@@ -151,12 +165,17 @@ def one_run(
                     f'ALTER DATABASE "{name}" SET synchronous_commit = {synchronous_commit}'
                 )
         started = time.time()
+        cpu_before = _children_cpu()
         with Processes() as procs:
             children = []
             for n in range(processes):
                 if queue == "safelight":
                     argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
                     env = worker_env(url, home)
+                    if label.endswith("-before"):
+                        if before is None:
+                            raise SystemExit(f"{label} needs --before SRC")
+                        env["PYTHONPATH"] = str(before)
                     if profile:
                         spy = str(Path(peers_python()).with_name("py-spy"))
                         out = RESULTS / f"profile-{label}-{n}.{profile}"
@@ -183,6 +202,8 @@ def one_run(
                 except subprocess.TimeoutExpired:
                     raise SystemExit(f"{label}: not drained in {RUN_TIMEOUT_SECONDS} s") from None
         wall = time.time() - started
+        # Every child waited for since cpu_before is a worker process of this run.
+        worker_cpu = _children_cpu() - cpu_before
         with psycopg.connect(url) as conn:
             row = conn.execute(SPAN_SQL[queue]).fetchone()
         assert row is not None
@@ -194,6 +215,7 @@ def one_run(
         "items_per_second": items / span,
         "span_seconds": span,
         "wall_seconds": wall,
+        "worker_cpu_ms_per_item": worker_cpu * 1000 / items,
         "enqueue_single_per_second": SINGLE_ITEMS / single,
         "enqueue_bulk_per_second": (items - SINGLE_ITEMS) / bulk,
     }
@@ -216,6 +238,12 @@ def main() -> None:
         help="off: a diagnosis of how much WAL flushes cost (for every queue alike)",
     )
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="a src/ folder of another safelight (git archive REV src | tar -x): the "
+        "safelight-before and safelight-10-before queues run their Workers from it",
+    )
+    parser.add_argument(
         "--profile",
         choices=("speedscope", "flamegraph", "raw"),
         help="record the safelight Worker processes with py-spy into bench/results/",
@@ -230,7 +258,13 @@ def main() -> None:
             for p in counts:
                 for label in order:
                     result = one_run(
-                        label, p, args.items, Path(home), args.profile, args.synchronous_commit
+                        label,
+                        p,
+                        args.items,
+                        Path(home),
+                        args.profile,
+                        args.synchronous_commit,
+                        args.before,
                     )
                     runs[label][p].append(result)
                     print(
@@ -247,6 +281,16 @@ def main() -> None:
     report(out)
 
 
+# What each safelight label is compared with: the faster of the peers at equal items in
+# flight, or PgQueuer at its defaults for 10 Workers a process.
+COMPARED_WITH = {
+    "safelight": ("procrastinate", "pgqueuer"),
+    "safelight-10": ("pgqueuer-defaults",),
+    "safelight-before": ("procrastinate", "pgqueuer"),
+    "safelight-10-before": ("pgqueuer-defaults",),
+}
+
+
 def report(out: dict[str, Any]) -> None:
     runs = out["runs"]
     rows = []
@@ -255,12 +299,10 @@ def report(out: dict[str, Any]) -> None:
             rates = [r["items_per_second"] for r in results]
             peers = [
                 statistics.median(x["items_per_second"] for x in runs[q][p])
-                for q in ("procrastinate", "pgqueuer")
+                for q in COMPARED_WITH.get(label, ())
                 if q in runs and runs[q][p]
             ]
-            ratio = ""
-            if label.startswith("safelight") and peers:
-                ratio = f"{statistics.median(rates) / max(peers):.2f}x"
+            ratio = f"{statistics.median(rates) / max(peers):.2f}x" if peers else ""
             rows.append(
                 (
                     label,
@@ -268,6 +310,7 @@ def report(out: dict[str, Any]) -> None:
                     spread(rates),
                     ratio,
                     spread([r["wall_seconds"] for r in results]),
+                    spread([r.get("worker_cpu_ms_per_item", float("nan")) for r in results]),
                     spread([r["enqueue_single_per_second"] for r in results]),
                     spread([r["enqueue_bulk_per_second"] for r in results]),
                 )
@@ -277,8 +320,9 @@ def report(out: dict[str, Any]) -> None:
             "queue",
             "processes",
             "items/s, median [min..max]",
-            "vs faster peer",
+            "vs its peer",
             "wall s",
+            "worker CPU ms/item",
             "enqueue one by one /s",
             "enqueue bulk /s",
         ),

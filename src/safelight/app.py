@@ -38,6 +38,7 @@ from safelight.settings import Settings, SettingsError
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.errors import describe_briefly
 from safelight.work.executor import Executor, RunResult
+from safelight.work.lifecycle import Lifecycle
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
 from safelight.work.observer import NO_OBSERVER, EngineObserver
@@ -188,6 +189,8 @@ class Engine:
     presence: Presence
     """Writes the Workers' presence (the "presence" background task) for ``health``."""
     workers: tuple[Worker, ...]
+    lifecycle: Lifecycle
+    """The Workers' lifecycle lines (``work.lifecycle``), flushed as the run ends."""
     background: tuple[Background, ...]
     """The listener, lease recovery, the presence and (unless until idle) the scheduler,
     not started."""
@@ -277,6 +280,8 @@ def build_engine(
 
     name = options.name or f"{socket.gethostname()}:{os.getpid()}"
     ids = worker_ids(name, options.concurrency)
+    # One for the process: its summary line counts every Worker's quick successes.
+    lifecycle = Lifecycle(logging.getLogger("safelight.work.worker"), clock)
     workers = tuple(
         Worker(
             store,
@@ -289,6 +294,7 @@ def build_engine(
             on_finished=finished,
             after_item=hub.wake_all,
             observer=metrics,
+            lifecycle=lifecycle,
         )
         for worker_id in ids
     )
@@ -345,6 +351,7 @@ def build_engine(
         metrics=metrics,
         presence=presence,
         workers=workers,
+        lifecycle=lifecycle,
         background=tuple(background),
         finished=finished_items,
         decoder=decoder,
@@ -404,6 +411,7 @@ async def run_workers(
             install_signal_handlers=install_signal_handlers,
         )
     finally:
+        engine.lifecycle.flush()
         await leave(engine)
         await engine.close()
     return RunReport(

@@ -58,6 +58,22 @@ async def test_claims_made_together_take_one_item_per_config_in_one_statement(
     assert c2_status == ("queued",)
 
 
+async def test_any_worker_id_and_kind_reach_the_claim_as_they_are(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    """Worker ids and kinds go to the claim as array literals (core.sql.text_array)."""
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    ids = [await store.enqueue("noop") for _ in range(4)]
+    workers = ['nas "1"', "back\\slash", "{a,b}", "NULL"]
+    got = await asyncio.gather(
+        *(store.claim(w, ["noop", 'odd "kind"'], lease_seconds=LEASE) for w in workers)
+    )
+    assert [g.id if g else None for g in got] == ids
+    assert [g.worker_id if g else None for g in got] == workers
+    assert await store.claim("w", ['odd "kind"', "x\\"], lease_seconds=LEASE) is None
+
+
 async def test_workers_left_over_by_the_first_look_claim_again_at_once(
     pool: AsyncConnectionPool[Any],
 ) -> None:

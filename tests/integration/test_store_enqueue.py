@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.db.pool import connect
 from safelight.handlers import KIND_SPECS
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.model import Status
-from safelight.work.store import WorkStore
+from safelight.work.store import QUERIES, WorkStore
 from tests.integration.storefixtures import (
     ALL_KINDS,
     LEASE,
@@ -20,6 +24,7 @@ from tests.integration.storefixtures import (
     claimed,
     count,
     make_store,
+    wait_until_blocked_on_a_lock,
 )
 
 pytestmark = pytest.mark.integration
@@ -61,6 +66,111 @@ async def test_enqueue_many_adds_every_item(pool: AsyncConnectionPool[Any]) -> N
     ids = await store.enqueue_many("noop", [{"n": i} for i in range(50)])
     assert len(set(ids)) == 50
     assert await count(pool, "SELECT count(*) FROM work_items WHERE status = 'queued'") == 50
+    # Each id is its own payload's, and the batch is queued in its order, in one statement.
+    for n, item_id in enumerate(ids):
+        item = await store.get(item_id)
+        assert item is not None
+        assert (item.payload, item.requested_at, item.dedup_key) == ({"n": n}, clock.now(), None)
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(DISTINCT xmin::text) FROM work_items")
+        assert await cur.fetchone() == (1,)
+    taken = [await store.claim("w", ALL_KINDS, lease_seconds=LEASE) for _ in range(3)]
+    assert [t.id if t else None for t in taken] == ids[:3]
+    assert await store.enqueue_many("noop", []) == []
+
+
+async def test_enqueue_many_of_a_config_checks_it_first(pool: AsyncConnectionPool[Any]) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    config = await add_config(pool, clock)
+    disabled = await add_config(pool, clock, active=False)
+    ids = await store.enqueue_many("crawl", [{}, {}], config_id=config)
+    for item_id in ids:
+        item = await store.get(item_id)
+        assert item is not None and item.storage_config_id == config
+    with pytest.raises(InvalidWorkItem, match="is disabled"):
+        await store.enqueue_many("crawl", [{}], config_id=disabled)
+    with pytest.raises(InvalidWorkItem, match="needs a storage config"):
+        await store.enqueue_many("crawl", [{}])
+    assert await count(pool, "SELECT count(*) FROM work_items") == 2
+
+
+async def test_enqueue_many_honours_dedup_keys_within_the_batch_and_against_the_queue(
+    pool: AsyncConnectionPool[Any],
+) -> None:
+    clock = FakeClock()
+    store = make_store(pool, clock)
+    held = await store.enqueue("noop", dedup_key="held", payload={"first": True})
+    ids = await store.enqueue_many(
+        "noop",
+        [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}],
+        dedup_keys=["a", None, "a", "held", "b"],
+    )
+    a, free, again, held_again, b = ids
+    assert again == a and held_again == held
+    assert len({a, free, held, b}) == 4
+    assert await count(pool, "SELECT count(*) FROM work_items") == 4
+    item = await store.get(a)
+    assert item is not None and (item.payload, item.dedup_key) == ({"n": 0}, "a")  # the first
+    item = await store.get(held)
+    assert item is not None and item.payload == {"first": True}  # left as it was
+    # Once its holder is claimed, a key is free again.
+    taken = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+    assert taken is not None and taken.id == held
+    [new] = await store.enqueue_many("noop", [{}], dedup_keys=["held"])
+    assert new not in ids
+    with pytest.raises(InvalidWorkItem, match="must not be blank"):
+        await store.enqueue_many("noop", [{}, {}], dedup_keys=["ok", " "])
+    with pytest.raises(ValueError, match="2 payloads but 1 dedup keys"):
+        await store.enqueue_many("noop", [{}, {}], dedup_keys=["x"])
+    assert await count(pool, "SELECT count(*) FROM work_items") == 5
+
+
+async def test_enqueue_many_finds_a_holder_that_committed_while_it_waited(
+    pool: AsyncConnectionPool[Any], database_url: str
+) -> None:
+    """A queued holder of a key, committed after the statement's snapshot: the insert
+    waits for it and then adds nothing, and the look-up in the same statement cannot see
+    it; the store asks again and returns the holder's id."""
+    clock = FakeClock()
+    holder = await connect(database_url, "holder")
+    bulk_pool = AsyncConnectionPool(
+        psycopg.conninfo.make_conninfo(database_url, application_name="bulk"),
+        min_size=1,
+        max_size=1,
+        kwargs={"autocommit": True},
+        open=False,
+    )
+    await bulk_pool.open()
+    admin = await connect(database_url, "observer")
+    try:
+        await holder.execute("BEGIN")
+        cur = await holder.execute(
+            QUERIES["item_enqueue"],
+            {
+                "kind": "noop",
+                "config_id": None,
+                "dedup_key": "k",
+                "payload": Jsonb({}),
+                "now": clock.now(),
+            },
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        holder_id = row[0]
+        bulk = asyncio.create_task(
+            make_store(bulk_pool, clock).enqueue_many("noop", [{}, {}], dedup_keys=[None, "k"])
+        )
+        await wait_until_blocked_on_a_lock(admin, "bulk")
+        await holder.execute("COMMIT")
+        free, keyed = await bulk
+    finally:
+        await holder.close()
+        await bulk_pool.close()
+        await admin.close()
+    assert keyed == holder_id
+    assert free != holder_id
+    assert await count(pool, "SELECT count(*) FROM work_items") == 2
 
 
 @pytest.mark.parametrize(

@@ -153,6 +153,10 @@ async def test_the_wiring_of_the_executor_and_the_workers(
     for worker in engine.workers:
         # Each Worker wakes on the hub, and wakes its siblings when an item ends.
         assert worker._wake is not None and worker._after_item == engine.hub.wake_all
+        # One lifecycle log for the process (ADR 0032): its summary counts every Worker.
+        assert worker._lifecycle is engine.lifecycle
+    assert engine.lifecycle._logger.name == "safelight.work.worker"
+    assert engine.lifecycle._clock is clock
     await engine.close()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from safelight.core.sql import parse_queries
+from safelight.core.sql import parse_queries, text_array
 
 
 def test_a_block_keeps_its_description_and_drops_the_notes_after_it() -> None:
@@ -33,3 +33,25 @@ def test_a_block_keeps_its_description_and_drops_the_notes_after_it() -> None:
 def test_a_malformed_file_is_refused(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_queries(text)
+
+
+@pytest.mark.parametrize(
+    ("values", "literal"),
+    [
+        ([], "{}"),
+        (["noop"], '{"noop"}'),
+        (["a", "b"], '{"a","b"}'),
+        ([""], '{""}'),
+        (["NULL"], '{"NULL"}'),  # quoted: the text NULL, not a null
+        (['say "hi"'], '{"say \\"hi\\""}'),
+        (["back\\slash"], '{"back\\\\slash"}'),
+        (['\\"'], '{"\\\\\\""}'),
+        (["{a,b}", " sp ", "x,y"], '{"{a,b}"," sp ","x,y"}'),
+    ],
+)
+def test_a_text_array_quotes_every_element(values: list[str], literal: str) -> None:
+    assert text_array(values) == literal
+
+
+def test_a_text_array_takes_any_iterable() -> None:
+    assert text_array(iter(("b", "a"))) == '{"b","a"}'

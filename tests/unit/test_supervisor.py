@@ -15,7 +15,7 @@ import pytest
 
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import RunResult
+from safelight.work.executor import RunResult, Shutdown
 from safelight.work.model import WorkItem
 from safelight.work.outcome import Release, Released, Succeeded
 from safelight.work.supervisor import Background, BackgroundFailed, Stopped, supervise
@@ -68,11 +68,12 @@ class Executor:
     async def run(
         self,
         work: WorkItem,
-        shutdown: asyncio.Event | None = None,
+        shutdown: Shutdown | None = None,
         *,
         claimed_at: float | None = None,
     ) -> RunResult:
-        assert shutdown is not None
+        # A Worker hands its attempts its watch of the shutdown (executor.shutdown_watch).
+        assert isinstance(shutdown, asyncio.Future)
         self.started.set()
         if self.ignore_shutdown:
             await asyncio.Event().wait()
@@ -80,7 +81,7 @@ class Executor:
             await self.gate.wait()
             self.finished.append(work.id)
             return RunResult(Succeeded({}), None, True)
-        await shutdown.wait()
+        await asyncio.shield(shutdown)
         self.released.append(work.id)
         return RunResult(Released(), Release(), True)
 

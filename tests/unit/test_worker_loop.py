@@ -16,7 +16,7 @@ import pytest
 
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import RunResult
+from safelight.work.executor import RunResult, Shutdown
 from safelight.work.model import Status, WorkItem
 from safelight.work.observer import NoObserver
 from safelight.work.outcome import Complete, Fail, Failed, Lost, Succeeded
@@ -88,13 +88,13 @@ class Store:
 
 class Executor:
     def __init__(self) -> None:
-        self.ran: list[tuple[int, asyncio.Event | None]] = []
+        self.ran: list[tuple[int, Shutdown | None]] = []
         self.claimed_at: list[float | None] = []
 
     async def run(
         self,
         work: WorkItem,
-        shutdown: asyncio.Event | None = None,
+        shutdown: Shutdown | None = None,
         *,
         claimed_at: float | None = None,
     ) -> RunResult:
@@ -182,10 +182,28 @@ async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: Fa
     assert claim_times(store) == [0.0, 0.0, 0.0, 5.0]
     await clock.advance(5)
     assert [i for i, _ in executor.ran] == [1, 2, 3]
-    assert all(event is shutdown for _, event in executor.ran)
+    # Every attempt heeds one watch of the Worker's shutdown, done once it is set.
+    watches = {id(watch) for _, watch in executor.ran}
+    assert len(watches) == 1
+    watch = executor.ran[0][1]
+    assert isinstance(watch, asyncio.Future) and not watch.done()
     shutdown.set()
     await clock.settle()
     assert run.done() and run.exception() is None
+    assert watch.done() and not watch.cancelled()
+
+
+async def test_a_worker_that_stops_cancels_its_watch_of_the_shutdown(clock: FakeClock) -> None:
+    """Until idle, the Worker returns with shutdown never set: its watch goes with it."""
+    store = Store(clock, [item(1), None], pending=[0])
+    worker, executor, _ = make(
+        clock, store, settings=dataclasses.replace(SETTINGS, until_idle=True)
+    )
+    await worker.run(asyncio.Event())
+    watch = executor.ran[0][1]
+    await clock.settle()
+    assert isinstance(watch, asyncio.Future) and watch.cancelled()
+    assert [t for t in asyncio.all_tasks() if not t.done()] == [asyncio.current_task()]
 
 
 async def test_a_retry_that_falls_due_before_the_poll_is_claimed_when_it_is_due(
@@ -496,7 +514,7 @@ class TimedExecutor(Executor):
     async def run(
         self,
         work: WorkItem,
-        shutdown: asyncio.Event | None = None,
+        shutdown: Shutdown | None = None,
         *,
         claimed_at: float | None = None,
     ) -> RunResult:
@@ -525,13 +543,15 @@ class TimedExecutor(Executor):
         ),
     ],
 )
-async def test_one_info_line_when_an_item_is_claimed_and_one_when_it_ends(
+async def test_an_item_running_past_a_second_has_one_info_line_then_and_one_when_it_ends(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
     result: RunResult,
     config: UUID | None,
     ended: str,
 ) -> None:
+    """ADR 0032: at INFO a quick success is only counted (work.lifecycle); an item still
+    running a second after its claim says so then, and how it ended when it ends."""
     claimed = dataclasses.replace(item(4), storage_config_id=config)
     scope = "unscoped" if config is None else f"config {config}"
     worker = Worker(
@@ -543,14 +563,19 @@ async def test_one_info_line_when_an_item_is_claimed_and_one_when_it_ends(
     with caplog.at_level(logging.INFO, logger="safelight.work.worker"):
         run = asyncio.create_task(worker.run_once())
         await clock.settle()
-        await clock.advance(2.5004)
+        await clock.advance(0.999)
+        assert caplog.records == []
+        await clock.advance(0.001)
+        assert len(caplog.records) == 1
+        await clock.advance(1.5004)
         assert run.done()
     first, last = caplog.records
     assert (first.levelname, first.getMessage()) == (
         "INFO",
-        f"work item 4 attempt 1: claimed by w1 (noop, {scope})",
+        f"work item 4 attempt 1: running: claimed by w1 1 s ago (noop, {scope})",
     )
     assert (last.levelname, last.getMessage()) == ("INFO", ended)
+    assert (first.worker_id, last.worker_id) == ("w1", "w1")  # type: ignore[attr-defined]
     for record in (first, last):
         fields = (record.item_id, record.kind, record.attempt, record.storage_config_id)  # type: ignore[attr-defined]
         assert fields == (4, "noop", 1, config)

@@ -134,6 +134,7 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        self._duration_series: dict[tuple[str, str], Histogram] = {}
         self._recovered = Counter(
             "safelight_lease_recoveries",
             "Running items whose expired lease this process's lease recovery took back, "
@@ -179,7 +180,12 @@ class Metrics:
     # --- the engine's hooks (work.observer.EngineObserver) ---------------------------
 
     def item_ended(self, kind: str, outcome: str, seconds: float) -> None:
-        self._durations.labels(kind, outcome).observe(max(0.0, seconds))
+        # Each (kind, outcome) series looked up once: labels() validates and locks on
+        # every call, a cost paid for every item otherwise (docs/benchmarks.md, 3).
+        series = self._duration_series.get((kind, outcome))
+        if series is None:
+            series = self._duration_series[(kind, outcome)] = self._durations.labels(kind, outcome)
+        series.observe(max(0.0, seconds))
 
     def heartbeat_failed(self) -> None:
         self._heartbeat_failures.inc()

@@ -43,6 +43,16 @@ class Batcher(Generic[Request, Answer]):
         self._sender: asyncio.Task[None] | None = None
 
     async def call(self, request: Request) -> Answer:
+        return await self.submit(request)
+
+    def submit(self, request: Request) -> asyncio.Future[Answer]:
+        """Queue ``request`` for the next batch and return the future of its answer.
+
+        Awaiting the future is :meth:`call`; a caller that would otherwise wrap the
+        call in a task of its own (to bound it by a timer) can wait on the future
+        itself. Cancelling the future is giving up: not sent yet, the request never
+        will be; sent, its answer is dropped.
+        """
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._waiting.append((request, future))
         if self._sender is None:
@@ -51,9 +61,7 @@ class Batcher(Generic[Request, Answer]):
             # that carries other callers' calls. Starting it on the loop's next turn
             # also lets the calls made on this turn go out with this one.
             self._sender = asyncio.create_task(self._send_all())
-        # A cancelled caller cancels its future: not sent yet, it never will be; sent,
-        # its answer is dropped.
-        return await future
+        return future
 
     async def _send_all(self) -> None:
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,11 +51,17 @@ class AttemptStore(Protocol):
         ``False`` if the attempt had lost the item."""
         ...
 
-    async def complete(self, item_id: int, attempt: int, result: dict[str, Any] | None) -> bool:
-        """Running → succeeded; ``False`` if the attempt had lost the item."""
+    def complete(
+        self, item_id: int, attempt: int, result: dict[str, Any] | None
+    ) -> Awaitable[bool]:
+        """Running → succeeded; ``False`` if the attempt had lost the item.
+
+        This and :meth:`fail` and :meth:`cancel` return an awaitable, a coroutine or
+        (:class:`~safelight.work.store.WorkStore`'s) a future, which the executor can
+        bound by a timer without a task of its own."""
         ...
 
-    async def fail(self, item_id: int, attempt: int, error: str) -> bool:
+    def fail(self, item_id: int, attempt: int, error: str) -> Awaitable[bool]:
         """Running → failed, for good; ``False`` if the attempt had lost the item."""
         ...
 
@@ -71,7 +77,7 @@ class AttemptStore(Protocol):
         superseded by a queued item of its dedup key); ``False`` if lost."""
         ...
 
-    async def cancel(self, item_id: int, attempt: int) -> bool:
+    def cancel(self, item_id: int, attempt: int) -> Awaitable[bool]:
         """A cancel-requested running item → cancelled; ``False`` if lost."""
         ...
 

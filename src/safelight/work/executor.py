@@ -4,7 +4,9 @@ One attempt, from claim to outcome (docs/executor.md has the whole story):
 
 1. The handler for the item's kind runs in a task of its own. Beside it, heartbeats
    renew the lease every ``heartbeat_seconds``, each call limited to one interval by a
-   timer on the injected clock, so a hung call does not hold up the next one.
+   timer on the injected clock, so a hung call does not hold up the next one. The
+   heartbeats' task starts when the first beat falls due (a timer until then), so an
+   item that ends sooner costs no task for them.
 2. A self-stop deadline, also a timer on the clock, falls half a lease after the last
    heartbeat that succeeded (the claim counts as the first). It does not depend on any
    heartbeat call returning: with every call hanging it still fires. Lease recovery
@@ -26,9 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from safelight.core.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
 from safelight.work.attemptlog import AttemptLog, attempt_fields
@@ -62,12 +64,32 @@ from safelight.work.outcome import (
     Succeeded,
     UnknownKind,
     Write,
-    record,
+    store_call,
     write_for,
 )
 from safelight.work.retry import Retries
 
-__all__ = ["AttemptStore", "Executor", "ExecutorSettings", "RunResult", "longest_heartbeat"]
+__all__ = [
+    "AttemptStore",
+    "Executor",
+    "ExecutorSettings",
+    "RunResult",
+    "Shutdown",
+    "longest_heartbeat",
+    "shutdown_watch",
+]
+
+Shutdown: TypeAlias = asyncio.Event | asyncio.Future[Any]
+"""What asks an attempt to stop: the shutdown event, or its :func:`shutdown_watch`."""
+
+
+def shutdown_watch(shutdown: asyncio.Event) -> asyncio.Future[Any]:
+    """A future that is done once ``shutdown`` is set, for any number of attempts to heed
+    by a callback: a Worker makes one for all the attempts it runs, instead of each
+    attempt waiting for the event in a task of its own. Cancel it when done with it (a
+    cancelled watch asks nothing to stop)."""
+    return asyncio.ensure_future(shutdown.wait())
+
 
 # A later reason replaces an earlier one only if it is graver: a request to stop gives
 # way to a loss of ownership, which nothing undoes.
@@ -161,7 +183,7 @@ class Executor:
     async def run(
         self,
         item: WorkItem,
-        shutdown: asyncio.Event | None = None,
+        shutdown: Shutdown | None = None,
         *,
         claimed_at: float | None = None,
     ) -> RunResult:
@@ -174,7 +196,9 @@ class Executor:
         answered half a lease or more after it was sent starts nothing: the item is
         released (no stall), as the attempt did no work (:class:`ClaimedLate`).
         Setting ``shutdown`` asks the attempt to stop; the item is released (back to the
-        queue, no stall) once the handler has stopped. Nothing is left running when it
+        queue, no stall) once the handler has stopped. It may be the event itself or a
+        future that is done once the event is set (:func:`shutdown_watch`, which a
+        Worker makes once for all its attempts). Nothing is left running when it
         returns, except a handler that ignored its cancellation for the whole grace
         period, which is cancelled and abandoned (:class:`~safelight.work.outcome.Abandoned`).
 
@@ -220,15 +244,20 @@ class Executor:
         call = write.name
 
         async def save_and_record() -> bool:
-            if progress is not None:
-                await self._store.save_progress(item.id, item.attempt, progress)
-            return await record(self._store, item, write)
+            assert progress is not None
+            await self._store.save_progress(item.id, item.attempt, progress)
+            return await store_call(self._store, item, write)
 
+        # With no progress to save, the store's own awaitable is waited for: a batched
+        # outcome is a future, so no task is made for it.
+        writing: Awaitable[bool] = (
+            store_call(self._store, item, write) if progress is None else save_and_record()
+        )
         # Limited like a heartbeat: a write hung on a dead connection must not hold the
         # Worker forever. If it did not apply, the lease expires and recovery requeues.
         seconds = self._settings.heartbeat_seconds
         try:
-            applied = await wait_with_timeout(self._clock, save_and_record(), seconds)
+            applied = await wait_with_timeout(self._clock, writing, seconds)
         except TimeoutError:
             log.error(
                 "%s timed out after %g s; lease recovery will requeue the item", call, seconds
@@ -290,11 +319,16 @@ class _Attempt:
     """The live state of one attempt: its handler, heartbeats and self-stop timer.
 
     Made without side effects; :meth:`run` goes through the attempt's steps: start the
-    tasks and the timer, wait for the handler (with a grace period once stopped), heed a
-    loss its fence found, decide the outcome (:func:`verdict`, then the kind's retry policy
-    for a failure: ``Retries.after``), report it, clean up.
+    handler and arm the timers, wait for the handler (with a grace period once stopped),
+    heed a loss its fence found, decide the outcome (:func:`verdict`, then the kind's
+    retry policy for a failure: ``Retries.after``), report it, clean up.
     Everything here runs on the event loop's thread, so no locks: a stop is one
     synchronous step that records the reason, sets ``cancelled`` and cancels the handler.
+
+    Only the handler is sure to get a task: the heartbeats get theirs when the first
+    beat falls due, and a shutdown is heeded through a callback on the Worker's
+    :func:`shutdown_watch` (a task of the attempt's own only when handed a bare event).
+    A no-op item costs the Worker one task and a few timers (docs/benchmarks.md, 3).
     """
 
     def __init__(
@@ -321,20 +355,25 @@ class _Attempt:
         # The handler's last progress report, while no write of the item holds it yet.
         self._unsaved: dict[str, Any] | None = None
         self._cancelled = asyncio.Event()
-        # Set by _start: the last heartbeat that counted, the tasks, the self-stop timer.
+        # Set by _start: the last heartbeat that counted, the handler, the timers.
         self._last_beat: float
-        self._stopped: asyncio.Future[None]
+        # Done once the handler is done or the attempt is stopped, whichever is first.
+        self._settled: asyncio.Future[None]
         self._self_stop: TimerHandle
+        self._first_beat: TimerHandle
         self._handler: asyncio.Task[dict[str, Any] | None]
-        self._beats: asyncio.Task[None]
-        self._helpers: list[asyncio.Task[None]] = []
+        self._beats: asyncio.Task[None] | None = None
+        # The shutdown future this attempt listens to, and whether it made it itself.
+        self._shutdown: asyncio.Future[object] | None = None
+        self._owns_shutdown = False
+        self._helpers: list[asyncio.Future[Any]] = []
 
-    async def run(self, shutdown: asyncio.Event | None) -> Outcome:
+    async def run(self, shutdown: Shutdown | None) -> Outcome:
         """Run the attempt to its outcome; nothing of it is left running on return,
         except a handler that would not stop, which is abandoned."""
         self._start(shutdown)
         try:
-            await self._until_done_or_stopped()
+            await self._settled
             if not await self._handler_stopped_in_grace():
                 return self._abandoned()
             ending = _Ending.of(self._handler)
@@ -348,15 +387,18 @@ class _Attempt:
 
     # --- the steps -------------------------------------------------------------------
 
-    def _start(self, shutdown: asyncio.Event | None) -> None:
-        """Arm the self-stop and start the shutdown watcher, the handler and heartbeats."""
-        self._stopped = asyncio.get_running_loop().create_future()
+    def _start(self, shutdown: Shutdown | None) -> None:
+        """Arm the self-stop and the first heartbeat, start the handler, heed shutdown."""
+        self._settled = asyncio.get_running_loop().create_future()
         # The claim set the lease: when it was sent counts as the first success.
         now = self._clock.monotonic()
         claimed_at = self._claimed_at
         self._last_beat = now if claimed_at is None else min(claimed_at, now)
         self._self_stop = self._clock.call_later(
             self._last_beat + self._half_lease - now, self._self_stop_due
+        )
+        self._first_beat = self._clock.call_later(
+            self._last_beat + self._settings.heartbeat_seconds - now, self._start_beats
         )
         context = HandlerContext(
             item=self._item,
@@ -367,18 +409,37 @@ class _Attempt:
             ensure_alive=self.ensure_alive,
             on_progress=self._reported,
         )
-        # The shutdown watcher is created before the handler so that it runs first: with
-        # ``shutdown`` already set, the handler is cancelled before its first step.
-        if shutdown is not None:
-            self._helpers.append(asyncio.create_task(self._watch(shutdown)))
         self._handler = asyncio.create_task(self._run_handler(context))
-        self._beats = asyncio.create_task(self._heartbeats())
-        self._beats.add_done_callback(self._beats_ended)
-        self._helpers.append(self._beats)
+        self._handler.add_done_callback(self._handler_done)
+        # After the handler's task is made and before it takes its first step: with
+        # ``shutdown`` already set, the handler is cancelled before it starts.
+        self._heed(shutdown)
 
-    async def _until_done_or_stopped(self) -> None:
-        either: set[asyncio.Future[Any]] = {self._handler, self._stopped}
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    def _heed(self, shutdown: Shutdown | None) -> None:
+        """Stop for ``shutdown`` at once if it is set, else once it is."""
+        if shutdown is None:
+            return
+        if isinstance(shutdown, asyncio.Event):
+            if shutdown.is_set():
+                self._stop(StopReason.SHUTDOWN)
+                return
+            shutdown = shutdown_watch(shutdown)
+            self._owns_shutdown = True
+            self._helpers.append(shutdown)
+        if shutdown.done():
+            self._shutdown_set(shutdown)
+            return
+        self._shutdown = shutdown
+        shutdown.add_done_callback(self._shutdown_set)
+
+    def _shutdown_set(self, shutdown: asyncio.Future[object]) -> None:
+        # A watch cancelled (its Worker stopped watching) is no request to stop.
+        if not shutdown.cancelled():
+            self._stop(StopReason.SHUTDOWN)
+
+    def _handler_done(self, _: asyncio.Task[dict[str, Any] | None]) -> None:
+        if not self._settled.done():
+            self._settled.set_result(None)
 
     async def _handler_stopped_in_grace(self) -> bool:
         """Whether the handler is done, waiting up to the grace period for it once the
@@ -446,18 +507,24 @@ class _Attempt:
     def raise_heartbeats_bug(self) -> None:
         """Raise what ended the heartbeats, if a bug did (see :meth:`_beats_ended`)."""
         beats = self._beats
-        if beats.done() and not beats.cancelled() and (error := beats.exception()) is not None:
+        if beats is None or not beats.done() or beats.cancelled():
+            return
+        if (error := beats.exception()) is not None:
             raise error
 
     async def _clean_up(self) -> None:
         self._self_stop.cancel()
+        self._first_beat.cancel()
+        if self._shutdown is not None:
+            self._shutdown.remove_done_callback(self._shutdown_set)
         for helper in self._helpers:
             helper.cancel()
         if not self._handler.done():
             abandon(self._handler)
         # Our own helpers honour cancellation at once (a hung heartbeat call is
         # abandoned, not awaited), so this does not wait on the database.
-        await asyncio.wait(self._helpers)
+        if self._helpers:
+            await asyncio.wait(self._helpers)
 
     def _reported(self, item: WorkItem, counters: Mapping[str, int]) -> None:
         """A progress report: kept for the next heartbeat (or the outcome's write) to
@@ -510,76 +577,87 @@ class _Attempt:
             # Cancelled once: a graver reason arriving later changes the outcome but
             # does not interrupt the handler's clean-up with a second cancellation.
             self._cancelled.set()
-            self._stopped.set_result(None)
+            if not self._settled.done():
+                self._settled.set_result(None)
             self._handler.cancel()
         if reason is StopReason.SELF_STOPPED or reason is StopReason.LOST:
             # The claim is gone or given up: no more heartbeats, which are writes too.
             # After a cancel request or during shutdown they go on, keeping the lease
             # while the handler winds down.
             self._self_stop.cancel()
-            self._beats.cancel()
-
-    async def _watch(self, shutdown: asyncio.Event) -> None:
-        await shutdown.wait()
-        self._stop(StopReason.SHUTDOWN)
+            self._first_beat.cancel()
+            if self._beats is not None:
+                self._beats.cancel()
 
     # --- heartbeats ------------------------------------------------------------------
+
+    def _start_beats(self) -> None:
+        """The first beat is due: from now on the heartbeats run in a task of their own."""
+        beats = asyncio.create_task(self._heartbeats())
+        beats.add_done_callback(self._beats_ended)
+        self._beats = beats
+        self._helpers.append(beats)
 
     async def _heartbeats(self) -> None:
         """Beat every interval until the attempt ends; never fatal by itself.
 
-        Each beat starts one interval after the previous one started. A call is limited
-        to one interval, so a hung call times out just as the next beat is due.
+        Started when the first beat is due (:meth:`_start_beats`). Each beat starts one
+        interval after the previous one started. A call is limited to one interval, so
+        a hung call times out just as the next beat is due.
         """
         interval = self._settings.heartbeat_seconds
-        item = self._item
-        due = self._last_beat + interval
         while True:
-            await self._clock.sleep(due - self._clock.monotonic())
             if self._overdue():  # frozen past the deadline before the timer could fire
                 self._stop(StopReason.SELF_STOPPED)
                 return
             sent = self._clock.monotonic()
-            due = sent + interval
-            progress, self._unsaved = self._unsaved, None
+            if not await self._beat(sent, interval):
+                return
+            await self._clock.sleep(sent + interval - self._clock.monotonic())
+
+    async def _beat(self, sent: float, interval: float) -> bool:
+        """One heartbeat, sent at ``sent``; False once the attempt has stopped for it."""
+        item = self._item
+        progress, self._unsaved = self._unsaved, None
+        try:
             try:
-                try:
-                    beat = await wait_with_timeout(
-                        self._clock,
-                        self._store.heartbeat(
-                            item.id, item.attempt, self._settings.lease_seconds, progress
-                        ),
-                        interval,
-                    )
-                except BaseException:
-                    # Not saved, as far as we know: the next beat (or the end) saves it,
-                    # unless the handler has reported since.
-                    if self._unsaved is None:
-                        self._unsaved = progress
-                    raise
-            except TimeoutError:
-                self._misses += 1
-                self._observer.heartbeat_failed()
-                self._log.warning(
-                    "heartbeat timed out after %g s (%d in a row)", interval, self._misses
+                beat = await wait_with_timeout(
+                    self._clock,
+                    self._store.heartbeat(
+                        item.id, item.attempt, self._settings.lease_seconds, progress
+                    ),
+                    interval,
                 )
-                continue
-            except Exception as exc:
-                self._misses += 1
-                self._observer.heartbeat_failed()
-                self._log.warning("heartbeat failed (%d in a row): %s", self._misses, describe(exc))
-                continue
-            self._misses = 0
-            if self._overdue():  # the answer came after the deadline had passed
-                self._stop(StopReason.SELF_STOPPED)
-                return
-            if beat is Beat.LOST:
-                self._stop(StopReason.LOST)
-                return
-            if beat is Beat.CANCEL_REQUESTED:
-                self._stop(StopReason.CANCEL_REQUESTED)
-            else:
-                self._renewed(sent)
+            except BaseException:
+                # Not saved, as far as we know: the next beat (or the end) saves it,
+                # unless the handler has reported since.
+                if self._unsaved is None:
+                    self._unsaved = progress
+                raise
+        except TimeoutError:
+            self._misses += 1
+            self._observer.heartbeat_failed()
+            self._log.warning(
+                "heartbeat timed out after %g s (%d in a row)", interval, self._misses
+            )
+            return True
+        except Exception as exc:
+            self._misses += 1
+            self._observer.heartbeat_failed()
+            self._log.warning("heartbeat failed (%d in a row): %s", self._misses, describe(exc))
+            return True
+        self._misses = 0
+        if self._overdue():  # the answer came after the deadline had passed
+            self._stop(StopReason.SELF_STOPPED)
+            return False
+        if beat is Beat.LOST:
+            self._stop(StopReason.LOST)
+            return False
+        if beat is Beat.CANCEL_REQUESTED:
+            self._stop(StopReason.CANCEL_REQUESTED)
+        else:
+            self._renewed(sent)
+        return True
 
     def _renewed(self, sent: float) -> None:
         """The lease was renewed by the beat sent at ``sent``: re-arm the self-stop.

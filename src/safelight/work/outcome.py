@@ -14,6 +14,7 @@ not derived from the class name, so renaming a class changes neither.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, get_args
 
@@ -240,18 +241,25 @@ async def record(store: AttemptStore, item: WorkItem, write: Write | None) -> bo
     nothing to write or the store answered that the attempt no longer owns the item.
     Store errors propagate.
     """
+    if write is None:
+        return False
+    return await store_call(store, item, write)
+
+
+def store_call(store: AttemptStore, item: WorkItem, write: Write) -> Awaitable[bool]:
+    """The store call that makes ``write`` for ``item``'s attempt, not yet awaited: the
+    store's own awaitable, so that waiting for it with a bound needs no task of its own
+    (``WorkStore`` answers a batched outcome with a future)."""
     match write:
-        case None:
-            return False
         case Complete(result):
-            return await store.complete(item.id, item.attempt, result)
+            return store.complete(item.id, item.attempt, result)
         case Fail(error):
-            return await store.fail(item.id, item.attempt, error)
+            return store.fail(item.id, item.attempt, error)
         case RetryLater(error, delay_seconds):
-            return await store.retry_later(item.id, item.attempt, error, delay_seconds)
+            return store.retry_later(item.id, item.attempt, error, delay_seconds)
         case Retry(error):
-            return await store.retry(item.id, item.attempt, error)
+            return store.retry(item.id, item.attempt, error)
         case Cancel():
-            return await store.cancel(item.id, item.attempt)
+            return store.cancel(item.id, item.attempt)
         case Release():
-            return await store.release(item.id, item.attempt)
+            return store.release(item.id, item.attempt)

@@ -25,6 +25,51 @@ VALUES (%(kind)s, %(config_id)s, %(dedup_key)s, %(payload)s, %(now)s)
 ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
 RETURNING id
 
+-- items_enqueue --
+-- Add queued items of one kind, one per element of items, in order; a row for each: its id, or that of the queued item holding its dedup key (NULL: try it again).
+-- items is one JSON array of {payload, dedup_key}: one parameter for a whole batch, one
+-- statement (bench/throughput.py, issue #18). Each element's id is drawn from the
+-- table's identity before the insert, in the array's order (ord), so the rows back can
+-- be matched with the elements whatever order the server returns them in, and a batch
+-- takes its place in the queue in that order (requested_at is the same for all).
+-- Dedup keys are honoured as item_enqueue honours them: an element whose key already
+-- has a queued item, or an earlier element of the batch, adds nothing, and its id is
+-- that item's. Elements without a key go in by a plain insert: ON CONFLICT's
+-- speculative insertion, paid for every row it inserts, cannot apply to them. Hazard: a holder that commits, or is claimed, between this statement's
+-- snapshot and its insert is not seen by the look-up; the element's id is NULL and the
+-- store runs it again, as item_enqueue's caller does.
+WITH input AS MATERIALIZED (
+    SELECT e.ord,
+           nextval(pg_get_serial_sequence('work_items', 'id')) AS id,
+           e.item ->> 'dedup_key' AS dedup_key,
+           e.item -> 'payload' AS payload
+    FROM jsonb_array_elements(%(items)s::jsonb) WITH ORDINALITY AS e(item, ord)
+), keyless AS (
+    INSERT INTO work_items (id, kind, storage_config_id, dedup_key, payload, requested_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT i.id, %(kind)s, %(config_id)s, NULL, i.payload, %(now)s
+    FROM input i
+    WHERE i.dedup_key IS NULL
+    RETURNING id
+), keyed AS (
+    INSERT INTO work_items (id, kind, storage_config_id, dedup_key, payload, requested_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT i.id, %(kind)s, %(config_id)s, i.dedup_key, i.payload, %(now)s
+    FROM input i
+    WHERE i.dedup_key IS NOT NULL
+    ORDER BY i.ord
+    ON CONFLICT (dedup_key) WHERE status = 'queued' AND dedup_key IS NOT NULL DO NOTHING
+    RETURNING id, dedup_key
+)
+SELECT i.ord, coalesce(n.id, y.id, k.id, q.id) AS id
+FROM input i
+LEFT JOIN keyless n ON n.id = i.id
+LEFT JOIN keyed y ON y.id = i.id
+LEFT JOIN keyed k ON y.id IS NULL AND k.dedup_key = i.dedup_key
+LEFT JOIN work_items q
+    ON y.id IS NULL AND k.id IS NULL AND q.dedup_key = i.dedup_key AND q.status = 'queued'
+ORDER BY i.ord
+
 -- item_queued_by_dedup_key --
 -- The queued item that holds a dedup key.
 SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
@@ -43,7 +88,9 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 --    trigger: migration 0005, ADR 0011), so busy configs cost nothing.
 -- The nth item taken goes to the nth of worker_ids. %(limit)s is their number, written
 -- into the text by safelight.work.store (a generic plan for LIMIT $n would assume a
--- tenth of the table, and PostgreSQL would plan every claim anew).
+-- tenth of the table, and PostgreSQL would plan every claim anew). kinds and worker_ids
+-- come as array literals (safelight.core.sql.text_array): one string each, which the
+-- client dumps far faster than a list (docs/benchmarks.md, issue #18).
 -- Hazard: two claimers can pass the running check for one config at once (neither
 -- sees the other's uncommitted running_item_id); ix_work_items_storage_config_running
 -- rejects one.
@@ -77,7 +124,7 @@ WITH stamp AS MATERIALIZED (
             FROM (
                 SELECT q.id, q.storage_config_id, q.requested_at
                 FROM work_items q
-                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s)
+                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s::text[])
                   AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
                 ORDER BY q.requested_at, q.id
                 LIMIT 16
@@ -100,7 +147,7 @@ WITH stamp AS MATERIALIZED (
     SELECT u.id, u.requested_at
     FROM work_items u
     WHERE NOT EXISTS (SELECT 1 FROM fast)
-      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s)
+      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s::text[])
       AND (u.not_before IS NULL OR u.not_before <= (SELECT at FROM due))
     ORDER BY u.requested_at, u.id
     LIMIT %(limit)s
@@ -116,7 +163,7 @@ WITH stamp AS MATERIALIZED (
         CROSS JOIN LATERAL (
             SELECT q.id
             FROM work_items q
-            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s)
+            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s::text[])
               AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
             ORDER BY q.requested_at, q.id
             LIMIT 1
@@ -181,15 +228,16 @@ RETURNING id
 
 -- attempts_finish --
 -- End running attempts: succeeded, failed or cancelled (each fenced), and record them.
--- One row per attempt in the arrays; a row back for each attempt that still held its item.
+-- One JSON object per attempt in endings; a row back for each attempt that still held its item.
+-- endings is one JSON array of {id, attempt, status, result, error} (a JSON null result
+-- or error is SQL NULL): one parameter, which the client dumps far faster than five
+-- arrays (docs/benchmarks.md, issue #18).
 -- finished_at is read as each row is written (PostgreSQL computes it again after
 -- waiting for a row another statement changed), and ended_at is the same time.
 WITH ending AS (
     SELECT *
-    FROM unnest(
-        %(ids)s::bigint[], %(attempts)s::integer[], %(statuses)s::text[],
-        %(results)s::jsonb[], %(errors)s::text[]
-    ) AS e(id, attempt, status, result, error)
+    FROM jsonb_to_recordset(%(endings)s::jsonb)
+        AS e(id bigint, attempt integer, status text, result jsonb, error text)
 ), finished AS (
     UPDATE work_items w
     SET status = e.status::work_status,

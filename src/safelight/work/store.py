@@ -16,6 +16,7 @@ contract tests and excluded from mutation testing (ADR 0005).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,7 +32,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
-from safelight.core.sql import load_queries
+from safelight.core.sql import load_queries, text_array
 from safelight.work.batching import Batcher
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
@@ -221,40 +222,46 @@ class WorkStore:  # pragma: no mutate block
     async def enqueue_many(
         self,
         kind: str,
-        payloads: Sequence[Mapping[str, Any]],
+        payloads: Sequence[Mapping[str, Any] | None],
         *,
         config_id: UUID | None = None,
+        dedup_keys: Sequence[str | None] | None = None,
     ) -> list[int]:
-        """Queue many items of one kind (no dedup keys) in one transaction; every payload
-        is checked before the first is written, so one bad payload writes nothing."""
-        bodies = [self._validate(kind, config_id, None, p) for p in payloads]
+        """Queue many items of one kind in one statement, and return their ids in order.
+
+        Every payload (and dedup key) is checked before anything is written, so one bad
+        item writes nothing. ``dedup_keys`` (one per payload, None: no key) are honoured
+        as :meth:`enqueue` honours one: an item whose key already has a queued item, or
+        an earlier item of the same call, adds nothing and returns that item's id.
+        """
+        keys = [None] * len(payloads) if dedup_keys is None else list(dedup_keys)
+        if len(keys) != len(payloads):
+            raise ValueError(f"{len(payloads)} payloads but {len(keys)} dedup keys")
+        bodies = [
+            self._validate(kind, config_id, key, p) for p, key in zip(payloads, keys, strict=True)
+        ]
+        if not bodies:
+            return []
         now = self._clock.now()
+        ids: list[int | None] = [None] * len(bodies)
         async with self._pool.connection() as conn, conn.transaction():
             if config_id is not None:
                 await self._check_config(conn, config_id)
-            cur = conn.cursor()
-            await cur.executemany(
-                QUERIES["item_enqueue"],
-                [
-                    {
-                        "kind": kind,
-                        "config_id": config_id,
-                        "dedup_key": None,
-                        "payload": Jsonb(b),
-                        "now": now,
-                    }
-                    for b in bodies
-                ],
-                returning=True,
-            )
-            ids: list[int] = []
-            while True:
-                row = await cur.fetchone()
-                if row is not None:
-                    ids.append(row[0])
-                if not cur.nextset():
-                    break
-            return ids
+            # The items whose id is still unknown: all at first, then those whose key's
+            # holder went away between the statement's look-up and its insert.
+            left = list(range(len(bodies)))
+            for _ in range(_ENQUEUE_TRIES):
+                items = [{"payload": bodies[n], "dedup_key": keys[n]} for n in left]
+                cur = await conn.execute(
+                    QUERIES["items_enqueue"],
+                    {"items": Jsonb(items), "kind": kind, "config_id": config_id, "now": now},
+                )
+                for ord_, item_id in await cur.fetchall():
+                    ids[left[ord_ - 1]] = item_id
+                left = [n for n in left if ids[n] is None]
+                if not left:
+                    return [int(i) for i in ids if i is not None]
+        raise RuntimeError(f"could not enqueue {kind} items with their dedup keys: contended")
 
     async def _check_config(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
         cur = await conn.execute(QUERIES["config_check"], {"config_id": config_id})
@@ -318,9 +325,10 @@ class WorkStore:  # pragma: no mutate block
         key = (frozenset(kinds), owner, float(lease_seconds))
         batcher = self._claimers.get(key)
         if batcher is None:
+            kinds_array = text_array(sorted(key[0]))
 
             async def run_batch(worker_ids: Sequence[str]) -> list[WorkItem | None]:
-                return await self._claim_for(worker_ids, key[0], key[1], key[2])
+                return await self._claim_for(worker_ids, kinds_array, key[1], key[2])
 
             batcher = Batcher(run_batch, max_batch=MAX_CLAIM_BATCH)
             self._claimers[key] = batcher
@@ -329,11 +337,12 @@ class WorkStore:  # pragma: no mutate block
     async def _claim_for(
         self,
         worker_ids: Sequence[str],
-        kinds: Collection[str],
+        kinds: str,
         owner: str | None,
         lease_seconds: float,
     ) -> list[WorkItem | None]:
-        """One item or None for each of ``worker_ids``, in order.
+        """One item or None for each of ``worker_ids``, in order; ``kinds`` is their
+        array literal (:func:`~safelight.core.sql.text_array`).
 
         While a statement takes some items but not enough, the Workers left try again
         at once: the first look may have found only some of what the queue holds. The
@@ -355,14 +364,14 @@ class WorkStore:  # pragma: no mutate block
     async def _claim_once(
         self,
         worker_ids: Sequence[str],
-        kinds: Collection[str],
+        kinds: str,
         owner: str | None,
         lease_seconds: float,
     ) -> dict[int, WorkItem]:
         """The items one claim statement took, by the 0-based position of their Worker."""
         params = {
-            "worker_ids": list(worker_ids),
-            "kinds": list(kinds),
+            "worker_ids": text_array(worker_ids),
+            "kinds": kinds,
             "owner": owner,
             "lease_seconds": lease_seconds,
             "now": self._clock.transition_time(),
@@ -419,7 +428,7 @@ class WorkStore:  # pragma: no mutate block
             )
             return await cur.fetchone() is not None
 
-    async def _finish(
+    def _finish(
         self,
         item_id: int,
         attempt: int,
@@ -427,13 +436,14 @@ class WorkStore:  # pragma: no mutate block
         *,
         result: Mapping[str, Any] | None = None,
         error: str | None = None,
-    ) -> bool:
-        """Whether the attempt still held its item and now ended it (durably).
+    ) -> asyncio.Future[bool]:
+        """Whether the attempt still held its item and now ended it (durably), as a
+        future: the executor bounds the wait for it by a timer, with no task of its own.
 
         Outcomes written while another is in flight go out together in one statement
         (:mod:`safelight.work.batching`); each is fenced on its own.
         """
-        return await self._finisher.call(
+        return self._finisher.submit(
             _Ending(item_id, attempt, status, None if result is None else dict(result), error)
         )
 
@@ -442,11 +452,18 @@ class WorkStore:  # pragma: no mutate block
             cur = await conn.execute(
                 QUERIES["attempts_finish"],
                 {
-                    "ids": [e.item_id for e in endings],
-                    "attempts": [e.attempt for e in endings],
-                    "statuses": [e.status.value for e in endings],
-                    "results": [None if e.result is None else Jsonb(e.result) for e in endings],
-                    "errors": [e.error for e in endings],
+                    "endings": Jsonb(
+                        [
+                            {
+                                "id": e.item_id,
+                                "attempt": e.attempt,
+                                "status": e.status.value,
+                                "result": e.result,
+                                "error": e.error,
+                            }
+                            for e in endings
+                        ]
+                    ),
                     "now": self._clock.transition_time(),
                 },
                 # Planned anew each time, never prepared: a plan cached while
@@ -458,18 +475,16 @@ class WorkStore:  # pragma: no mutate block
             applied = {(row[0], row[1]) for row in await cur.fetchall()}
         return [(e.item_id, e.attempt) in applied for e in endings]
 
-    async def complete(
+    def complete(
         self, item_id: int, attempt: int, result: Mapping[str, Any] | None = None
-    ) -> bool:
-        return await self._finish(item_id, attempt, Status.SUCCEEDED, result=result)
+    ) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.SUCCEEDED, result=result)
 
-    async def fail(self, item_id: int, attempt: int, error: str) -> bool:
-        return await self._finish(item_id, attempt, Status.FAILED, error=error)
+    def fail(self, item_id: int, attempt: int, error: str) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.FAILED, error=error)
 
-    async def cancel(self, item_id: int, attempt: int) -> bool:
-        return await self._finish(
-            item_id, attempt, Status.CANCELLED, error="cancelled while running"
-        )
+    def cancel(self, item_id: int, attempt: int) -> asyncio.Future[bool]:
+        return self._finish(item_id, attempt, Status.CANCELLED, error="cancelled while running")
 
     async def retry_later(
         self, item_id: int, attempt: int, error: str, delay_seconds: float

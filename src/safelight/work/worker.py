@@ -12,12 +12,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from safelight.core.clock import Clock
-from safelight.work.attemptlog import AttemptLog
 from safelight.work.backoff import Backoff
 from safelight.work.errors import OUTAGE_ERRORS
-from safelight.work.executor import Executor, RunResult
+from safelight.work.executor import Executor, RunResult, Shutdown, shutdown_watch
+from safelight.work.lifecycle import Lifecycle
 from safelight.work.model import WorkItem
 from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.store import WorkStore
@@ -62,6 +63,7 @@ class Worker:
         on_finished: FinishedCallback | None = None,
         after_item: Callable[[], object] | None = None,
         observer: EngineObserver = NO_OBSERVER,
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         self._store = store
         self._executor = executor
@@ -71,12 +73,14 @@ class Worker:
         self._on_finished = on_finished
         self._after_item = after_item
         self._observer = observer
+        # The process's Workers share one (its summary line counts them all).
+        self._lifecycle = Lifecycle(_log, clock) if lifecycle is None else lifecycle
 
     @property
     def settings(self) -> WorkerSettings:
         return self._settings
 
-    async def run_once(self, shutdown: asyncio.Event | None = None) -> RunResult | None:
+    async def run_once(self, shutdown: Shutdown | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
         s = self._settings
         # Taken before the claim is sent: the lease starts somewhere after it, and the
@@ -87,21 +91,14 @@ class Worker:
         )
         if item is None:
             return None
-        log = AttemptLog(_log, item)
-        scope = "unscoped" if item.storage_config_id is None else f"config {item.storage_config_id}"
-        log.info("claimed by %s (%s, %s)", s.worker_id, item.kind, scope)
+        claim = self._lifecycle.claimed(item, s.worker_id)
         started = self._clock.monotonic()
-        result = await self._executor.run(item, shutdown, claimed_at=sent)
+        try:
+            result = await self._executor.run(item, shutdown, claimed_at=sent)
+        finally:
+            claim.quiet()
         seconds = self._clock.monotonic() - started
-        log.info(
-            "ended %s after %.3f s (%s, %s)%s",
-            result.outcome.name,
-            seconds,
-            item.kind,
-            scope,
-            "" if result.write is None or result.applied else "; its write did not apply",
-            extra={"outcome": result.outcome.name, "seconds": round(seconds, 3)},
-        )
+        self._lifecycle.ended(claim, result, seconds)
         self._observer.item_ended(item.kind, result.outcome.name, seconds)
         if self._on_finished is not None:
             self._on_finished(item, result)
@@ -120,13 +117,24 @@ class Worker:
         """
         s = self._settings
         backoff = Backoff(s.poll_seconds, s.backoff_max_seconds)
+        # One watch of the shutdown for every attempt this Worker runs (no task each).
+        watch = shutdown_watch(shutdown)
+        try:
+            await self._loop(shutdown, watch, backoff)
+        finally:
+            watch.cancel()
+
+    async def _loop(
+        self, shutdown: asyncio.Event, watch: asyncio.Future[Any], backoff: Backoff
+    ) -> None:
+        s = self._settings
         while not shutdown.is_set():
             if self._wake is not None:
                 # Cleared before the claim, so a notification that arrives during it
                 # makes the next wait return at once instead of being missed.
                 self._wake.clear()
             try:
-                ran = await self.run_once(shutdown)
+                ran = await self.run_once(watch)
                 backoff.succeeded()
                 if ran is not None:
                     continue
