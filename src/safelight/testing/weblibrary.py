@@ -11,6 +11,7 @@ each asset it made (:attr:`WebLibrary.ids`) so a test can find it on the page.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import itertools
 from dataclasses import dataclass, field
@@ -149,7 +150,7 @@ async def make_web_library(
     ==================  =====================================================
     """
     now = now or datetime.combine(today, datetime.min.time(), UTC) + timedelta(hours=12)
-    proxy_root.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(proxy_root.mkdir, parents=True, exist_ok=True)
     async with pool.connection() as conn:
         cur = await conn.execute(
             "INSERT INTO storage_configs (owner, root_path, created_at) VALUES (%s, %s, %s)"
