@@ -65,9 +65,7 @@ def run_folder(
         added = await StorageConfigs(database.pool, clock, own_folders=own).add(owner, root)
         config = added.config
         store = app_store(database, settings, clock)
-        crawl_id = await store.enqueue(
-            CRAWL.name, config_id=config.id, dedup_key=CRAWL.dedup_key(config.id)
-        )
+        crawl_id = await CRAWL.enqueue_for(store, config.id)
         view = choose_view(
             as_json=as_json, stdout=sys.stdout, stderr=sys.stderr, clock=clock, label=label
         )
