@@ -50,7 +50,10 @@ SECURITY_HEADERS = (
     ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not no-referrer: under it a browser sends "Origin: null" with a form's POST, even
+    # to its own site, and refuse_cross_site would refuse the sign-in form itself.
+    # same-origin still sends no URL of the dashboard to any other site.
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 )
