@@ -56,7 +56,7 @@ async def proxy_path_of(web: Web, asset_id: int, proxy_type: str) -> Path:
         )
         row = await cur.fetchone()
     assert row is not None
-    return web.settings.proxies / row[0]
+    return web.settings.proxies / str(row[0])
 
 
 async def test_a_thumbnail_is_served_with_its_type_and_cached_for_a_year(web: Web) -> None:
