@@ -4,8 +4,9 @@ fake clock ("today" is its date, in UTC) and a generated library."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +48,21 @@ def clock_on(day: date, hour: int = 9) -> FakeClock:
     return FakeClock(start=datetime(day.year, day.month, day.day, hour, tzinfo=UTC))
 
 
+@asynccontextmanager
 async def open_web(
     pool: AsyncConnectionPool[Any],
     settings: Settings,
     *,
     clock: FakeClock,
     token: str | None = TOKEN,
+    zone: tzinfo = UTC,
 ) -> AsyncIterator[Web]:
     app = create_app(
         Database(url=str(settings.database_url), pool=pool),
         settings,
         clock=clock,
         token=token,
-        zone=UTC,
+        zone=zone,
     )
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:

@@ -55,17 +55,20 @@ def serve(state: CliState, host: str | None, port: int | None, read_only: bool) 
                 f"cannot listen on {settings.web_host} port {settings.web_port}: "
                 f"{error.strerror or error}"
             ) from None
-        # The first line is the ready signal: the socket listens from here on.
-        click.echo(f"safelight serve: {server.url} (Ctrl-C stops)")
-        if token is None:
-            click.echo("read-only: started with --read-only, nobody can act")
-        elif settings.web_token is None:
-            click.echo(f"sign in to act: {server.url}login#token={token}")
-            click.echo(
-                "(a new token at each start, printed only here; SAFELIGHT_WEB_TOKEN keeps one)"
-            )
-        else:
-            click.echo("sign in to act with SAFELIGHT_WEB_TOKEN")
-        await server.serve()
+        with server.stopped_by_signals():
+            announce(server.url, token, given=settings.web_token is not None)
+            await server.serve()
 
     state.with_database(body, default_log_level="info")
+
+
+def announce(url: str, token: str | None, *, given: bool) -> None:
+    """The first line is the ready signal: the socket listens from here on."""
+    click.echo(f"safelight serve: {url} (Ctrl-C stops)")
+    if token is None:
+        click.echo("read-only: started with --read-only, nobody can act")
+    elif given:
+        click.echo("sign in to act with SAFELIGHT_WEB_TOKEN")
+    else:
+        click.echo(f"sign in to act: {url}login#token={token}")
+        click.echo("(a new token at each start, printed only here; SAFELIGHT_WEB_TOKEN keeps one)")

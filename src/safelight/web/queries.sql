@@ -6,8 +6,8 @@
 
 -- assets_on_day --
 -- The live assets captured on a month and days before a year, as the library shows them (a RAW through its JPEG, a Live Photo's video through its image, a burst through its primary), newest first, with their proxies.
--- The day is a range (first_day to last_day: Feb 28 and 29 on Feb 28 of a common year)
--- on the second column of ix_assets_on_this_day; for one day the index gives the order.
+-- The day is a range (first_day to last_day: Feb 28 and 29 on Feb 28 of a common year),
+-- the year a bound: both index conditions of ix_assets_on_this_day (migration 0016).
 -- A burst with no primary yet shows every member; burst_count counts its live members.
 SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
@@ -31,8 +31,7 @@ WHERE a.captured_month = %(month)s
   AND a.captured_year < %(year)s
   AND a.stack_primary_id IS NULL
   AND (b.primary_asset_id IS NULL OR b.primary_asset_id = a.id)
-  AND NOT (a.media_type = 'video' AND EXISTS (
-      SELECT 1 FROM assets i WHERE i.paired_asset_id = a.id AND NOT i.is_deleted))
+  AND NOT EXISTS (SELECT 1 FROM assets i WHERE i.paired_asset_id = a.id AND NOT i.is_deleted)
 ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 
 -- assets_of_bursts --

@@ -3,9 +3,10 @@
 :class:`WebServer` binds first (port 0: any free one), so its :attr:`~WebServer.url` is
 known, and connections queue, before :meth:`~WebServer.serve` runs: a caller that prints
 the URL, or a test that has it, may connect at once. ``serve`` returns after
-:meth:`~WebServer.stop`, or on SIGINT or SIGTERM (in the main thread): unlike uvicorn's
-own, its signal handling does not raise the signal again on the way out, so
-``safelight serve`` closes its database and exits 0.
+:meth:`~WebServer.stop`, or, inside :meth:`~WebServer.stopped_by_signals`, on SIGINT or
+SIGTERM: unlike uvicorn's own signal handling, that one is in place before the URL is
+printed, and does not raise the signal again on the way out, so ``safelight serve``
+closes its database and exits 0.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,17 +43,10 @@ def bind(host: str, port: int) -> socket.socket:
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {
-            sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        # Signals are the caller's (WebServer.stopped_by_signals), from before the URL
+        # is printed; uvicorn's own would start only in serve(), and raise the signal
+        # again on the way out.
+        yield
 
 
 class WebServer:
@@ -79,6 +72,21 @@ class WebServer:
     def url(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{shown}:{self.port}/"
+
+    @contextlib.contextmanager
+    def stopped_by_signals(self) -> Iterator[None]:
+        """From here on, SIGINT or SIGTERM stops the server (before :meth:`serve` too:
+        it then returns at once); a second SIGINT stops it without waiting for the
+        requests in flight. The main thread only."""
+        handlers = {
+            sig: signal.signal(sig, self._server.handle_exit)
+            for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            yield
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
 
     async def serve(self) -> None:
         """Serve until :meth:`stop` or a signal; the socket is closed on the way out."""

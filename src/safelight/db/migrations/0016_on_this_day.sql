@@ -1,14 +1,17 @@
--- "On this day" (safelight serve, safelight.web.onthisday): the live assets of one month
--- and day, of the years before the one asked for, newest first. The index of 0002 held
--- (month, day) alone, which finds the day's rows but sorts them; this one also holds
--- the order the page shows them in, so the day is read in order from the index, and the
--- year's bound is checked in it before any row is visited.
+-- "On this day" (safelight serve, safelight.web.onthisday): the live assets of a month
+-- and day (or two: 28 and 29 February) of the years before the one asked for. The
+-- index of 0002 held (month, day) alone; with the year beside them, the year's bound is
+-- an index condition too, and a day of this year's photos (or of later ones, for a day
+-- picked in the past) is never visited. The page's order (year, then time) is a sort of
+-- the day's few thousand rows at most: an index in that order would serve one day but
+-- not the February pair, and is wider for every insert.
 DROP INDEX ix_assets_on_this_day;
 CREATE INDEX ix_assets_on_this_day
-    ON assets (captured_month, captured_day, captured_year DESC, captured_local DESC, id DESC)
+    ON assets (captured_month, captured_day, captured_year)
     WHERE NOT is_deleted;
 
--- A Live Photo's video is shown through its image, which names it: the day's query asks,
--- for each of its videos, whether a live image names it. The same index serves the
--- foreign key's ON DELETE SET NULL when a purge deletes a video.
+-- A Live Photo's video is shown through its image, which names it: the day's query
+-- keeps a video only if no live image names it (an anti join on this index, not a scan
+-- of every asset). The same index serves the foreign key's ON DELETE SET NULL when a
+-- purge deletes a video.
 CREATE INDEX ix_assets_paired ON assets (paired_asset_id) WHERE paired_asset_id IS NOT NULL;
