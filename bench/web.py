@@ -1,7 +1,7 @@
 """Benchmark: ``safelight serve`` on a library of 1M assets, "On this day".
 
     .venv/bin/python bench/web.py [--assets 1000000] [--day 06-15] [--requests 300]
-                                  [--rounds 3] [--page-loads 15] [--no-page]
+                                  [--year 2026] [--rounds 3] [--page-loads 15] [--no-page]
 
 The library is written straight into a scratch database (bench/sql/web_library.sql:
 INSERT ... SELECT generate_series, in batches, then VACUUM ANALYZE): ``--assets`` assets
