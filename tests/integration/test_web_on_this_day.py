@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import date, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,6 @@ from safelight.web.reads import QUERIES
 from tests.integration.webfixtures import TODAY, Web, clock_on, library_of, open_web, web_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
 
 
 def names(library: WebLibrary, assets: list[dict[str, Any]]) -> list[str]:

@@ -6,33 +6,19 @@ timeline, a config's counts, last crawl and running item, and 404s for unknown i
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import CRAWL, NOOP
-from safelight.work.store import WorkStore
-from tests.integration.webfixtures import TODAY, Web, clock_on, library_of, open_web, web_settings
+from tests.integration.webfixtures import (
+    Web,
+    library_of,
+    store_of,
+)
 
 pytestmark = pytest.mark.integration
 
 LEASE = 60.0
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
-
-
-def store_of(web: Web) -> WorkStore:
-    store: WorkStore = web.app.state.web.store
-    return store
 
 
 async def claim(web: Web, worker_id: str, kind: str) -> int:

@@ -128,6 +128,13 @@ async def item(request: Request) -> Response:
     return json_response(await item_with_attempts(request, request.path_params["item_id"]))
 
 
+def _part(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The columns of ``row`` named ``<prefix>...``, without it; None when its ``id`` is
+    null (no such item)."""
+    part = {k.removeprefix(prefix): v for k, v in row.items() if k.startswith(prefix)}
+    return None if part["id"] is None else part
+
+
 async def configs_document(request: Request) -> list[dict[str, Any]]:
     """Each config with its counts (those ``run`` prints), its last crawl and its
     running item."""
@@ -135,26 +142,9 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
     now = web(request).clock.now()
     documents = []
     for row in await reads.configs_overview(pool):
-        running = None
-        if row["running_id"] is not None:
-            running = {
-                "id": row["running_id"],
-                "kind": row["running_kind"],
-                "worker_id": row["running_worker_id"],
-                "attempt": row["running_attempt"],
-                "started_at": row["running_started_at"],
-                "lease_expires_at": row["running_lease_expires_at"],
-                "lease_seconds_left": lease_seconds_left(row["running_lease_expires_at"], now),
-            }
-        last_crawl = None
-        if row["last_crawl_id"] is not None:
-            last_crawl = {
-                "id": row["last_crawl_id"],
-                "status": row["last_crawl_status"],
-                "finished_at": row["last_crawl_finished_at"],
-                "error": row["last_crawl_error"],
-                "result": row["last_crawl_result"],
-            }
+        running = _part(row, "running_")
+        if running is not None:
+            running["lease_seconds_left"] = lease_seconds_left(running["lease_expires_at"], now)
         documents.append(
             {
                 "id": row["id"],
@@ -163,7 +153,7 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
                 "active": row["active"],
                 "created_at": row["created_at"],
                 "counts": await library_counts(pool, row["id"]),
-                "last_crawl": last_crawl,
+                "last_crawl": _part(row, "last_crawl_"),
                 "running": running,
             }
         )
