@@ -167,7 +167,7 @@ async def test_every_response_carries_the_security_headers(web: Web) -> None:
         assert "frame-ancestors 'none'" in policy
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["x-frame-options"] == "DENY"
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
     page = await web.client.get("/")
     assert page.headers["cache-control"] == "no-store"
     assert "<script>" not in page.text  # no inline script: the policy would block it

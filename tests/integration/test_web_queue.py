@@ -173,6 +173,7 @@ async def test_configs_show_counts_last_crawl_and_running_item(web: Web) -> None
     assert article is not None
     body = article.group(0)
     assert '<span data-count="images">12 photos</span>' in body
+    assert '<span data-count="live_photos">1 Live Photo</span>' in body
     assert '<dd data-count="soft_deleted">1</dd>' in body
     assert 'data-status="succeeded"' in body and f"item {first}" in body
     assert f'data-item-id="{second}" data-status="running"' in body

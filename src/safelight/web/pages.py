@@ -52,6 +52,11 @@ def _step(day: date, days: int) -> date | None:
         return None
 
 
+def _counted(count: int, noun: str) -> str:
+    """``1 photo``, ``12 photos``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -63,6 +68,7 @@ TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["years_ago"] = _years_ago
 TEMPLATES.env.filters["duration"] = _duration
 TEMPLATES.env.filters["day_name"] = _day_name
+TEMPLATES.env.filters["counted"] = _counted
 # Text a library or an error wrote, with any secret the logs know masked.
 TEMPLATES.env.filters["masked"] = lambda text: "" if text is None else masker.mask(str(text))
 TEMPLATES.env.filters["progress"] = progress_line

@@ -50,7 +50,10 @@ SECURITY_HEADERS = (
     ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not no-referrer: under it a browser sends "Origin: null" with the sign-in form's
+    # POST, which the cross-site check must refuse. Same-origin keeps every URL of the
+    # dashboard out of other sites' logs all the same.
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 )
