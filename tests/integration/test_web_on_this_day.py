@@ -252,3 +252,21 @@ def _nodes(plan: dict[str, Any]) -> Any:
     yield plan
     for child in plan.get("Plans", ()):
         yield from _nodes(child)
+
+
+async def test_a_file_name_cannot_end_the_embedded_document_or_add_markup(web: Web) -> None:
+    library = await library_of(web)
+    hostile = '</script><script src="/x.js"></script><!--<b>photo.jpg'
+    async with web.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE assets SET file_name = %s WHERE id = %s", (hostile, library.ids["photo-1y"])
+        )
+    page = (await web.client.get("/")).text
+    assert '<script src="/x.js">' not in page and "<b>photo" not in page
+    embedded = re.search(
+        r'<script type="application/json" id="on-this-day-data">(.*?)</script>', page, re.S
+    )
+    assert embedded is not None
+    document = json.loads(embedded.group(1))
+    assert document == (await web.client.get("/api/on-this-day")).json()
+    assert document["years"][0]["assets"][0]["file_name"] == hostile

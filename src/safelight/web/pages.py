@@ -16,7 +16,6 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from safelight import __version__
-from safelight.cli.output import to_json
 from safelight.cli.queue import progress_line
 from safelight.logs import masker
 from safelight.web import api
@@ -114,8 +113,9 @@ async def on_this_day(request: Request) -> Response:
             "previous_day": _step(day, -1),
             "next_day": _step(day, 1),
             "document": document,
-            # The same document the API returns, for the preview's script to read.
-            "document_json": to_json(document).replace("</", "<\\/"),
+            # The same document the API returns, for the preview's script to read; no
+            # "<" in it (only inside its strings, as a \u escape) can end the script.
+            "document_json": api.to_web_json(document, masked=False).replace("<", "\\u003c"),
         },
     )
 
