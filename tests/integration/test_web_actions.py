@@ -5,7 +5,6 @@ what each action does, through the store calls the CLI makes."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import CRAWL, NOOP, PURGE
 from safelight.web.security import SESSION_COOKIE
 from safelight.work.model import Status
-from safelight.work.store import WorkStore
 from tests.integration.webfixtures import (
     FORM,
     TODAY,
@@ -25,25 +23,13 @@ from tests.integration.webfixtures import (
     library_of,
     open_web,
     signed_in,
+    store_of,
     web_settings,
 )
 
 pytestmark = pytest.mark.integration
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
-
-
-def store_of(web: Web) -> WorkStore:
-    store: WorkStore = web.app.state.web.store
-    return store
 
 
 async def failed_item(web: Web, error: str = "boom") -> int:

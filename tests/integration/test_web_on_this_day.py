@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import date, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,6 @@ from safelight.web.reads import QUERIES
 from tests.integration.webfixtures import TODAY, Web, clock_on, library_of, open_web, web_settings
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
 
 
 def names(library: WebLibrary, assets: list[dict[str, Any]]) -> list[str]:
@@ -261,3 +252,21 @@ def _nodes(plan: dict[str, Any]) -> Any:
     yield plan
     for child in plan.get("Plans", ()):
         yield from _nodes(child)
+
+
+async def test_a_file_name_cannot_end_the_embedded_document_or_add_markup(web: Web) -> None:
+    library = await library_of(web)
+    hostile = '</script><script src="/x.js"></script><!--<b>photo.jpg'
+    async with web.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE assets SET file_name = %s WHERE id = %s", (hostile, library.ids["photo-1y"])
+        )
+    page = (await web.client.get("/")).text
+    assert '<script src="/x.js">' not in page and "<b>photo" not in page
+    embedded = re.search(
+        r'<script type="application/json" id="on-this-day-data">(.*?)</script>', page, re.S
+    )
+    assert embedded is not None
+    document = json.loads(embedded.group(1))
+    assert document == (await web.client.get("/api/on-this-day")).json()
+    assert document["years"][0]["assets"][0]["file_name"] == hostile

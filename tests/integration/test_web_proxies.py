@@ -6,7 +6,6 @@ response carries: the security headers, a Host check, no secret."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +28,6 @@ from tests.integration.webfixtures import (
 pytestmark = pytest.mark.integration
 
 PASSWORD = "s3cret-password-of-the-db"
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
 
 
 async def tile(web: Web, library: WebLibrary, name: str) -> dict[str, Any]:

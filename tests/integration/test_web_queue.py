@@ -6,33 +6,19 @@ timeline, a config's counts, last crawl and running item, and 404s for unknown i
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import CRAWL, NOOP
-from safelight.work.store import WorkStore
-from tests.integration.webfixtures import TODAY, Web, clock_on, library_of, open_web, web_settings
+from tests.integration.webfixtures import (
+    Web,
+    library_of,
+    store_of,
+)
 
 pytestmark = pytest.mark.integration
 
 LEASE = 60.0
-
-
-@pytest.fixture
-async def web(
-    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
-) -> AsyncIterator[Web]:
-    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
-        yield w
-
-
-def store_of(web: Web) -> WorkStore:
-    store: WorkStore = web.app.state.web.store
-    return store
 
 
 async def claim(web: Web, worker_id: str, kind: str) -> int:
@@ -187,6 +173,7 @@ async def test_configs_show_counts_last_crawl_and_running_item(web: Web) -> None
     assert article is not None
     body = article.group(0)
     assert '<span data-count="images">12 photos</span>' in body
+    assert '<span data-count="live_photos">1 Live Photo</span>' in body
     assert '<dd data-count="soft_deleted">1</dd>' in body
     assert 'data-status="succeeded"' in body and f"item {first}" in body
     assert f'data-item-id="{second}" data-status="running"' in body

@@ -19,6 +19,7 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web.app import create_app
+from safelight.work.store import WorkStore
 
 TOKEN = "a-test-token-of-the-dashboard"
 TODAY = date(2026, 6, 15)
@@ -84,3 +85,9 @@ async def signed_in(web: Web) -> str:
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def store_of(web: Web) -> WorkStore:
+    """The dashboard's own store (the one its actions call)."""
+    store: WorkStore = web.app.state.web.store
+    return store

@@ -4,8 +4,9 @@ with its :class:`Done`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from safelight.handlers import CRAWL, PURGE
@@ -13,6 +14,8 @@ from safelight.handlers.kind import Kind
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.model import CancelResult, RetryResult
 from safelight.work.store import WorkStore
+
+R = TypeVar("R", CancelResult, RetryResult)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,37 +36,38 @@ class Done:
         }
 
 
+# What each store answer means to the person who pressed the button.
+_CANCELLED: Mapping[CancelResult, tuple[int, str]] = {
+    CancelResult.CANCELLED: (200, "cancelled item {id}"),
+    CancelResult.REQUESTED: (
+        200,
+        "asked item {id} to stop: its attempt stops at its next heartbeat",
+    ),
+    CancelResult.FINISHED: (409, "item {id} had already finished"),
+    CancelResult.NOT_FOUND: (404, "there is no work item {id}"),
+}
+_RETRIED: Mapping[RetryResult, tuple[int, str]] = {
+    RetryResult.RETRIED: (200, "item {id} is queued again, due now"),
+    RetryResult.KEY_QUEUED: (
+        409,
+        "item {id} stays failed: an item of its dedup key is queued already, which does its work",
+    ),
+    RetryResult.NOT_FAILED: (409, "item {id} is not failed: nothing to retry"),
+    RetryResult.NOT_FOUND: (404, "there is no work item {id}"),
+}
+
+
+def _answer(table: Mapping[R, tuple[int, str]], result: R, item_id: int) -> Done:
+    status_code, text = table[result]
+    return Done(status_code, result.value, text.format(id=item_id), item_id)
+
+
 async def cancel_item(store: WorkStore, item_id: int) -> Done:
-    result = await store.request_cancel(item_id)
-    if result is CancelResult.CANCELLED:
-        return Done(200, result.value, f"cancelled item {item_id}", item_id)
-    if result is CancelResult.REQUESTED:
-        return Done(
-            200,
-            result.value,
-            f"asked item {item_id} to stop: its attempt stops at its next heartbeat",
-            item_id,
-        )
-    if result is CancelResult.FINISHED:
-        return Done(409, result.value, f"item {item_id} had already finished", item_id)
-    return Done(404, result.value, f"there is no work item {item_id}", item_id)
+    return _answer(_CANCELLED, await store.request_cancel(item_id), item_id)
 
 
 async def retry_item(store: WorkStore, item_id: int) -> Done:
-    result = await store.retry_failed(item_id)
-    if result is RetryResult.RETRIED:
-        return Done(200, result.value, f"item {item_id} is queued again, due now", item_id)
-    if result is RetryResult.KEY_QUEUED:
-        return Done(
-            409,
-            result.value,
-            f"item {item_id} stays failed: an item of its dedup key is queued already, "
-            "which does its work",
-            item_id,
-        )
-    if result is RetryResult.NOT_FAILED:
-        return Done(409, result.value, f"item {item_id} is not failed: nothing to retry", item_id)
-    return Done(404, result.value, f"there is no work item {item_id}", item_id)
+    return _answer(_RETRIED, await store.retry_failed(item_id), item_id)
 
 
 async def _queue(store: WorkStore, kind: Kind[Any], config_id: UUID, what: str) -> Done:

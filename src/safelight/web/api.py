@@ -3,6 +3,7 @@ and buttons call it. Reads are open; every POST needs the token (``security``)."
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date, datetime
 from typing import Any
@@ -12,9 +13,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from safelight.cli.output import to_json
+from safelight.cli.output import json_default
 from safelight.cli.queries import library_counts, list_items, queue_status
 from safelight.cli.queue import item_document
+from safelight.logs import masker
 from safelight.web import actions, reads
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.work.model import Status
@@ -26,9 +28,19 @@ MAX_ITEMS_LIMIT = 1000
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
-def json_response(document: Any, status_code: int = 200) -> Response:
-    # The CLI's JSON: UUIDs and times as strings, any secret the logs know masked.
-    return Response(to_json(document), status_code, media_type="application/json")
+def to_web_json(document: Any, *, masked: bool = True) -> str:
+    """The CLI's encoding (UUIDs and times as strings), compact, with any secret the logs
+    know masked. ``masked`` False only for a document of the library's own strings (file
+    names, cameras, proxy URLs: no error text, no setting), where masking a day of a
+    large library would cost more than building it."""
+    text = json.dumps(document, default=json_default, ensure_ascii=False, separators=(",", ":"))
+    return masker.mask(text) if masked else text
+
+
+def json_response(document: Any, status_code: int = 200, *, masked: bool = True) -> Response:
+    return Response(
+        to_web_json(document, masked=masked), status_code, media_type="application/json"
+    )
 
 
 def error(exc: HTTPException) -> Response:
@@ -128,6 +140,13 @@ async def item(request: Request) -> Response:
     return json_response(await item_with_attempts(request, request.path_params["item_id"]))
 
 
+def _part(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The columns of ``row`` named ``<prefix>...``, without it; None when its ``id`` is
+    null (no such item)."""
+    part = {k.removeprefix(prefix): v for k, v in row.items() if k.startswith(prefix)}
+    return None if part["id"] is None else part
+
+
 async def configs_document(request: Request) -> list[dict[str, Any]]:
     """Each config with its counts (those ``run`` prints), its last crawl and its
     running item."""
@@ -135,26 +154,9 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
     now = web(request).clock.now()
     documents = []
     for row in await reads.configs_overview(pool):
-        running = None
-        if row["running_id"] is not None:
-            running = {
-                "id": row["running_id"],
-                "kind": row["running_kind"],
-                "worker_id": row["running_worker_id"],
-                "attempt": row["running_attempt"],
-                "started_at": row["running_started_at"],
-                "lease_expires_at": row["running_lease_expires_at"],
-                "lease_seconds_left": lease_seconds_left(row["running_lease_expires_at"], now),
-            }
-        last_crawl = None
-        if row["last_crawl_id"] is not None:
-            last_crawl = {
-                "id": row["last_crawl_id"],
-                "status": row["last_crawl_status"],
-                "finished_at": row["last_crawl_finished_at"],
-                "error": row["last_crawl_error"],
-                "result": row["last_crawl_result"],
-            }
+        running = _part(row, "running_")
+        if running is not None:
+            running["lease_seconds_left"] = lease_seconds_left(running["lease_expires_at"], now)
         documents.append(
             {
                 "id": row["id"],
@@ -163,7 +165,7 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
                 "active": row["active"],
                 "created_at": row["created_at"],
                 "counts": await library_counts(pool, row["id"]),
-                "last_crawl": last_crawl,
+                "last_crawl": _part(row, "last_crawl_"),
                 "running": running,
             }
         )
@@ -177,7 +179,7 @@ async def configs(request: Request) -> Response:
 async def on_this_day(request: Request) -> Response:
     context = web(request)
     day = parse_day(request.query_params.get("date"), context.today())
-    return json_response(await day_document(context.pool, day))
+    return json_response(await day_document(context.pool, day), masked=False)
 
 
 def _act(request: Request, done: actions.Done) -> Response:

@@ -16,7 +16,6 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from safelight import __version__
-from safelight.cli.output import to_json
 from safelight.cli.queue import progress_line
 from safelight.logs import masker
 from safelight.web import api
@@ -52,6 +51,11 @@ def _step(day: date, days: int) -> date | None:
         return None
 
 
+def _counted(count: int, noun: str) -> str:
+    """``1 photo``, ``12 photos``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -63,6 +67,7 @@ TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["years_ago"] = _years_ago
 TEMPLATES.env.filters["duration"] = _duration
 TEMPLATES.env.filters["day_name"] = _day_name
+TEMPLATES.env.filters["counted"] = _counted
 # Text a library or an error wrote, with any secret the logs know masked.
 TEMPLATES.env.filters["masked"] = lambda text: "" if text is None else masker.mask(str(text))
 TEMPLATES.env.filters["progress"] = progress_line
@@ -108,8 +113,9 @@ async def on_this_day(request: Request) -> Response:
             "previous_day": _step(day, -1),
             "next_day": _step(day, 1),
             "document": document,
-            # The same document the API returns, for the preview's script to read.
-            "document_json": to_json(document).replace("</", "<\\/"),
+            # The same document the API returns, for the preview's script to read; no
+            # "<" in it (only inside its strings, as a \u escape) can end the script.
+            "document_json": api.to_web_json(document, masked=False).replace("<", "\\u003c"),
         },
     )
 

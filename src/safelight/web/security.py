@@ -50,9 +50,9 @@ SECURITY_HEADERS = (
     ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    # Not no-referrer: under it a browser sends "Origin: null" with a form's POST, even
-    # to its own site, and refuse_cross_site would refuse the sign-in form itself.
-    # same-origin still sends no URL of the dashboard to any other site.
+    # Not no-referrer: under it a browser sends "Origin: null" with the sign-in form's
+    # POST, which the cross-site check must refuse. Same-origin keeps every URL of the
+    # dashboard out of other sites' logs all the same.
     (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
