@@ -1,13 +1,13 @@
 """On this day, through the API and the home page, on real PostgreSQL and a generated
 library around the fake clock's date: grouping, order, what a library shows and hides,
-the day a photo belongs to, the date picker, the 400 for a malformed date, and the
-index the query runs on."""
+the day a photo belongs to, the date picker, the 400 for a malformed date, the day in
+pages after a cursor, and the index the query runs on."""
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import date, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ async def test_the_day_groups_earlier_years_newest_first_as_a_library_shows_them
         (2021, 5, ["bare-5y"]),
     ]
     assert document["count"] == 8
+    assert document["next"] is None  # all of the day in its first page
     tiles = {a["id"]: a for y in document["years"] for a in y["assets"]}
     ids = library.ids
     kinds = {n: tiles[ids[n]]["kind"] for n in ("photo-1y", "video-2y", "live-2y", "motion-3y")}
@@ -156,6 +157,7 @@ async def test_the_date_picker_shows_another_day_and_an_empty_day_says_so(web: W
         "date": "2026-01-01",
         "count": 0,
         "years": [],
+        "next": None,
     }
     assert 'id="empty-day"' not in (await web.client.get("/")).text
 
@@ -225,10 +227,19 @@ async def test_the_query_runs_on_the_days_index(pool: AsyncConnectionPool[Any]) 
             {"config": row[0]},
         )
         await conn.execute("ANALYZE assets")
-        for first, last in ((15, 15), (28, 29)):
+        for days in ([15], [28, 29]):
             cur = await conn.execute(
                 "EXPLAIN (FORMAT JSON) " + QUERIES["assets_on_day"],
-                {"month": 6, "first_day": first, "last_day": last, "year": 2026},
+                {
+                    "month": 6,
+                    "days": days,
+                    "year": 2026,
+                    # The first page's cursor (the year's bound): the whole day ahead.
+                    "after_year": 2026,
+                    "after_local": datetime.min,
+                    "after_id": 0,
+                    "limit": 61,
+                },
             )
             plan_row = await cur.fetchone()
             assert plan_row is not None
@@ -240,12 +251,134 @@ async def test_the_query_runs_on_the_days_index(pool: AsyncConnectionPool[Any]) 
             }, nodes
             assert all(n["Node Type"] != "Seq Scan" for n in on_assets), on_assets
             day_scan = next(n for n in nodes if n.get("Index Name") == "ix_assets_on_this_day")
+            # The page is a walk of the index from the cursor in the day's order: the
+            # cursor an index condition, and no sort of the day's rows (only the merge
+            # of two days' pages above their LIMIT).
+            assert day_scan["Node Type"] == "Index Scan", day_scan
+            assert day_scan["Scan Direction"] == "Backward", day_scan
             assert "captured_year" in day_scan["Index Cond"]
+            assert "captured_local" in day_scan["Index Cond"], day_scan["Index Cond"]
+            path = _path_to(plan_row[0][0]["Plan"], day_scan)
+            below_limit = path[max(i for i, n in enumerate(path) if n["Node Type"] == "Limit") :]
+            assert all(n["Node Type"] != "Sort" for n in below_limit), below_limit
     found = await on_this_day(pool, date(2026, 6, 15))
     assert found["count"] > 0
     assert [y["year"] for y in found["years"]] == sorted(
         (y["year"] for y in found["years"]), reverse=True
     )
+
+
+async def pages_of(web: Web, day: str, limit: int) -> list[dict[str, Any]]:
+    """Every page of ``day``, ``limit`` tiles each, following ``next`` to the end."""
+    pages: list[dict[str, Any]] = []
+    params = {"date": day, "limit": str(limit)}
+    while True:
+        response = await web.client.get("/api/on-this-day", params=params)
+        assert response.status_code == 200, response.text
+        pages.append(response.json())
+        if pages[-1]["next"] is None:
+            return pages
+        params["after"] = pages[-1]["next"]
+
+
+def tiles_of(pages: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    return [(y["year"], a) for page in pages for y in page["years"] for a in y["assets"]]
+
+
+async def test_the_day_in_pages_has_every_tile_once_in_order_across_years_and_ties(
+    web: Web,
+) -> None:
+    # Two libraries of the same shape: every tile's local time is another's too, so the
+    # cursor must break the tie on the id, and pages end inside years and at their ends.
+    await library_of(web)
+    await make_web_library(web.pool, web.settings.proxies, TODAY, owner="bob", root="/bob")
+    whole = await pages_of(web, "2026-06-15", 500)
+    assert len(whole) == 1 and whole[0]["count"] == 16
+    everything = tiles_of(whole)
+    order = [(y, a["captured_local"], a["id"]) for y, a in everything]
+    assert order == sorted(order, reverse=True)
+    assert len({a["captured_local"] for _, a in everything}) == 8  # each time twice
+    for limit in (1, 2, 3, 5, 8, 15, 16):
+        pages = await pages_of(web, "2026-06-15", limit)
+        assert [p["count"] for p in pages] == [
+            len(p_years)
+            for p_years in ([a for y in p["years"] for a in y["assets"]] for p in pages)
+        ]
+        assert all(p["count"] == limit for p in pages[:-1]) and 1 <= pages[-1]["count"] <= limit
+        assert len(pages) == -(-16 // limit)
+        assert tiles_of(pages) == everything, limit  # each tile once, in the day's order
+        for page in pages:  # a page's years are the day's, newest first, none twice
+            years = [y["year"] for y in page["years"]]
+            assert years == sorted(set(years), reverse=True)
+            assert all(y["years_ago"] == 2026 - y["year"] for y in page["years"])
+    # A burst keeps its members and count in whichever page it falls.
+    bursts = [a for _, a in tiles_of(await pages_of(web, "2026-06-15", 1)) if a["burst"]]
+    assert [(b["burst"]["count"], len(b["burst"]["members"])) for b in bursts] == [(3, 3)] * 2
+
+
+async def test_the_leap_days_in_pages_are_one_order_of_both_days(
+    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
+) -> None:
+    settings = web_settings(database_url, tmp_path)
+    await make_web_library(pool, settings.proxies, date(2024, 2, 29))
+    await make_web_library(pool, settings.proxies, date(2024, 2, 28), owner="bob", root="/b")
+    async with open_web(pool, settings, clock=clock_on(date(2027, 2, 28))) as web:
+        whole = tiles_of(await pages_of(web, "2027-02-28", 500))
+        days = {a["captured_local"][5:10] for _, a in whole}
+        assert days == {"02-28", "02-29"}
+        order = [(y, a["captured_local"], a["id"]) for y, a in whole]
+        assert order == sorted(order, reverse=True)
+        for limit in (1, 4):
+            assert tiles_of(await pages_of(web, "2027-02-28", limit)) == whole
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"after": "not-a-cursor"}, "after must be the next cursor of a page of this API"),
+        ({"after": "MjAyM3x4fDE"}, "after must be the next cursor"),  # "2023|x|1"
+        ({"limit": "0"}, "limit must be a whole number from 1 to 500"),
+        ({"limit": "many"}, "limit must be a whole number from 1 to 500"),
+        ({"limit": "501"}, "limit must be a whole number from 1 to 500"),
+    ],
+)
+async def test_a_malformed_cursor_or_page_size_is_a_400_that_says_what_is_expected(
+    web: Web, params: dict[str, str], expected: str
+) -> None:
+    api = await web.client.get("/api/on-this-day", params={"date": "2026-06-15", **params})
+    assert api.status_code == 400
+    assert expected in api.json()["error"]
+    assert next(iter(params.values())) in api.json()["error"]
+    page = await web.client.get("/", params=params)
+    if "limit" in params:  # the page takes a page size too (the first page's)
+        assert page.status_code == 400 and expected in page.text
+
+
+async def test_the_home_page_shows_the_first_page_and_where_the_next_one_starts(
+    web: Web,
+) -> None:
+    await library_of(web)
+    page = await web.client.get("/?limit=3")
+    first = (await web.client.get("/api/on-this-day?limit=3")).json()
+    assert tile_ids(page.text) == [a["id"] for y in first["years"] for a in y["assets"]]
+    assert len(tile_ids(page.text)) == 3
+    assert first["next"] is not None
+    assert f'<div id="more" data-next="{first["next"]}">' in page.text
+    assert 'id="show-more"' in page.text and 'data-limit="3"' in page.text
+    # The last year shown may go on in the next page: its count says so.
+    assert "2+ items" in page.text  # 2024's video and Live Photo, 2023's follow
+    whole = await web.client.get("/")
+    assert 'id="more"' not in whole.text and "+ items" not in whole.text
+
+
+def _path_to(plan: dict[str, Any], target: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes from ``plan`` down to ``target``, both included ([] if not below)."""
+    if plan is target:
+        return [plan]
+    for child in plan.get("Plans", ()):
+        if found := _path_to(child, target):
+            return [plan, *found]
+    return []
 
 
 def _nodes(plan: dict[str, Any]) -> Any:

@@ -1,16 +1,18 @@
 """The web dashboard's pure parts: the day a date shows, byte ranges, Host names, the
-sign-in sessions, the proxy URL's version, and its settings."""
+sign-in sessions, the proxy URL's version, On this day's page cursor and size, and its
+settings."""
 
 from __future__ import annotations
 
-from datetime import date
+import base64
+from datetime import date, datetime
 
 import pytest
 from starlette.exceptions import HTTPException
 
 from safelight.settings import Settings, SettingsError
-from safelight.web.api import parse_day
-from safelight.web.onthisday import DaySpan, span_of
+from safelight.web.api import parse_cursor, parse_day, parse_limit
+from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor, DaySpan, span_of
 from safelight.web.proxies import byte_range, proxy_url, proxy_version
 from safelight.web.security import Access, allowed_hosts, host_name, new_token
 
@@ -42,6 +44,48 @@ def test_a_day_is_parsed_in_its_one_form_or_refused_with_the_form() -> None:
         assert raised.value.status_code == 400
         assert raised.value.detail == (
             f"date must be a day as YYYY-MM-DD, such as 2026-06-15: not {text!r}"
+        )
+
+
+def test_a_cursor_comes_back_as_it_was_given_and_the_first_one_is_before_every_tile() -> None:
+    cursor = Cursor(2023, datetime(2023, 6, 15, 10, 0, 0, 250000), 12345)
+    token = cursor.encode()
+    assert "=" not in token and token.isascii()
+    assert Cursor.decode(token) == cursor
+    assert parse_cursor(token) == cursor
+    assert parse_cursor(None) is None and parse_cursor("") is None
+    start = Cursor.start(span_of(TODAY))
+    assert (start.year, start.local, start.id) == (2026, datetime.min, 0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not-a-cursor",
+        "%%%",
+        base64.urlsafe_b64encode(b"2023|2023-06-15T10:00:00").decode(),  # no id
+        base64.urlsafe_b64encode(b"2023|yesterday|1").decode(),
+        base64.urlsafe_b64encode(b"\xff\xfe|x|1").decode(),
+    ],
+)
+def test_a_malformed_cursor_is_a_400_that_says_what_is_expected(text: str) -> None:
+    with pytest.raises(HTTPException) as raised:
+        parse_cursor(text)
+    assert raised.value.status_code == 400
+    assert raised.value.detail == (
+        f"after must be the next cursor of a page of this API, as given: not {text!r}"
+    )
+
+
+def test_a_page_size_is_a_bounded_whole_number() -> None:
+    assert parse_limit(None) == parse_limit("") == PAGE_TILES
+    assert parse_limit("1") == 1 and parse_limit(str(MAX_PAGE_TILES)) == MAX_PAGE_TILES
+    for text in ("0", str(MAX_PAGE_TILES + 1), "-5", "ten", "1.5", " 7", "\u0663"):
+        with pytest.raises(HTTPException) as raised:
+            parse_limit(text)
+        assert raised.value.status_code == 400
+        assert raised.value.detail == (
+            f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
         )
 
 

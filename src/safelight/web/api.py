@@ -18,6 +18,7 @@ from safelight.cli.queries import library_counts, list_items, queue_status
 from safelight.cli.queue import item_document
 from safelight.logs import masker
 from safelight.web import actions, reads
+from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.work.model import Status
 
@@ -65,6 +66,29 @@ def parse_day(text: str | None, today: date) -> date:
         raise HTTPException(
             400, f"date must be a day as YYYY-MM-DD, such as {today.isoformat()}: not {text!r}"
         ) from None
+
+
+def parse_cursor(text: str | None) -> Cursor | None:
+    """``?after=``: a page's ``next``, as the API gave it; a 400 for anything else."""
+    if text is None or text == "":
+        return None
+    try:
+        return Cursor.decode(text)
+    except ValueError:
+        raise HTTPException(
+            400, f"after must be the next cursor of a page of this API, as given: not {text!r}"
+        ) from None
+
+
+def parse_limit(text: str | None) -> int:
+    """``?limit=``: tiles in a page, 1 to MAX_PAGE_TILES (PAGE_TILES without it)."""
+    if text is None or text == "":
+        return PAGE_TILES
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE_TILES:
+        return int(text)
+    raise HTTPException(
+        400, f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
+    )
 
 
 def parse_config_id(text: str) -> UUID:
@@ -178,8 +202,10 @@ async def configs(request: Request) -> Response:
 
 async def on_this_day(request: Request) -> Response:
     context = web(request)
-    day = parse_day(request.query_params.get("date"), context.today())
-    return json_response(await day_document(context.pool, day), masked=False)
+    params = request.query_params
+    day = parse_day(params.get("date"), context.today())
+    after, limit = parse_cursor(params.get("after")), parse_limit(params.get("limit"))
+    return json_response(await day_document(context.pool, day, after, limit), masked=False)
 
 
 def _act(request: Request, done: actions.Done) -> Response:

@@ -101,7 +101,9 @@ async def on_this_day(request: Request) -> Response:
     web = api.web(request)
     today = web.today()
     day = api.parse_day(request.query_params.get("date"), today)
-    document = await day_document(web.pool, day)
+    # The day's first page; the page's script asks the API for the next ones.
+    limit = api.parse_limit(request.query_params.get("limit"))
+    document = await day_document(web.pool, day, limit=limit)
     return render(
         request,
         "on_this_day.html",
@@ -109,6 +111,7 @@ async def on_this_day(request: Request) -> Response:
             "page": "on_this_day",
             "day": day,
             "today": today,
+            "limit": limit,
             "is_today": day == today,
             "previous_day": _step(day, -1),
             "next_day": _step(day, 1),

@@ -5,9 +5,13 @@
 -- first (ADR 0020). Nothing here writes; every value is a parameter.
 
 -- assets_on_day --
--- The live assets captured on a month and days before a year, as the library shows them (a RAW through its JPEG, a Live Photo's video through its image, a burst through its primary), newest first, with their proxies.
--- The day is a range (first_day to last_day: Feb 28 and 29 on Feb 28 of a common year),
--- the year a bound: both index conditions of ix_assets_on_this_day (migration 0016).
+-- A page of the live assets captured on a month and days before a year, as the library shows them (a RAW through its JPEG, a Live Photo's video through its image, a burst through its primary), newest first, after a keyset cursor, with their proxies.
+-- Each day (one, or 28 and 29 February on 28 February of a common year) is a walk of
+-- ix_assets_on_this_day backwards (migration 0016) from the cursor (year, local time,
+-- id: an index condition; the first page's is the year's bound), up to LIMIT rows that
+-- pass the library's filters: no sort of the day, nothing read past the page. The two
+-- days' pages are merged (at most 2 * limit rows sorted), and only the page's rows look
+-- up their proxies and their burst's size.
 -- A burst with no primary yet shows every member; burst_count counts its live members.
 SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
@@ -16,22 +20,55 @@ SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        CASE WHEN a.burst_id IS NULL THEN 0 ELSE
            (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
        END AS burst_count,
-       th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash,
-       coalesce(ov.path, lv.path) AS video_path
-FROM assets a
-LEFT JOIN bursts b ON b.id = a.burst_id
-LEFT JOIN proxy_files th ON th.asset_id = a.id AND th.proxy_type = 'thumbnail'
-LEFT JOIN proxy_files pv ON pv.asset_id = a.id AND pv.proxy_type = 'full_preview'
-LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
-LEFT JOIN proxy_files ov ON ov.asset_id = a.id AND ov.proxy_type = 'web_video'
-LEFT JOIN proxy_files lv ON lv.asset_id = a.paired_asset_id AND lv.proxy_type = 'web_video'
-WHERE a.captured_month = %(month)s
-  AND a.captured_day BETWEEN %(first_day)s AND %(last_day)s
-  AND NOT a.is_deleted
-  AND a.captured_year < %(year)s
-  AND a.stack_primary_id IS NULL
-  AND (b.primary_asset_id IS NULL OR b.primary_asset_id = a.id)
-  AND NOT EXISTS (SELECT 1 FROM assets i WHERE i.paired_asset_id = a.id AND NOT i.is_deleted)
+       px.thumbnail_path, px.preview_path, px.blurhash,
+       coalesce(px.own_video_path, px.paired_video_path) AS video_path
+FROM (
+    SELECT d.*
+    FROM unnest(%(days)s::smallint[]) AS day_of(day)
+    CROSS JOIN LATERAL (
+        SELECT a.*
+        FROM assets a
+        WHERE a.captured_month = %(month)s
+          AND a.captured_day = day_of.day
+          AND NOT a.is_deleted
+          AND a.captured_year < %(year)s
+          AND (a.captured_year, a.captured_local, a.id)
+              < (%(after_year)s::smallint, %(after_local)s::timestamp, %(after_id)s::bigint)
+          AND a.stack_primary_id IS NULL
+          -- Each test below is one index probe of a row the walk reaches, written so
+          -- that it stays one and the planner sees that most rows pass: OR keeps it a
+          -- filter, not an anti join (whose misestimate made the planner read and sort
+          -- the whole day), and OFFSET 0 keeps it a probe, not a hash of every burst or
+          -- pair read up front.
+          -- Not a burst's member other than its primary (a burst without one: all).
+          AND (a.burst_id IS NULL
+               OR NOT EXISTS (SELECT 1 FROM bursts b
+                              WHERE b.id = a.burst_id AND b.primary_asset_id <> a.id OFFSET 0))
+          -- Not a Live Photo's video (a live image names it; only a video can be one).
+          AND (a.media_type <> 'video'
+               OR NOT EXISTS (SELECT 1 FROM assets i
+                              WHERE i.paired_asset_id = a.id AND NOT i.is_deleted OFFSET 0))
+        ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
+        LIMIT %(limit)s
+    ) d
+    ORDER BY d.captured_year DESC, d.captured_local DESC, d.id DESC
+    LIMIT %(limit)s
+) a
+-- The tile's proxies and its paired video's web video: one index lookup (asset_id) a row.
+CROSS JOIN LATERAL (
+    SELECT max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'thumbnail')
+               AS thumbnail_path,
+           max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'full_preview')
+               AS preview_path,
+           max(p.value) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'blurhash')
+               AS blurhash,
+           max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'web_video')
+               AS own_video_path,
+           max(p.path) FILTER (WHERE p.asset_id = a.paired_asset_id
+                                 AND p.proxy_type = 'web_video') AS paired_video_path
+    FROM proxy_files p
+    WHERE p.asset_id = ANY(ARRAY[a.id, a.paired_asset_id])
+) px
 ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 
 -- assets_of_bursts --

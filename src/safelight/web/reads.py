@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -21,13 +22,29 @@ Row = dict[str, Any]
 
 
 async def assets_on_day(
-    pool: Pool, *, month: int, first_day: int, last_day: int, before_year: int
+    pool: Pool,
+    *,
+    month: int,
+    days: Sequence[int],
+    before_year: int,
+    after: tuple[int, datetime, int],
+    limit: int,
 ) -> list[Row]:
+    """Up to ``limit`` of the day's tiles after ``after`` (year, local time, id)."""
+    year, local, asset_id = after
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
             QUERIES["assets_on_day"],
-            {"month": month, "first_day": first_day, "last_day": last_day, "year": before_year},
+            {
+                "month": month,
+                "days": list(days),
+                "year": before_year,
+                "after_year": year,
+                "after_local": local,
+                "after_id": asset_id,
+                "limit": limit,
+            },
         )
         return list(await cur.fetchall())
 

@@ -1,13 +1,14 @@
 -- "On this day" (safelight serve, safelight.web.onthisday): the live assets of a month
--- and day (or two: 28 and 29 February) of the years before the one asked for. The
--- index of 0002 held (month, day) alone; with the year beside them, the year's bound is
--- an index condition too, and a day of this year's photos (or of later ones, for a day
--- picked in the past) is never visited. The page's order (year, then time) is a sort of
--- the day's few thousand rows at most: an index in that order would serve one day but
--- not the February pair, and is wider for every insert.
+-- and day (or two: 28 and 29 February) of the years before the one asked for, served a
+-- page at a time in the page's order (newest year first, then newest first, the id as
+-- the tiebreak). The index of 0002 held (month, day) alone. This one continues in that
+-- order, so a page is a walk of the index (read backwards) from its keyset cursor,
+-- LIMIT rows and no sort of the whole day; the year's bound is an index condition too,
+-- so a day of this year's photos (or of later ones, for a day picked in the past) is
+-- never visited. The February pair is two such walks, one per day, merged.
 DROP INDEX ix_assets_on_this_day;
 CREATE INDEX ix_assets_on_this_day
-    ON assets (captured_month, captured_day, captured_year)
+    ON assets (captured_month, captured_day, captured_year, captured_local, id)
     WHERE NOT is_deleted;
 
 -- A Live Photo's video is shown through its image, which names it: the day's query
