@@ -1,6 +1,7 @@
 """The home page in Chromium: the day's photos of earlier years, every thumbnail loaded
-over its BlurHash, bursts stacked, the preview with the arrow keys and Esc, and a Live
-Photo's video playing on hover."""
+over its BlurHash, bursts stacked, the preview with the arrow keys and Esc, a Live
+Photo's video playing on hover, and the day's next pages loaded as it scrolls to its end
+(or on "Show more", or from the preview at the last tile)."""
 
 from __future__ import annotations
 
@@ -185,3 +186,67 @@ def test_a_live_photo_plays_its_video_on_hover(page: Page, site: Site) -> None:
     )
     page.mouse.move(0, 0)
     expect(clip).to_have_count(0)
+
+
+def test_scrolling_to_the_end_loads_the_next_pages_in_the_days_order(
+    page: Page, site: Site
+) -> None:
+    expected = expected_tiles(site.manifest)
+    every = [names for tiles in expected.values() for names in tiles]
+    assert len(every) > 4  # more than two pages of two
+    page.set_viewport_size({"width": 700, "height": 300})
+
+    page.goto(DAY_URL + "&limit=2")
+    expect(page.locator("li.tile")).not_to_have_count(0)
+    # Scrolled on to the end until no page is left: every tile once, in order, under its
+    # year's heading (a year a page goes on with has one section), each one set up.
+    more = page.locator("#more")
+    page.wait_for_function(  # each poll scrolls to the end, as a reader would
+        "() => { window.scrollTo(0, document.body.scrollHeight);"
+        " return !document.getElementById('more'); }"
+    )
+    expect(more).to_have_count(0)
+    assert_in_order(tile_names(page.locator("li.tile")), every)
+    years = page.locator("section.year")
+    expect(years).to_have_count(len(expected))
+    for year, tiles in expected.items():
+        section = page.locator(f"section.year[data-year='{year}']")
+        assert_in_order(tile_names(section.locator("li.tile")), tiles)
+        expect(section.locator("h2 .count")).to_have_text(
+            f"{len(tiles)} item{'s' if len(tiles) > 1 else ''}"
+        )
+    for thumb in page.locator("li.tile img.thumb").all():
+        thumb.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('li.tile img.thumb')]"
+        ".every((i) => i.complete && i.naturalWidth > 0)"
+    )
+    expect(page.locator("li.tile:not(.loaded)")).to_have_count(0)
+
+
+def test_show_more_and_the_preview_at_the_end_load_the_next_page(page: Page, site: Site) -> None:
+    # Without IntersectionObserver the button is the only way on (and the preview's).
+    page.add_init_script("delete window.IntersectionObserver;")
+    every = [names for tiles in expected_tiles(site.manifest).values() for names in tiles]
+    page.goto(DAY_URL + "&limit=2")
+    tiles = page.locator("li.tile")
+    expect(tiles).to_have_count(2)
+    expect(page.locator("#show-more")).to_be_visible()
+
+    tiles.nth(1).locator("button.open").click()
+    preview = page.locator("#preview")
+    expect(preview).to_be_visible()
+    for _ in range(10):  # through a burst's members, if the second tile is one
+        page.keyboard.press("ArrowRight")
+        if tiles.count() > 2:
+            break
+    expect(tiles).to_have_count(4)
+    third = tiles.nth(2).get_attribute("data-asset-id")
+    expect(preview).to_have_attribute("data-asset-id", str(third))
+    page.keyboard.press("Escape")
+
+    while page.locator("#more").count() > 0:
+        count = tiles.count()
+        page.locator("#show-more").click()
+        expect(tiles).not_to_have_count(count)
+    assert_in_order(tile_names(tiles), every)
