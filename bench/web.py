@@ -68,8 +68,8 @@ from safelight.core.sql import parse_queries
 from safelight.db.pool import open_pool
 from safelight.testing.samplegen import marker_picture
 from safelight.web import reads
+from safelight.web.onthisday import PAGE_TILES, Cursor, span_of
 from safelight.web.onthisday import on_this_day as day_document
-from safelight.web.onthisday import span_of
 
 QUERIES = parse_queries((BENCH / "sql" / "web_library.sql").read_text("utf-8"))
 CONFIGS = 4
@@ -229,11 +229,36 @@ def time_api(url: str, path: str, requests: int) -> tuple[list[float], int, int]
     return times, int(document["count"]), len(body)
 
 
+def walk_pages(url: str, path: str) -> list[str | None]:
+    """Every page of the day, following ``next``: each page's ``after`` (None for the
+    first), and a check that the pages hold each tile once."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    afters: list[str | None] = [None]
+    seen: set[int] = set()
+    try:
+        while True:
+            after = afters[-1]
+            conn.request("GET", path + ("" if after is None else f"&after={after}"))
+            response = conn.getresponse()
+            document = json.loads(response.read())
+            ids = [a["id"] for y in document["years"] for a in y["assets"]]
+            if seen & set(ids):
+                raise RuntimeError(f"a tile in two pages (after {after})")
+            seen |= set(ids)
+            if document["next"] is None:
+                return afters
+            afters.append(document["next"])
+    finally:
+        conn.close()
+
+
 def time_document(library: Library, day: date, calls: int) -> tuple[list[float], list[float]]:
     """In-process, on a pool (no HTTP, no JSON): the day's query alone
     (``reads.assets_on_day``) and the whole document (``onthisday.on_this_day``: that
-    query, its bursts' members, the tiles), each call's milliseconds."""
+    query, its bursts' members, the tiles), each call's milliseconds: of the first page."""
     span = span_of(day)
+    start = Cursor.start(span)
 
     async def main() -> tuple[list[float], list[float]]:
         pool = await open_pool(library.url, min_size=1, max_size=1)
@@ -244,9 +269,10 @@ def time_document(library: Library, day: date, calls: int) -> tuple[list[float],
                 await reads.assets_on_day(
                     pool,
                     month=span.month,
-                    first_day=span.first_day,
-                    last_day=span.last_day,
+                    days=sorted({span.first_day, span.last_day}),
                     before_year=span.before_year,
+                    after=(start.year, start.local, start.id),
+                    limit=PAGE_TILES + 1,
                 )
                 middle = time.perf_counter()
                 await day_document(pool, day)
@@ -353,12 +379,20 @@ def main() -> None:
         path = f"/api/on-this-day?date={day.isoformat()}"
         rounds: list[dict[str, Any]] = []
         with served(library, scratch / "home", processes) as base:
+            afters = walk_pages(base, path)
+            # A page from the middle of the day, as a reader far down the grid asks it.
+            halfway = afters[len(afters) // 2]
+            middle = path if halfway is None else f"{path}&after={halfway}"
+            result["pages"] = len(afters)
+            print(f"  {len(afters)} pages of {PAGE_TILES} tiles", flush=True)
             for number in range(args.rounds):
                 api, tiles, size = time_api(base, path, args.requests)
+                later, _, _ = time_api(base, middle, args.requests)
                 query, document = time_document(library, day, max(10, args.requests // 5))
                 rounds.append(
                     {
                         "api": summary(api),
+                        "api_middle_page": summary(later),
                         "query": summary(query),
                         "document": summary(document),
                         "tiles": tiles,
@@ -368,8 +402,8 @@ def main() -> None:
                 )
                 print(
                     f"  round {number + 1}: API median {ms(api)} ms, p95"
-                    f" {summary(api)['p95']:.1f} ms; query {ms(query)} ms, document"
-                    f" {ms(document)} ms;"
+                    f" {summary(api)['p95']:.1f} ms (a middle page: {ms(later)} ms);"
+                    f" query {ms(query)} ms, document {ms(document)} ms;"
                     f" {tiles} tiles, {size:,} bytes; load {load_average()}",
                     flush=True,
                 )
@@ -382,9 +416,14 @@ def main() -> None:
 
     rows: list[list[object]] = [
         [
-            "API: GET " + path.split("?")[0],
+            "API: GET " + path.split("?")[0] + " (its first page)",
             spread([r["api"]["median"] for r in rounds]),
             spread([r["api"]["p95"] for r in rounds]),
+        ],
+        [
+            "API: the same, a page from the middle of the day (after=)",
+            spread([r["api_middle_page"]["median"] for r in rounds]),
+            spread([r["api_middle_page"]["p95"] for r in rounds]),
         ],
         [
             "its query alone, in-process (reads.assets_on_day)",
@@ -418,7 +457,8 @@ def main() -> None:
         ]
     print(
         f"\n{library.assets:,} assets; {day.isoformat()}: {library.day_assets:,} assets of that"
-        f" day, {rounds[-1]['tiles']:,} tiles, {rounds[-1]['bytes']:,} bytes of JSON;"
+        f" day in {result['pages']} pages; the first {rounds[-1]['tiles']:,} tiles,"
+        f" {rounds[-1]['bytes']:,} bytes of JSON;"
         f" load {result['load_before']} before, {result['load_after']} after\n"
     )
     print_table(["ms", "median", "p95"], rows)

@@ -16,7 +16,7 @@ INSERT INTO bursts (id, storage_config_id, burst_key, created_at)
 OVERRIDING SYSTEM VALUE
 SELECT b, (%(configs)s::uuid[])[1 + ((b - 1) * 100 / 1000) %% %(config_count)s],
        'bench-' || b, %(now)s
-FROM generate_series(1, %(count)s / 100) AS b
+FROM generate_series(1, %(count)s::integer / 100) AS b
 
 -- bench_assets --
 -- Assets first..last (one batch).
@@ -34,7 +34,7 @@ SELECT g, (%(configs)s::uuid[])[1 + (g / 1000) %% %(config_count)s],
        CASE WHEN g %% 100 < 5 AND kind = 'image' THEN g / 100 + 1 END,
        CASE WHEN g %% 33 = 1 AND g > 1 THEN g - 1 END,
        %(now)s, %(now)s
-FROM generate_series(%(first)s, %(last)s) AS g
+FROM generate_series(%(first)s::integer, %(last)s::integer) AS g
 CROSS JOIN LATERAL (
     SELECT CASE WHEN g %% 33 = 0 THEN 'video' ELSE 'image' END AS kind,
            -- A burst's photos take the time of its first one, 0.2 s apart.
