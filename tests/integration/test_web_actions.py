@@ -226,6 +226,12 @@ async def test_signed_in_pages_show_the_buttons_that_act(web: Web) -> None:
     assert f'data-action="/api/configs/{library.config_id}/purge"' in configs
 
 
+async def test_a_sign_in_with_more_than_its_fields_is_a_400(web: Web) -> None:
+    body = "&".join(f"f{n}=x" for n in range(8))
+    response = await web.client.post("/login", content=body, headers=FORM)
+    assert response.status_code == 400
+
+
 async def test_sign_in_goes_back_only_to_a_path_of_this_site(web: Web) -> None:
     for given, expected in (("/queue", "/queue"), ("//evil.example/", "/"), ("http://x/", "/")):
         response = await web.client.post(

@@ -122,6 +122,9 @@ async def test_an_items_page_shows_its_attempts_as_a_timeline(web: Web) -> None:
     assert [i["id"] for i in listed] == [item_id]
     assert (await web.client.get("/api/items", params={"status": "lost"})).status_code == 400
     assert (await web.client.get("/api/items", params={"limit": "0"})).status_code == 400
+    assert (await web.client.get("/api/items", params={"config": "nope"})).status_code == 400
+    other = "00000000-0000-0000-0000-000000000000"
+    assert (await web.client.get("/api/items", params={"config": other})).json() == []
 
 
 @pytest.mark.parametrize("path", ["/items/999999", "/api/items/999999", "/items/abc", "/nowhere"])

@@ -139,10 +139,14 @@ async def items_document(request: Request) -> list[dict[str, Any]]:
     if status_name is not None and status_name not in {s.value for s in Status}:
         raise HTTPException(400, "status must be one of " + ", ".join(s.value for s in Status))
     config = query.get("config") or None
+    try:
+        config_id = None if config is None else UUID(config)
+    except ValueError:
+        raise HTTPException(400, "config must be a storage config's id (a UUID)") from None
     return await list_items(
         web(request).pool,
         status=status_name,
-        config_id=None if config is None else parse_config_id(config),
+        config_id=config_id,
         kind=query.get("kind") or None,
         limit=_limit(query.get("limit")),
     )

@@ -177,7 +177,10 @@ async def login(request: Request) -> Response:
     refuse_cross_site(request)
     if not web.access.can_act:
         raise HTTPException(403, "this dashboard is read-only: it was started without a token")
-    form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+    try:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+    except ValueError:  # more fields than a sign-in has
+        raise HTTPException(400, "a sign-in sends its token and where to go next") from None
     given = (form.get("token") or [""])[0].strip()
     next_path = _next_path((form.get("next") or ["/"])[0])
     session = web.access.sign_in(given)
