@@ -39,6 +39,10 @@ class SettingsError(ValueError):
 
 ROOT_HOME = Path("/var/lib/safelight")
 
+# A token anyone may act with must not be guessable from the network: a given one is
+# at least this long (one made at start is 43 characters, 256 random bits).
+MIN_WEB_TOKEN_LENGTH = 16
+
 
 def _default_home() -> Path:
     """``~/.local/share/safelight``; for root, ``/var/lib/safelight``.
@@ -100,6 +104,13 @@ class Settings:
     # ``safelight health`` fails when no Worker process has written its presence for
     # this long; each writes it every recovery_interval_seconds.
     health_worker_seen_seconds: float = 120.0
+    # ``safelight serve``: the web dashboard (safelight.web, ADR 0031), on the loopback
+    # address unless told otherwise (0: any free port, printed). Its actions need the
+    # token; None: one made at each start and printed once with the URL. Never printed
+    # again, never logged, and not in this object's repr.
+    web_host: str = "127.0.0.1"
+    web_port: int = 8470
+    web_token: str | None = None
 
     max_concurrent_files: int = 4
     # A symbolic link in a library is never followed, only listed in the crawl's
@@ -185,6 +196,16 @@ class Settings:
             )
         if not self.metrics_host.strip():
             raise SettingsError("metrics_host must name an address to listen on, not nothing")
+        if not 0 <= self.web_port <= 65535:
+            raise SettingsError(f"web_port must be a TCP port, 0 to 65535, not {self.web_port}")
+        if not self.web_host.strip():
+            raise SettingsError("web_host must name an address to listen on, not nothing")
+        if self.web_token is not None and len(self.web_token) < MIN_WEB_TOKEN_LENGTH:
+            # Not the token itself: a setting error is printed.
+            raise SettingsError(
+                f"web_token ({ENV_PREFIX}WEB_TOKEN) must be at least {MIN_WEB_TOKEN_LENGTH} "
+                f"characters, not {len(self.web_token)}; or leave it unset for one made at start"
+            )
         if self.health_worker_seen_seconds <= 2 * self.recovery_interval_seconds:
             # A Worker writes its presence each recovery interval: a window of fewer than
             # two of them would call a live Worker gone after one late write.
@@ -275,6 +296,7 @@ class Settings:
         # The dataclass repr would print the database URL, password and all.
         shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         shown["database_url"] = None if self.database_url is None else mask_url(self.database_url)
+        shown["web_token"] = None if self.web_token is None else "***"
         return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     @classmethod
@@ -380,7 +402,7 @@ def _convert(name: str, annotation: Any, raw: Any) -> Any:
         return str(raw)
     except (TypeError, ValueError):
         env_name = ENV_PREFIX + name.upper()
-        shown = "***" if name == "database_url" else repr(raw)
+        shown = "***" if name in ("database_url", "web_token") else repr(raw)
         expected = {"float": "a number", "bool": "true or false"}.get(kind, "a whole number")
         raise SettingsError(f"{name} ({env_name}) must be {expected}, not {shown}") from None
 

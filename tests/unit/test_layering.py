@@ -4,7 +4,8 @@
 engine stand side by side on it: ``library`` never imports ``work`` and ``work`` never
 imports ``library``, and neither imports what sits above them (handlers, CLI, app).
 ``observe`` (metrics, health, presence) sits on the engine and never imports the domain
-or what is above it. ``testing`` is test tooling that production never imports; its one
+or what is above it; nothing below the CLI imports the web dashboard (``web``), which
+sits beside the CLI. ``testing`` is test tooling that production never imports; its one
 user inside src/ is ``safelight demo``, whose helper imports the sample generator inside
 the function.
 
@@ -97,9 +98,10 @@ IMPORTS = _imports()
 SAFELIGHT_IMPORTS = [i for i in IMPORTS if i.target_package is not None]
 
 FORBIDDEN = {
-    "library": {"work", "handlers", "cli", "app", "observe"},
-    "work": {"library", "handlers", "cli", "app", "observe"},
-    "observe": {"library", "handlers", "cli", "app"},
+    "library": {"work", "handlers", "cli", "app", "observe", "web"},
+    "work": {"library", "handlers", "cli", "app", "observe", "web"},
+    "observe": {"library", "handlers", "cli", "app", "web"},
+    "handlers": {"cli", "web"},
 }
 
 # The one import of safelight.testing outside testing/: ``safelight demo`` generates its
@@ -114,7 +116,17 @@ DEMO_IMPORT = Import(
 
 def test_the_walk_sees_every_package() -> None:
     importers = {i.importer_package for i in SAFELIGHT_IMPORTS}
-    assert {"core", "library", "work", "handlers", "cli", "app", "testing", "observe"} <= importers
+    assert {
+        "core",
+        "library",
+        "work",
+        "handlers",
+        "cli",
+        "app",
+        "testing",
+        "observe",
+        "web",
+    } <= importers
 
 
 def test_core_imports_nothing_of_safelight_but_itself() -> None:

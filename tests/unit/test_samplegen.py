@@ -19,6 +19,7 @@ from safelight.library.mediatypes import is_ignored_name, media_type
 from safelight.testing.samplegen import (
     Manifest,
     display_p3_profile,
+    generate_day_library,
     generate_jpegs,
     generate_library,
 )
@@ -169,3 +170,37 @@ def test_generate_jpegs_for_benchmarks(tmp_path: Path) -> None:
     assert len(dates) == 9
     with pytest.raises(ValueError):
         generate_jpegs(tmp_path, count=1, megapixels=0)
+
+
+def test_the_day_library_holds_the_day_in_each_year_and_the_days_around_it(
+    tmp_path: Path,
+) -> None:
+    years = (2016, 2019, 2021, 2024)
+    manifest = generate_day_library(tmp_path / "day", 6, 15, years, ffmpeg=None)
+
+    assert files_under(manifest.root) == {p.path for p in manifest.photos}
+    on_the_day = [p for p in manifest.photos if (p.captured_at.month, p.captured_at.day) == (6, 15)]
+    assert sorted({p.captured_at.year for p in on_the_day}) == [*years, 2025]
+    assert {p.captured_at.date().isoformat() for p in manifest.photos} - {
+        p.captured_at.date().isoformat() for p in on_the_day
+    } == {"2016-06-14", "2016-06-16"}
+    [burst] = manifest.bursts
+    assert len(burst.paths) == 3 and {manifest.photo(p).captured_at.year for p in burst.paths} == {
+        2019
+    }
+    assert all(p.captured_at.tzinfo is None for p in manifest.photos)
+    [pair] = manifest.live_pairs
+    assert pair.video is None and manifest.videos == ()
+    assert manifest.video_skipped_reason == "videos disabled"
+    with pytest.raises(ValueError, match="three or more years"):
+        generate_day_library(tmp_path / "few", 6, 15, (2020, 2021))
+
+
+@pytest.mark.skipif(not HAVE_FFMPEG, reason="ffmpeg is not installed")
+def test_the_day_library_pairs_its_live_photo_and_adds_a_video(tmp_path: Path) -> None:
+    manifest = generate_day_library(tmp_path / "day", 6, 15, (2016, 2019, 2021, 2024))
+
+    [pair] = manifest.live_pairs
+    assert pair.video is not None
+    assert {v.path for v in manifest.videos} == {pair.video, "2021/clip_2021_1900.mp4"}
+    assert all(v.captured_at.date().isoformat() == "2021-06-15" for v in manifest.videos)

@@ -69,6 +69,9 @@ class Scratch:
     def give_exiftool(self) -> None:
         shutil.copy2(self.repo.parent / "tool", self.bin / "exiftool")
 
+    def give_chromium(self) -> None:
+        shutil.copy2(self.repo.parent / "tool", self.bin / "chromium")
+
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Scratch:
@@ -103,6 +106,7 @@ def scratch(tmp_path: Path) -> Scratch:
         'case "$*" in *" ffmpeg") for t in ffmpeg ffprobe; do'
         f' {cp} {tmp_path / "tool"} "{bin_dir}/$t"; done ;;\n'
         f'  *" libimage-exiftool-perl") {cp} {tmp_path / "tool"} "{bin_dir}/exiftool" ;;\n'
+        f'  *" chromium") {cp} {tmp_path / "tool"} "{bin_dir}/chromium" ;;\n'
         "esac\n",
     )
     return Scratch(repo, bin_dir, tmp_path / "calls.log")
@@ -232,6 +236,7 @@ def exiftool_stamp(scratch: Scratch) -> Path:
 
 def test_dev_mode_installs_exiftool_through_apt_get_once(scratch: Scratch) -> None:
     scratch.give_ffmpeg()
+    scratch.give_chromium()
 
     result = scratch.run("--dev", uid="0")
 
@@ -255,6 +260,7 @@ def test_runtime_mode_never_asks_for_exiftool(scratch: Scratch) -> None:
 
 def test_without_rights_dev_mode_warns_once_that_the_oracle_tests_skip(scratch: Scratch) -> None:
     scratch.give_ffmpeg()
+    scratch.give_chromium()
 
     first = scratch.run("--dev")
 
@@ -269,6 +275,7 @@ def test_without_rights_dev_mode_warns_once_that_the_oracle_tests_skip(scratch: 
 
 def test_a_failed_exiftool_install_is_logged_and_not_tried_again(scratch: Scratch) -> None:
     scratch.give_ffmpeg()
+    scratch.give_chromium()
 
     first = scratch.run("--dev", uid="0", apt_fails="1")
 
@@ -281,6 +288,7 @@ def test_a_failed_exiftool_install_is_logged_and_not_tried_again(scratch: Scratc
 
 def test_with_exiftool_installed_dev_mode_asks_no_package_manager(scratch: Scratch) -> None:
     scratch.give_ffmpeg()
+    scratch.give_chromium()
     scratch.give_exiftool()
 
     result = scratch.run("--dev", uid="0")
@@ -288,6 +296,111 @@ def test_with_exiftool_installed_dev_mode_asks_no_package_manager(scratch: Scrat
     assert result.returncode == 0 and "ExifTool" not in result.stderr
     assert scratch.apt_calls() == []
     assert not exiftool_stamp(scratch).exists()
+
+
+# --- Chromium (the browser tests' browser, --dev only) ------------------------------------
+
+CHROMIUM_INSTALL = (
+    "apt-get install -y -qq --no-install-recommends chromium (DEBIAN_FRONTEND=noninteractive)"
+)
+
+
+def chromium_stamp(scratch: Scratch) -> Path:
+    return scratch.repo / ".venv" / ".chromium-attempted"
+
+
+def test_dev_mode_installs_chromium_through_apt_get_once(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+
+    result = scratch.run("--dev", uid="0")
+
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+    assert scratch.apt_calls() == ["apt-get update -qq (DEBIAN_FRONTEND=)", CHROMIUM_INSTALL]
+    assert (scratch.bin / "chromium").exists() and chromium_stamp(scratch).is_file()
+    assert scratch.run("--dev", uid="0").returncode == 0
+    assert scratch.apt_calls() == []
+
+
+def test_one_apt_get_update_serves_every_tool_of_a_set_up(scratch: Scratch) -> None:
+    result = scratch.run("--dev", uid="0")
+
+    assert result.returncode == 0, result.stderr
+    assert scratch.apt_calls() == [
+        "apt-get update -qq (DEBIAN_FRONTEND=)",
+        "apt-get install -y -qq --no-install-recommends ffmpeg (DEBIAN_FRONTEND=noninteractive)",
+        EXIFTOOL_INSTALL,
+        CHROMIUM_INSTALL,
+    ]
+
+
+def test_runtime_mode_never_asks_for_chromium(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+
+    result = scratch.run(uid="0")
+
+    assert result.returncode == 0 and "Chromium" not in result.stderr
+    assert scratch.apt_calls() == []
+    assert not chromium_stamp(scratch).exists()
+
+
+def test_without_rights_dev_mode_warns_once_that_the_browser_tests_skip(
+    scratch: Scratch,
+) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+
+    first = scratch.run("--dev")
+
+    assert first.returncode == 0, first.stderr
+    [warning] = [line for line in first.stderr.splitlines() if "warning" in line]
+    assert warning.startswith("setup: warning: Chromium is not installed and " + NO_RIGHTS)
+    assert "the browser tests skip" in warning
+    assert "rm .venv/.chromium-attempted to retry" in warning
+    assert scratch.apt_calls() == [] and chromium_stamp(scratch).is_file()
+    assert "warning" not in scratch.run("--dev").stderr
+
+
+def test_a_failed_chromium_install_is_logged_and_not_tried_again(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+
+    first = scratch.run("--dev", uid="0", apt_fails="1")
+
+    [warning] = [line for line in first.stderr.splitlines() if "warning" in line]
+    assert "apt-get could not install it (log: .venv/chromium.log)" in warning
+    assert "no network" in (scratch.repo / ".venv" / "chromium.log").read_text()
+    assert scratch.run("--dev", uid="0", apt_fails="1").stderr.count("warning") == 0
+    assert scratch.apt_calls() == []
+
+
+def test_homebrew_has_no_chromium_command_and_says_so(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+    (scratch.bin / "apt-get").unlink()
+    _stub(scratch.bin / "brew", 'echo "brew $*" >>"$FAKE_LOG"\n')
+
+    result = scratch.run("--dev")
+
+    [warning] = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warning.startswith("setup: warning: Chromium is not installed and brew has no")
+    assert not [c for c in scratch.calls() if c.startswith("brew")]
+
+
+@pytest.mark.parametrize("command", ["chromium", "chromium-browser"])
+def test_with_chromium_installed_dev_mode_asks_no_package_manager(
+    scratch: Scratch, command: str
+) -> None:
+    scratch.give_ffmpeg()
+    scratch.give_exiftool()
+    shutil.copy2(scratch.repo.parent / "tool", scratch.bin / command)
+
+    result = scratch.run("--dev", uid="0")
+
+    assert result.returncode == 0 and "Chromium" not in result.stderr
+    assert scratch.apt_calls() == []
+    assert not chromium_stamp(scratch).exists()
 
 
 # --- the Python packages ---------------------------------------------------------------

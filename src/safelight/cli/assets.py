@@ -144,8 +144,6 @@ def purge(state: CliState, config_ref: str) -> None:
     async def body(database: Database, settings: Settings) -> int:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_ref)
         store = app_store(database, settings, state.clock)
-        return await store.enqueue(
-            PURGE.name, config_id=config.id, dedup_key=PURGE.dedup_key(config.id)
-        )
+        return await PURGE.enqueue_for(store, config.id)
 
     click.echo(str(state.with_database(body)))

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from safelight import __version__
-from safelight.cli import admin, assets, health, queue, run
+from safelight.cli import admin, assets, health, queue, run, serve
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -140,6 +140,7 @@ def cli(
     First steps:
       safelight demo             crawl a generated demo library
       safelight run ~/Pictures   crawl your own photos: index, proxies, bursts, Live Photos
+      safelight serve            see them: On this day, the queue, in a browser
 
     Every setting comes from its flag, else its SAFELIGHT_* environment variable, else
     its default. A database password is never printed or logged.
@@ -159,6 +160,7 @@ cli.add_command(queue.status)
 cli.add_command(health.health)
 cli.add_command(assets.assets)
 cli.add_command(assets.purge)
+cli.add_command(serve.serve)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

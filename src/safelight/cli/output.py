@@ -27,7 +27,8 @@ from safelight.logs import masker
 from safelight.terminal import first_line, json_text, printable
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps``'s ``default``: the CLI's and the web API's one encoding."""
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, timedelta):
@@ -42,7 +43,7 @@ def _json_default(value: Any) -> Any:
 
 
 def to_json(document: Any) -> str:
-    dumped = json.dumps(document, default=_json_default, ensure_ascii=False, indent=2)
+    dumped = json.dumps(document, default=json_default, ensure_ascii=False, indent=2)
     return json_text(masker.mask(dumped))
 
 

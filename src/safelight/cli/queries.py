@@ -108,6 +108,17 @@ async def library_counts(pool: AsyncConnectionPool[Any], config_id: UUID) -> Row
     return await _row(pool, "library_counts_of_config", {"config_id": config_id})
 
 
+async def busiest_day(
+    pool: AsyncConnectionPool[Any], config_id: UUID, before_year: int
+) -> tuple[int, int] | None:
+    """The (month, day) most of the config's assets of years before ``before_year`` were
+    captured on; None when it has none."""
+    rows = await _rows(
+        pool, "assets_busiest_day_of_config", {"config_id": config_id, "before_year": before_year}
+    )
+    return (int(rows[0]["month"]), int(rows[0]["day"])) if rows else None
+
+
 async def asset_errors(pool: AsyncConnectionPool[Any], config_id: UUID) -> list[Row]:
     return await _rows(pool, "asset_errors_of_config", {"config_id": config_id})
 

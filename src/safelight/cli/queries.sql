@@ -131,6 +131,16 @@ FROM asset_errors
 WHERE storage_config_id = %(config_id)s
 ORDER BY file_path
 
+-- assets_busiest_day_of_config --
+-- The month and day on which a config's live assets of years before one were most often
+-- captured (the earliest such day on a tie): where ``safelight demo`` points the dashboard.
+SELECT captured_month AS month, captured_day AS day, count(*) AS assets
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND captured_year < %(before_year)s
+GROUP BY captured_month, captured_day
+ORDER BY count(*) DESC, captured_month, captured_day
+LIMIT 1
+
 -- items_lease_overdue --
 -- Running items whose lease expired longer ago than the recovery interval (recovery should have taken them back), with the most overdue.
 WITH stamp AS (SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at)

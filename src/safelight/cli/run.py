@@ -12,17 +12,20 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import click
 
 from safelight.app import WorkerOptions, app_store, run_workers
 from safelight.cli.admin import json_option, os_user, user_option
+from safelight.cli.dashboard_hint import dashboard_url, day_showing, hint, serve_argv
 from safelight.cli.failures import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORK_FAILED
 from safelight.cli.output import console, print_json
 from safelight.cli.progress import Started, choose_view
-from safelight.cli.queries import asset_errors, library_counts
+from safelight.cli.queries import asset_errors, busiest_day, library_counts
 from safelight.cli.state import CliState, pass_state
 from safelight.cli.summary import (
     FAILED,
@@ -44,10 +47,21 @@ DEFAULT_WORKERS = 2
 DEMO_SEED = 2024
 
 
+Extra = Callable[[Database, Settings, UUID], Awaitable[Mapping[str, Any]]]
+"""More of the summary, read on the open database once the crawl ended (the config's id)."""
+
+
 def run_folder(
-    state: CliState, path: str | Path, *, owner: str, workers: int, as_json: bool
-) -> int:
-    """Crawl ``path`` to the end (or a Ctrl-C), print the summary, return the exit code."""
+    state: CliState,
+    path: str | Path,
+    *,
+    owner: str,
+    workers: int,
+    as_json: bool,
+    extra: Extra | None = None,
+) -> dict[str, Any]:
+    """Crawl ``path`` to the end (or a Ctrl-C), print the summary and return it (its
+    ``exit_code`` is the command's)."""
     settings = state.settings()  # invalid settings are reported before anything else
     # A bad path, or one that overlaps safelight's own folders, is a usage error before
     # the database opens.
@@ -65,9 +79,7 @@ def run_folder(
         added = await StorageConfigs(database.pool, clock, own_folders=own).add(owner, root)
         config = added.config
         store = app_store(database, settings, clock)
-        crawl_id = await store.enqueue(
-            CRAWL.name, config_id=config.id, dedup_key=CRAWL.dedup_key(config.id)
-        )
+        crawl_id = await CRAWL.enqueue_for(store, config.id)
         view = choose_view(
             as_json=as_json, stdout=sys.stdout, stderr=sys.stderr, clock=clock, label=label
         )
@@ -110,7 +122,7 @@ def run_folder(
             status, code = FAILED, EXIT_WORK_FAILED
             if crawl_status in (Status.QUEUED.value, Status.RUNNING.value):
                 crawl_error = f"the crawl is still {crawl_status} (another Worker may have it)"
-        return build_summary(
+        summary = build_summary(
             status=status,
             exit_code=code,
             database=settings.database_display,
@@ -136,13 +148,16 @@ def run_folder(
             # The first signal releases running items; a second stops without waiting.
             stopped_at_once=report.interrupted and report.exit_code == EXIT_INTERRUPTED,
         )
+        if extra is not None and not report.interrupted:
+            summary.update(await extra(database, settings, config.id))
+        return summary
 
     summary = state.with_database(body, concurrency=workers)
     if as_json:
         print_json(summary)
     else:
         render_summary(console(), summary)
-    return int(summary["exit_code"])
+    return summary
 
 
 @click.command("run")
@@ -165,8 +180,8 @@ def run(state: CliState, path: str, user: str | None, workers: int, as_json: boo
     does what changed. Ctrl-C stops cleanly, and the next run continues from there.
     Exits 1 if the crawl failed.
     """
-    code = run_folder(state, path, owner=user or os_user(), workers=workers, as_json=as_json)
-    raise click.exceptions.Exit(code)
+    summary = run_folder(state, path, owner=user or os_user(), workers=workers, as_json=as_json)
+    raise click.exceptions.Exit(int(summary["exit_code"]))
 
 
 def ensure_demo_library(home: Path) -> tuple[Path, Any]:
@@ -202,7 +217,8 @@ def ensure_demo_library(home: Path) -> tuple[Path, Any]:
 def demo(state: CliState, as_json: bool) -> None:
     """Make a small demo library (once) and run on it: generated photos from several
     cameras, a burst, a Live Photo pair, a video and a broken file, to see the whole
-    job, and how failures are reported, before pointing safelight at your own photos."""
+    job, and how failures are reported, before pointing safelight at your own photos.
+    Ends with the `safelight serve` command that shows it in a browser, and its URL."""
     settings = state.settings()
     root, manifest = ensure_demo_library(settings.home)
     if not as_json:
@@ -222,5 +238,24 @@ def demo(state: CliState, as_json: bool) -> None:
                     "are reported."
                 )
             )
-    code = run_folder(state, root, owner=os_user(), workers=DEFAULT_WORKERS, as_json=as_json)
-    raise click.exceptions.Exit(code)
+
+    async def serve_hint(database: Database, settings: Settings, config_id: UUID) -> dict[str, Any]:
+        # The dashboard opens on the day most of the demo's photos were taken, of this
+        # year: its "On this day" shows them, however many years ago.
+        year = state.clock.now().astimezone().year
+        busiest = await busiest_day(database.pool, config_id, year)
+        day = None if busiest is None else day_showing(*busiest, year)
+        return {
+            "serve": {
+                "command": serve_argv(settings, state.overrides),
+                "url": dashboard_url(settings, day),
+            }
+        }
+
+    summary = run_folder(
+        state, root, owner=os_user(), workers=DEFAULT_WORKERS, as_json=as_json, extra=serve_hint
+    )
+    if not as_json and "serve" in summary:
+        for line in hint(summary["serve"]["command"], summary["serve"]["url"]):
+            click.echo(printable(line))
+    raise click.exceptions.Exit(int(summary["exit_code"]))

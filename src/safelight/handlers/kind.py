@@ -23,6 +23,7 @@ from safelight.settings import Settings
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.maintenance import PerConfig, Periodic
 from safelight.work.retry import RetryPolicy
+from safelight.work.store import WorkStore
 
 Run = Callable[[HandlerContext, Services, P], Coroutine[Any, Any, dict[str, Any] | None]]
 """``async def run_x(ctx, services, payload) -> dict | None``: a kind's handler before it
@@ -68,6 +69,15 @@ class Kind(Generic[P]):
         """The dedup key that keeps at most one item of this kind queued per storage config
         (``crawl:<config id>``); the scheduler names each config's schedule so too."""
         return f"{self.name}:{config_id}"
+
+    async def enqueue_for(self, store: WorkStore, config_id: UUID) -> int:
+        """Queue an item of this kind for a storage config, at most one waiting at a time
+        (its :meth:`dedup_key`): the new item's id, or the one already queued. An
+        operator's request (``run``, ``purge``, the web dashboard's buttons); raises the
+        store's ``InvalidWorkItem`` for a config that does not exist or is disabled."""
+        return await store.enqueue(
+            self.name, config_id=config_id, dedup_key=self.dedup_key(config_id)
+        )
 
     def bind(self, services: Services) -> Handler:
         """The handler the executor runs: the payload checked, then ``run`` with it. An

@@ -634,3 +634,95 @@ def _with_exif(jpeg: bytes, exif: bytes) -> bytes:
     if jpeg[2:4] == b"\xff\xe0":
         position = 4 + struct.unpack(">H", jpeg[4:6])[0]
     return jpeg[:position] + b"\xff\xe1" + struct.pack(">H", len(exif) + 2) + exif + jpeg[position:]
+
+
+def generate_day_library(
+    root: Path,
+    month: int,
+    day: int,
+    years: tuple[int, ...],
+    *,
+    seed: int = 0,
+    ffmpeg: str | None = "ffmpeg",
+) -> Manifest:
+    """A library for "On this day" on ``month``/``day``: photos of that day in each of
+    ``years`` (oldest first, at least three), and around them the days a correct query
+    leaves out. Capture times carry no offset: each file is of the day its camera showed.
+
+    - each year: one photo at 10:00; the newest year a second one at 15:30, stored
+      turned (orientation 6);
+    - ``years[1]``: an iPhone burst of three at 12:00, 150 ms apart (one Apple BurstUUID);
+    - ``years[2]``: a Live Photo pair at 18:00 (HEIC and MOV, one content identifier),
+      and a two-second video at 19:00 (both need ffmpeg; without it they are left out
+      and the manifest says why);
+    - left out by the day's query: the same day of the year after the newest (the year
+      the page is asked for), and the days before and after it in ``years[0]``.
+    """
+    if len(years) < 3 or list(years) != sorted(set(years)):
+        raise ValueError("need three or more years, oldest first, each once")
+    root.mkdir(parents=True, exist_ok=True)
+    found = shutil.which(ffmpeg) if ffmpeg else None
+    lib = _Library(root=root, rng=random.Random(seed), ffmpeg=found)
+    if found is None:
+        lib.video_skipped_reason = "ffmpeg not found" if ffmpeg else "videos disabled"
+
+    def at(year: int, hour: int, minute: int = 0) -> datetime:
+        return datetime(year, month, day, hour, minute)
+
+    for year in years:
+        lib.photo(f"{year}/IMG_{year}_1000.JPG", "Canon", "Canon EOS R6", at(year, 10))
+    newest = years[-1]
+    lib.photo(
+        f"{newest}/PXL_{newest}_1530.jpg",
+        "Google",
+        "Pixel 8",
+        at(newest, 15, 30),
+        orientation=6,
+        size=(320, 480),
+    )
+    burst_id = lib.new_uuid()
+    burst = tuple(
+        lib.photo(
+            f"{years[1]}/burst/IMG_{years[1]}_12{i:02d}.JPG",
+            "Apple",
+            "iPhone 12",
+            at(years[1], 12) + timedelta(milliseconds=150 * i),
+            burst_id=burst_id,
+        )
+        for i in range(3)
+    )
+    content_id = lib.new_uuid()
+    live_at = at(years[2], 18)
+    live_photo = lib.photo(
+        f"{years[2]}/live/IMG_{years[2]}_1800.HEIC",
+        "Apple",
+        "iPhone 13",
+        live_at,
+        size=(480, 360),
+        content_identifier=content_id,
+        heif=True,
+    )
+    live_video = lib.video(
+        f"{years[2]}/live/IMG_{years[2]}_1800.MOV",
+        live_at.replace(tzinfo=UTC),
+        size=(240, 180),
+        content_identifier=content_id,
+    )
+    lib.video(
+        f"{years[2]}/clip_{years[2]}_1900.mp4", at(years[2], 19).replace(tzinfo=UTC), seconds=2
+    )
+    after = datetime(newest + 1, month, day, 9)
+    lib.photo(f"{newest + 1}/IMG_{newest + 1}_0900.JPG", "Canon", "Canon EOS R6", after)
+    for offset, name in ((-1, "before"), (1, "after")):
+        other = at(years[0], 11) + timedelta(days=offset)
+        lib.photo(f"{years[0]}/{name}/IMG_{other:%Y%m%d}.JPG", "Canon", "Canon EOS R6", other)
+    return Manifest(
+        root=root,
+        photos=tuple(lib.photos),
+        videos=tuple(lib.videos),
+        errors=(),
+        ignored=(),
+        bursts=(SampleBurst(burst, burst_id),),
+        live_pairs=(LivePair(live_photo, live_video, content_id),),
+        video_skipped_reason=lib.video_skipped_reason,
+    )

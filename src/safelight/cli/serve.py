@@ -1,0 +1,74 @@
+"""``safelight serve``: the web dashboard (``safelight.web``, ADR 0031)."""
+
+from __future__ import annotations
+
+import click
+
+from safelight.cli.failures import Failure
+from safelight.cli.state import CliState, pass_state
+from safelight.db.database import Database
+from safelight.logs import masker
+from safelight.settings import Settings
+from safelight.web.app import create_app
+from safelight.web.security import new_token
+from safelight.web.server import WebServer
+
+
+@click.command("serve")
+@click.option(
+    "--host",
+    metavar="ADDRESS",
+    default=None,
+    help="Listen on this address [env SAFELIGHT_WEB_HOST; default 127.0.0.1: this machine "
+    "only]. 0.0.0.0 or :: opens it to the network.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Listen on this port, 0 for any free one [env SAFELIGHT_WEB_PORT; default 8470].",
+)
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="No token at all: nobody can cancel, retry or queue anything from the dashboard.",
+)
+@pass_state
+def serve(state: CliState, host: str | None, port: int | None, read_only: bool) -> None:
+    """Serve the web dashboard: On this day, the queue (live), the configs, and a JSON API.
+
+    Reading needs nothing; acting (cancel, retry, queue a crawl or a purge) needs the
+    token: SAFELIGHT_WEB_TOKEN, or one made at start and printed once, in a sign-in URL.
+    Runs until Ctrl-C or SIGTERM.
+    """
+    state.overrides = {**state.overrides, "web_host": host, "web_port": port}
+
+    async def body(database: Database, settings: Settings) -> None:
+        token = None if read_only else (settings.web_token or new_token())
+        if token is not None:
+            masker.add(token)  # never in a log line
+        app = create_app(database, settings, clock=state.clock, token=token)
+        try:
+            server = WebServer(app, settings.web_host, settings.web_port)
+        except OSError as error:
+            raise Failure(
+                f"cannot listen on {settings.web_host} port {settings.web_port}: "
+                f"{error.strerror or error}"
+            ) from None
+        with server.stopped_by_signals():
+            announce(server.url, token, given=settings.web_token is not None)
+            await server.serve()
+
+    state.with_database(body, default_log_level="info")
+
+
+def announce(url: str, token: str | None, *, given: bool) -> None:
+    """The first line is the ready signal: the socket listens from here on."""
+    click.echo(f"safelight serve: {url} (Ctrl-C stops)")
+    if token is None:
+        click.echo("read-only: started with --read-only, nobody can act")
+    elif given:
+        click.echo("sign in to act with SAFELIGHT_WEB_TOKEN")
+    else:
+        click.echo(f"sign in to act: {url}login#token={token}")
+        click.echo("(a new token at each start, printed only here; SAFELIGHT_WEB_TOKEN keeps one)")

@@ -1,0 +1,246 @@
+"""The JSON API (docs/web.md): what the pages show, as documents; the pages' live parts
+and buttons call it. Reads are open; every POST needs the token (``security``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date, datetime
+from typing import Any
+from uuid import UUID
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from safelight.cli.output import json_default
+from safelight.cli.queries import library_counts, list_items, queue_status
+from safelight.cli.queue import item_document
+from safelight.logs import masker
+from safelight.web import actions, reads
+from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
+from safelight.web.onthisday import on_this_day as day_document
+from safelight.work.model import Status
+
+STATUS_LIMIT = 10
+ITEMS_LIMIT = 50
+MAX_ITEMS_LIMIT = 1000
+# Only the extended calendar form: Python would also read 20261201 and 2026-W49-2.
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def to_web_json(document: Any, *, masked: bool = True) -> str:
+    """The CLI's encoding (UUIDs and times as strings), compact, with any secret the logs
+    know masked. ``masked`` False only for a document of the library's own strings (file
+    names, cameras, proxy URLs: no error text, no setting), where masking a day of a
+    large library would cost more than building it."""
+    text = json.dumps(document, default=json_default, ensure_ascii=False, separators=(",", ":"))
+    return masker.mask(text) if masked else text
+
+
+def json_response(document: Any, status_code: int = 200, *, masked: bool = True) -> Response:
+    return Response(
+        to_web_json(document, masked=masked), status_code, media_type="application/json"
+    )
+
+
+def error(exc: HTTPException) -> Response:
+    response = json_response({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+def web(request: Request) -> Any:
+    return request.app.state.web
+
+
+def parse_day(text: str | None, today: date) -> date:
+    """``?date=YYYY-MM-DD``, or today; a 400 saying what is expected for anything else."""
+    if text is None or text == "":
+        return today
+    try:
+        if not _DAY.fullmatch(text):
+            raise ValueError
+        return date.fromisoformat(text)
+    except ValueError:
+        raise HTTPException(
+            400, f"date must be a day as YYYY-MM-DD, such as {today.isoformat()}: not {text!r}"
+        ) from None
+
+
+def parse_cursor(text: str | None) -> Cursor | None:
+    """``?after=``: a page's ``next``, as the API gave it; a 400 for anything else."""
+    if text is None or text == "":
+        return None
+    try:
+        return Cursor.decode(text)
+    except ValueError:
+        raise HTTPException(
+            400, f"after must be the next cursor of a page of this API, as given: not {text!r}"
+        ) from None
+
+
+def parse_limit(text: str | None) -> int:
+    """``?limit=``: tiles in a page, 1 to MAX_PAGE_TILES (PAGE_TILES without it)."""
+    if text is None or text == "":
+        return PAGE_TILES
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE_TILES:
+        return int(text)
+    raise HTTPException(
+        400, f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
+    )
+
+
+def parse_config_id(text: str) -> UUID:
+    try:
+        return UUID(text)
+    except ValueError:
+        raise HTTPException(404, f"there is no storage config {text!r}") from None
+
+
+def lease_seconds_left(lease_expires_at: datetime | None, now: datetime) -> float | None:
+    if lease_expires_at is None:
+        return None
+    return max(0.0, (lease_expires_at - now).total_seconds())
+
+
+async def status_document(request: Request) -> dict[str, Any]:
+    """``safelight status --json`` (but the database's name), each running item with
+    the seconds its lease has left by the dashboard's clock."""
+    context = web(request)
+    document = await queue_status(context.pool, context.clock.transition_time(), limit=STATUS_LIMIT)
+    now = context.clock.now()
+    for row in document["running"]:
+        row["lease_seconds_left"] = lease_seconds_left(row["lease_expires_at"], now)
+    document["statuses"] = [s.value for s in Status]
+    document["now"] = now
+    return document
+
+
+async def status(request: Request) -> Response:
+    return json_response(await status_document(request))
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return ITEMS_LIMIT
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_ITEMS_LIMIT:
+        raise HTTPException(400, f"limit must be a whole number from 1 to {MAX_ITEMS_LIMIT}")
+    return value
+
+
+async def items_document(request: Request) -> list[dict[str, Any]]:
+    query = request.query_params
+    status_name = query.get("status") or None
+    if status_name is not None and status_name not in {s.value for s in Status}:
+        raise HTTPException(400, "status must be one of " + ", ".join(s.value for s in Status))
+    config = query.get("config") or None
+    try:
+        config_id = None if config is None else UUID(config)
+    except ValueError:
+        raise HTTPException(400, "config must be a storage config's id (a UUID)") from None
+    return await list_items(
+        web(request).pool,
+        status=status_name,
+        config_id=config_id,
+        kind=query.get("kind") or None,
+        limit=_limit(query.get("limit")),
+    )
+
+
+async def items(request: Request) -> Response:
+    return json_response(await items_document(request))
+
+
+async def item_with_attempts(request: Request, item_id: int) -> dict[str, Any]:
+    store = web(request).store
+    found = await store.get(item_id)
+    if found is None:
+        raise HTTPException(404, f"there is no work item {item_id}")
+    return {**item_document(found), "attempts": await store.attempts(item_id)}
+
+
+async def item(request: Request) -> Response:
+    return json_response(await item_with_attempts(request, request.path_params["item_id"]))
+
+
+def _part(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The columns of ``row`` named ``<prefix>...``, without it; None when its ``id`` is
+    null (no such item)."""
+    part = {k.removeprefix(prefix): v for k, v in row.items() if k.startswith(prefix)}
+    return None if part["id"] is None else part
+
+
+async def configs_document(request: Request) -> list[dict[str, Any]]:
+    """Each config with its counts (those ``run`` prints), its last crawl and its
+    running item."""
+    pool = web(request).pool
+    now = web(request).clock.now()
+    documents = []
+    for row in await reads.configs_overview(pool):
+        running = _part(row, "running_")
+        if running is not None:
+            running["lease_seconds_left"] = lease_seconds_left(running["lease_expires_at"], now)
+        documents.append(
+            {
+                "id": row["id"],
+                "owner": row["owner"],
+                "root": row["root_path"],
+                "active": row["active"],
+                "created_at": row["created_at"],
+                "counts": await library_counts(pool, row["id"]),
+                "last_crawl": _part(row, "last_crawl_"),
+                "running": running,
+            }
+        )
+    return documents
+
+
+async def configs(request: Request) -> Response:
+    return json_response(await configs_document(request))
+
+
+async def on_this_day(request: Request) -> Response:
+    context = web(request)
+    params = request.query_params
+    day = parse_day(params.get("date"), context.today())
+    after, limit = parse_cursor(params.get("after")), parse_limit(params.get("limit"))
+    return json_response(await day_document(context.pool, day, after, limit), masked=False)
+
+
+def _act(request: Request, done: actions.Done) -> Response:
+    return json_response(done.document(), done.status_code)
+
+
+async def cancel(request: Request) -> Response:
+    web(request).access.authorize(request)
+    done = await actions.cancel_item(web(request).store, request.path_params["item_id"])
+    return _act(request, done)
+
+
+async def retry(request: Request) -> Response:
+    web(request).access.authorize(request)
+    done = await actions.retry_item(web(request).store, request.path_params["item_id"])
+    return _act(request, done)
+
+
+async def _config_for_action(request: Request) -> UUID:
+    web(request).access.authorize(request)
+    config_id = parse_config_id(request.path_params["config_id"])
+    if not await reads.configs_overview(web(request).pool, config_id):
+        raise HTTPException(404, f"there is no storage config {config_id}")
+    return config_id
+
+
+async def crawl(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    return _act(request, await actions.queue_crawl(web(request).store, config_id))
+
+
+async def purge(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    return _act(request, await actions.queue_purge(web(request).store, config_id))

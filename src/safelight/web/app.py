@@ -1,0 +1,112 @@
+"""The composition root of the web dashboard: :func:`create_app` builds the Starlette
+app on an open database, with the clock "today" and leases are read from, and the
+token actions need (None: read-only). Nothing is started: uvicorn serves it
+(``safelight.web.server``), a test drives it through httpx's ASGI transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, tzinfo
+from pathlib import Path
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from safelight.app import app_store
+from safelight.core.clock import Clock, SystemClock
+from safelight.db.database import Database
+from safelight.settings import Settings
+from safelight.web import api, pages
+from safelight.web.proxies import serve_proxy
+from safelight.web.security import Access, Guard, allowed_hosts
+from safelight.work.store import WorkStore
+
+HERE = Path(__file__).resolve().parent
+# Bodies the app reads are a sign-in form; nothing larger is ever needed.
+MAX_BODY_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WebContext:
+    """What every route reads, as ``request.app.state.web``."""
+
+    pool: AsyncConnectionPool[Any]
+    store: WorkStore
+    settings: Settings
+    clock: Clock
+    zone: tzinfo | None
+    """The zone "today" is read in; None: this machine's local zone."""
+    access: Access
+    proxy_root: Path
+
+    def today(self) -> date:
+        """The clock's date where the dashboard runs (a test's fake clock decides)."""
+        return self.clock.now().astimezone(self.zone).date()
+
+
+def routes() -> list[Route | Mount]:
+    return [
+        Route("/", pages.on_this_day, name="on_this_day"),
+        Route("/queue", pages.queue, name="queue"),
+        Route("/items/{item_id:int}", pages.item, name="item"),
+        Route("/configs", pages.configs, name="configs"),
+        Route("/login", pages.login_form, methods=["GET"], name="login"),
+        Route("/login", pages.login, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/api/status", api.status),
+        Route("/api/items", api.items),
+        Route("/api/items/{item_id:int}", api.item),
+        Route("/api/items/{item_id:int}/cancel", api.cancel, methods=["POST"]),
+        Route("/api/items/{item_id:int}/retry", api.retry, methods=["POST"]),
+        Route("/api/configs", api.configs),
+        Route("/api/configs/{config_id}/crawl", api.crawl, methods=["POST"]),
+        Route("/api/configs/{config_id}/purge", api.purge, methods=["POST"]),
+        Route("/api/on-this-day", api.on_this_day),
+        Route("/proxies/{asset_id:int}/{proxy_type}/{version}", serve_proxy, name="proxy"),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if request.url.path.startswith("/api/") or request.url.path.startswith("/proxies/"):
+        return api.error(exc)
+    return pages.error(request, exc)
+
+
+def create_app(
+    database: Database,
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    token: str | None = None,
+    zone: tzinfo | None = None,
+) -> Starlette:
+    """The dashboard on ``database`` (open, migrated), its proxies read from the
+    settings' proxy root and its ``Host`` names from ``web_host``. ``token``: what
+    signs in and authorizes actions; None makes the app read-only for everyone."""
+    clock = clock or SystemClock()
+    context = WebContext(
+        pool=database.pool,
+        store=app_store(database, settings, clock),
+        settings=settings,
+        clock=clock,
+        zone=zone,
+        access=Access(token),
+        proxy_root=settings.proxies,
+    )
+    app = Starlette(
+        routes=routes(),
+        middleware=[Middleware(Guard, hosts=allowed_hosts(settings.web_host))],
+        exception_handlers={HTTPException: _http_error},
+        max_body_size=MAX_BODY_BYTES,
+    )
+    app.state.web = context
+    return app

@@ -1,0 +1,208 @@
+"""The HTML pages: On this day (the home page), the queue, an item, the configs, and
+signing in. Each renders the document its API route returns (``api``), so a page and
+its JSON never say different things; the live parts then poll that API."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from safelight import __version__
+from safelight.cli.queue import progress_line
+from safelight.logs import masker
+from safelight.web import api
+from safelight.web.onthisday import on_this_day as day_document
+from safelight.web.security import SESSION_COOKIE, refuse_cross_site
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+
+
+def _when(value: Any) -> str:
+    """A time as the pages show it: to the second, with its offset."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return str(value)
+
+
+def _years_ago(years: int) -> str:
+    return "1 year ago" if years == 1 else f"{years} years ago"
+
+
+def _day_name(day: date) -> str:
+    return f"{day.day} {day.strftime('%B')}"
+
+
+def _step(day: date, days: int) -> date | None:
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:  # before 1 January 1 or after 31 December 9999
+        return None
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 photo``, ``12 photos``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    whole = round(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+TEMPLATES.env.filters["when"] = _when
+TEMPLATES.env.filters["years_ago"] = _years_ago
+TEMPLATES.env.filters["duration"] = _duration
+TEMPLATES.env.filters["day_name"] = _day_name
+TEMPLATES.env.filters["counted"] = _counted
+# Text a library or an error wrote, with any secret the logs know masked.
+TEMPLATES.env.filters["masked"] = lambda text: "" if text is None else masker.mask(str(text))
+TEMPLATES.env.filters["progress"] = progress_line
+TEMPLATES.env.globals["version"] = __version__
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any], status_code: int = 200
+) -> Response:
+    web = api.web(request)
+    session = web.access.session_of(request)
+    access = "read-only" if not web.access.can_act else ("signed-in" if session else "signed-out")
+    return TEMPLATES.TemplateResponse(
+        request,
+        name,
+        {"access": access, "csrf": session.csrf if session else None, **context},
+        status_code=status_code,
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def error(request: Request, exc: HTTPException) -> Response:
+    response = render(
+        request, "error.html", {"status": exc.status_code, "detail": exc.detail}, exc.status_code
+    )
+    response.headers.update(exc.headers or {})
+    return response
+
+
+async def on_this_day(request: Request) -> Response:
+    web = api.web(request)
+    today = web.today()
+    day = api.parse_day(request.query_params.get("date"), today)
+    # The day's first page; the page's script asks the API for the next ones.
+    limit = api.parse_limit(request.query_params.get("limit"))
+    document = await day_document(web.pool, day, limit=limit)
+    return render(
+        request,
+        "on_this_day.html",
+        {
+            "page": "on_this_day",
+            "day": day,
+            "today": today,
+            "limit": limit,
+            "is_today": day == today,
+            "previous_day": _step(day, -1),
+            "next_day": _step(day, 1),
+            "document": document,
+            # The same document the API returns, for the preview's script to read; no
+            # "<" in it (only inside its strings, as a \u escape) can end the script.
+            "document_json": api.to_web_json(document, masked=False).replace("<", "\\u003c"),
+        },
+    )
+
+
+async def queue(request: Request) -> Response:
+    status = await api.status_document(request)
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in status["counts"]:
+        by_kind.setdefault(row["kind"], {})[row["status"]] = int(row["count"])
+    return render(
+        request,
+        "queue.html",
+        {"page": "queue", "status": status, "by_kind": sorted(by_kind.items())},
+    )
+
+
+async def item(request: Request) -> Response:
+    document = await api.item_with_attempts(request, request.path_params["item_id"])
+    return render(
+        request,
+        "item.html",
+        {
+            "page": "queue",
+            "item": document,
+            "payload": json.dumps(document["payload"], indent=2, sort_keys=True),
+            "result": None
+            if document["result"] is None
+            else json.dumps(document["result"], indent=2, sort_keys=True, default=str),
+        },
+    )
+
+
+async def configs(request: Request) -> Response:
+    return render(
+        request, "configs.html", {"page": "configs", "configs": await api.configs_document(request)}
+    )
+
+
+def _next_path(text: str | None) -> str:
+    """Where to go after signing in: a path of this site only."""
+    if text and text.startswith("/") and not text.startswith("//") and "\\" not in text:
+        return text
+    return "/"
+
+
+async def login_form(request: Request) -> Response:
+    return render(
+        request,
+        "login.html",
+        {"page": "login", "next": _next_path(request.query_params.get("next")), "failed": False},
+    )
+
+
+async def login(request: Request) -> Response:
+    web = api.web(request)
+    refuse_cross_site(request)
+    if not web.access.can_act:
+        raise HTTPException(403, "this dashboard is read-only: it was started without a token")
+    try:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+    except ValueError:  # more fields than a sign-in has
+        raise HTTPException(400, "a sign-in sends its token and where to go next") from None
+    given = (form.get("token") or [""])[0].strip()
+    next_path = _next_path((form.get("next") or ["/"])[0])
+    session = web.access.sign_in(given)
+    if session is None:
+        return render(
+            request, "login.html", {"page": "login", "next": next_path, "failed": True}, 401
+        )
+    response = RedirectResponse(next_path, status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session.id,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    refuse_cross_site(request)
+    api.web(request).access.sign_out(request)
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response

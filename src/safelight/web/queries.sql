@@ -1,0 +1,113 @@
+-- The web dashboard's own reads (safelight serve): "On this day", a config's overview,
+-- an asset's proxy file. Everything the CLI already reads (items, status, a config's
+-- counts) is read through safelight.cli.queries, once. Named blocks ("-- name --" then
+-- a line that says what it does), loaded by safelight.web.reads; names read subject
+-- first (ADR 0020). Nothing here writes; every value is a parameter.
+
+-- assets_on_day --
+-- A page of the live assets captured on a month and days before a year, as the library shows them (a RAW through its JPEG, a Live Photo's video through its image, a burst through its primary), newest first, after a keyset cursor, with their proxies.
+-- Each day (one, or 28 and 29 February on 28 February of a common year) is a walk of
+-- ix_assets_on_this_day backwards (migration 0016) from the cursor (year, local time,
+-- id: an index condition; the first page's is the year's bound), up to LIMIT rows that
+-- pass the library's filters: no sort of the day, nothing read past the page. The two
+-- days' pages are merged (at most 2 * limit rows sorted), and only the page's rows look
+-- up their proxies and their burst's size.
+-- A burst with no primary yet shows every member; burst_count counts its live members.
+SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
+       a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
+       a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
+       a.camera_make, a.camera_model,
+       CASE WHEN a.burst_id IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
+       END AS burst_count,
+       px.thumbnail_path, px.preview_path, px.blurhash,
+       coalesce(px.own_video_path, px.paired_video_path) AS video_path
+FROM (
+    SELECT d.*
+    FROM unnest(%(days)s::smallint[]) AS day_of(day)
+    CROSS JOIN LATERAL (
+        SELECT a.*
+        FROM assets a
+        WHERE a.captured_month = %(month)s
+          AND a.captured_day = day_of.day
+          AND NOT a.is_deleted
+          AND a.captured_year < %(year)s
+          AND (a.captured_year, a.captured_local, a.id)
+              < (%(after_year)s::smallint, %(after_local)s::timestamp, %(after_id)s::bigint)
+          AND a.stack_primary_id IS NULL
+          -- Each test below is one index probe of a row the walk reaches, written so
+          -- that it stays one and the planner sees that most rows pass: OR keeps it a
+          -- filter, not an anti join (whose misestimate made the planner read and sort
+          -- the whole day), and OFFSET 0 keeps it a probe, not a hash of every burst or
+          -- pair read up front.
+          -- Not a burst's member other than its primary (a burst without one: all).
+          AND (a.burst_id IS NULL
+               OR NOT EXISTS (SELECT 1 FROM bursts b
+                              WHERE b.id = a.burst_id AND b.primary_asset_id <> a.id OFFSET 0))
+          -- Not a Live Photo's video (a live image names it; only a video can be one).
+          AND (a.media_type <> 'video'
+               OR NOT EXISTS (SELECT 1 FROM assets i
+                              WHERE i.paired_asset_id = a.id AND NOT i.is_deleted OFFSET 0))
+        ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
+        LIMIT %(limit)s
+    ) d
+    ORDER BY d.captured_year DESC, d.captured_local DESC, d.id DESC
+    LIMIT %(limit)s
+) a
+-- The tile's proxies and its paired video's web video: one index lookup (asset_id) a row.
+CROSS JOIN LATERAL (
+    SELECT max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'thumbnail')
+               AS thumbnail_path,
+           max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'full_preview')
+               AS preview_path,
+           max(p.value) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'blurhash')
+               AS blurhash,
+           max(p.path) FILTER (WHERE p.asset_id = a.id AND p.proxy_type = 'web_video')
+               AS own_video_path,
+           max(p.path) FILTER (WHERE p.asset_id = a.paired_asset_id
+                                 AND p.proxy_type = 'web_video') AS paired_video_path
+    FROM proxy_files p
+    WHERE p.asset_id = ANY(ARRAY[a.id, a.paired_asset_id])
+) px
+ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
+
+-- assets_of_bursts --
+-- The live members of bursts, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
+SELECT a.id, a.burst_id, a.media_type, a.file_name, a.captured_local, a.width, a.height,
+       th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
+FROM assets a
+JOIN bursts b ON b.id = a.burst_id
+LEFT JOIN proxy_files th ON th.asset_id = a.id AND th.proxy_type = 'thumbnail'
+LEFT JOIN proxy_files pv ON pv.asset_id = a.id AND pv.proxy_type = 'full_preview'
+LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
+WHERE a.burst_id = ANY(%(burst_ids)s::bigint[]) AND NOT a.is_deleted
+ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.sequence_number,
+         a.id
+
+-- proxy_of_asset --
+-- One proxy file of an asset: where it is under the proxy root, and the asset's config and content hash it must lie under.
+SELECT p.path, p.size_bytes, a.storage_config_id, a.content_hash
+FROM proxy_files p
+JOIN assets a ON a.id = p.asset_id
+WHERE p.asset_id = %(asset_id)s AND p.proxy_type = %(proxy_type)s AND p.path IS NOT NULL
+
+-- configs_overview --
+-- Every storage config with its running item (Worker, attempt, lease) and its last finished crawl.
+SELECT c.id, c.owner, c.root_path, c.active, c.created_at,
+       r.id AS running_id, r.kind AS running_kind, r.worker_id AS running_worker_id,
+       r.attempt AS running_attempt, r.started_at AS running_started_at,
+       r.lease_expires_at AS running_lease_expires_at,
+       l.id AS last_crawl_id, l.status::text AS last_crawl_status,
+       l.finished_at AS last_crawl_finished_at, l.error AS last_crawl_error,
+       l.result AS last_crawl_result
+FROM storage_configs c
+LEFT JOIN work_items r ON r.id = c.running_item_id
+LEFT JOIN LATERAL (
+    SELECT w.id, w.status, w.finished_at, w.error, w.result
+    FROM work_items w
+    WHERE w.storage_config_id = c.id AND w.kind = %(crawl_kind)s AND w.finished_at IS NOT NULL
+    ORDER BY w.finished_at DESC, w.id DESC
+    LIMIT 1
+) l ON true
+WHERE (%(config_id)s::uuid IS NULL OR c.id = %(config_id)s::uuid)
+ORDER BY c.owner, c.root_path, c.id

@@ -1,0 +1,87 @@
+"""The web dashboard's own reads (``queries.sql``); the queue's and a config's counts
+are the CLI's (``safelight.cli.queries``), read there once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from safelight.core.sql import load_queries
+from safelight.handlers import CRAWL
+
+QUERIES: Mapping[str, str] = load_queries("safelight.web", "queries.sql")
+
+Pool = AsyncConnectionPool[Any]
+Row = dict[str, Any]
+
+
+async def assets_on_day(
+    pool: Pool,
+    *,
+    month: int,
+    days: Sequence[int],
+    before_year: int,
+    after: tuple[int, datetime, int],
+    limit: int,
+) -> list[Row]:
+    """Up to ``limit`` of the day's tiles after ``after`` (year, local time, id)."""
+    year, local, asset_id = after
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["assets_on_day"],
+            {
+                "month": month,
+                "days": list(days),
+                "year": before_year,
+                "after_year": year,
+                "after_local": local,
+                "after_id": asset_id,
+                "limit": limit,
+            },
+        )
+        return list(await cur.fetchall())
+
+
+async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int]) -> list[Row]:
+    if not burst_ids:
+        return []
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(QUERIES["assets_of_bursts"], {"burst_ids": list(burst_ids)})
+        return list(await cur.fetchall())
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyFile:
+    path: str
+    """Relative to the proxy root, as its row names it."""
+    size_bytes: int | None
+    storage_config_id: UUID
+    content_hash: str
+
+
+async def proxy_of_asset(pool: Pool, asset_id: int, proxy_type: str) -> ProxyFile | None:
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["proxy_of_asset"], {"asset_id": asset_id, "proxy_type": proxy_type}
+        )
+        row = await cur.fetchone()
+    return None if row is None else ProxyFile(**row)
+
+
+async def configs_overview(pool: Pool, config_id: UUID | None = None) -> list[Row]:
+    """Each config (or the one asked for) with its running item and its last crawl."""
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["configs_overview"], {"crawl_kind": CRAWL.name, "config_id": config_id}
+        )
+        return list(await cur.fetchall())

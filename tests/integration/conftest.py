@@ -1,0 +1,21 @@
+"""Fixtures of the integration tests beyond the root's database ones."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from tests.integration.webfixtures import TODAY, Web, clock_on, open_web, web_settings
+
+
+@pytest.fixture
+async def web(
+    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
+) -> AsyncIterator[Web]:
+    """The web dashboard on this test's database, its fake clock on ``TODAY`` 09:00 UTC."""
+    async with open_web(pool, web_settings(database_url, tmp_path), clock=clock_on(TODAY)) as w:
+        yield w
