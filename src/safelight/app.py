@@ -195,7 +195,8 @@ class Engine:
     """The listener, lease recovery, the presence and (unless until idle) the scheduler,
     not started."""
     finished: list[FinishedItem]
-    """Every attempt the Workers ran to its end, as it ended."""
+    """Every attempt the Workers ran to its end, as it ended; kept only when they run
+    until idle (``safelight run``): a Worker that runs for months keeps none."""
     decoder: ImageDecoder | None
     journal: Journal | None
     owns_decoder: bool
@@ -271,10 +272,14 @@ def build_engine(
         observer=metrics,
     )
     finished_items: list[FinishedItem] = []
+    # Only a run until idle keeps what ended, for its summary: a Worker that runs for
+    # months would otherwise hold every item it ever ran.
+    keep = options.until_idle
 
     def finished(item: WorkItem, result: RunResult) -> None:
         done = finished_item(item, result)
-        finished_items.append(done)
+        if keep:
+            finished_items.append(done)
         if on_finished is not None:
             on_finished(done)
 

@@ -223,24 +223,25 @@ async def test_until_idle_there_is_no_scheduler_and_one_worker_keeps_the_name(
     await engine.close()
 
 
-async def test_each_finished_attempt_is_reported_and_kept(
-    database: Database, tmp_path: Path
+@pytest.mark.parametrize("until_idle", [True, False], ids=["until idle", "for months"])
+async def test_each_finished_attempt_is_reported_and_kept_only_by_a_run_until_idle(
+    database: Database, tmp_path: Path, until_idle: bool
 ) -> None:
     seen: list[FinishedItem] = []
     engine = build_engine(
         settings(tmp_path, decode_processes=0),
         database,
         FakeClock(),
-        WorkerOptions(),
+        WorkerOptions(until_idle=until_idle),
         on_finished=seen.append,
     )
     item = running_item(id=7, attempt=1, config=None, kind="noop")
     # What a Worker calls once an item has ended.
     engine.workers[0]._on_finished(item, RunResult(Succeeded({"n": 1}), Complete({"n": 1}), True))  # type: ignore[misc]
-    assert seen == engine.finished
     assert [(f.id, f.kind, f.outcome, f.result) for f in seen] == [
         (7, "noop", "succeeded", {"n": 1})
     ]
+    assert engine.finished == (seen if until_idle else [])
 
 
 async def test_the_handlers_are_made_from_the_engines_services(
