@@ -98,6 +98,20 @@ def known_asset(row: Sequence[Any]) -> KnownAsset:
     return KnownAsset(asset_id, path, content_hash, size, mtime_ns, kind, sidecar)
 
 
+def _capture_params(asset: NewAsset) -> dict[str, Any]:
+    """The capture time's columns: the instant, the wall-clock time as shot (a timestamp
+    without time zone) and its year, month and day, which On this day's index reads."""
+    local = asset.captured_local
+    return {
+        "captured_at": asset.captured_at,
+        "captured_local": local.replace(tzinfo=None),
+        "captured_at_source": asset.captured_at_source,
+        "captured_year": local.year,
+        "captured_month": local.month,
+        "captured_day": local.day,
+    }
+
+
 def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
     return {
         "sidecar_path": sidecar.path if sidecar else None,
@@ -139,7 +153,6 @@ async def insert_asset(
     conn: Conn, config_id: UUID, asset: NewAsset, proxies: Sequence[ProxyRecord], now: datetime
 ) -> int:
     """Insert a live asset and its proxy rows; return its id. Same transaction as the caller."""
-    local = asset.captured_local
     params: dict[str, Any] = {
         "config_id": config_id,
         "file_path": asset.file_path,
@@ -149,13 +162,7 @@ async def insert_asset(
         "modified_at": asset.modified_at,
         "modified_ns": asset.modified_ns,
         "media_type": asset.media_type,
-        "captured_at": asset.captured_at,
-        # The column is a timestamp without time zone: the wall-clock time as shot.
-        "captured_local": local.replace(tzinfo=None),
-        "captured_at_source": asset.captured_at_source,
-        "captured_year": local.year,
-        "captured_month": local.month,
-        "captured_day": local.day,
+        **_capture_params(asset),
         "camera_make": asset.camera_make,
         "camera_model": asset.camera_model,
         "width": asset.width,
@@ -229,18 +236,12 @@ async def update_read_again(
     thumbnail, preview and BlurHash rows replaced by them (any other proxy, a motion
     photo's web video, stays). Returns the paths the replaced rows named (to delete once
     no row names them), or None if the asset is not live. The caller's transaction."""
-    local = asset.captured_local
     cur = await conn.execute(
         QUERIES["asset_update_read_again"],
         {
             "id": asset_id,
             "config_id": config_id,
-            "captured_at": asset.captured_at,
-            "captured_local": local.replace(tzinfo=None),
-            "captured_at_source": asset.captured_at_source,
-            "captured_year": local.year,
-            "captured_month": local.month,
-            "captured_day": local.day,
+            **_capture_params(asset),
             "orientation": asset.orientation,
             "width": asset.width,
             "height": asset.height,
