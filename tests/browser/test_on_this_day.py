@@ -238,6 +238,9 @@ def test_show_more_and_the_preview_at_the_end_load_the_next_page(page: Page, sit
     expect(preview).to_be_visible()
     for _ in range(10):  # through a burst's members, if the second tile is one
         page.keyboard.press("ArrowRight")
+        # A press at the last tile starts loading the next page: wait for it to end
+        # before pressing again, or that press would move past the page's first tile.
+        expect(page.locator("#more.loading")).to_have_count(0)
         if tiles.count() > 2:
             break
     expect(tiles).to_have_count(4)
