@@ -168,3 +168,13 @@ async def test_the_thresholds_are_settings(
     assert clock.deadlines() == [1034.5]
     await clock.advance(30)
     assert lines(caplog) == [("INFO", "1 attempt succeeded within 5 s in the last 30 s (crawl 1)")]
+
+
+async def test_the_claimed_line_carries_the_worker_id_as_a_field(
+    lifecycle: Lifecycle, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    lifecycle.claimed(ITEM, "w1")
+    (record,) = caplog.records
+    assert record.__dict__["worker_id"] == "w1"
+    assert record.__dict__["item_id"] == 4
