@@ -29,6 +29,17 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.notify_work_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM inserted WHERE status = 'queued') THEN
+        PERFORM pg_notify('safelight_work', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.taken_back_status(item_stalls integer, item_dedup_key text, max_stalls integer) RETURNS text
     LANGUAGE plpgsql STABLE
     AS $$
@@ -379,7 +390,7 @@ CREATE UNIQUE INDEX ix_work_items_storage_config_running ON public.work_items US
 
 CREATE INDEX ix_workers_last_seen_at ON public.workers USING btree (last_seen_at);
 
-CREATE TRIGGER work_items_notify_insert AFTER INSERT ON public.work_items FOR EACH ROW WHEN ((new.status = 'queued'::public.work_status)) EXECUTE FUNCTION public.notify_work_available();
+CREATE TRIGGER work_items_notify_insert AFTER INSERT ON public.work_items REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.notify_work_inserted();
 
 CREATE TRIGGER work_items_notify_update AFTER UPDATE OF status ON public.work_items FOR EACH ROW WHEN (((new.status = 'queued'::public.work_status) OR ((old.status = 'running'::public.work_status) AND (new.status <> 'running'::public.work_status) AND (new.storage_config_id IS NOT NULL)))) EXECUTE FUNCTION public.notify_work_available();
 
