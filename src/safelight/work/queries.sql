@@ -38,9 +38,13 @@ RETURNING id
 -- speculative insertion, paid for every row it inserts, cannot apply to them. Hazard: a holder that commits, or is claimed, between this statement's
 -- snapshot and its insert is not seen by the look-up; the element's id is NULL and the
 -- store runs it again, as item_enqueue's caller does.
+-- The identity's sequence is named as a regclass literal, resolved once when the
+-- statement is parsed: pg_get_serial_sequence() looked it up in the catalog for every
+-- element, 3.7 µs each, a seventh of a batch (tests/integration/test_store_notify.py
+-- checks the name).
 WITH input AS MATERIALIZED (
     SELECT e.ord,
-           nextval(pg_get_serial_sequence('work_items', 'id')) AS id,
+           nextval('work_items_id_seq'::regclass) AS id,
            e.item ->> 'dedup_key' AS dedup_key,
            e.item -> 'payload' AS payload
     FROM jsonb_array_elements(%(items)s::jsonb) WITH ORDINALITY AS e(item, ord)
