@@ -18,6 +18,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -91,6 +92,54 @@ def bench_database(label: str, *, migrated: bool = True) -> Iterator[str]:
         yield url
     finally:
         drop_database(name)
+
+
+class ServerCpu:
+    """CPU seconds the server's backends spent on one database while this is open.
+
+    A thread samples ``pg_stat_activity`` for the backends connected to ``dbname`` and
+    reads each one's user + system time from ``/proc`` every ``interval`` seconds, so
+    only a server on this machine can be measured (``seconds`` is None otherwise). A
+    backend's time since its last sample before it exits is missed: at most
+    ``interval`` per connection, small beside a drain of several seconds. The server's
+    own processes (WAL writer, checkpointer) and other databases' backends are not
+    counted.
+    """
+
+    def __init__(self, dbname: str, interval: float = 0.05) -> None:
+        self._dbname = dbname
+        self._interval = interval
+        self._seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._local = True
+        self.seconds: float | None = None
+
+    def __enter__(self) -> ServerCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seconds = sum(self._seen.values()) if self._local else None
+
+    def _sample(self) -> None:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            while True:
+                rows = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self._dbname,)
+                ).fetchall()
+                for (pid,) in rows:
+                    try:
+                        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    except OSError:
+                        self._local = self._local and pid in self._seen
+                        continue
+                    self._seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
+                if self._stop.wait(self._interval):
+                    return
 
 
 # --- processes -------------------------------------------------------------------------

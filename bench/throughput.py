@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     RESULTS,
     Processes,
+    ServerCpu,
     bench_database,
     peers_python,
     print_table,
@@ -166,7 +167,10 @@ def one_run(
                 )
         started = time.time()
         cpu_before = _children_cpu()
-        with Processes() as procs:
+        with (
+            ServerCpu(psycopg.conninfo.conninfo_to_dict(url)["dbname"]) as server,
+            Processes() as procs,
+        ):
             children = []
             for n in range(processes):
                 if queue == "safelight":
@@ -216,6 +220,8 @@ def one_run(
         "span_seconds": span,
         "wall_seconds": wall,
         "worker_cpu_ms_per_item": worker_cpu * 1000 / items,
+        # The drain's backends on the server (None: the server is not on this machine).
+        "server_cpu_ms_per_item": None if server.seconds is None else server.seconds * 1000 / items,
         "enqueue_single_per_second": SINGLE_ITEMS / single,
         "enqueue_bulk_per_second": (items - SINGLE_ITEMS) / bulk,
     }
@@ -311,6 +317,7 @@ def report(out: dict[str, Any]) -> None:
                     ratio,
                     spread([r["wall_seconds"] for r in results]),
                     spread([r.get("worker_cpu_ms_per_item", float("nan")) for r in results]),
+                    spread([r.get("server_cpu_ms_per_item") or float("nan") for r in results]),
                     spread([r["enqueue_single_per_second"] for r in results]),
                     spread([r["enqueue_bulk_per_second"] for r in results]),
                 )
@@ -323,6 +330,7 @@ def report(out: dict[str, Any]) -> None:
             "vs its peer",
             "wall s",
             "worker CPU ms/item",
+            "server CPU ms/item",
             "enqueue one by one /s",
             "enqueue bulk /s",
         ),
