@@ -107,13 +107,25 @@ def between_files(worker: WorkerProcess) -> bool:
     return bool(lines) and lines[-1]["phase"] == "after" and "full_preview" in lines[-1]["target"]
 
 
-def in_a_transaction(setup: Setup) -> bool:
-    """Whether a Worker's connection is inside a transaction (a fenced write)."""
+def open_transactions(setup: Setup) -> set[tuple[int, Any]]:
+    """The transactions the Workers' connections have open: (backend pid, start)."""
     rows = setup.query(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'safelight' "
+        "SELECT pid, xact_start FROM pg_stat_activity WHERE application_name = 'safelight' "
         "AND xact_start IS NOT NULL AND pid <> pg_backend_pid()"
     )
-    return bool(rows[0][0])
+    return {(pid, start) for pid, start in rows}
+
+
+def frozen_in_a_transaction(setup: Setup) -> bool:
+    """Whether a transaction stays open across a moment of the freeze: the frozen
+    Worker's, which cannot end while it is frozen. A transaction of the other Worker
+    seen once (its claims, recovery and schedules are single short statements) is no
+    reason to thaw; a loaded machine made such sightings common."""
+    first = open_transactions(setup)
+    if not first:
+        return False
+    time.sleep(0.25)
+    return bool(first & open_transactions(setup))
 
 
 def freeze_between_steps(setup: Setup, worker: WorkerProcess) -> None:
@@ -123,17 +135,27 @@ def freeze_between_steps(setup: Setup, worker: WorkerProcess) -> None:
 
     Right after a photo's preview is published, the crawl records the asset in a short
     fenced transaction and then decodes the next photo for a while; the freeze lands in
-    that decoding. Should it land in the transaction after all, the Worker is thawed at
-    once (well within its lease) and frozen again at the next photo.
+    that decoding, once no transaction is seen open. Should it land in the transaction
+    after all, the Worker is thawed at once (well within its lease) and frozen again at
+    the next photo. Each miss is named in the failure.
     """
+    misses = []
     for _ in range(20):
         wait_for("the crawl to be between two photos", lambda: between_files(worker), timeout=30)
-        time.sleep(0.06)  # positioning the fault: past the asset's short transaction
+        # Positioned past the asset's transaction by watching it end, not by a fixed
+        # sleep, which the transaction outlasts on a loaded machine.
+        wait_for(
+            "the asset's transaction to end",
+            lambda: not open_transactions(setup) or not between_files(worker),
+            timeout=30,
+        )
         worker.freeze()
-        if not in_a_transaction(setup) and not open_effect(worker):
+        effect, transaction = open_effect(worker), frozen_in_a_transaction(setup)
+        if not effect and not transaction:
             return
+        misses.append("inside a file side effect" if effect else "inside a transaction")
         worker.thaw()
-    raise AssertionError("could not freeze the Worker between two steps")
+    raise AssertionError(f"could not freeze the Worker between two steps: {misses}")
 
 
 def open_effect(worker: WorkerProcess) -> bool:
