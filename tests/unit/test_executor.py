@@ -23,7 +23,13 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason, WorkError
-from safelight.work.executor import Executor, ExecutorSettings, RunResult, longest_heartbeat
+from safelight.work.executor import (
+    Executor,
+    ExecutorSettings,
+    RunResult,
+    longest_heartbeat,
+    shutdown_watch,
+)
 from safelight.work.model import Beat, WorkItem
 from safelight.work.observer import NoObserver
 from safelight.work.outcome import (
@@ -972,6 +978,39 @@ async def test_a_handler_that_finishes_before_noticing_the_shutdown_records_succ
     await clock.settle()
     assert finished(task) == RunResult(Succeeded({"files": 1}), Complete({"files": 1}), True)
     assert store.calls == [(3.0, "complete", 7, 3, {"files": 1})]
+
+
+async def test_a_workers_watch_of_the_shutdown_outlives_its_attempts_and_forgets_them(
+    clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Worker hands every attempt one watch of its shutdown (worker.Worker.run): an
+    attempt that ended stops listening to it, so a shutdown months later stops only the
+    attempt running then, and the watch holds no attempt that is over."""
+    shutdown = asyncio.Event()
+    watch = shutdown_watch(shutdown)
+    probe = Probe(clock)
+    executor = make(store, clock, probe)
+    first = asyncio.create_task(executor.run(ITEM, watch))
+    await clock.advance(1)
+    probe.go.set()
+    await clock.settle()
+    assert finished(first) == RunResult(Succeeded({"files": 3}), Complete({"files": 3}), True)
+    assert not watch.done()  # the Worker's, not the attempt's to cancel
+    second_item = dataclasses.replace(ITEM, attempt=4)
+    probe.go.clear()
+    second = asyncio.create_task(executor.run(second_item, watch))
+    await clock.advance(1)
+    caplog.clear()
+    shutdown.set()
+    await clock.settle()
+    assert finished(second) == RunResult(Released(), Release(), True)
+    # One line, the running attempt's: the first one heard nothing of it.
+    assert [(r.attempt, r.getMessage()) for r in log_records(caplog)] == [  # type: ignore[attr-defined]
+        (4, "work item 7 attempt 4: shutting down, stopping the handler")
+    ]
+    assert store.calls[-1] == (2.0, "release", 7, 4)
+    watch.cancel()
+    await assert_quiet(clock)
 
 
 async def test_a_cancel_request_during_shutdown_cancels_rather_than_releases(

@@ -363,9 +363,8 @@ class _Attempt:
         self._first_beat: TimerHandle
         self._handler: asyncio.Task[dict[str, Any] | None]
         self._beats: asyncio.Task[None] | None = None
-        # The shutdown future this attempt listens to, and whether it made it itself.
+        # The shutdown future this attempt listens to (a Worker's watch, or its own).
         self._shutdown: asyncio.Future[object] | None = None
-        self._owns_shutdown = False
         self._helpers: list[asyncio.Future[Any]] = []
 
     async def run(self, shutdown: Shutdown | None) -> Outcome:
@@ -424,8 +423,7 @@ class _Attempt:
                 self._stop(StopReason.SHUTDOWN)
                 return
             shutdown = shutdown_watch(shutdown)
-            self._owns_shutdown = True
-            self._helpers.append(shutdown)
+            self._helpers.append(shutdown)  # its own: cancelled as the attempt ends
         if shutdown.done():
             self._shutdown_set(shutdown)
             return

@@ -85,7 +85,9 @@ class Lifecycle:
         self._summary_seconds = summary_seconds
         self._counted: Counter[str] = Counter()
         self._summary: TimerHandle | None = None
-        self._counting_since = 0.0
+        # When the attempts the next summary sums up began to be counted: set by the
+        # first count after each summary, the only time a summary is armed.
+        self._counting_since: float
 
     def claimed(self, item: WorkItem, worker_id: str) -> Claim:
         claim = Claim(item, worker_id)
