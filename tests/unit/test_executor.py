@@ -1013,6 +1013,39 @@ async def test_a_workers_watch_of_the_shutdown_outlives_its_attempts_and_forgets
     await assert_quiet(clock)
 
 
+async def test_a_watch_already_done_releases_without_starting_the_handler(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    # The Worker's watch fires once its event is set: an attempt handed a watch that has
+    # fired already is stopped before its handler takes a step.
+    shutdown = asyncio.Event()
+    watch = shutdown_watch(shutdown)
+    shutdown.set()
+    await clock.settle()
+    assert watch.done()
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe), shutdown=watch)  # type: ignore[arg-type]
+    await clock.settle()
+    assert finished(task) == RunResult(Released(), Release(), True)
+    assert probe.events == []
+    assert store.calls == [(0.0, "release", 7, 3)]
+    await assert_quiet(clock)
+
+
+async def test_a_watch_cancelled_is_no_request_to_stop(
+    clock: FakeClock, store: ScriptedStore
+) -> None:
+    watch = shutdown_watch(asyncio.Event())
+    watch.cancel()
+    await clock.settle()
+    probe = Probe(clock)
+    task = await start(make(store, clock, probe), shutdown=watch)  # type: ignore[arg-type]
+    probe.go.set()
+    await clock.settle()
+    assert finished(task) == RunResult(Succeeded({"files": 3}), Complete({"files": 3}), True)
+    await assert_quiet(clock)
+
+
 async def test_a_cancel_request_during_shutdown_cancels_rather_than_releases(
     clock: FakeClock, store: ScriptedStore, caplog: pytest.LogCaptureFixture
 ) -> None:
