@@ -26,6 +26,7 @@ from safelight.app import (
     FinishedItem,
     WorkerOptions,
     build_engine,
+    pool_size,
 )
 from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
@@ -301,3 +302,16 @@ async def test_the_side_effect_journal_is_opened_when_set_and_closed_with_the_en
     await engine.close()
     with pytest.raises(OSError):
         engine.journal.write({"after": "close"})
+
+
+@pytest.mark.parametrize(("concurrency", "files"), [(1, 1), (3, 4), (10, 2)])
+def test_the_pool_has_a_connection_for_every_use_one_process_makes_at_once(
+    concurrency: int, files: int
+) -> None:
+    # Each Worker adds a connection per file its handler works on at once and three of
+    # its own (claims and heartbeats, the crawl's walk); the process adds two for its
+    # maintenance. One short would make a heartbeat wait behind a handler's writes.
+    settings = Settings(max_concurrent_files=files)
+    assert pool_size(settings, concurrency) == concurrency * (3 + files) + 2
+    more_files = Settings(max_concurrent_files=files + 1)
+    assert pool_size(more_files, concurrency) - pool_size(settings, concurrency) == concurrency
