@@ -2,8 +2,9 @@
 
 The walk and the files it finds stream (ADR 0033): the walk gives out its files in
 path order, a batch per step, matched with the config's live assets read in that order
-through one cursor (``library.crawl.KnownInPathOrder``); a file with the stat of the
-asset at its path is unchanged and costs nothing more; the others go to up to
+in keyset pages (``_KnownPages``, ``library.crawl.KnownInPathOrder``); a file with the
+stat of the asset at its path is unchanged and costs nothing more (its key equals its
+asset's: no object is made for it); the others go, through a bounded queue, to up to
 ``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
 photo's metadata and proxies in the Worker process's decode processes when it has them,
 ``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
