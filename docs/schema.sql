@@ -356,6 +356,8 @@ CREATE UNIQUE INDEX ix_assets_live_content ON public.assets USING btree (storage
 
 CREATE UNIQUE INDEX ix_assets_live_path ON public.assets USING btree (storage_config_id, file_path) WHERE (NOT is_deleted);
 
+CREATE INDEX ix_assets_live_path_c ON public.assets USING btree (storage_config_id, file_path COLLATE "C") WHERE (NOT is_deleted);
+
 CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month, captured_day, captured_year, captured_local, id) WHERE (NOT is_deleted);
 
 CREATE INDEX ix_assets_paired ON public.assets USING btree (paired_asset_id) WHERE (paired_asset_id IS NOT NULL);

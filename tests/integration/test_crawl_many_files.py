@@ -5,6 +5,7 @@ that never line up, and the names sort differently by bytes and by other rules."
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,105 @@ async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
     assert set(live) == untouched | set(changed) | set(moves.values())
     gone = await h.rows("SELECT id FROM assets WHERE storage_config_id = %s AND is_deleted", config)
     assert {i for (i,) in gone} == {ids[p] for p in deleted + changed}
+
+
+def _changes(root: Path) -> tuple[list[str], dict[str, str], list[str]]:
+    """New content at every 50th path, every 50th (+1) moved, every 50th (+2) deleted."""
+    changed = [relative_path(n, PER_FOLDER) for n in range(0, COUNT, 50)]
+    for n in range(0, COUNT, 50):
+        write_photo(root / relative_path(n, PER_FOLDER), n, generation=1)
+    moves = {relative_path(n, PER_FOLDER): f"moved/{n}.jpg" for n in range(1, COUNT, 50)}
+    for source, target in moves.items():
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(root / source, root / target)
+    deleted = [relative_path(n, PER_FOLDER) for n in range(2, COUNT, 50)]
+    for path in deleted:
+        (root / path).unlink()
+    return changed, moves, deleted
+
+
+@pytest.mark.parametrize(
+    ("page", "files_per_step"),
+    [(1, 5000), (2, 1), (45, 45), (46, 44), (999, 7), (COUNT + len(ODD_NAMES), 5000),
+     (COUNT + len(ODD_NAMES) + 1, 1000)],
+)  # fmt: skip
+async def test_pages_and_batches_that_end_anywhere_match_exactly(
+    pool: AsyncConnectionPool[Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    page: int,
+    files_per_step: int,
+) -> None:
+    """Pages of one asset, of a folder's files (45) and one more or less, of every asset
+    and of one more than every asset; batches of one file to more than a page: wherever
+    a page or a batch ends (inside a run of unchanged files, at a changed one, a moved
+    or a deleted one), the crawl finds exactly what changed."""
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", files_per_step)
+    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", page)
+    root = tmp_path / "library"
+    generate_tree(root, COUNT, PER_FOLDER)
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    ids = await seed(pool, config, root)
+    total = COUNT + len(ODD_NAMES)
+    changed, moves, deleted = _changes(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    result = item.result
+    assert result is not None
+    assert result["errors"] == [] and result["duplicates"] == []
+    assert (result["ingested"], result["moved"]) == (len(changed), len(moves))
+    assert result["deleted"] == len(deleted) + len(changed)
+    assert result["unchanged"] == total - len(changed) - len(moves) - len(deleted)
+    assert h.progress[item.id][-1]["hashed"] == len(changed) + len(moves)
+    live = dict(
+        await h.rows(
+            "SELECT file_path, id FROM assets WHERE storage_config_id = %s AND NOT is_deleted",
+            config,
+        )
+    )
+    untouched = set(ids) - set(changed) - set(moves) - set(deleted)
+    assert {p: live[p] for p in untouched} == {p: ids[p] for p in untouched}
+    assert {live[t] for t in moves.values()} == {ids[s] for s in moves}
+    assert set(live) == untouched | set(changed) | set(moves.values())
+
+
+class _RecordingQueue(asyncio.Queue[Any]):
+    """An ``asyncio.Queue`` that records how full it got and whether a put waited."""
+
+    peak = 0
+    waited = 0
+
+    async def put(self, item: Any) -> None:
+        if self.full():
+            _RecordingQueue.waited += 1
+        await super().put(item)
+        _RecordingQueue.peak = max(_RecordingQueue.peak, self.qsize())
+
+
+async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue of files to hash is bounded: the walk waits for the workers (it holds
+    no transaction open while it waits), and every file is dealt with all the same."""
+    monkeypatch.setattr(crawl_module, "_PENDING_FILES", 2)
+    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 30)
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
+    monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue
+    root = tmp_path / "library"
+    generate_tree(root, COUNT, PER_FOLDER)
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    await seed(pool, config, root)
+    changed, moves, deleted = _changes(root)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert (item.result["ingested"], item.result["moved"]) == (len(changed), len(moves))
+    assert item.result["deleted"] == len(deleted) + len(changed)
+    assert item.result["errors"] == []
+    assert _RecordingQueue.peak <= 2 and _RecordingQueue.waited > 0

@@ -2,8 +2,9 @@
 
 The walk and the files it finds stream (ADR 0033): the walk gives out its files in
 path order, a batch per step, matched with the config's live assets read in that order
-through one cursor (``library.crawl.KnownInPathOrder``); a file with the stat of the
-asset at its path is unchanged and costs nothing more; the others go to up to
+in keyset pages (``_KnownPages``, ``library.crawl.KnownInPathOrder``); a file with the
+stat of the asset at its path is unchanged and costs nothing more (its key equals its
+asset's: no object is made for it); the others go, through a bounded queue, to up to
 ``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
 photo's metadata and proxies in the Worker process's decode processes when it has them,
 ``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
@@ -62,11 +63,12 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library import assets, configs, decisions, legacynames
-from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
+from safelight.library.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     FileError,
     KnownInPathOrder,
     RootUnavailable,
+    WalkBatch,
     WalkedFile,
     Walker,
     new_asset,
@@ -74,6 +76,7 @@ from safelight.library.crawl import (
     publish_image_proxies,
     publish_video_proxies,
     publish_web_video,
+    walked_file,
 )
 from safelight.library.decoding import decode_image
 from safelight.library.errors import FileChangedWhileHashing, MediaError
@@ -123,7 +126,9 @@ RESULT_LIST_LIMIT = 1000
 """At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
 _WRITE_BATCH = 1000
 _KNOWN_PAGE = 5000
-"""Known assets read per page of the crawl's cursor (``KnownInPathOrder``)."""
+"""Known assets read per page (``_KnownPages``, ``KnownInPathOrder``)."""
+_PENDING_FILES = 1000
+"""At most this many files wait for the crawl's workers; then the walk waits."""
 
 
 async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
@@ -186,10 +191,9 @@ class _Crawl:
         # matched as they stream (``KnownInPathOrder``), never held whole.
         self.unseen: dict[int, str] = {}
         self.kept: set[int] = set()
-        # Unbounded: the walk holds its cursor's transaction open, and a walk waiting on
-        # the workers would leave it idle past the server's idle-in-transaction timeout
-        # (measured: 1% of a million files changed). It grows with what changed.
-        self.pending: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        # Bounded: a walk that waits on its workers holds no transaction open (each page
+        # of known assets is its own query), so it may wait.
+        self.pending: asyncio.Queue[_Pending | None] = asyncio.Queue(_PENDING_FILES)
         self.storage: StorageRoot | None = None
         self.walker: Walker | None = None
         self.alive = ThreadAlive(ctx)
@@ -316,24 +320,15 @@ class _Crawl:
 
     async def _walk(self, walker: Walker) -> None:
         try:
-            # One snapshot of the config's assets, read in path order a page at a time
-            # while the walk gives out its files in that order: opened before any write.
-            async with (
-                self.services.pool.connection() as conn,
-                conn.transaction(),
-                conn.cursor(name="crawl_known_assets") as cursor,
-            ):
-                await cursor.execute(assets.LIVE_IN_PATH_ORDER, {"config_id": self.config_id})
-                known = KnownInPathOrder()
-                while not walker.done:
-                    stop_if_cancelled(self.ctx)
-                    await asyncio.to_thread(walker.step)
-                    await self._walked(walker, walker.take_files(), known, cursor)
-                while not known.exhausted:
-                    known.feed(
-                        [assets.known_asset(row) for row in await cursor.fetchmany(_KNOWN_PAGE)]
-                    )
-                self._not_walked(known.rest())
+            # The config's assets, read in path order a page at a time while the walk
+            # gives out its files in that order; each page its own query, outside any
+            # transaction (``KnownInPathOrder`` says why they are as the crawl began).
+            async with self.services.pool.connection() as conn:
+                pages = _KnownPages(conn, self.config_id)
+                try:
+                    await self._walk_matched(walker, pages)
+                finally:
+                    await pages.close()
         except RootUnavailable as error:
             # Its cause is the OSError of listing the root: retried if that may pass.
             cause = error.__cause__ if error.__cause__ is not None else error
@@ -354,12 +349,19 @@ class _Crawl:
             await self.pending.put(None)
         self._progress(force=True)
 
+    async def _walk_matched(self, walker: Walker, pages: _KnownPages) -> None:
+        known = KnownInPathOrder()
+        while not walker.done:
+            stop_if_cancelled(self.ctx)
+            await asyncio.to_thread(walker.step)
+            await self._walked(walker, walker.take_batch(), known, pages)
+
     async def _walked(
         self,
         walker: Walker,
-        batch: list[WalkedFile],
+        batch: WalkBatch,
         known: KnownInPathOrder,
-        cursor: psycopg.AsyncServerCursor[Any],
+        pages: _KnownPages,
     ) -> None:
         """One step's files: the unchanged counted, the others put on ``pending``."""
         new_errors = walker.errors[self._walk_errors :]
@@ -369,24 +371,37 @@ class _Crawl:
             self.tally.counts["errors"] += len(new_errors)
             self.services.crawl_observer.file_errors(len(new_errors))
         self.tally.counts["skipped"] = len(walker.skipped)
-        # In path order, but the files of followed links (given out last, once the walk
-        # is done) are at paths the matching has passed: those are looked up.
-        listed = [f for f in batch if f.source is None]
-        pairs: list[tuple[WalkedFile, KnownAsset | None]] = []
+        listed = batch.listed
+        # Only the files whose key is not their asset's become objects (most are).
+        differing: list[tuple[WalkedFile, KnownAsset | None]] = []
         if listed:
-            while known.wants_more(listed[-1].path):
-                known.feed([assets.known_asset(row) for row in await cursor.fetchmany(_KNOWN_PAGE)])
-            pairs, unseen = known.match(listed)
-            self._not_walked(unseen)
-        followed = [f for f in batch if f.source is not None]
+            while known.wants_more(listed[-1][0]):
+                known.feed_rows(await pages.next())
+            matched = known.match_keys(listed)
+            self._not_walked([assets.known_asset(row) for row in matched.unseen])
+            differing = [
+                (walked_file(listed[i]), _known_or_none(matched.at_path[i]))
+                for i in matched.differing
+            ]
+        if walker.done:
+            # Every page read before the followed links' files are decided: an asset
+            # moved to or ingested at a link's path must not come up in a page read
+            # after that, as not walked.
+            while not known.exhausted:
+                known.feed_rows(await pages.next())
+            self._not_walked(known.rest())
+        # The files of followed links (given out last, once the walk is done) are at
+        # paths the matching has passed: those are looked up.
+        followed = batch.followed
         if followed:
             async with self.services.pool.connection() as conn:
                 found = await assets.live_at_paths(conn, self.config_id, [f.path for f in followed])
             at = {a.file_path: a for a in found}
-            pairs += [(f, at.get(f.path)) for f in followed]
-        self.tally.counts["total"] += len(pairs)
-        unchanged = 0
-        for walked, at_path in pairs:
+            differing += [(f, at.get(f.path)) for f in followed]
+        given = len(listed) + len(followed)
+        self.tally.counts["total"] += given
+        unchanged = given - len(differing)
+        for walked, at_path in differing:
             same = decisions.by_stat(at_path, walked.size, walked.mtime_ns, walked.sidecar)
             if walked.source is not None and same is not None:
                 self.kept.add(same.asset.id)  # the matching passed its path: not walked
@@ -973,6 +988,51 @@ class _Crawl:
             self._since_progress = 0
             self._last_progress = now
             self.ctx.progress(**self.tally.counts)
+
+
+class _KnownPages:
+    """The config's live assets, a page at a time after the last path read
+    (``assets.live_after_path``), each page its own query on the walk's connection,
+    outside any transaction: a walk that waits on its workers holds nothing open.
+
+    The next page is read while the walk lists on (one query at a time on the
+    connection): it is read in full before the walk's files in its range are matched,
+    so before the crawl writes at any path in it (``KnownInPathOrder``).
+    """
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
+        self._conn = conn
+        self._config_id = config_id
+        self._done = False
+        self._ahead: asyncio.Task[list[KnownRow]] | None = None
+
+    async def next(self) -> list[KnownRow]:
+        """The next page; an empty one once there are no more."""
+        if self._ahead is None:
+            if self._done:
+                return []
+            self._ahead = asyncio.create_task(self._read(""))  # before every path
+        page = await self._ahead
+        self._ahead = None
+        if not self._done:
+            self._ahead = asyncio.create_task(self._read(page[-1][0]))
+        return page
+
+    async def _read(self, after: str) -> list[KnownRow]:
+        limit = _KNOWN_PAGE
+        page = await assets.live_after_path(self._conn, self._config_id, after, limit)
+        self._done = len(page) < limit
+        return page
+
+    async def close(self) -> None:
+        """Stop a read ahead that is no longer wanted (the walk failed or was stopped)."""
+        if self._ahead is not None:
+            self._ahead.cancel()
+            await asyncio.gather(self._ahead, return_exceptions=True)
+
+
+def _known_or_none(row: KnownRow | None) -> KnownAsset | None:
+    return None if row is None else assets.known_asset(row)
 
 
 _Then = Literal["ingest", "read again"] | None

@@ -85,17 +85,39 @@ class ProxyRecord:
     height: int | None = None
 
 
-LIVE_IN_PATH_ORDER = QUERIES["assets_live_of_config_in_path_order"]
-"""For a server-side cursor that reads a config's live assets a page at a time; each
-row becomes a :class:`KnownAsset` through :func:`known_asset`."""
+KnownRow = tuple[str, int, int, str | None, int | None, int | None, int, str, MediaType]
+"""A row of the crawl's queries of live assets (``assets_live_*``): the asset's path,
+size and mtime (ns), its sidecar's path, size and mtime (NULLs: none), which are the
+``decisions.StatKey`` the walk gives out for a file, then its id, content hash and type."""
+
+LIVE_AFTER_PATH = QUERIES["assets_live_of_config_after_path"]
+"""A page of a config's live assets after a path, in path order, as ``KnownRow``."""
 
 
-def known_asset(row: Sequence[Any]) -> KnownAsset:
-    """A row of the crawl's queries of live assets (``assets_live_*``): the asset's path,
-    content and stat, then its sidecar's path, size and mtime (NULLs: none)."""
-    asset_id, path, content_hash, size, mtime_ns, kind, sidecar_path, *stat = row
-    sidecar = SidecarFile(sidecar_path, *stat) if sidecar_path is not None else None
-    return KnownAsset(asset_id, path, content_hash, size, mtime_ns, kind, sidecar)
+def known_asset(row: KnownRow) -> KnownAsset:
+    path, size, mtime_ns, sidecar_path, sidecar_size, sidecar_mtime_ns = row[:6]
+    asset_id, content, kind = row[6:]
+    sidecar = None
+    if sidecar_path is not None:
+        assert sidecar_size is not None and sidecar_mtime_ns is not None, "the schema's rule"
+        sidecar = SidecarFile(sidecar_path, sidecar_size, sidecar_mtime_ns)
+    return KnownAsset(asset_id, path, content, size, mtime_ns, kind, sidecar)
+
+
+def known_row(asset: KnownAsset) -> KnownRow:
+    """The row ``asset`` is read from (``known_asset``'s inverse)."""
+    sidecar = asset.sidecar
+    return (
+        asset.file_path,
+        asset.size_bytes,
+        asset.modified_ns,
+        sidecar.path if sidecar else None,
+        sidecar.size if sidecar else None,
+        sidecar.mtime_ns if sidecar else None,
+        asset.id,
+        asset.content_hash,
+        asset.media_type,
+    )
 
 
 def _capture_params(asset: NewAsset) -> dict[str, Any]:
@@ -118,6 +140,14 @@ def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
         "sidecar_size": sidecar.size if sidecar else None,
         "sidecar_modified_ns": sidecar.mtime_ns if sidecar else None,
     }
+
+
+async def live_after_path(conn: Conn, config_id: UUID, after: str, limit: int) -> list[KnownRow]:
+    """Up to ``limit`` of the config's live assets after the path ``after``, in path order
+    (``LIVE_AFTER_PATH``). Read in binary: a crawl reads one row per file of the library."""
+    cur = conn.cursor(binary=True)
+    await cur.execute(LIVE_AFTER_PATH, {"config_id": config_id, "after": after, "limit": limit})
+    return await cur.fetchall()
 
 
 async def live_at_paths(conn: Conn, config_id: UUID, paths: Iterable[str]) -> list[KnownAsset]:

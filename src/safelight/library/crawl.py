@@ -7,9 +7,10 @@ The walk (``Walker``):
   files per step, so the caller can run each step in a thread and check for
   cancellation and report progress in between;
 - gives out its files in path order (Python's ``str`` order, that of the UTF-8 bytes
-  and of PostgreSQL's ``COLLATE "C"``), a step's batch at a time (``take_files``), and
-  holds only what the folders it listed hold beyond that: the crawl matches each batch
-  with the known assets read in the same order (``KnownInPathOrder``, ADR 0033);
+  and of PostgreSQL's ``COLLATE "C"``), a step's batch at a time (``take_batch``, each
+  file as its ``decisions.StatKey``: no object per file), and holds only what the folders
+  it listed hold beyond that: the crawl matches each batch with the known assets read
+  in the same order (``KnownInPathOrder``, ADR 0033);
 - lists every folder through a descriptor opened beneath the root with no symbolic link
   on the way (``originals.StorageRoot``), so a folder swapped for a link mid-walk is
   not listed through the link;
@@ -39,16 +40,25 @@ The walk (``Walker``):
 
 from __future__ import annotations
 
+import bisect
+import operator
 import os
 import stat
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from uuid import UUID
 
-from safelight.library.assets import KnownAsset, NewAsset, ProxyRecord
+from safelight.library.assets import (
+    KnownAsset,
+    KnownRow,
+    NewAsset,
+    ProxyRecord,
+    known_asset,
+    known_row,
+)
+from safelight.library.decisions import StatKey, stat_key
 from safelight.library.errors import MediaError
 from safelight.library.hashing import HashedFile
 from safelight.library.images import ImageProxies
@@ -77,8 +87,11 @@ WALK_FILES_PER_STEP = 5000
 """About the most files a step gives out: the batch a crawl then matches and writes."""
 
 
-def _first(pair: tuple[str, object]) -> str:
-    return pair[0]
+def _as_folder(path: str) -> str:
+    return path + "/"
+
+
+_path_of = operator.itemgetter(0)
 
 
 class RootUnavailable(MediaError):
@@ -101,6 +114,34 @@ class WalkedFile:
     @property
     def opened_at(self) -> str:
         return self.source if self.source is not None else self.path
+
+    @property
+    def key(self) -> StatKey:
+        return stat_key(self.path, self.size, self.mtime_ns, self.sidecar)
+
+
+def walked_file(key: StatKey) -> WalkedFile:
+    """The file the walk gave out as ``key`` (``WalkBatch.listed``), as an object: a crawl
+    makes one only for a file that is not unchanged."""
+    path, size, mtime_ns, sidecar_path, sidecar_size, sidecar_mtime_ns = key
+    kind = media_type_by_extension(path.rpartition("/")[2])
+    assert kind is not None, "the walk gives out photos and videos only"
+    if sidecar_path is None:
+        return WalkedFile(path, size, mtime_ns, kind)
+    assert sidecar_size is not None and sidecar_mtime_ns is not None
+    sidecar = SidecarFile(sidecar_path, sidecar_size, sidecar_mtime_ns)
+    return WalkedFile(path, size, mtime_ns, kind, sidecar=sidecar)
+
+
+@dataclass(frozen=True, slots=True)
+class WalkBatch:
+    """What one step of the walk gave out (``Walker.take_batch``)."""
+
+    listed: list[StatKey]
+    """The files listed, in path order, each as its ``decisions.StatKey`` (no object)."""
+    followed: list[WalkedFile]
+    """Once the walk is done: the files of followed links (``source`` set), at paths the
+    listed files have passed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +211,6 @@ class Walker:
     """Skipped, with a ``skipped`` entry, wherever they appear (the root included)."""
     follow_links_inside_root: bool = False
     """File links whose target resolves inside the root become files (see ``links``)."""
-    files: list[WalkedFile] = field(default_factory=list)
-    """Listed so far (or since the last ``take_files``), in path order;
-    once the walk is done, the files of followed links (``source`` set) after them."""
     errors: list[FileError] = field(default_factory=list)
     skipped: list[FileError] = field(default_factory=list)
     """What was deliberately not crawled, with why: links, safelight's own folders."""
@@ -180,13 +218,16 @@ class Walker:
     """(link, target) of file links to a target this walk lists itself: the same file
     twice, so the link is a duplicate of its target, never a second asset."""
     unreadable_folders: list[str] = field(default_factory=list)
-    _stack: list[str | WalkedFile] = field(default_factory=lambda: [""])
-    """Folders to list (their relative path) and files to give out, the next on top:
-    what the listed folders hold beyond the one being given out, never the whole tree."""
+    _listed: list[StatKey] = field(default_factory=list)
+    """Given out since the last ``take_batch``, in path order."""
+    _followed: list[WalkedFile] = field(default_factory=list)
+    """Once the walk is done: the files of followed links (``source`` set)."""
+    _stack: list[str | list[StatKey]] = field(default_factory=lambda: [""])
+    """Folders to list (their relative path) and runs of a folder's files to give out (in
+    path order), the next on top: what the listed folders hold beyond what was given out,
+    never the whole tree."""
     _pending_links: list[tuple[WalkedFile, str]] = field(default_factory=list)
     _checked_root: bool = False
-    _sidecars: dict[str, SidecarFile] = field(default_factory=dict)
-    """The listed folder's ``.xmp`` files by lower-cased name."""
 
     @property
     def root(self) -> Path:
@@ -196,16 +237,27 @@ class Walker:
     def done(self) -> bool:
         return not self._stack
 
+    @property
+    def files(self) -> list[WalkedFile]:
+        """What ``take_files`` would take now, without taking it."""
+        return [walked_file(key) for key in self._listed] + self._followed
+
+    def take_batch(self) -> WalkBatch:
+        """The files given out since the last call: a crawl takes them after each step,
+        so the walk holds only what it has not given out."""
+        batch = WalkBatch(self._listed, self._followed)
+        self._listed, self._followed = [], []
+        return batch
+
     def take_files(self) -> list[WalkedFile]:
-        """The files listed since the last call, in path order (then, once the walk is
-        done, the followed links'); a crawl takes them after each step, so the walk holds
-        only what it has not given out."""
-        taken, self.files = self.files, []
-        return taken
+        """``take_batch`` as objects: the listed files in path order, then (once the walk
+        is done) the followed links'."""
+        batch = self.take_batch()
+        return [walked_file(key) for key in batch.listed] + batch.followed
 
     def step(self, max_folders: int | None = None, max_files: int | None = None) -> None:
         """List up to ``max_folders`` folders and give out up to ``max_files`` files
-        (``files``), in path order (by default ``WALK_FOLDERS_PER_STEP`` and
+        (``take_batch``), in path order (by default ``WALK_FOLDERS_PER_STEP`` and
         ``WALK_FILES_PER_STEP``). Blocking: run it in a thread.
 
         Raises ``RootUnavailable`` if the root itself cannot be listed.
@@ -222,19 +274,25 @@ class Walker:
                               f"({inside.label}, {inside.path}): not crawled")
                 )  # fmt: skip
                 return
-        stack, files = self._stack, self.files
-        listed = given = 0
+        stack, listed = self._stack, self._listed
+        folders = given = 0
         while stack and given < max_files:
             top = stack[-1]
-            if isinstance(top, WalkedFile):
-                files.append(top)
-                stack.pop()
-                given += 1
+            if not isinstance(top, str):  # a run of files: given out whole, or its start
+                room = max_files - given
+                if len(top) <= room:
+                    listed += top
+                    stack.pop()
+                    given += len(top)
+                else:
+                    listed += top[:room]
+                    stack[-1] = top[room:]
+                    given = max_files
                 continue
-            if listed == max_folders:
+            if folders == max_folders:
                 break
             stack.pop()
-            listed += 1
+            folders += 1
             self._list(top)
         if not stack:
             self._settle_links()
@@ -245,18 +303,8 @@ class Walker:
             try:
                 with os.scandir(fd) as listing:
                     found = list(listing)
-                self._sidecars.clear()
-                children: list[tuple[str, str | WalkedFile]] = []
-                links = len(self._pending_links)
-                for entry in found:
-                    child = self._visit(relative, entry)
-                    if child is not None:
-                        children.append(child)
-                self._pair_sidecars(children, links)
-                # The next on top: the stack pops them in path order (a folder sorts as
-                # "name/": "a.jpg" < "a/..." < "a0.jpg", as the paths below them do).
-                children.sort(key=_first, reverse=True)
-                self._stack.extend(c for _, c in children)
+                # Stat'ed through ``fd`` (the entries keep it): it stays open until then.
+                self._list_entries(relative, found)
             finally:
                 os.close(fd)
         except (OSError, MediaError) as error:
@@ -272,23 +320,118 @@ class Walker:
             self.unreadable_folders.append(relative)
             self.errors.append(FileError(relative + "/", f"folder cannot be listed: {reason}"))
 
-    def _pair_sidecars(self, children: list[tuple[str, str | WalkedFile]], links: int) -> None:
-        """Give the photos of the folder just listed (``children``, and the links listed
-        since ``links``) their sidecars."""
-        if not self._sidecars:
-            return
-        for index, (key, child) in enumerate(children):
-            if not isinstance(child, str):
-                children[index] = (key, self._with_sidecar(child))
+    def _list_entries(self, relative: str, found: list[os.DirEntry[str]]) -> None:
+        """What the walk does with each name of a folder's listing: a folder to list, a
+        file to give out (its ``StatKey``), a sidecar to pair, or nothing (reported, or
+        not for the walk); then the folder's files and folders go on the stack in path
+        order. The work of every file of the library: each entry costs one check of its
+        name, its type from the listing (no system call) and, for a photo or video, one
+        ``stat``; no object but its key."""
+        prefix = relative + "/" if relative else ""
+        files: list[StatKey] = []
+        folders: list[str] = []
+        sidecars: dict[str, SidecarFile] = {}
+        links = len(self._pending_links)
+        for entry in found:
+            name = entry.name
+            if is_ignored_name(name):
+                continue
+            try:
+                if entry.is_symlink():
+                    self._visit_link(prefix + name, name)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if self._is_folder_to_list(prefix + name, name, entry):
+                        folders.append(prefix + name)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue  # neither a regular file nor a folder
+            except OSError as error:
+                self.errors.append(FileError(printable(prefix + name), describe_os_error(error)))
+                continue
+            if media_type_by_extension(name) is None:
+                if _is_utf8(name) and is_sidecar_name(name):
+                    self._keep_sidecar(prefix + name, name, entry, sidecars)
+                continue
+            if not _is_utf8(name):
+                self.errors.append(
+                    FileError(
+                        printable(prefix + name),
+                        "file name is not valid UTF-8; skipped (rename it to include it)",
+                    )
+                )
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # gone since the listing: as if never there
+            except OSError as error:
+                self.errors.append(FileError(prefix + name, describe_os_error(error)))
+                continue
+            files.append((prefix + name, st.st_size, st.st_mtime_ns, None, None, None))
+        if sidecars:
+            self._pair_sidecars(files, links, sidecars)
+        files.sort()  # by path: the first item of a key, unique
+        self._push(files, folders)
+
+    def _push(self, files: list[StatKey], folders: list[str]) -> None:
+        """A listed folder's files and folders on the stack, the next on top: in path
+        order, a folder sorting as ``name/`` ("a.jpg" < "a/..." < "a0.jpg", as the paths
+        below them do); the files between two folders as one run."""
+        ahead: list[str | list[StatKey]] = []
+        start = 0
+        for folder in sorted(folders, key=_as_folder):
+            end = bisect.bisect_left(files, folder + "/", lo=start, key=_path_of)
+            if end > start:
+                ahead.append(files[start:end])
+            ahead.append(folder)
+            start = end
+        if start < len(files):
+            ahead.append(files[start:] if start else files)
+        ahead.reverse()
+        self._stack += ahead
+
+    def _is_folder_to_list(self, child: str, name: str, entry: os.DirEntry[str]) -> bool:
+        """Whether a folder of the listing is to be listed: not if its name is not UTF-8
+        (an error) or it is one of safelight's own (skipped)."""
+        if not _is_utf8(name):
+            self.errors.append(
+                FileError(
+                    printable(child) + "/",
+                    "folder name is not valid UTF-8; skipped with everything in it "
+                    "(rename it to include it)",
+                )
+            )
+            return False
+        if self.own:
+            try:
+                own = self._own_folder(entry.stat(follow_symlinks=False))
+            except OSError:
+                own = None  # gone since the listing; listing it will say so
+            if own is not None:
+                self.skipped.append(
+                    FileError(child + "/", f"safelight's own folder ({own.label}): not crawled")
+                )
+                return False
+        return True
+
+    def _pair_sidecars(
+        self, files: list[StatKey], links: int, sidecars: Mapping[str, SidecarFile]
+    ) -> None:
+        """Give the photos of the folder just listed (``files``, and the links listed
+        since ``links``) their sidecars (``sidecars.sidecar_for``)."""
+        for index, key in enumerate(files):
+            path = key[0]
+            if media_type_by_extension(path.rpartition("/")[2]) == "image":
+                found = sidecar_for(path.rpartition("/")[2], sidecars)
+                if found is not None:
+                    files[index] = stat_key(path, key[1], key[2], found)
         for index in range(links, len(self._pending_links)):
             walked, source = self._pending_links[index]
-            self._pending_links[index] = (self._with_sidecar(walked), source)
-
-    def _with_sidecar(self, walked: WalkedFile) -> WalkedFile:
-        if walked.media_type != "image":
-            return walked
-        found = sidecar_for(PurePosixPath(walked.path).name, self._sidecars)
-        return walked if found is None else replace(walked, sidecar=found)
+            if walked.media_type == "image":
+                found = sidecar_for(PurePosixPath(walked.path).name, sidecars)
+                if found is not None:
+                    self._pending_links[index] = (replace(walked, sidecar=found), source)
 
     def _root_inside_own_folder(self) -> OwnFolder | None:
         by_id = {(f.device, f.inode): f for f in self.own if not f.may_hold_roots}
@@ -310,72 +453,16 @@ class Walker:
                 return folder
         return None
 
-    def _visit(self, relative: str, entry: os.DirEntry[str]) -> tuple[str, str | WalkedFile] | None:
-        """What the walk does with one name of a listing: a folder to list or a file to
-        give out, each with its sort key in the folder, or None (reported, or kept as
-        a sidecar, or not for the walk)."""
-        name = entry.name
-        if is_ignored_name(name):
-            return None
-        child = f"{relative}/{name}" if relative else name
-        try:
-            if entry.is_symlink():
-                self._visit_link(child, name)
-                return None
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = not is_dir and entry.is_file(follow_symlinks=False)
-        except OSError as error:
-            self.errors.append(FileError(printable(child), describe_os_error(error)))
-            return None
-        if not _is_utf8(name):
-            if is_dir:
-                self.errors.append(
-                    FileError(
-                        printable(child) + "/",
-                        "folder name is not valid UTF-8; skipped with everything in it "
-                        "(rename it to include it)",
-                    )
-                )
-            elif is_file and media_type_of_name(name) is not None:
-                self.errors.append(
-                    FileError(
-                        printable(child),
-                        "file name is not valid UTF-8; skipped (rename it to include it)",
-                    )
-                )
-            return None
-        if is_dir:
-            if self.own:
-                try:
-                    own = self._own_folder(entry.stat(follow_symlinks=False))
-                except OSError:
-                    own = None  # gone since the listing; listing it will say so
-                if own is not None:
-                    self.skipped.append(
-                        FileError(child + "/", f"safelight's own folder ({own.label}): not crawled")
-                    )
-                    return None
-            return name + "/", child
-        kind = media_type_by_extension(name) if is_file else None
-        if kind is None:
-            if is_file and is_sidecar_name(name):
-                self._keep_sidecar(child, name, entry)
-            return None
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            return None  # gone since the listing: as if never there
-        except OSError as error:
-            self.errors.append(FileError(child, describe_os_error(error)))
-            return None
-        return name, WalkedFile(child, st.st_size, st.st_mtime_ns, kind)
-
-    def _keep_sidecar(self, child: str, name: str, entry: os.DirEntry[str]) -> None:
+    @staticmethod
+    def _keep_sidecar(
+        child: str, name: str, entry: os.DirEntry[str], sidecars: dict[str, SidecarFile]
+    ) -> None:
+        """Keep a ``.xmp`` file of the folder being listed by its lower-cased name."""
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             return  # gone, or unreadable: the photo is read as if it had none
-        self._sidecars[name.lower()] = SidecarFile(child, st.st_size, st.st_mtime_ns)
+        sidecars[name.lower()] = SidecarFile(child, st.st_size, st.st_mtime_ns)
 
     def _visit_link(self, child: str, name: str) -> None:
         """Report a link (a media file's name, or a link to a folder); a link to anything
@@ -426,13 +513,13 @@ class Walker:
             if self._lists(source):
                 self.links.append((walked.path, source))
             else:
-                self.files.append(walked)
+                self._followed.append(walked)
         self._pending_links.clear()
 
     def _lists(self, target: str) -> bool:
         """Whether this walk gave out ``target``, the resolved target of a file link
         inside the root that ``_refused_target`` let through (a regular file, no own
-        folder on its way, no link in its path): by the rules of ``_visit``, without
+        folder on its way, no link in its path): by the rules of ``_list_entries``, without
         keeping every path the walk gave out. Asked once the walk is done."""
         names = target.split("/")
         if any(is_ignored_name(n) or not _is_utf8(n) for n in names):
@@ -446,53 +533,136 @@ class Walker:
 
 
 class KnownInPathOrder:
-    """A config's live assets as they were when the crawl began, read a page at a time
-    in path order and matched with the walk's files, given out in the same order, batch
-    by batch: neither side is ever held whole, whatever the library's size.
+    """A config's live assets, read a page at a time in path order and matched with the
+    walk's files, given out in the same order, batch by batch: neither side is ever held
+    whole, whatever the library's size.
 
-    The pages come from one server-side cursor opened before the crawl's first write
-    (``assets.LIVE_IN_PATH_ORDER``), so they are that snapshot: an asset this crawl moves
-    meanwhile may still come up at its old path (the crawl keeps those, ``kept``).
+    The pages are rows (``assets.KnownRow``), each page its own short query after the
+    last path read (``assets.LIVE_AFTER_PATH``), so no transaction is held for the walk.
+    A page is read only once the walk's batch reaches past the pages before it, and the
+    crawl writes an asset only at a path the walk has given out (or moves one away from
+    its old path), so a page shows the assets as they were when the crawl began, except
+    an asset this crawl moved meanwhile: it may come up at its old path if that page was
+    read before the move (the crawl keeps those, ``kept``), and no longer does if not.
+
+    Each row begins with its asset's ``decisions.StatKey``, and each file the walk gives
+    out is one (``WalkBatch.listed``): equal keys are an unchanged file, compared a run at
+    a time as tuples (``match_keys``), so an unchanged file costs no object and no call;
+    only where the keys differ does the merge go by path, file by file.
     """
 
     def __init__(self) -> None:
-        self._ahead: deque[KnownAsset] = deque()
+        self._rows: list[KnownRow] = []
+        self._keys: list[StatKey] = []
+        """``_rows``' keys; both from ``_at`` on are read and not yet matched."""
+        self._at = 0
         self.exhausted = False
 
     def wants_more(self, upto: str) -> bool:
         """True while the pages read so far end before ``upto``: read another (paths are
         unique, so a page that ends at ``upto`` holds all a batch up to it needs)."""
-        return not self.exhausted and (not self._ahead or self._ahead[-1].file_path < upto)
+        return not self.exhausted and (self._at == len(self._rows) or self._rows[-1][0] < upto)
 
-    def feed(self, page: Sequence[KnownAsset]) -> None:
-        """The next page (in path order); an empty one: there are no more."""
+    def feed_rows(self, page: Sequence[KnownRow]) -> None:
+        """The next page (in path order, after the last); an empty one: there are no more."""
         if not page:
             self.exhausted = True
-        self._ahead.extend(page)
+            return
+        if self._at:
+            del self._rows[: self._at], self._keys[: self._at]
+            self._at = 0
+        self._rows += page
+        self._keys += map(_STAT_KEY_OF_ROW, page)
+
+    def feed(self, page: Sequence[KnownAsset]) -> None:
+        """``feed_rows`` for assets held as objects."""
+        self.feed_rows([known_row(asset) for asset in page])
+
+    def match_keys(self, keys: list[StatKey]) -> Matched:
+        """Each file of a batch (its key; in path order, after every earlier batch; the
+        pages fed reach past its last path, or there are no more) with the known asset at
+        its path, and the known assets before that path that no file has: not walked."""
+        rows, known, j = self._rows, self._keys, self._at
+        at_path: list[KnownRow | None] = []
+        differing: list[int] = []
+        unseen: list[KnownRow] = []
+        i = 0
+        while i < len(keys):
+            run = _equal_run(keys, i, known, j)
+            if run:
+                at_path += rows[j : j + run]
+                i += run
+                j += run
+                if i == len(keys):
+                    break
+            # The keys differ here: a changed file, a new one, or assets not walked.
+            path = keys[i][0]
+            while j < len(rows) and rows[j][0] < path:
+                unseen.append(rows[j])
+                j += 1
+            if j < len(rows) and rows[j][0] == path:
+                at_path.append(rows[j])
+                if known[j] != keys[i]:
+                    differing.append(i)
+                j += 1
+            else:
+                at_path.append(None)
+                differing.append(i)
+            i += 1
+        self._at = j
+        return Matched(at_path, differing, unseen)
 
     def match(
         self, batch: Sequence[WalkedFile]
     ) -> tuple[list[tuple[WalkedFile, KnownAsset | None]], list[KnownAsset]]:
-        """Each file of ``batch`` (in path order, after every earlier batch; the pages fed
-        reach past its last path, or there are no more) with the known asset at its
-        path, and the known assets before that path that no file has: not walked."""
-        pairs: list[tuple[WalkedFile, KnownAsset | None]] = []
-        unseen: list[KnownAsset] = []
-        ahead = self._ahead
-        for walked in batch:
-            while ahead and ahead[0].file_path < walked.path:
-                unseen.append(ahead.popleft())
-            if ahead and ahead[0].file_path == walked.path:
-                pairs.append((walked, ahead.popleft()))
-            else:
-                pairs.append((walked, None))
-        return pairs, unseen
+        """``match_keys`` for files held as objects: each with the asset at its path."""
+        matched = self.match_keys([walked.key for walked in batch])
+        pairs = [
+            (walked, None if row is None else known_asset(row))
+            for walked, row in zip(batch, matched.at_path, strict=True)
+        ]
+        return pairs, [known_asset(row) for row in matched.unseen]
 
     def rest(self) -> list[KnownAsset]:
         """What is left once the walk is done (and every page read): not walked."""
-        rest = list(self._ahead)
-        self._ahead.clear()
+        rest = [known_asset(row) for row in self._rows[self._at :]]
+        self._rows, self._keys, self._at = [], [], 0
         return rest
+
+
+_STAT_KEY_OF_ROW: Callable[[KnownRow], StatKey] = operator.itemgetter(slice(0, 6))
+"""A known row's ``decisions.StatKey``: its first six columns."""
+
+_FIRST_RUN = 16
+"""The first run of keys ``_equal_run`` compares at once; each next one is twice as long."""
+
+
+def _equal_run(walked: list[StatKey], i: int, known: list[StatKey], j: int) -> int:
+    """How many keys from ``walked[i]`` on equal those from ``known[j]`` on, one after
+    the other. Compared as lists, a run at a time (the runs doubling while they are
+    equal), so the interpreter does a few steps per run, not one per file."""
+    limit = min(len(walked) - i, len(known) - j)
+    run, size = 0, _FIRST_RUN
+    while run < limit:
+        size = min(size, limit - run)
+        these, those = walked[i + run : i + run + size], known[j + run : j + run + size]
+        if these != those:
+            return run + list(map(operator.eq, these, those)).index(False)
+        run += size
+        size *= 2
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """A batch's keys matched with the known assets (``KnownInPathOrder.match_keys``)."""
+
+    at_path: list[KnownRow | None]
+    """Per key, the row of the asset at its path, or None."""
+    differing: list[int]
+    """The indexes of the keys that are not their asset's: a file new or changed."""
+    unseen: list[KnownRow]
+    """The assets the walk passed without a file: not walked."""
 
 
 # --- a new asset ---------------------------------------------------------------------

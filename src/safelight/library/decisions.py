@@ -83,6 +83,20 @@ class AskOwner:
 
 Decision = Touched | Moved | Duplicate | New
 
+StatKey = tuple[str, int, int, str | None, int | None, int | None]
+"""What :func:`by_stat` compares, as one tuple: the path, size and mtime (ns) of a file,
+then those of its XMP sidecar (three Nones: none). The walk gives out its files as
+these and the rows of the known assets begin with them (``assets.KnownRow``),
+so a crawl compares whole runs of them at once (``library.crawl.KnownInPathOrder``):
+two equal keys are always ``Unchanged``; a file whose key differs from its asset's
+becomes an object and is decided by :func:`by_stat`, as every file once was."""
+
+
+def stat_key(path: str, size: int, mtime_ns: int, sidecar: SidecarFile | None) -> StatKey:
+    if sidecar is None:
+        return (path, size, mtime_ns, None, None, None)
+    return (path, size, mtime_ns, sidecar.path, sidecar.size, sidecar.mtime_ns)
+
 
 def by_stat(
     at_path: KnownAsset | None, size: int, mtime_ns: int, sidecar: SidecarFile | None = None

@@ -56,16 +56,18 @@ def media_type_of_name(name: str) -> MediaType | None:
     return media_type_by_extension(name)
 
 
+_MEDIA_TYPE_BY_SUFFIX: dict[str, MediaType] = {
+    suffix: "video" if suffix in VIDEO_EXTENSIONS else "image"
+    for suffix in IMAGE_EXTENSIONS | RAW_EXTENSIONS | VIDEO_EXTENSIONS
+}
+"""The sets above as one lookup: the walk asks it of every file it lists."""
+
+
 def media_type_by_extension(name: str) -> MediaType | None:
     """By the extension of ``name`` alone, for a name known not to be ignored."""
     dot = name.rfind(".")
     # As PurePath.suffix: from the last dot, none for a leading dot (an ignored name).
-    suffix = name[dot:].lower() if dot > 0 else ""
-    if suffix in IMAGE_EXTENSIONS or suffix in RAW_EXTENSIONS:
-        return "image"
-    if suffix in VIDEO_EXTENSIONS:
-        return "video"
-    return None
+    return _MEDIA_TYPE_BY_SUFFIX.get(name[dot:].lower()) if dot > 0 else None
 
 
 def is_raw(path: str | os.PathLike[str]) -> bool:

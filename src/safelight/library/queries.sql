@@ -19,28 +19,33 @@ SELECT root_path FROM storage_configs
 WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s)
 ORDER BY root_path
 
--- assets_live_of_config_in_path_order --
--- What a crawl needs of every live asset of a config (path, content and stat, and the
--- stat of the XMP sidecar it was read with), in the walk's order: by the bytes of the
--- path (COLLATE "C"), which is Python's str order.
-SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
-       sidecar_size, sidecar_modified_ns
+-- assets_live_of_config_after_path --
+-- A page of what a crawl needs of the live assets of a config, after a path, in the
+-- walk's order: by the bytes of the path (COLLATE "C"), which is Python's str order.
+-- Each row begins with the decisions.StatKey the walk gives out for a file (the path,
+-- its stat, its sidecar's stat), then the id, content and type (assets.KnownRow). Each
+-- page is its own short query (no transaction held for the walk), a walk of
+-- ix_assets_live_path_c from its keyset (migration 0018), LIMIT rows and no sort.
+SELECT file_path, size_bytes, modified_ns, sidecar_path, sidecar_size, sidecar_modified_ns,
+       id, content_hash, media_type
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+  AND file_path COLLATE "C" > %(after)s
 ORDER BY file_path COLLATE "C"
+LIMIT %(limit)s
 
 -- assets_live_at_paths --
--- What a crawl needs of the live assets of a config at these paths.
-SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
-       sidecar_size, sidecar_modified_ns
+-- What a crawl needs of the live assets of a config at these paths (assets.KnownRow).
+SELECT file_path, size_bytes, modified_ns, sidecar_path, sidecar_size, sidecar_modified_ns,
+       id, content_hash, media_type
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND file_path = ANY(%(paths)s)
 
 -- assets_live_at_path_or_with_content --
 -- What a crawl needs of the live assets of a config at this path and with this content
 -- (none, one, or two), in one trip: what a hashed file's decision reads.
-SELECT id, file_path, content_hash, size_bytes, modified_ns, media_type, sidecar_path,
-       sidecar_size, sidecar_modified_ns
+SELECT file_path, size_bytes, modified_ns, sidecar_path, sidecar_size, sidecar_modified_ns,
+       id, content_hash, media_type
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted
   AND (file_path = %(path)s OR content_hash = %(content_hash)s)

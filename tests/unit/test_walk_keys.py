@@ -1,0 +1,145 @@
+"""The crawl's unchanged path compares keys, not objects (``decisions.StatKey``): the
+walk gives out each file as its key, the known rows begin with theirs, and runs of them
+are compared at once (``KnownInPathOrder.match_keys``). These check that a key says what
+``decisions.by_stat`` says, and that the matching is exact wherever a run, a batch or a
+page ends."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from safelight.library import crawl as walk_module
+from safelight.library.assets import KnownAsset, KnownRow, known_asset, known_row
+from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker, walked_file
+from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
+from safelight.library.originals import StorageRoot
+from safelight.library.sidecars import SidecarFile
+
+SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),
+            SidecarFile("a.xmp", 2, 4), SidecarFile("a.JPG.xmp", 3, 4)]  # fmt: skip
+
+
+def test_equal_keys_are_exactly_what_by_stat_calls_unchanged() -> None:
+    stats = list(itertools.product((1, 2), (10, 11), SIDECARS))
+    for known, walked in itertools.product(stats, repeat=2):
+        asset = KnownAsset(7, "a.jpg", "0" * 16, known[0], known[1], "image", known[2])
+        same = by_stat(asset, *walked)
+        key = stat_key("a.jpg", *walked)
+        assert (key == known_row(asset)[:6]) == isinstance(same, Unchanged), (known, walked)
+
+
+def test_a_row_and_an_asset_are_one_another() -> None:
+    for sidecar in SIDECARS:
+        asset = KnownAsset(7, "a/b.jpg", "f" * 16, 5, 6, "video", sidecar)
+        assert known_asset(known_row(asset)) == asset
+
+
+def test_a_walked_file_and_its_key_are_one_another() -> None:
+    for walked in (
+        WalkedFile("a/b.JPG", 5, 6, "image"),
+        WalkedFile("a/b.JPG", 5, 6, "image", sidecar=SidecarFile("a/b.xmp", 1, 2)),
+        WalkedFile("c.mov", 5, 6, "video"),
+    ):
+        assert walked_file(walked.key) == walked
+
+
+def _row(path: str, size: int = 1, asset_id: int = 1) -> KnownRow:
+    return (path, size, 10, None, None, None, asset_id, "0" * 16, "image")
+
+
+def _oracle(
+    walked: list[StatKey], known: list[KnownRow]
+) -> tuple[set[str], dict[str, int | None], set[int]]:
+    """What matching must find, by dictionaries: the differing paths, the asset at each
+    walked path, the assets no file has."""
+    by_path = {row[0]: row for row in known}
+    at = {key[0]: (by_path[key[0]][6] if key[0] in by_path else None) for key in walked}
+    differing = {k[0] for k in walked if k[0] not in by_path or by_path[k[0]][:6] != k}
+    unseen = {row[6] for row in known if row[0] not in at}
+    return differing, at, unseen
+
+
+def _match_in_pieces(
+    walked: list[StatKey], known: list[KnownRow], batch: int, page: int
+) -> tuple[set[str], dict[str, int | None], set[int]]:
+    matcher = KnownInPathOrder()
+    pages = [known[i : i + page] for i in range(0, len(known), page)] + [[]]
+    differing: set[str] = set()
+    at: dict[str, int | None] = {}
+    unseen: set[int] = set()
+    for start in range(0, len(walked), batch):
+        keys = walked[start : start + batch]
+        while matcher.wants_more(keys[-1][0]):
+            matcher.feed_rows(pages.pop(0))
+        matched = matcher.match_keys(keys)
+        assert len(matched.at_path) == len(keys)
+        differing |= {keys[i][0] for i in matched.differing}
+        at |= {k[0]: (r[6] if r else None) for k, r in zip(keys, matched.at_path, strict=True)}
+        unseen |= {row[6] for row in matched.unseen}
+    while not matcher.exhausted:
+        matcher.feed_rows(pages.pop(0))
+    unseen |= {a.id for a in matcher.rest()}
+    return differing, at, unseen
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_matching_in_runs_is_exact_wherever_batches_and_pages_end(seed: int) -> None:
+    """Libraries of unchanged files with changed, new and deleted ones at random places
+    (none, one, many, at either end), matched in batches and pages of every size from
+    one to more than all: the same as by dictionaries."""
+    rng = random.Random(seed)
+    paths = sorted(f"f{n:04d}/{m}.jpg" for n in range(rng.randint(1, 9)) for m in range(40))
+    known = [_row(p, asset_id=i) for i, p in enumerate(paths)]
+    walked: list[StatKey] = []
+    for path in paths:
+        roll = rng.random() * (1 if seed % 3 else 0.05)  # some libraries barely change
+        if roll < 0.05:
+            continue  # deleted: an asset no file has
+        walked.append((path, 2 if roll < 0.1 else 1, 10, None, None, None))  # changed
+        if roll > 0.97:
+            walked.append((path + "0", 1, 10, None, None, None))  # a new file after it
+    walked.sort()
+    expected = _oracle(walked, known)
+    for batch, page in itertools.product((1, 3, 16, 17, 50, 1000), (1, 2, 15, 33, 1000)):
+        assert _match_in_pieces(walked, known, batch, page) == expected, (batch, page)
+
+
+@pytest.mark.parametrize("at", [0, 1, 15, 16, 17, 47, 48, 49, 111, 299])
+def test_a_run_ends_at_its_first_difference(at: int) -> None:
+    keys: list[StatKey] = [(f"{n:04d}", 1, 1, None, None, None) for n in range(300)]
+    known = list(keys)
+    known[at] = (known[at][0], 9, 1, None, None, None)
+    assert walk_module._equal_run(keys, 0, known, 0) == at
+    assert walk_module._equal_run(keys, at + 1, known, at + 1) == 300 - at - 1
+    assert walk_module._equal_run(keys, 0, known[:at], 0) == at  # the shorter one ends it
+
+
+def test_the_walks_keys_are_its_files_and_runs_split_across_steps(tmp_path: Path) -> None:
+    """A folder's files between its subfolders are given out as runs, split wherever a
+    step's files end; each key is that file's, its sidecar's stat included."""
+    for name in ("a.jpg", "a/b.jpg", "a0.jpg", "a1.jpg", "a-b/c.jpg", "b.jpg", "c.jpg"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x" * len(name))
+    (tmp_path / "b.xmp").write_bytes(b"<x/>")
+    os.utime(tmp_path / "b.xmp", ns=(5, 1_000_000_007))
+    with StorageRoot(tmp_path) as storage:
+        walker = Walker(storage)
+        keys: list[StatKey] = []
+        while not walker.done:
+            walker.step(max_folders=1, max_files=2)
+            batch = walker.take_batch()
+            assert len(batch.listed) <= 2 and batch.followed == []
+            keys += batch.listed
+    paths = [k[0] for k in keys]
+    assert paths == ["a-b/c.jpg", "a.jpg", "a/b.jpg", "a0.jpg", "a1.jpg", "b.jpg", "c.jpg"]
+    for key in keys:
+        st = os.stat(tmp_path / key[0])
+        assert key[1:3] == (st.st_size, st.st_mtime_ns)
+    by_path = {k[0]: k[3:] for k in keys}
+    assert by_path["b.jpg"] == ("b.xmp", 4, 1_000_000_007)
+    assert by_path["a.jpg"] == (None, None, None)
