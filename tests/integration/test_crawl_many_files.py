@@ -181,16 +181,22 @@ async def test_pages_and_batches_that_end_anywhere_match_exactly(
 
 
 class _RecordingQueue(asyncio.Queue[Any]):
-    """An ``asyncio.Queue`` that records how full it got and whether a put waited."""
+    """An ``asyncio.Queue`` that records how full it got and whether a put waited; the
+    ones made during the test are in ``made`` (asyncio.Queue is replaced for all)."""
 
-    peak = 0
-    waited = 0
+    made: list[_RecordingQueue] = []
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        self.peak = 0
+        self.waited = 0
+        _RecordingQueue.made.append(self)
 
     async def put(self, item: Any) -> None:
         if self.full():
-            _RecordingQueue.waited += 1
+            self.waited += 1
         await super().put(item)
-        _RecordingQueue.peak = max(_RecordingQueue.peak, self.qsize())
+        self.peak = max(self.peak, self.qsize())
 
 
 async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
@@ -202,6 +208,7 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 30)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
     monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue
+    _RecordingQueue.made.clear()
     root = tmp_path / "library"
     generate_tree(root, COUNT, PER_FOLDER)
     h = make_harness(pool, tmp_path)
@@ -216,4 +223,5 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     assert (item.result["ingested"], item.result["moved"]) == (len(changed), len(moves))
     assert item.result["deleted"] == len(deleted) + len(changed)
     assert item.result["errors"] == []
-    assert _RecordingQueue.peak <= 2 and _RecordingQueue.waited > 0
+    (pending,) = [q for q in _RecordingQueue.made if q.maxsize == 2]  # the crawl's
+    assert pending.peak <= 2 and pending.waited > 0
