@@ -18,6 +18,7 @@ from safelight.library.hashing import hash_descriptor
 from safelight.library.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.video import make_video_proxies
 from tests.specs import VIDEO_SPEC
+from tests.unit.walking import given_out
 
 
 @pytest.fixture(params=["openat2", "per-component"])
@@ -173,7 +174,7 @@ def test_the_walk_lists_symlinks_with_their_reason(root: Path, tmp_path: Path) -
     (root / "notes.txt").symlink_to(tmp_path / "secret" / "a.jpg")  # no media: as any file
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage))
-    assert [f.path for f in walker.files] == ["2024/trip/a.jpg"]
+    assert [f.path for f in given_out(walker)] == ["2024/trip/a.jpg"]
     assert entries(walker) == {
         "link.jpg": "symbolic link: not followed",
         "dangling.mov": "symbolic link: not followed",
@@ -200,7 +201,7 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
     )
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
-    assert [f.path for f in walker.files] == ["2024/trip/a.jpg"]
+    assert [f.path for f in given_out(walker)] == ["2024/trip/a.jpg"]
     assert entries(walker) == {
         "2024/proxies/": "safelight's own folder (proxy root): not crawled",
         "home/": "safelight's own folder (home): not crawled",
@@ -211,7 +212,7 @@ def test_a_root_inside_the_proxy_root_is_not_walked(root: Path) -> None:
     own = own_folders([("proxy root", root.parent, False)])
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
-    assert walker.files == []
+    assert given_out(walker) == []
     [entry] = walker.skipped
     assert "inside safelight's own folder (proxy root" in entry.reason
 
@@ -221,7 +222,7 @@ def test_a_root_inside_the_home_is_walked(root: Path) -> None:
     own = own_folders([("home", root.parent, True)])
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
-    assert [f.path for f in walker.files] == ["2024/trip/a.jpg"] and walker.skipped == []
+    assert [f.path for f in given_out(walker)] == ["2024/trip/a.jpg"] and walker.skipped == []
 
 
 def test_links_inside_the_root_with_the_setting(root: Path, tmp_path: Path) -> None:
@@ -233,7 +234,7 @@ def test_links_inside_the_root_with_the_setting(root: Path, tmp_path: Path) -> N
     (root / "dir").symlink_to(root / "2024")
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, follow_links_inside_root=True))
-        files = {f.path: f for f in walker.files}
+        files = {f.path: f for f in given_out(walker)}
         assert set(files) == {"2024/trip/a.jpg", "kept.jpg"}
         assert files["kept.jpg"].opened_at == ".hidden/kept.jpg"
         with storage.open(files["kept.jpg"].opened_at) as original:
@@ -254,7 +255,7 @@ def test_a_folder_swapped_for_a_link_mid_walk_is_not_listed_through_it(
         os.rename(root / "2024", tmp_path / "moved")
         (root / "2024").symlink_to(tmp_path / "secret")
         walk(walker)
-    assert walker.files == []
+    assert given_out(walker) == []
     assert entries(walker) == {"2024/": "folder '2024' is a symbolic link: not followed"}
 
 

@@ -27,6 +27,7 @@ from safelight.library.sidecars import (
 )
 from safelight.library.xmp import XMP_MAX_BYTES
 from safelight.settings import Settings
+from tests.unit.walking import given_out
 
 
 def sidecar_xml(*, orientation: str | None = None, **dates: str) -> bytes:
@@ -150,7 +151,7 @@ def test_the_walk_pairs_photos_with_sidecars_and_never_lists_one(tmp_path: Path)
 
     walker = walk(root)
 
-    by_path = {f.path: f.sidecar for f in walker.files}
+    by_path = {f.path: f.sidecar for f in given_out(walker)}
     assert by_path == {
         "IMG_1.JPG": SidecarFile("IMG_1.JPG.xmp", 12, 1_000_000_007),
         "IMG_2.jpg": SidecarFile("img_2.XMP", 12, (root / "img_2.XMP").stat().st_mtime_ns),
@@ -169,7 +170,7 @@ def test_a_sidecar_that_is_a_link_is_reported_and_not_read(tmp_path: Path) -> No
 
     walker = walk(root)
 
-    assert [(f.path, f.sidecar) for f in walker.files] == [("IMG_1.JPG", None)]
+    assert [(f.path, f.sidecar) for f in given_out(walker)] == [("IMG_1.JPG", None)]
     assert walker.skipped == [FileError("IMG_1.xmp", SYMLINK_REASON)]
 
 

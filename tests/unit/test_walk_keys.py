@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from safelight.library import crawl as walk_module
-from safelight.library.assets import KnownAsset, KnownRow, known_asset, known_row
+from safelight.library.assets import KnownAsset, KnownRow, known_asset
 from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker, walked_file
 from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
 from safelight.library.originals import StorageRoot
 from safelight.library.sidecars import SidecarFile
+from tests.unit.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),
             SidecarFile("a.xmp", 2, 4), SidecarFile("a.JPG.xmp", 3, 4)]  # fmt: skip

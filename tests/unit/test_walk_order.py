@@ -12,6 +12,7 @@ from safelight.library.assets import KnownAsset
 from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker
 from safelight.library.mediatypes import media_type, media_type_of_name
 from safelight.library.originals import StorageRoot
+from tests.unit.walking import feed, given_out, match, take_files
 
 NAMES = [
     "a.jpg",
@@ -38,10 +39,10 @@ def test_the_walk_gives_out_files_in_path_order_step_by_step(tmp_path: Path) -> 
         walker = Walker(storage)
         while not walker.done:
             walker.step(max_folders=1, max_files=1)
-            taken = walker.take_files()
+            taken = take_files(walker)
             assert len(taken) <= 1
             given += [f.path for f in taken]
-        assert walker.files == []
+        assert given_out(walker) == []
     media = [n for n in NAMES if not n.endswith(".txt")]
     assert given == sorted(media)  # str order: the bytes of UTF-8, as COLLATE "C"
     assert given.index("a.jpg") < given.index("a/b.jpg") < given.index("a0.jpg")
@@ -55,12 +56,12 @@ def test_a_step_stops_at_its_folders_and_its_files(tmp_path: Path) -> None:
     with StorageRoot(tmp_path) as storage:
         walker = Walker(storage)
         walker.step(max_folders=1, max_files=3)
-        assert [f.path for f in walker.take_files()] == ["p0.jpg", "p1.jpg", "p2.jpg"]
+        assert [f.path for f in take_files(walker)] == ["p0.jpg", "p1.jpg", "p2.jpg"]
         walker.step(max_folders=0, max_files=10)  # no folder listed: only what is listed
-        assert [f.path for f in walker.take_files()] == ["p3.jpg", "p4.jpg"]
+        assert [f.path for f in take_files(walker)] == ["p3.jpg", "p4.jpg"]
         assert not walker.done
         walker.step()
-        assert [f.path for f in walker.take_files()] == ["sub/q.jpg"]
+        assert [f.path for f in take_files(walker)] == ["sub/q.jpg"]
         assert walker.done
 
 
@@ -75,20 +76,20 @@ def walked(path: str) -> WalkedFile:
 def test_known_assets_are_matched_batch_by_batch_page_by_page() -> None:
     matcher = KnownInPathOrder()
     assert matcher.wants_more("a")  # nothing read yet
-    matcher.feed([known("a", 1), known("b", 2)])
+    feed(matcher, [known("a", 1), known("b", 2)])
     assert matcher.wants_more("b0")  # the page ends before b0
     assert not matcher.wants_more("b") and not matcher.wants_more("a")
-    pairs, unseen = matcher.match([walked("a"), walked("a1")])
+    pairs, unseen = match(matcher, [walked("a"), walked("a1")])
     assert [(w.path, k.id if k else None) for w, k in pairs] == [("a", 1), ("a1", None)]
     assert unseen == []
-    matcher.feed([known("c", 3), known("d", 4)])
+    feed(matcher, [known("c", 3), known("d", 4)])
     assert not matcher.wants_more("c")
-    pairs, unseen = matcher.match([walked("c")])
+    pairs, unseen = match(matcher, [walked("c")])
     assert [(w.path, k.id if k else None) for w, k in pairs] == [("c", 3)]
     assert [k.id for k in unseen] == [2]  # b: before c, not walked
-    matcher.feed([])
+    feed(matcher, [])
     assert matcher.exhausted and not matcher.wants_more("zzz")
-    pairs, unseen = matcher.match([walked("e")])
+    pairs, unseen = match(matcher, [walked("e")])
     assert [(w.path, k) for w, k in pairs] == [("e", None)]
     assert [k.id for k in unseen] == [4]
     assert matcher.rest() == []
@@ -96,8 +97,8 @@ def test_known_assets_are_matched_batch_by_batch_page_by_page() -> None:
 
 def test_what_is_left_after_the_walk_was_not_walked() -> None:
     matcher = KnownInPathOrder()
-    matcher.feed([known("a", 1), known("b", 2), known("c", 3)])
-    _, unseen = matcher.match([walked("a")])
+    feed(matcher, [known("a", 1), known("b", 2), known("c", 3)])
+    _, unseen = match(matcher, [walked("a")])
     assert unseen == []
     assert [k.id for k in matcher.rest()] == [2, 3]
     assert matcher.rest() == []
@@ -126,10 +127,10 @@ def test_a_step_lists_at_most_its_folders_and_gives_out_at_most_its_files(
     with StorageRoot(tmp_path) as storage:
         walker = Walker(storage)
         walker.step(max_folders=2, max_files=10)  # the root and a/
-        assert [f.path for f in walker.take_files()] == ["a/p.jpg", "a/q.jpg"]
+        assert [f.path for f in take_files(walker)] == ["a/p.jpg", "a/q.jpg"]
         monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 1)
         monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 1)
         walker.step()  # the defaults, read when called: b/ listed, one file given out
-        assert [f.path for f in walker.take_files()] == ["b/p.jpg"]
+        assert [f.path for f in take_files(walker)] == ["b/p.jpg"]
         walker.step()
-        assert [f.path for f in walker.take_files()] == ["b/q.jpg"]
+        assert [f.path for f in take_files(walker)] == ["b/q.jpg"]

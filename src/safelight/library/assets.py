@@ -104,22 +104,6 @@ def known_asset(row: KnownRow) -> KnownAsset:
     return KnownAsset(asset_id, path, content, size, mtime_ns, kind, sidecar)
 
 
-def known_row(asset: KnownAsset) -> KnownRow:
-    """The row ``asset`` is read from (``known_asset``'s inverse)."""
-    sidecar = asset.sidecar
-    return (
-        asset.file_path,
-        asset.size_bytes,
-        asset.modified_ns,
-        sidecar.path if sidecar else None,
-        sidecar.size if sidecar else None,
-        sidecar.mtime_ns if sidecar else None,
-        asset.id,
-        asset.content_hash,
-        asset.media_type,
-    )
-
-
 def _capture_params(asset: NewAsset) -> dict[str, Any]:
     """The capture time's columns: the instant, the wall-clock time as shot (a timestamp
     without time zone) and its year, month and day, which On this day's index reads."""

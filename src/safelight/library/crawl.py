@@ -56,7 +56,6 @@ from safelight.library.assets import (
     NewAsset,
     ProxyRecord,
     known_asset,
-    known_row,
 )
 from safelight.library.decisions import StatKey, stat_key
 from safelight.library.errors import MediaError
@@ -237,10 +236,9 @@ class Walker:
     def done(self) -> bool:
         return not self._stack
 
-    @property
-    def files(self) -> list[WalkedFile]:
-        """What ``take_files`` would take now, without taking it."""
-        return [walked_file(key) for key in self._listed] + self._followed
+    def peek_batch(self) -> WalkBatch:
+        """What ``take_batch`` would take now, without taking it."""
+        return WalkBatch(list(self._listed), list(self._followed))
 
     def take_batch(self) -> WalkBatch:
         """The files given out since the last call: a crawl takes them after each step,
@@ -248,12 +246,6 @@ class Walker:
         batch = WalkBatch(self._listed, self._followed)
         self._listed, self._followed = [], []
         return batch
-
-    def take_files(self) -> list[WalkedFile]:
-        """``take_batch`` as objects: the listed files in path order, then (once the walk
-        is done) the followed links'."""
-        batch = self.take_batch()
-        return [walked_file(key) for key in batch.listed] + batch.followed
 
     def step(self, max_folders: int | None = None, max_files: int | None = None) -> None:
         """List up to ``max_folders`` folders and give out up to ``max_files`` files
@@ -574,10 +566,6 @@ class KnownInPathOrder:
         self._rows += page
         self._keys += map(_STAT_KEY_OF_ROW, page)
 
-    def feed(self, page: Sequence[KnownAsset]) -> None:
-        """``feed_rows`` for assets held as objects."""
-        self.feed_rows([known_row(asset) for asset in page])
-
     def match_keys(self, keys: list[StatKey]) -> Matched:
         """Each file of a batch (its key; in path order, after every earlier batch; the
         pages fed reach past its last path, or there are no more) with the known asset at
@@ -611,17 +599,6 @@ class KnownInPathOrder:
             i += 1
         self._at = j
         return Matched(at_path, differing, unseen)
-
-    def match(
-        self, batch: Sequence[WalkedFile]
-    ) -> tuple[list[tuple[WalkedFile, KnownAsset | None]], list[KnownAsset]]:
-        """``match_keys`` for files held as objects: each with the asset at its path."""
-        matched = self.match_keys([walked.key for walked in batch])
-        pairs = [
-            (walked, None if row is None else known_asset(row))
-            for walked, row in zip(batch, matched.at_path, strict=True)
-        ]
-        return pairs, [known_asset(row) for row in matched.unseen]
 
     def rest(self) -> list[KnownAsset]:
         """What is left once the walk is done (and every page read): not walked."""
