@@ -5,26 +5,32 @@ Runs in bench/.venv-peers (bench/throughput.py starts it):
     peer_worker.py setup   QUEUE URL
     peer_worker.py enqueue QUEUE URL ITEMS single|bulk   -> {"seconds": s} on stdout
     peer_worker.py work    QUEUE URL CONCURRENCY [BATCH_SIZE]
+    peer_worker.py cycle   pgqueuer URL BATCH_SIZE   -> {"seconds", "cpu_seconds", "cycles"}
 
 QUEUE is ``procrastinate`` or ``pgqueuer``. Tasks do nothing (async no-ops). ``work``
 drains the queue and exits: procrastinate with ``wait=False`` and ``concurrency``;
 PgQueuer in drain mode with ``max_concurrent_tasks`` = CONCURRENCY (0: its default,
-unlimited) and ``batch_size`` = BATCH_SIZE, on asyncpg (its usual driver).
+unlimited) and ``batch_size`` = BATCH_SIZE, on asyncpg (its usual driver). ``cycle``
+is PgQueuer's statements alone, made durable the way safelight's are (bench/cycle.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import sys
 import time
+import uuid
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
 import procrastinate
 from pgqueuer import AsyncpgDriver, PgQueuer, Queries
-from pgqueuer.domain.types import QueueExecutionMode
+from pgqueuer.domain.types import QueueExecutionMode, QueueManagerId
 from pgqueuer.models import Job
+from pgqueuer.ports.repository import EntrypointExecutionParameter
 
 BULK_CHUNK = 1000
 
@@ -107,6 +113,39 @@ async def work(queue: str, url: str, concurrency: int, batch_size: int) -> None:
         await conn.close()
 
 
+async def cycle(url: str, batch_size: int) -> dict[str, float]:
+    """PgQueuer's own two statements with no executor (bench/cycle.py): ``dequeue`` of
+    ``batch_size``, then ``log_jobs`` of all of them as successful, awaited before the
+    next dequeue, so every outcome is durable before the next claim, as safelight's are.
+    The seconds and this process's CPU seconds of the loop alone, and its cycles."""
+    conn = await asyncpg.connect(url)
+    try:
+        queries = Queries(AsyncpgDriver(conn))
+        manager = QueueManagerId(uuid.uuid4())
+        entrypoints = {"noop": EntrypointExecutionParameter(concurrency_limit=0)}
+        cycles = 0
+        cpu = _cpu_seconds()
+        start = time.perf_counter()
+        while jobs := await queries.dequeue(
+            batch_size=batch_size,
+            entrypoints=entrypoints,
+            queue_manager_id=manager,
+            global_concurrency_limit=None,
+            heartbeat_timeout=timedelta(seconds=30),
+        ):
+            await queries.log_jobs([(job, "successful", None) for job in jobs])
+            cycles += 1
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "cpu_seconds": _cpu_seconds() - cpu, "cycles": cycles}
+    finally:
+        await conn.close()
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     command, queue, url = sys.argv[1:4]
     if queue not in ("procrastinate", "pgqueuer"):
@@ -116,6 +155,8 @@ def main() -> None:
     elif command == "enqueue":
         seconds = asyncio.run(enqueue(queue, url, int(sys.argv[4]), sys.argv[5]))
         print(json.dumps({"seconds": seconds}), flush=True)
+    elif command == "cycle":
+        print(json.dumps(asyncio.run(cycle(url, int(sys.argv[4])))), flush=True)
     elif command == "work":
         batch = int(sys.argv[5]) if len(sys.argv) > 5 else 10
         asyncio.run(work(queue, url, int(sys.argv[4]), batch))
