@@ -14,10 +14,10 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 
-from safelight.cli.queue import item_document, progress_line
 from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, saved_counts
 from safelight.handlers import crawl as crawl_module
 from safelight.library import hashing
+from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
 from safelight.work.outcome import Released
 from tests.integration.handlerfixtures import KINDS, LEASE, jpeg, make_harness, write

@@ -14,11 +14,11 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.cli.queries import library_counts, list_assets
 from safelight.library.decoding import ImageDecoder
 from safelight.library.paths import confined
 from safelight.testing.dng import dng_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
+from safelight.views.queries import library_counts, list_assets
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, make_harness, write
 

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.cli.queries import queue_status
 from safelight.db.pool import open_pool
+from safelight.views.queries import queue_status
 from tests.faults import checker
 from tests.integration.storefixtures import (
     ALL_KINDS,

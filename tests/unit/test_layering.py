@@ -5,7 +5,8 @@ engine stand side by side on it: ``library`` never imports ``work`` and ``work``
 imports ``library``, and neither imports what sits above them (handlers, CLI, app).
 ``observe`` (metrics, health, presence) sits on the engine and never imports the domain
 or what is above it; nothing below the CLI imports the web dashboard (``web``), which
-sits beside the CLI. ``testing`` is test tooling that production never imports; its one
+sits beside the CLI and never imports it: what both read of the queue and the library
+(``views``) sits below them, on the engine. ``testing`` is test tooling that production never imports; its one
 user inside src/ is ``safelight demo``, whose helper imports the sample generator inside
 the function.
 
@@ -102,6 +103,11 @@ FORBIDDEN = {
     "work": {"library", "handlers", "cli", "app", "observe", "web"},
     "observe": {"library", "handlers", "cli", "app", "web"},
     "handlers": {"cli", "web"},
+    # What both front ends read of the queue and the library: below them both.
+    "views": {"library", "handlers", "cli", "app", "observe", "web"},
+    # Beside the CLI, never on it: the CLI imports the dashboard for ``serve``, and what
+    # both read is ``views``.
+    "web": {"cli"},
 }
 
 # The one import of safelight.testing outside testing/: ``safelight demo`` generates its
@@ -126,6 +132,7 @@ def test_the_walk_sees_every_package() -> None:
         "testing",
         "observe",
         "web",
+        "views",
     } <= importers
 
 

@@ -34,10 +34,10 @@ _REPO = _SRC.parents[1]
 # carries the name, and the mapping it is looked up in. A call to one counts as a lookup
 # of its literal argument; inside one, the lookup by that variable is allowed.
 _INDIRECT: dict[str, tuple[str, str]] = {
-    # cli/queries.py runs each operator view through _rows (and _row, one row of it):
+    # views/queries.py runs each operator view through _rows (and _row, one row of it):
     # list_items calls _rows(pool, "items_list", ...), queue_status _row(pool, ...).
-    "safelight.cli.queries._rows": ("name", "safelight.cli.queries.QUERIES"),
-    "safelight.cli.queries._row": ("name", "safelight.cli.queries.QUERIES"),
+    "safelight.views.queries._rows": ("name", "safelight.views.queries.QUERIES"),
+    "safelight.views.queries._row": ("name", "safelight.views.queries.QUERIES"),
 }
 
 # The first word of a name: the table or thing the query reads or changes. A query of a
@@ -323,9 +323,9 @@ def test_the_scan_sees_the_lookups_it_must() -> None:
         "src/safelight/library/legacynames.py",
     ) in lookups
     assert (
-        "safelight.cli.queries.QUERIES",
+        "safelight.views.queries.QUERIES",
         "items_list",
-        "src/safelight/cli/queries.py",
+        "src/safelight/views/queries.py",
     ) in lookups
     stand_in = "tests/faults/builds/breaks.py"
     assert ("safelight.work.store.QUERIES", "attempt_lock", stand_in) in lookups

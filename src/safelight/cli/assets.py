@@ -9,13 +9,13 @@ import click
 from safelight.app import app_store
 from safelight.cli.admin import json_option
 from safelight.cli.output import console, print_json, short_id, table
-from safelight.cli.queries import list_assets, list_duplicates
 from safelight.cli.queue import config_option, resolve_config
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.handlers import PURGE
 from safelight.library.configs import StorageConfigs
 from safelight.settings import Settings
+from safelight.views.queries import list_assets, list_duplicates
 
 
 def _size(value: int | None) -> str:

@@ -26,7 +26,6 @@ import psycopg
 
 from safelight.cli.admin import json_option
 from safelight.cli.output import print_json
-from safelight.cli.queries import health_rows
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import resolve_url
 from safelight.db.embedded import EmbeddedDatabaseError
@@ -36,6 +35,7 @@ from safelight.db.urls import mask_url
 from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
+from safelight.views.queries import health_rows
 from safelight.work.errors import describe_briefly
 
 EXIT_HEALTHY = 0

@@ -13,9 +13,7 @@ import enum
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime, timedelta
-from decimal import Decimal
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -25,21 +23,7 @@ from rich.text import Text
 
 from safelight.logs import masker
 from safelight.terminal import first_line, json_text, printable
-
-
-def json_default(value: Any) -> Any:
-    """``json.dumps``'s ``default``: the CLI's and the web API's one encoding."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, UUID | Path | Decimal):
-        return str(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+from safelight.views.documents import json_default
 
 
 def to_json(document: Any) -> str:

@@ -23,11 +23,12 @@ from safelight.cli.output import (
     table,
     truncate,
 )
-from safelight.cli.queries import list_items, queue_status
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs
 from safelight.settings import Settings
+from safelight.views.documents import item_document, progress_line
+from safelight.views.queries import list_items, queue_status
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
 STATUS_LIMIT = 10
@@ -62,31 +63,6 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
     return payload
 
 
-def item_document(item: WorkItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "kind": item.kind,
-        "status": item.status.value,
-        "storage_config_id": item.storage_config_id,
-        "dedup_key": item.dedup_key,
-        "payload": item.payload,
-        "attempt": item.attempt,
-        "stalls": item.stalls,
-        "retries": item.retries,
-        "worker_id": item.worker_id,
-        "requested_at": item.requested_at,
-        "not_before": item.not_before,
-        "started_at": item.started_at,
-        "heartbeat_at": item.heartbeat_at,
-        "lease_expires_at": item.lease_expires_at,
-        "finished_at": item.finished_at,
-        "cancel_requested": item.cancel_requested,
-        "error": item.error,
-        "result": item.result,
-        "progress": item.progress,
-    }
-
-
 def status_cell(row: Mapping[str, Any]) -> str:
     """An item's status as the list shows it: with a cancel request, or the time a
     retry waits for."""
@@ -95,18 +71,6 @@ def status_cell(row: Mapping[str, Any]) -> str:
     if row["not_before"] is not None:
         return f"{row['status']} (retry at {row['not_before']})"
     return str(row["status"])
-
-
-def progress_line(progress: Mapping[str, Any] | None) -> str | None:
-    """``attempt 1: found 133, ingested 133, proxies 399``: what an attempt saved it did
-    (its counters that are not 0, by name: the database keeps no order of keys)."""
-    if not progress:
-        return None
-    counts = progress.get("counts")
-    if not isinstance(counts, Mapping):
-        return json.dumps(progress)
-    done = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v != 0) or "nothing yet"
-    return f"attempt {progress.get('attempt')}: {done}"
 
 
 @click.command("enqueue")

@@ -25,7 +25,6 @@ from safelight.cli.dashboard_hint import dashboard_url, day_showing, hint, serve
 from safelight.cli.failures import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORK_FAILED
 from safelight.cli.output import console, print_json
 from safelight.cli.progress import Started, choose_view
-from safelight.cli.queries import asset_errors, busiest_day, library_counts
 from safelight.cli.state import CliState, pass_state
 from safelight.cli.summary import (
     FAILED,
@@ -41,6 +40,7 @@ from safelight.library.configs import StorageConfigs, resolve_root
 from safelight.library.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings
 from safelight.terminal import printable
+from safelight.views.queries import asset_errors, busiest_day, library_counts
 from safelight.work.model import Status
 
 DEFAULT_WORKERS = 2

@@ -13,10 +13,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from safelight.cli.output import json_default
-from safelight.cli.queries import library_counts, list_items, queue_status
-from safelight.cli.queue import item_document
 from safelight.logs import masker
+from safelight.views.documents import item_document, json_default
+from safelight.views.queries import library_counts, list_items, queue_status
 from safelight.web import actions, reads
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document

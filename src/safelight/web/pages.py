@@ -16,8 +16,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from safelight import __version__
-from safelight.cli.queue import progress_line
 from safelight.logs import masker
+from safelight.views.documents import progress_line
 from safelight.web import api
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.web.security import SESSION_COOKIE, refuse_cross_site

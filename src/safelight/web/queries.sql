@@ -1,6 +1,6 @@
 -- The web dashboard's own reads (safelight serve): "On this day", a config's overview,
 -- an asset's proxy file. Everything the CLI already reads (items, status, a config's
--- counts) is read through safelight.cli.queries, once. Named blocks ("-- name --" then
+-- counts) is read through safelight.views.queries, once. Named blocks ("-- name --" then
 -- a line that says what it does), loaded by safelight.web.reads; names read subject
 -- first (ADR 0020). Nothing here writes; every value is a parameter.
 

@@ -1,5 +1,5 @@
 """The web dashboard's own reads (``queries.sql``); the queue's and a config's counts
-are the CLI's (``safelight.cli.queries``), read there once."""
+are the CLI's (``safelight.views.queries``), read there once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The operator's read-only views of the queue and the library (``queries.sql``)."""
+"""The operator's read-only views of the queue and the library (``queries.sql``): the
+CLI's commands and ``safelight serve`` read the same ones."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.sql import load_queries
 
-QUERIES = load_queries("safelight.cli", "queries.sql")
+QUERIES = load_queries("safelight.views", "queries.sql")
 
 Row = dict[str, Any]
 

@@ -1,6 +1,6 @@
 -- The read-only queries of the operator commands (items, status, assets) and of the
 -- summary `run` prints, as named blocks: "-- name --" then a line that says what it
--- does. Loaded once by safelight.cli.queries. Nothing here writes; every filter is a
+-- does. Loaded once by safelight.views.queries. Nothing here writes; every filter is a
 -- parameter, NULL meaning "any".
 -- Names read subject first (ADR 0020): the table or thing the query reads or changes,
 -- singular for one row and plural for a set, then what it does or returns, then any
