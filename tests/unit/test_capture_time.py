@@ -231,6 +231,21 @@ def test_an_array_of_text_is_read_in_order_with_an_empty_item_as_empty_text() ->
     assert properties
 
 
+def test_a_language_alternative_is_an_array_of_its_texts_and_xml_lang_no_field() -> None:
+    # xml:lang qualifies a value (XMP's language alternatives, dc:title and dc:rights):
+    # it does not make the value a structure, nor is it a property of its own.
+    properties = parse_xmp(
+        described(
+            '<dc:title><rdf:Alt><rdf:li xml:lang="x-default">Harbour at dawn</rdf:li>'
+            '<rdf:li xml:lang="de">Hafen im Morgengrauen</rdf:li></rdf:Alt></dc:title>'
+            '<xmp:Label xml:lang="en">Red</xmp:Label>'
+        )
+    )
+    assert properties.arrays == {(NS_DC, "title"): ("Harbour at dawn", "Hafen im Morgengrauen")}
+    assert properties.structures == {}
+    assert properties.values == {(NS_XMP, "Label"): "Red"}
+
+
 def test_an_empty_element_is_an_empty_value_and_a_value_is_stripped() -> None:
     properties = parse_xmp(described("<xmp:Label/><xmp:Rating> 5 </xmp:Rating>"))
     assert (properties.get(NS_XMP, "Label"), properties.get(NS_XMP, "Rating")) == ("", "5")
