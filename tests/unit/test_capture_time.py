@@ -164,6 +164,133 @@ def test_xmp_dates(text: str | None, expected: datetime | None) -> None:
         assert parsed.utcoffset() == expected.utcoffset()
 
 
+NS_DC = "http://purl.org/dc/elements/1.1/"
+CREATE_DATE = "2010-09-27T14:35:33+02:00"
+
+
+def described(body: str, *descriptions: str) -> bytes:
+    """A bare packet (no ``<?xpacket?>`` wrapper) of one ``rdf:Description`` with
+    ``body`` as its content (then any further ``descriptions``, whole), the prefixes
+    ``xmp``, ``exif``, ``dc``, ``Container`` and ``Item`` declared on the ``rdf:RDF``."""
+    return (
+        '<x:xmpmeta xmlns:x="adobe:ns:meta/">'
+        f'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:xmp="{NS_XMP}"'
+        f' xmlns:exif="{NS_EXIF}" xmlns:dc="{NS_DC}" xmlns:Container="{NS_GCONTAINER}"'
+        f' xmlns:Item="{NS_GCONTAINER_ITEM}">'
+        f'<rdf:Description rdf:about="">{body}</rdf:Description>'
+        + "".join(descriptions)
+        + "</rdf:RDF></x:xmpmeta>"
+    ).encode()
+
+
+DATED = described(f"<xmp:CreateDate>{CREATE_DATE}</xmp:CreateDate>")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"], ids=["LE", "BE"])
+def test_a_utf16_sidecar_of_either_byte_order_padded_with_nuls_parses(encoding: str) -> None:
+    # Its declaration still says UTF-8, as when a text editor saves a sidecar as UTF-16:
+    # the bytes' encoding is the byte order mark's, whatever the declaration says.
+    text = '<?xml version="1.0" encoding="UTF-8"?>\n' + DATED.decode() + "\n\0\0\0"
+    sidecar = "\ufeff".encode(encoding) + text.encode(encoding)
+    assert sidecar[:2] == (b"\xff\xfe" if encoding == "utf-16-le" else b"\xfe\xff")
+    assert parse_xmp(sidecar).get(NS_XMP, "CreateDate") == CREATE_DATE
+
+
+def test_a_packet_padded_with_nuls_and_whitespace_parses() -> None:
+    padded = b"\n\t " + DATED + b" \r\n" + b"\0" * 16
+    assert parse_xmp(padded).get(NS_XMP, "CreateDate") == CREATE_DATE
+
+
+def test_a_stray_byte_around_a_packet_leaves_it_not_xml() -> None:
+    # Only padding (whitespace, NULs) is stripped: a packet cut one byte too wide from
+    # a file is not well-formed, and is not guessed at.
+    for stray in (b"X" + DATED, DATED + b"X"):
+        assert parse_xmp(stray) is EMPTY
+        assert parse_xmp(b"\xff\xfe" + stray.decode().encode("utf-16-le")) is EMPTY
+    assert parse_xmp(DATED)
+
+
+def test_a_dtd_is_refused_even_one_without_entities() -> None:
+    assert parse_xmp(b"<!DOCTYPE x:xmpmeta>" + DATED) is EMPTY
+    assert parse_xmp(b"<!DOCTYPE x:xmpmeta [<!ELEMENT x:xmpmeta ANY>]>" + DATED) is EMPTY
+
+
+def test_an_array_of_text_is_read_in_order_with_an_empty_item_as_empty_text() -> None:
+    properties = parse_xmp(
+        described(
+            "<dc:subject><rdf:Bag><rdf:li> harbour </rdf:li><rdf:li/>"
+            "<rdf:li>dawn</rdf:li></rdf:Bag></dc:subject>",
+            # The first value wins where one repeats, arrays too.
+            '<rdf:Description rdf:about=""><dc:subject><rdf:Bag><rdf:li>later</rdf:li>'
+            "</rdf:Bag></dc:subject></rdf:Description>",
+        )
+    )
+    assert properties.arrays == {(NS_DC, "subject"): ("harbour", "", "dawn")}
+    assert properties.get(NS_DC, "subject") is None
+    assert properties.structures == {}
+    assert properties
+
+
+def test_a_language_alternative_is_an_array_of_its_texts_and_xml_lang_no_field() -> None:
+    # xml:lang qualifies a value (XMP's language alternatives, dc:title and dc:rights):
+    # it does not make the value a structure, nor is it a property of its own.
+    properties = parse_xmp(
+        described(
+            '<dc:title><rdf:Alt><rdf:li xml:lang="x-default">Harbour at dawn</rdf:li>'
+            '<rdf:li xml:lang="de">Hafen im Morgengrauen</rdf:li></rdf:Alt></dc:title>'
+            '<xmp:Label xml:lang="en">Red</xmp:Label>'
+        )
+    )
+    assert properties.arrays == {(NS_DC, "title"): ("Harbour at dawn", "Hafen im Morgengrauen")}
+    assert properties.structures == {}
+    assert properties.values == {(NS_XMP, "Label"): "Red"}
+
+
+def test_an_empty_element_is_an_empty_value_and_a_value_is_stripped() -> None:
+    properties = parse_xmp(described("<xmp:Label/><xmp:Rating> 5 </xmp:Rating>"))
+    assert (properties.get(NS_XMP, "Label"), properties.get(NS_XMP, "Rating")) == ("", "5")
+
+
+@pytest.mark.parametrize(
+    "flash",
+    [
+        '<exif:Flash rdf:parseType="Resource"><exif:Fired>True</exif:Fired>'
+        "<exif:Mode>2</exif:Mode></exif:Flash>",
+        "<exif:Flash><rdf:Description><exif:Fired>True</exif:Fired>"
+        "<exif:Mode>2</exif:Mode></rdf:Description></exif:Flash>",
+        '<exif:Flash><rdf:Description exif:Fired="True" exif:Mode="2"/></exif:Flash>',
+        '<exif:Flash exif:Fired="True" exif:Mode="2"/>',
+    ],
+    ids=["parse-type-resource", "nested-description", "nested-attributes", "attributes"],
+)
+def test_the_fields_of_a_structure_in_place_are_properties_of_their_own(flash: str) -> None:
+    properties = parse_xmp(described(flash + "<exif:Fired>False</exif:Fired>"))
+    # The structure's fields come first, so they win over a later value of the same name.
+    assert properties.get(NS_EXIF, "Fired") == "True"
+    assert properties.get(NS_EXIF, "Mode") == "2"
+    assert properties.get(NS_EXIF, "Flash") is None
+
+
+def test_the_fields_of_an_array_s_structures_are_not_properties_of_the_packet() -> None:
+    for item in (
+        '<rdf:li><rdf:Description Item:Mime="video/mp4" Item:Length="42"/></rdf:li>',
+        '<rdf:li Item:Mime="video/mp4" Item:Length="42"/>',
+    ):
+        properties = parse_xmp(
+            described(f"<Container:Directory><rdf:Seq>{item}</rdf:Seq></Container:Directory>")
+        )
+        mime, length = (NS_GCONTAINER_ITEM, "Mime"), (NS_GCONTAINER_ITEM, "Length")
+        assert properties.items(NS_GCONTAINER, "Directory") == ({mime: "video/mp4", length: "42"},)
+        assert properties.get(*mime) is None and properties.arrays == {}
+
+
+def test_an_element_of_no_namespace_is_passed_over_and_the_next_one_read() -> None:
+    properties = parse_xmp(
+        described(f"<Junk>1</Junk><xmp:CreateDate>{CREATE_DATE}</xmp:CreateDate>")
+    )
+    assert properties.values == {(NS_XMP, "CreateDate"): CREATE_DATE}
+
+
 # --- the order of precedence ------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ from safelight.library.exif import (
     read_exif_ifd_dates,
 )
 from safelight.library.mediatypes import is_raw, media_type
-from safelight.library.raw import _cr3_box, _fields, _mrw_block, decode_raw, sniff
+from safelight.library.raw import _child, _cr3_box, _fields, _mrw_block, decode_raw, sniff
 from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
@@ -234,6 +234,58 @@ def test_a_cr3_s_make_and_model_are_read_from_its_cmt1_box() -> None:
     fields = read_exif(cmt1)
     assert (fields.make, fields.model, fields.orientation) == ("Canon", "Canon EOS R5", 8)
     assert _cr3_box(data[:40], b"CMT1") is None  # cut short: nothing, no error
+
+
+def box(kind: bytes, payload: bytes) -> bytes:
+    """An ISO BMFF box (CR3 is one) with a 32-bit size."""
+    return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+
+def test_a_box_with_a_64_bit_size_is_found_past_its_16_byte_header() -> None:
+    # Size 1 says the size is the 64-bit number after the type: its header is 16 bytes.
+    payload = b"CMT1 payload"
+    large = struct.pack(">I", 1) + b"CMT1" + struct.pack(">Q", 16 + len(payload)) + payload
+    data = box(b"CCTP", b"\0" * 8) + large + box(b"CMT2", b"after")
+    at = 16 + 16
+    assert _child(data, 0, len(data), b"CMT1") == (at, at + len(payload))
+    # Its size counts in stepping over it to the next box.
+    assert _child(data, 0, len(data), b"CMT2") == (len(data) - 5, len(data))
+
+
+def test_a_box_of_size_zero_runs_to_the_end_of_its_parent() -> None:
+    data = box(b"CCTP", b"\0" * 8) + struct.pack(">I", 0) + b"CMT1" + b"to the end" + b"beyond"
+    end = len(data) - len(b"beyond")  # the parent's end, before the file's
+    assert _child(data, 0, end, b"CMT1") == (16 + 8, end)
+
+
+def test_an_empty_box_at_the_very_end_of_its_parent_is_found() -> None:
+    data = box(b"CCTP", b"\0" * 8) + box(b"CMT1", b"")
+    assert _child(data, 0, len(data), b"CMT1") == (len(data), len(data))
+    # Fewer than a header's eight bytes left: no box, no error.
+    assert _child(data, 0, len(data) - 1, b"CMT1") is None
+
+
+@pytest.mark.parametrize(
+    "oversized",
+    [
+        struct.pack(">I", 8 + 13) + b"CMT1" + b"\0" * 12,
+        # 2**56 + 20, a 64-bit size whose low seven bytes alone would fit.
+        struct.pack(">I", 1) + b"CMT1" + struct.pack(">Q", (1 << 56) + 20) + b"\0" * 4,
+    ],
+    ids=["32-bit", "64-bit"],
+)
+def test_a_box_claiming_more_than_its_parent_holds_is_refused(oversized: bytes) -> None:
+    parent = box(b"uuid", oversized)
+    data = parent + b"\0" * 64  # the file goes on past the parent
+    assert _child(data, 8, len(parent), b"CMT1") is None
+
+
+def test_a_box_smaller_than_its_header_ends_the_search() -> None:
+    # A size of 4 would step into the box's own type, which here reads as a box of its
+    # own: a hostile file's boxes are not followed once one is malformed.
+    data = struct.pack(">I", 4) + box(b"CMT1", b"\0" * 8)
+    assert _child(data, 4, len(data), b"CMT1") == (12, len(data))
+    assert _child(data, 0, len(data), b"CMT1") is None
 
 
 @pytest.mark.parametrize("endian", ["<", ">"], ids=["II", "MM"])

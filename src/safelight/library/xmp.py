@@ -44,7 +44,16 @@ _RDF_RDF = f"{{{NS_RDF}}}RDF"
 _RDF_DESCRIPTION = f"{{{NS_RDF}}}Description"
 _RDF_LI = f"{{{NS_RDF}}}li"
 _RDF_ARRAYS = frozenset({f"{{{NS_RDF}}}Seq", f"{{{NS_RDF}}}Bag", f"{{{NS_RDF}}}Alt"})
-_RDF_ABOUT = frozenset({f"{{{NS_RDF}}}about", f"{{{NS_RDF}}}parseType", "about"})
+# Attributes that are not properties: RDF's own, and xml:lang, which qualifies a value
+# (the items of a language alternative such as dc:title) without making it a structure.
+_NOT_PROPERTIES = frozenset(
+    {
+        f"{{{NS_RDF}}}about",
+        f"{{{NS_RDF}}}parseType",
+        "about",
+        "{http://www.w3.org/XML/1998/namespace}lang",
+    }
+)
 _STARTS = (b"<x:xmpmeta", b"<x:xapmeta", b"<?xpacket begin")
 _XMP_DATE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
@@ -168,7 +177,7 @@ def _fields(element: Element) -> dict[Name, str]:
 
 def _attributes(element: Element) -> Iterator[tuple[Name, str]]:
     for key, value in element.attrib.items():
-        if key in _RDF_ABOUT:
+        if key in _NOT_PROPERTIES:
             continue
         name = _name(key)
         if name is not None and name[0] != NS_RDF:
