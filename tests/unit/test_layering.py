@@ -6,9 +6,9 @@ imports ``library``, and neither imports what sits above them (handlers, CLI, ap
 ``observe`` (metrics, health, presence) sits on the engine and never imports the domain
 or what is above it; nothing below the CLI imports the web dashboard (``web``), which
 sits beside the CLI and never imports it: what both read of the queue and the library
-(``views``) sits below them, on the engine. ``testing`` is test tooling that production never imports; its one
-user inside src/ is ``safelight demo``, whose helper imports the sample generator inside
-the function.
+(``views``) sits below them, on the engine. ``testing`` is test tooling that production
+never imports; its one user inside src/ is ``safelight demo``, whose helper imports the
+sample generator inside the function.
 
 Every import counts, at module level or inside a function: a lazy import is still a
 dependency.
