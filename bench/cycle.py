@@ -131,7 +131,7 @@ async def _claim(conn: psycopg.AsyncConnection[Any], sql: str, params: Any) -> l
 
 
 async def _loop(way: str, url: str) -> dict[str, float]:
-    """One way's loop on one autocommit connection: seconds, CPU seconds, cycles."""
+    """One way's loop on one autocommit connection: seconds, CPU seconds, cycles, items."""
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     try:
         s = _SafelightCycle()
@@ -140,11 +140,12 @@ async def _loop(way: str, url: str) -> dict[str, float]:
         else:
             claim, claim_params, finish = s.claim, s.claim_params, QUERIES["attempts_finish"]
         rows = await _claim(conn, claim, claim_params)
-        cycles = 0
+        cycles = items = 0
         cpu = _cpu_seconds()
         start = time.perf_counter()
         while rows:
             cycles += 1
+            items += len(rows)
             if way == "bare-one-commit":
                 params: dict[str, Any] = {"ids": [r["id"] for r in rows]}
             else:
@@ -162,7 +163,8 @@ async def _loop(way: str, url: str) -> dict[str, float]:
                 await conn.execute("COMMIT")
             rows = await cur.fetchall()
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "cpu_seconds": _cpu_seconds() - cpu, "cycles": cycles}
+        cpu = _cpu_seconds() - cpu
+        return {"seconds": seconds, "cpu_seconds": cpu, "cycles": cycles, "items": items}
     finally:
         await conn.close()
 
@@ -190,8 +192,10 @@ def _one_loop(way: str, items: int) -> dict[str, float]:
             out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=600)
         loop = json.loads(out.stdout)
     cycles = loop["cycles"]
+    if loop["items"] != items:
+        raise SystemExit(f"{way}: {loop['items']} of {items} items done")
     return {
-        "items_per_second": cycles * BATCH / loop["seconds"],
+        "items_per_second": items / loop["seconds"],
         "wall_ms_per_cycle": loop["seconds"] * 1000 / cycles,
         "client_cpu_ms_per_cycle": loop["cpu_seconds"] * 1000 / cycles,
         "server_cpu_ms_per_cycle": None

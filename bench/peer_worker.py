@@ -5,7 +5,8 @@ Runs in bench/.venv-peers (bench/throughput.py starts it):
     peer_worker.py setup   QUEUE URL
     peer_worker.py enqueue QUEUE URL ITEMS single|bulk   -> {"seconds": s} on stdout
     peer_worker.py work    QUEUE URL CONCURRENCY [BATCH_SIZE]
-    peer_worker.py cycle   pgqueuer URL BATCH_SIZE   -> {"seconds", "cpu_seconds", "cycles"}
+    peer_worker.py cycle   pgqueuer URL BATCH_SIZE   -> {"seconds", "cpu_seconds", "cycles",
+                                                          "items"}
 
 QUEUE is ``procrastinate`` or ``pgqueuer``. Tasks do nothing (async no-ops). ``work``
 drains the queue and exits: procrastinate with ``wait=False`` and ``concurrency``;
@@ -117,13 +118,13 @@ async def cycle(url: str, batch_size: int) -> dict[str, float]:
     """PgQueuer's own two statements with no executor (bench/cycle.py): ``dequeue`` of
     ``batch_size``, then ``log_jobs`` of all of them as successful, awaited before the
     next dequeue, so every outcome is durable before the next claim, as safelight's are.
-    The seconds and this process's CPU seconds of the loop alone, and its cycles."""
+    The seconds and this process's CPU seconds of the loop alone, its cycles and items."""
     conn = await asyncpg.connect(url)
     try:
         queries = Queries(AsyncpgDriver(conn))
         manager = QueueManagerId(uuid.uuid4())
         entrypoints = {"noop": EntrypointExecutionParameter(concurrency_limit=0)}
-        cycles = 0
+        cycles = items = 0
         cpu = _cpu_seconds()
         start = time.perf_counter()
         while jobs := await queries.dequeue(
@@ -135,8 +136,10 @@ async def cycle(url: str, batch_size: int) -> dict[str, float]:
         ):
             await queries.log_jobs([(job, "successful", None) for job in jobs])
             cycles += 1
+            items += len(jobs)
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "cpu_seconds": _cpu_seconds() - cpu, "cycles": cycles}
+        cpu = _cpu_seconds() - cpu
+        return {"seconds": seconds, "cpu_seconds": cpu, "cycles": cycles, "items": items}
     finally:
         await conn.close()
 
