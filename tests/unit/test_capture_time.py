@@ -291,6 +291,16 @@ def test_an_element_of_no_namespace_is_passed_over_and_the_next_one_read() -> No
     assert properties.values == {(NS_XMP, "CreateDate"): CREATE_DATE}
 
 
+def test_an_attribute_of_no_namespace_or_of_rdf_s_own_is_no_property() -> None:
+    properties = parse_xmp(
+        described(
+            "",
+            '<rdf:Description rdf:about="" rdf:nodeID="n1" junk="1" xmp:Rating="5"/>',
+        )
+    )
+    assert properties.values == {(NS_XMP, "Rating"): "5"}
+
+
 # --- the order of precedence ------------------------------------------------------------------
 
 
