@@ -14,6 +14,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import crawl as crawl_module
+from safelight.library import assets
 from safelight.library import crawl as walk_module
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
@@ -225,3 +226,40 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     assert item.result["errors"] == []
     (pending,) = [q for q in _RecordingQueue.made if q.maxsize == 2]  # the crawl's
     assert pending.peak <= 2 and pending.waited > 0
+
+
+async def test_an_unchanged_library_is_compared_by_digests_reading_only_the_last_range(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing changed: every batch but the last is its range's digest, no row sent; the
+    last range is read to the end (what lies past the walk's last file is not walked)."""
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
+    read: list[tuple[str, str | None]] = []
+    digests: list[tuple[str, str]] = []
+    live_after_path, live_digest_in_range = assets.live_after_path, assets.live_digest_in_range
+
+    async def reading(conn: Any, config: Any, after: str, upto: str | None, limit: int) -> Any:
+        read.append((after, upto))
+        return await live_after_path(conn, config, after, upto, limit)
+
+    async def digesting(conn: Any, config: Any, after: str, upto: str) -> tuple[int, bytes]:
+        digests.append((after, upto))
+        return await live_digest_in_range(conn, config, after, upto)
+
+    monkeypatch.setattr(assets, "live_after_path", reading)
+    monkeypatch.setattr(assets, "live_digest_in_range", digesting)
+    root = tmp_path / "library"
+    generate_tree(root, COUNT, PER_FOLDER)
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    await seed(pool, config, root)
+    total = COUNT + len(ODD_NAMES)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert (item.result["unchanged"], item.result["deleted"]) == (total, 0)
+    assert len(digests) > total // 37 - 2  # a digest per batch but the last
+    assert [after for after, _ in digests[1:]] == [upto for _, upto in digests[:-1]]
+    assert read == [(digests[-1][1], None)]  # only the last range, after the last digest

@@ -1,6 +1,7 @@
-"""A crawl's page of known assets is a walk of ix_assets_live_path_c (migration 0018)
-from its keyset, never a sort of the config's live assets: at a million files a crawl
-reads 200 pages, and a sort each would read the library 200 times."""
+"""A crawl's page of known assets, and the digest of a batch's range of them, is a walk of
+ix_assets_live_path_c (migration 0018) from its keyset, never a sort of the config's live
+assets: at a million files a crawl asks for 200 ranges, and a sort each would read the
+library 200 times."""
 
 from __future__ import annotations
 
@@ -60,16 +61,21 @@ async def test_a_page_of_known_assets_walks_the_path_index_from_its_keyset(
         await conn.execute("SET enable_seqscan = off")
         await conn.execute("SET enable_bitmapscan = off")
         await conn.execute("SET enable_sort = off")
-        cur = await conn.execute(
-            "EXPLAIN (FORMAT JSON) " + assets.LIVE_AFTER_PATH,
-            {"config_id": configs[0], "after": "b/17", "limit": 5000},
-        )
-        plan_row = await cur.fetchone()
-        assert plan_row is not None
-        nodes = list(_nodes(plan_row[0][0]["Plan"]))
+        plans = []
+        for query in (assets.LIVE_AFTER_PATH, assets.LIVE_IN_RANGE, assets.LIVE_DIGEST_IN_RANGE):
+            cur = await conn.execute(
+                "EXPLAIN (FORMAT JSON) " + query,
+                {"config_id": configs[0], "after": "b/17", "upto": "b/9", "limit": 5000},
+            )
+            plan_row = await cur.fetchone()
+            assert plan_row is not None
+            plans.append(list(_nodes(plan_row[0][0]["Plan"])))
         await conn.execute("RESET ALL")
-    assert all(n["Node Type"] not in ("Sort", "Incremental Sort", "Seq Scan") for n in nodes), nodes
-    (scan,) = [n for n in nodes if n.get("Relation Name") == "assets"]
-    assert scan["Index Name"] == "ix_assets_live_path_c", scan
-    # The keyset is where the walk starts, not a filter over the rows before it.
-    assert "file_path" in scan["Index Cond"] and "storage_config_id" in scan["Index Cond"], scan
+    for nodes in plans:
+        assert all(n["Node Type"] not in ("Sort", "Incremental Sort", "Seq Scan") for n in nodes), (
+            nodes
+        )
+        (scan,) = [n for n in nodes if n.get("Relation Name") == "assets"]
+        assert scan["Index Name"] == "ix_assets_live_path_c", scan
+        # The keyset is where the walk starts, not a filter over the rows before it.
+        assert "file_path" in scan["Index Cond"] and "storage_config_id" in scan["Index Cond"], scan

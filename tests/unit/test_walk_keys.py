@@ -1,11 +1,13 @@
 """The crawl's unchanged path compares keys, not objects (``decisions.StatKey``): the
 walk gives out each file as its key, the known rows begin with theirs, and runs of them
 are compared at once (``KnownInPathOrder.match_keys``). These check that a key says what
-``decisions.by_stat`` says, and that the matching is exact wherever a run, a batch or a
-page ends."""
+``decisions.by_stat`` says, that the matching is exact wherever a run, a batch or a
+page ends, and that a digest of keys (``stat_keys_digest``) tells every list of keys
+from every other."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import random
@@ -15,7 +17,13 @@ import pytest
 
 from safelight.library import crawl as walk_module
 from safelight.library.assets import KnownAsset, KnownRow, known_asset
-from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker, walked_file
+from safelight.library.crawl import (
+    KnownInPathOrder,
+    WalkedFile,
+    Walker,
+    stat_keys_digest,
+    walked_file,
+)
 from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
 from safelight.library.originals import StorageRoot
 from safelight.library.sidecars import SidecarFile
@@ -68,22 +76,27 @@ def _oracle(
 def _match_in_pieces(
     walked: list[StatKey], known: list[KnownRow], batch: int, page: int
 ) -> tuple[set[str], dict[str, int | None], set[int]]:
+    """As the crawl matches: per batch, the rows of its range (after the batch before,
+    up to its last path; the last batch's, to the end), fed a page at a time."""
     matcher = KnownInPathOrder()
-    pages = [known[i : i + page] for i in range(0, len(known), page)] + [[]]
+    known_paths = [row[0] for row in known]
     differing: set[str] = set()
     at: dict[str, int | None] = {}
     unseen: set[int] = set()
+    read = 0
     for start in range(0, len(walked), batch):
         keys = walked[start : start + batch]
-        while matcher.wants_more(keys[-1][0]):
-            matcher.feed_rows(pages.pop(0))
+        last = start + batch >= len(walked)
+        end = len(known) if last else bisect.bisect_right(known_paths, keys[-1][0])
+        for i in range(read, end, page):
+            matcher.feed_rows(known[i : min(i + page, end)])
+        read = end
         matched = matcher.match_keys(keys)
         assert len(matched.at_path) == len(keys)
         differing |= {keys[i][0] for i in matched.differing}
         at |= {k[0]: (r[6] if r else None) for k, r in zip(keys, matched.at_path, strict=True)}
         unseen |= {row[6] for row in matched.unseen}
-    while not matcher.exhausted:
-        matcher.feed_rows(pages.pop(0))
+    matcher.feed_rows(known[read:])
     unseen |= {a.id for a in matcher.rest()}
     return differing, at, unseen
 
@@ -144,3 +157,42 @@ def test_the_walks_keys_are_its_files_and_runs_split_across_steps(tmp_path: Path
     by_path = {k[0]: k[3:] for k in keys}
     assert by_path["b.jpg"] == ("b.xmp", 4, 1_000_000_007)
     assert by_path["a.jpg"] == (None, None, None)
+
+
+def test_a_digest_of_keys_is_of_every_field_and_of_their_order() -> None:
+    keys: list[StatKey] = [
+        ("a.jpg", 1, 10, None, None, None),
+        ("b.jpg", 2, -20, "b.xmp", 3, 30),  # an mtime before 1970 is negative
+    ]
+    digest = stat_keys_digest(keys)
+    assert digest == stat_keys_digest(list(keys)) and len(digest) == 32
+    assert stat_keys_digest([]) == stat_keys_digest([])
+    others: list[list[StatKey]] = [
+        [],
+        keys[:1],
+        keys[::-1],
+        [keys[0], ("b.jpg", 2, -20, None, None, None)],
+        [keys[0], ("b.jpg", 2, -20, "b.XMP", 3, 30)],
+        [keys[0], ("b.jpg", 2, -20, "b.xmp", 4, 30)],
+        [keys[0], ("b.jpg", 2, -20, "b.xmp", 3, 31)],
+        [keys[0], ("b.jpg", 2, 20, "b.xmp", 3, 30)],
+        [keys[0], ("b.jpg", 3, -20, "b.xmp", 3, 30)],
+        [keys[0], ("c.jpg", 2, -20, "b.xmp", 3, 30)],
+    ]
+    digests = [stat_keys_digest(other) for other in others]
+    assert digest not in digests and len(set(digests)) == len(digests)
+
+
+def test_no_name_makes_two_lists_of_keys_digest_alike() -> None:
+    """The separators may be in a name; a path's length before it keeps each list of
+    keys its own encoding: without it, these pairs would encode alike."""
+    pairs: list[tuple[list[StatKey], list[StatKey]]] = [
+        ([("a", 1, 2, "3", 4, 5)], [("a\x1f1\x1f2\x1f3", 4, 5, None, None, None)]),
+        (
+            [("a", 1, 2, None, None, None), ("b", 3, 4, None, None, None)],
+            [("a\x1f1\x1f2\x1eb", 3, 4, None, None, None)],
+        ),
+        ([("1:a", 1, 2, None, None, None)], [("a", 1, 2, None, None, None)]),
+    ]
+    for one, other in pairs:
+        assert stat_keys_digest(one) != stat_keys_digest(other), (one, other)

@@ -1,10 +1,12 @@
 """``crawl`` (scoped): bring a config's assets in line with the files under its root.
 
-The walk and the files it finds stream (ADR 0033): the walk gives out its files in
-path order, a batch per step, matched with the config's live assets read in that order
-in keyset pages (``_KnownPages``, ``library.crawl.KnownInPathOrder``); a file with the
-stat of the asset at its path is unchanged and costs nothing more (its key equals its
-asset's: no object is made for it); the others go, through a bounded queue, to up to
+The walk and the files it finds stream (ADR 0033): the walk, in a thread of its own a
+step or two ahead (``_WalkAhead``), gives out its files in path order, a batch per
+step, matched with the config's live assets of the batch's range of paths
+(``_KnownRanges``, ``library.crawl.KnownInPathOrder``): compared by the range's digest
+first, and read as rows only where that is not the walk's; a file with the stat of the
+asset at its path is unchanged and costs nothing more (its key equals its asset's: no
+object is made for it); the others go, through a bounded queue, to up to
 ``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
 photo's metadata and proxies in the Worker process's decode processes when it has them,
 ``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
@@ -39,6 +41,7 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -76,6 +79,7 @@ from safelight.library.crawl import (
     publish_image_proxies,
     publish_video_proxies,
     publish_web_video,
+    stat_keys_digest,
     walked_file,
 )
 from safelight.library.decoding import decode_image
@@ -126,7 +130,9 @@ RESULT_LIST_LIMIT = 1000
 """At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
 _WRITE_BATCH = 1000
 _KNOWN_PAGE = 5000
-"""Known assets read per page (``_KnownPages``, ``KnownInPathOrder``)."""
+"""Known assets read per page (``_KnownRanges``, ``KnownInPathOrder``)."""
+_WALK_AHEAD = 2
+"""Steps the walk may list ahead of the batch the crawl takes (``_WalkAhead``)."""
 _PENDING_FILES = 1000
 """At most this many files wait for the crawl's workers; then the walk waits."""
 
@@ -324,11 +330,7 @@ class _Crawl:
             # gives out its files in that order; each page its own query, outside any
             # transaction (``KnownInPathOrder`` says why they are as the crawl began).
             async with self.services.pool.connection() as conn:
-                pages = _KnownPages(conn, self.config_id)
-                try:
-                    await self._walk_matched(walker, pages)
-                finally:
-                    await pages.close()
+                await self._walk_matched(walker, _KnownRanges(conn, self.config_id))
         except RootUnavailable as error:
             # Its cause is the OSError of listing the root: retried if that may pass.
             cause = error.__cause__ if error.__cause__ is not None else error
@@ -349,21 +351,25 @@ class _Crawl:
             await self.pending.put(None)
         self._progress(force=True)
 
-    async def _walk_matched(self, walker: Walker, pages: _KnownPages) -> None:
+    async def _walk_matched(self, walker: Walker, ranges: _KnownRanges) -> None:
         known = KnownInPathOrder()
-        while not walker.done:
-            stop_if_cancelled(self.ctx)
-            await asyncio.to_thread(walker.step)
-            await self._walked(walker, walker.take_batch(), known, pages)
+        async with _WalkAhead(walker) as walk:
+            last = False
+            while not last:
+                stop_if_cancelled(self.ctx)
+                batch, last = await walk.next()
+                await self._walked(walker, batch, last, known, ranges)
 
     async def _walked(
         self,
         walker: Walker,
         batch: WalkBatch,
+        last: bool,
         known: KnownInPathOrder,
-        pages: _KnownPages,
+        ranges: _KnownRanges,
     ) -> None:
-        """One step's files: the unchanged counted, the others put on ``pending``."""
+        """One step's files (``last``: the walk's last): the unchanged counted, the
+        others put on ``pending``."""
         new_errors = walker.errors[self._walk_errors :]
         if new_errors:
             self._walk_errors += len(new_errors)
@@ -374,22 +380,22 @@ class _Crawl:
         listed = batch.listed
         # Only the files whose key is not their asset's become objects (most are).
         differing: list[tuple[WalkedFile, KnownAsset | None]] = []
-        if listed:
-            while known.wants_more(listed[-1][0]):
-                known.feed_rows(await pages.next())
-            matched = known.match_keys(listed)
-            self._not_walked([assets.known_asset(row) for row in matched.unseen])
-            differing = [
-                (walked_file(listed[i]), _known_or_none(matched.at_path[i]))
-                for i in matched.differing
-            ]
-        if walker.done:
-            # Every page read before the followed links' files are decided: an asset
-            # moved to or ingested at a link's path must not come up in a page read
-            # after that, as not walked.
-            while not known.exhausted:
-                known.feed_rows(await pages.next())
-            self._not_walked(known.rest())
+        if listed and not last and await ranges.unchanged(listed):
+            pass  # the batch's range holds exactly its files' keys: all unchanged
+        elif listed or last:
+            # The last range is read to the end before the followed links' files are
+            # decided: an asset moved to or ingested at a link's path must not come up
+            # in a range read after that, as not walked.
+            known.feed_rows(await ranges.rows_through(None if last else listed[-1][0]))
+            if listed:
+                matched = known.match_keys(listed)
+                self._not_walked([assets.known_asset(row) for row in matched.unseen])
+                differing = [
+                    (walked_file(listed[i]), _known_or_none(matched.at_path[i]))
+                    for i in matched.differing
+                ]
+            if last:
+                self._not_walked(known.rest())
         # The files of followed links (given out last, once the walk is done) are at
         # paths the matching has passed: those are looked up.
         followed = batch.followed
@@ -990,45 +996,114 @@ class _Crawl:
             self.ctx.progress(**self.tally.counts)
 
 
-class _KnownPages:
-    """The config's live assets, a page at a time after the last path read
-    (``assets.live_after_path``), each page its own query on the walk's connection,
-    outside any transaction: a walk that waits on its workers holds nothing open.
+class _WalkAhead:
+    """The walk in a thread of its own, up to ``_WALK_AHEAD`` steps ahead of the batch
+    the crawl takes (``next``): its system calls run while the crawl compares the batch
+    before, and a batch is ready when the crawl wants it. The walk only lists: the
+    crawl writes at a path only once it has taken the batch that holds it.
 
-    The next page is read while the walk lists on (one query at a time on the
-    connection): it is read in full before the walk's files in its range are matched,
-    so before the crawl writes at any path in it (``KnownInPathOrder``).
+    On leaving, the thread is stopped at its next step and waited for, whatever ended
+    the walk (a cancellation too), before anything closes the storage it lists.
     """
+
+    def __init__(self, walker: Walker) -> None:
+        self._walker = walker
+        self._loop = asyncio.get_running_loop()
+        self._batches: asyncio.Queue[tuple[WalkBatch, bool] | BaseException] = asyncio.Queue()
+        self._room = threading.Semaphore(_WALK_AHEAD)
+        self._stop = threading.Event()
+        self._ended: asyncio.Future[None] = self._loop.create_future()
+
+    async def __aenter__(self) -> _WalkAhead:
+        threading.Thread(target=self._run, name="safelight-walk", daemon=True).start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._stop.set()
+        self._room.release()  # a thread waiting for room sees the stop
+        cancelled = False
+        while not self._ended.done():
+            try:
+                await asyncio.shield(self._ended)
+            except asyncio.CancelledError:
+                cancelled = True  # still waited for: it may be listing the storage
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def next(self) -> tuple[WalkBatch, bool]:
+        """The next step's batch, and whether the walk is done with it."""
+        got = await self._batches.get()
+        if isinstance(got, BaseException):
+            raise got
+        self._room.release()
+        return got
+
+    def _run(self) -> None:
+        def give(got: tuple[WalkBatch, bool] | BaseException) -> None:
+            self._loop.call_soon_threadsafe(self._batches.put_nowait, got)
+
+        try:
+            while True:
+                self._room.acquire()
+                if self._stop.is_set():
+                    return
+                self._walker.step()
+                done = self._walker.done
+                give((self._walker.take_batch(), done))
+                if done:
+                    return
+        except BaseException as error:  # the crawl's to raise (RootUnavailable, a bug)
+            give(error)
+        finally:
+            self._loop.call_soon_threadsafe(_set_done, self._ended)
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _KnownRanges:
+    """The config's live assets, range by range of the walk's batches
+    (``KnownInPathOrder``): each range after the last one's end, compared by its digest
+    first (``unchanged``), read as rows, a page at a time, only if that is not the
+    walk's (``rows_through``). Each query is its own, on the walk's connection, outside
+    any transaction: a walk that waits on its workers holds nothing open."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
         self._conn = conn
         self._config_id = config_id
-        self._done = False
-        self._ahead: asyncio.Task[list[KnownRow]] | None = None
+        self._after = ""
+        """Where the ranges compared or read so far end ("": before every path)."""
 
-    async def next(self) -> list[KnownRow]:
-        """The next page; an empty one once there are no more."""
-        if self._ahead is None:
-            if self._done:
-                return []
-            self._ahead = asyncio.create_task(self._read(""))  # before every path
-        page = await self._ahead
-        self._ahead = None
-        if not self._done:
-            self._ahead = asyncio.create_task(self._read(page[-1][0]))
-        return page
+    async def unchanged(self, keys: list[decisions.StatKey]) -> bool:
+        """Whether the assets after the last range, up to the last of ``keys``, are
+        those keys exactly (their count and digest): then that range is done; if not,
+        it is still to be read (``rows_through``)."""
+        upto = keys[-1][0]
+        count, digest = await assets.live_digest_in_range(
+            self._conn, self._config_id, self._after, upto
+        )
+        if count != len(keys) or digest != stat_keys_digest(keys):
+            return False
+        self._after = upto
+        return True
 
-    async def _read(self, after: str) -> list[KnownRow]:
-        limit = _KNOWN_PAGE
-        page = await assets.live_after_path(self._conn, self._config_id, after, limit)
-        self._done = len(page) < limit
-        return page
-
-    async def close(self) -> None:
-        """Stop a read ahead that is no longer wanted (the walk failed or was stopped)."""
-        if self._ahead is not None:
-            self._ahead.cancel()
-            await asyncio.gather(self._ahead, return_exceptions=True)
+    async def rows_through(self, upto: str | None) -> list[KnownRow]:
+        """Every row after the last range and up to ``upto`` (None: to the end)."""
+        rows: list[KnownRow] = []
+        while True:
+            page = await assets.live_after_path(
+                self._conn, self._config_id, self._after, upto, _KNOWN_PAGE
+            )
+            rows += page
+            if page:
+                self._after = page[-1][0]
+            if len(page) < _KNOWN_PAGE:
+                break
+        if upto is not None:
+            self._after = upto
+        return rows
 
 
 def _known_or_none(row: KnownRow | None) -> KnownAsset | None:

@@ -92,6 +92,10 @@ size and mtime (ns), its sidecar's path, size and mtime (NULLs: none), which are
 
 LIVE_AFTER_PATH = QUERIES["assets_live_of_config_after_path"]
 """A page of a config's live assets after a path, in path order, as ``KnownRow``."""
+LIVE_IN_RANGE = QUERIES["assets_live_of_config_in_range"]
+"""The same, after a path and up to another."""
+LIVE_DIGEST_IN_RANGE = QUERIES["assets_live_of_config_digest_in_range"]
+"""The count and digest of a config's live assets after a path and up to another."""
 
 
 def known_asset(row: KnownRow) -> KnownAsset:
@@ -126,12 +130,29 @@ def _sidecar_params(sidecar: SidecarFile | None) -> dict[str, Any]:
     }
 
 
-async def live_after_path(conn: Conn, config_id: UUID, after: str, limit: int) -> list[KnownRow]:
-    """Up to ``limit`` of the config's live assets after the path ``after``, in path order
-    (``LIVE_AFTER_PATH``). Read in binary: a crawl reads one row per file of the library."""
+async def live_after_path(
+    conn: Conn, config_id: UUID, after: str, upto: str | None, limit: int
+) -> list[KnownRow]:
+    """Up to ``limit`` of the config's live assets after the path ``after`` and up to
+    ``upto`` (None: to the last), in path order (``LIVE_AFTER_PATH``, ``LIVE_IN_RANGE``).
+    Read in binary: a crawl may read one row per file of the library."""
     cur = conn.cursor(binary=True)
-    await cur.execute(LIVE_AFTER_PATH, {"config_id": config_id, "after": after, "limit": limit})
+    params = {"config_id": config_id, "after": after, "upto": upto, "limit": limit}
+    await cur.execute(LIVE_AFTER_PATH if upto is None else LIVE_IN_RANGE, params)
     return await cur.fetchall()
+
+
+async def live_digest_in_range(
+    conn: Conn, config_id: UUID, after: str, upto: str
+) -> tuple[int, bytes]:
+    """How many live assets of the config lie after ``after`` and up to ``upto``, and
+    the digest of their keys (``library.crawl.stat_keys_digest`` of the same keys)."""
+    cur = conn.cursor(binary=True)
+    params = {"config_id": config_id, "after": after, "upto": upto}
+    await cur.execute(LIVE_DIGEST_IN_RANGE, params)
+    row = await cur.fetchone()
+    assert row is not None, "an aggregate has a row"
+    return row[0], bytes(row[1])
 
 
 async def live_at_paths(conn: Conn, config_id: UUID, paths: Iterable[str]) -> list[KnownAsset]:

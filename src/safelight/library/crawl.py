@@ -41,6 +41,7 @@ The walk (``Walker``):
 from __future__ import annotations
 
 import bisect
+import hashlib
 import operator
 import os
 import stat
@@ -329,15 +330,15 @@ class Walker:
             if is_ignored_name(name):
                 continue
             try:
-                if entry.is_symlink():
-                    self._visit_link(prefix + name, name)
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if self._is_folder_to_list(prefix + name, name, entry):
-                        folders.append(prefix + name)
-                    continue
+                # A regular file first: most entries are, and it takes one call to tell
+                # (none of the three follows a link, so they never overlap).
                 if not entry.is_file(follow_symlinks=False):
-                    continue  # neither a regular file nor a folder
+                    if entry.is_dir(follow_symlinks=False):
+                        if self._is_folder_to_list(prefix + name, name, entry):
+                            folders.append(prefix + name)
+                    elif entry.is_symlink():
+                        self._visit_link(prefix + name, name)
+                    continue  # a folder, a link, or neither a regular file nor a folder
             except OSError as error:
                 self.errors.append(FileError(printable(prefix + name), describe_os_error(error)))
                 continue
@@ -525,17 +526,20 @@ class Walker:
 
 
 class KnownInPathOrder:
-    """A config's live assets, read a page at a time in path order and matched with the
-    walk's files, given out in the same order, batch by batch: neither side is ever held
-    whole, whatever the library's size.
+    """A config's live assets, read in path order and matched with the walk's files,
+    given out in the same order, batch by batch: neither side is ever held whole,
+    whatever the library's size.
 
-    The pages are rows (``assets.KnownRow``), each page its own short query after the
-    last path read (``assets.LIVE_AFTER_PATH``), so no transaction is held for the walk.
-    A page is read only once the walk's batch reaches past the pages before it, and the
-    crawl writes an asset only at a path the walk has given out (or moves one away from
-    its old path), so a page shows the assets as they were when the crawl began, except
-    an asset this crawl moved meanwhile: it may come up at its old path if that page was
-    read before the move (the crawl keeps those, ``kept``), and no longer does if not.
+    The crawl reads, for each batch of the walk, the rows (``assets.KnownRow``) of its
+    range: after the last path of the batch before (the first: every path) and up to
+    its own last path (the last batch: to the end), in short queries of a page each, so
+    no transaction is held for the walk. It first asks the database for the digest of
+    that range's keys (``stat_keys_digest``): equal, every file of the batch is its
+    asset, unchanged, and no row is read at all. A range is read only once the walk has
+    given out its batch, and the crawl writes an asset only at a path the walk has given
+    out (or moves one away from its old path), so a range shows the assets as they were
+    when the crawl began, except an asset this crawl moved away from a path in it since:
+    it no longer comes up there.
 
     Each row begins with its asset's ``decisions.StatKey``, and each file the walk gives
     out is one (``WalkBatch.listed``): equal keys are an unchanged file, compared a run at
@@ -548,28 +552,19 @@ class KnownInPathOrder:
         self._keys: list[StatKey] = []
         """``_rows``' keys; both from ``_at`` on are read and not yet matched."""
         self._at = 0
-        self.exhausted = False
 
-    def wants_more(self, upto: str) -> bool:
-        """True while the pages read so far end before ``upto``: read another (paths are
-        unique, so a page that ends at ``upto`` holds all a batch up to it needs)."""
-        return not self.exhausted and (self._at == len(self._rows) or self._rows[-1][0] < upto)
-
-    def feed_rows(self, page: Sequence[KnownRow]) -> None:
-        """The next page (in path order, after the last); an empty one: there are no more."""
-        if not page:
-            self.exhausted = True
-            return
+    def feed_rows(self, rows: Sequence[KnownRow]) -> None:
+        """The rows of the next range (in path order, after the last)."""
         if self._at:
             del self._rows[: self._at], self._keys[: self._at]
             self._at = 0
-        self._rows += page
-        self._keys += map(_STAT_KEY_OF_ROW, page)
+        self._rows += rows
+        self._keys += map(_STAT_KEY_OF_ROW, rows)
 
     def match_keys(self, keys: list[StatKey]) -> Matched:
         """Each file of a batch (its key; in path order, after every earlier batch; the
-        pages fed reach past its last path, or there are no more) with the known asset at
-        its path, and the known assets before that path that no file has: not walked."""
+        rows of its range fed) with the known asset at its path, and the known assets
+        before that path that no file has: not walked."""
         rows, known, j = self._rows, self._keys, self._at
         at_path: list[KnownRow | None] = []
         differing: list[int] = []
@@ -601,7 +596,7 @@ class KnownInPathOrder:
         return Matched(at_path, differing, unseen)
 
     def rest(self) -> list[KnownAsset]:
-        """What is left once the walk is done (and every page read): not walked."""
+        """What is left once the walk is done (and the last range read): not walked."""
         rest = [known_asset(row) for row in self._rows[self._at :]]
         self._rows, self._keys, self._at = [], [], 0
         return rest
@@ -612,6 +607,24 @@ _STAT_KEY_OF_ROW: Callable[[KnownRow], StatKey] = operator.itemgetter(slice(0, 6
 
 _FIRST_RUN = 16
 """The first run of keys ``_equal_run`` compares at once; each next one is twice as long."""
+
+
+def stat_keys_digest(keys: Sequence[StatKey]) -> bytes:
+    """The SHA-256 of ``keys`` (in path order) as the database computes it for the same
+    keys of its assets (``assets.live_digest_in_range``, the query
+    ``assets_live_of_config_digest_in_range`` says how): each key as its path prefixed by
+    its length, its size and its mtime, then, if it has one, its sidecar's path (so
+    prefixed), size and mtime, separated by U+001F; the keys separated by U+001E."""
+    text = "\x1e".join(
+        [
+            f"{len(path)}:{path}\x1f{size}\x1f{mtime}"
+            if sidecar is None
+            else f"{len(path)}:{path}\x1f{size}\x1f{mtime}"
+            f"\x1f{len(sidecar)}:{sidecar}\x1f{sidecar_size}\x1f{sidecar_mtime}"
+            for path, size, mtime, sidecar, sidecar_size, sidecar_mtime in keys
+        ]
+    )
+    return hashlib.sha256(text.encode()).digest()
 
 
 def _equal_run(walked: list[StatKey], i: int, known: list[StatKey], j: int) -> int:

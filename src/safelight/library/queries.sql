@@ -34,6 +34,37 @@ WHERE storage_config_id = %(config_id)s AND NOT is_deleted
 ORDER BY file_path COLLATE "C"
 LIMIT %(limit)s
 
+-- assets_live_of_config_in_range --
+-- The same page, of the live assets after a path and up to another (a walk batch's
+-- range): assets_live_of_config_after_path with an upper bound.
+SELECT file_path, size_bytes, modified_ns, sidecar_path, sidecar_size, sidecar_modified_ns,
+       id, content_hash, media_type
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+  AND file_path COLLATE "C" > %(after)s AND file_path COLLATE "C" <= %(upto)s
+ORDER BY file_path COLLATE "C"
+LIMIT %(limit)s
+
+-- assets_live_of_config_digest_in_range --
+-- How many live assets of a config lie after a path and up to another, and the SHA-256
+-- of their decisions.StatKeys in path order, encoded exactly as
+-- library.crawl.stat_keys_digest encodes the walk's (tests/integration/
+-- test_crawl_digest.py holds the two together): equal, the walk's files of that range
+-- are its assets, unchanged, with no row sent. Each path is prefixed by its length,
+-- so no name can make two lists of keys encode alike. The rows are taken in path
+-- order from ix_assets_live_path_c and aggregated as they come: an order that were
+-- not kept could only make the digests differ (the rows are then read), never match.
+SELECT count(*), sha256(convert_to(coalesce(string_agg(key, E'\x1e'), ''), 'UTF8'))
+FROM (
+  SELECT concat(length(file_path), ':', file_path, E'\x1f', size_bytes, E'\x1f', modified_ns,
+                E'\x1f' || length(sidecar_path) || ':' || sidecar_path || E'\x1f'
+                || sidecar_size || E'\x1f' || sidecar_modified_ns) AS key
+  FROM assets
+  WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+    AND file_path COLLATE "C" > %(after)s AND file_path COLLATE "C" <= %(upto)s
+  ORDER BY file_path COLLATE "C"
+) AS keys
+
 -- assets_live_at_paths --
 -- What a crawl needs of the live assets of a config at these paths (assets.KnownRow).
 SELECT file_path, size_bytes, modified_ns, sidecar_path, sidecar_size, sidecar_modified_ns,
