@@ -326,9 +326,9 @@ class _Crawl:
 
     async def _walk(self, walker: Walker) -> None:
         try:
-            # The config's assets, read in path order a page at a time while the walk
-            # gives out its files in that order; each page its own query, outside any
-            # transaction (``KnownInPathOrder`` says why they are as the crawl began).
+            # The config's assets, compared or read range by range of the batches the
+            # walk gives out in path order; each query its own, outside any transaction
+            # (``KnownInPathOrder`` says why they are as the crawl began).
             async with self.services.pool.connection() as conn:
                 await self._walk_matched(walker, _KnownRanges(conn, self.config_id))
         except RootUnavailable as error:

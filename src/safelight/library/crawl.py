@@ -538,8 +538,9 @@ class KnownInPathOrder:
     asset, unchanged, and no row is read at all. A range is read only once the walk has
     given out its batch, and the crawl writes an asset only at a path the walk has given
     out (or moves one away from its old path), so a range shows the assets as they were
-    when the crawl began, except an asset this crawl moved away from a path in it since:
-    it no longer comes up there.
+    when the crawl began, except an asset this crawl moved away from a path in it: it
+    comes up at its old path if the range was read before the move (the crawl keeps
+    those, ``kept``), and no longer does if not.
 
     Each row begins with its asset's ``decisions.StatKey``, and each file the walk gives
     out is one (``WalkBatch.listed``): equal keys are an unchanged file, compared a run at
