@@ -24,7 +24,7 @@ from safelight.testing.tinylibrary import (
     write_photo,
 )
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import make_harness
+from tests.integration.handlerfixtures import Harness, make_harness
 
 pytestmark = pytest.mark.integration
 
@@ -53,17 +53,25 @@ async def seed(pool: AsyncConnectionPool[Any], config: Any, root: Path) -> dict[
         return dict(await cur.fetchall())
 
 
+async def seeded_library(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> tuple[Harness, Any, Path, dict[str, int]]:
+    """The tree of ``COUNT`` photos and the odd names, its config, and its assets (path to
+    id) as a first crawl would have recorded them."""
+    root = tmp_path / "library"
+    generate_tree(root, COUNT, PER_FOLDER)
+    h = make_harness(pool, tmp_path)
+    config = await h.add_config(root)
+    return h, config, root, await seed(pool, config, root)
+
+
 async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
     pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 3)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
     monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 53)
-    root = tmp_path / "library"
-    generate_tree(root, COUNT, PER_FOLDER)
-    h = make_harness(pool, tmp_path)
-    config = await h.add_config(root)
-    ids = await seed(pool, config, root)
+    h, config, root, ids = await seeded_library(pool, tmp_path)
 
     unchanged = await h.run("crawl", config_id=config)
     assert unchanged.status is Status.SUCCEEDED, unchanged.error
@@ -151,11 +159,7 @@ async def test_pages_and_batches_that_end_anywhere_match_exactly(
     or a deleted one), the crawl finds exactly what changed."""
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", files_per_step)
     monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", page)
-    root = tmp_path / "library"
-    generate_tree(root, COUNT, PER_FOLDER)
-    h = make_harness(pool, tmp_path)
-    config = await h.add_config(root)
-    ids = await seed(pool, config, root)
+    h, config, root, ids = await seeded_library(pool, tmp_path)
     total = COUNT + len(ODD_NAMES)
     changed, moves, deleted = _changes(root)
 
@@ -210,11 +214,7 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
     monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue
     _RecordingQueue.made.clear()
-    root = tmp_path / "library"
-    generate_tree(root, COUNT, PER_FOLDER)
-    h = make_harness(pool, tmp_path)
-    config = await h.add_config(root)
-    await seed(pool, config, root)
+    h, config, root, _ = await seeded_library(pool, tmp_path)
     changed, moves, deleted = _changes(root)
 
     item = await h.run("crawl", config_id=config)
@@ -248,11 +248,7 @@ async def test_an_unchanged_library_is_compared_by_digests_reading_only_the_last
 
     monkeypatch.setattr(assets, "live_after_path", reading)
     monkeypatch.setattr(assets, "live_digest_in_range", digesting)
-    root = tmp_path / "library"
-    generate_tree(root, COUNT, PER_FOLDER)
-    h = make_harness(pool, tmp_path)
-    config = await h.add_config(root)
-    await seed(pool, config, root)
+    h, config, _, _ = await seeded_library(pool, tmp_path)
     total = COUNT + len(ODD_NAMES)
 
     item = await h.run("crawl", config_id=config)
