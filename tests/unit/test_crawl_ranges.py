@@ -191,3 +191,40 @@ async def test_a_cancelled_crawl_still_waits_for_the_walks_step() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert walker.stepped == 1
+
+
+async def test_a_crawl_cancelled_while_it_waits_for_the_walk_still_waits_then_is_cancelled() -> (
+    None
+):
+    walker = _FakeWalker(100)
+    walker.hold = threading.Event()
+    walk = crawl_module._WalkAhead(walker)  # type: ignore[arg-type]
+    await walk.__aenter__()
+    await asyncio.to_thread(walker.holding.wait)  # the first step is under way
+    leaving = asyncio.create_task(walk.__aexit__(None, None, None))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    leaving.cancel()  # while it waits for the step
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not leaving.done()  # the cancellation does not cut the wait short
+    walker.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await leaving  # and it is not swallowed either
+    assert walker.stepped == 1
+
+
+async def test_the_walk_runs_in_a_thread_of_its_own_that_never_holds_the_process() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    class Recording(_FakeWalker):
+        def step(self) -> None:
+            thread = threading.current_thread()
+            seen.append((thread.name, thread.daemon))
+            super().step()
+
+    async with crawl_module._WalkAhead(Recording(1)) as walk:  # type: ignore[arg-type]
+        assert await walk.next() == (WalkBatch([_key("f001")], []), True)
+    # Named for a profile or a stack dump; a daemon, so that a second signal's exit at
+    # once is never held by a step under way.
+    assert seen == [("safelight-walk", True)]
