@@ -259,3 +259,33 @@ async def test_an_unchanged_library_is_compared_by_digests_reading_only_the_last
     assert len(digests) > total // 37 - 2  # a digest per batch but the last
     assert [after for after, _ in digests[1:]] == [upto for _, upto in digests[:-1]]
     assert read == [(digests[-1][1], None)]  # only the last range, after the last digest
+
+
+async def test_a_range_that_changed_is_read_up_to_its_batch_and_no_further(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One changed file in the first batch: only that batch's range is read as rows (up
+    to its last path), the batches after it go by their digests again, and only the last
+    range is read to the end: never the library's rows for one file."""
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
+    read: list[tuple[str, str | None, int]] = []
+    live_after_path = assets.live_after_path
+
+    async def reading(conn: Any, config: Any, after: str, upto: str | None, limit: int) -> Any:
+        rows = await live_after_path(conn, config, after, upto, limit)
+        read.append((after, upto, len(rows)))
+        return rows
+
+    monkeypatch.setattr(assets, "live_after_path", reading)
+    h, config, root, _ = await seeded_library(pool, tmp_path)
+    first = sorted(str(p.relative_to(root)) for p in root.rglob("*.jpg"))[0]
+    write_photo(root / first, 0, generation=1)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None and item.result["ingested"] == 1
+    (changed, *middle), last = read[:-1], read[-1]
+    assert changed[0] == "" and changed[1] is not None and changed[2] <= 37
+    assert middle == []  # every batch after the changed one: its digest
+    assert last[1] is None and last[0] > changed[1]

@@ -151,7 +151,7 @@ async def live_digest_in_range(
     params = {"config_id": config_id, "after": after, "upto": upto}
     await cur.execute(LIVE_DIGEST_IN_RANGE, params)
     row = await cur.fetchone()
-    assert row is not None, "an aggregate has a row"
+    assert row is not None  # an aggregate without GROUP BY always has its one row
     return row[0], bytes(row[1])
 
 
