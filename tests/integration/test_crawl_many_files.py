@@ -289,3 +289,19 @@ async def test_a_range_that_changed_is_read_up_to_its_batch_and_no_further(
     assert changed[0] == "" and changed[1] is not None and changed[2] <= 37
     assert middle == []  # every batch after the changed one: its digest
     assert last[1] is None and last[0] > changed[1]
+
+
+async def test_every_batch_with_an_unchanged_file_reports_progress(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of one file: each unchanged one is counted in a progress report of its
+    own, not only every 50 files or every 0.1 s (the clock here stands still)."""
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 1)
+    h, config, _, _ = await seeded_library(pool, tmp_path)
+    total = COUNT + len(ODD_NAMES)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    reported = {report["unchanged"] for report in h.progress[item.id]}
+    assert set(range(1, total + 1)) <= reported
