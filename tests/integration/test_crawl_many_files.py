@@ -305,3 +305,26 @@ async def test_every_batch_with_an_unchanged_file_reports_progress(
     assert item.status is Status.SUCCEEDED, item.error
     reported = {report["unchanged"] for report in h.progress[item.id]}
     assert set(range(1, total + 1)) <= reported
+
+
+async def test_the_walks_errors_of_many_batches_are_each_reported_once(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names that are not UTF-8 in folders far apart, found by batches far apart: each is
+    in the result once, and the count says as many."""
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
+    h, config, root, _ = await seeded_library(pool, tmp_path)
+    folders = sorted({p.parent for p in root.rglob("*.jpg")})
+    bad = [folders[0], folders[len(folders) // 2], folders[-1]]
+    for folder in bad:
+        fd = os.open(os.fsencode(folder) + b"/bad\xff.jpg", os.O_WRONLY | os.O_CREAT)
+        os.close(fd)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    result = item.result
+    assert result is not None
+    not_utf8 = [e for e in result["errors"] if "not valid UTF-8" in e["reason"]]
+    assert len(not_utf8) == len(bad) == len(result["errors"])
+    assert h.progress[item.id][-1]["errors"] == len(bad)
