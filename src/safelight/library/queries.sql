@@ -52,8 +52,8 @@ LIMIT %(limit)s
 -- test_crawl_digest.py holds the two together): equal, the walk's files of that range
 -- are its assets, unchanged, with no row sent. Each path is prefixed by its length,
 -- so no name can make two lists of keys encode alike. The rows are taken in path
--- order from ix_assets_live_path_c and aggregated as they come: an order that were
--- not kept could only make the digests differ (the rows are then read), never match.
+-- order from ix_assets_live_path_c and aggregated as they come: were that order not
+-- kept, the digests could only differ (the rows are then read), never match.
 SELECT count(*), sha256(convert_to(coalesce(string_agg(key, E'\x1e'), ''), 'UTF8'))
 FROM (
   SELECT concat(length(file_path), ':', file_path, E'\x1f', size_bytes, E'\x1f', modified_ns,
