@@ -158,17 +158,22 @@ async def test_a_walk_that_fails_raises_in_the_crawl() -> None:
             await walk.next()
 
 
-async def test_leaving_the_walk_stops_it_and_waits_for_its_step() -> None:
+async def _leaving_during_a_step() -> tuple[_FakeWalker, threading.Event, asyncio.Task[None]]:
+    """A walk left (its ``__aexit__`` under way) while its first step is held."""
     walker = _FakeWalker(100)
-    walker.hold = threading.Event()
+    walker.hold = hold = threading.Event()
     walk = crawl_module._WalkAhead(walker)  # type: ignore[arg-type]
     await walk.__aenter__()
     await asyncio.to_thread(walker.holding.wait)  # the first step is under way
-    leaving = asyncio.create_task(walk.__aexit__(None, None, None))
+    return walker, hold, asyncio.create_task(walk.__aexit__(None, None, None))
+
+
+async def test_leaving_the_walk_stops_it_and_waits_for_its_step() -> None:
+    walker, hold, leaving = await _leaving_during_a_step()
     for _ in range(20):
         await asyncio.sleep(0)
     assert not leaving.done()  # the step still runs: the storage must stay open
-    walker.hold.set()
+    hold.set()
     await leaving
     assert walker.stepped == 1  # stopped after the step under way, with room for more
 
@@ -196,19 +201,14 @@ async def test_a_cancelled_crawl_still_waits_for_the_walks_step() -> None:
 async def test_a_crawl_cancelled_while_it_waits_for_the_walk_still_waits_then_is_cancelled() -> (
     None
 ):
-    walker = _FakeWalker(100)
-    walker.hold = threading.Event()
-    walk = crawl_module._WalkAhead(walker)  # type: ignore[arg-type]
-    await walk.__aenter__()
-    await asyncio.to_thread(walker.holding.wait)  # the first step is under way
-    leaving = asyncio.create_task(walk.__aexit__(None, None, None))
+    walker, hold, leaving = await _leaving_during_a_step()
     for _ in range(5):
         await asyncio.sleep(0)
     leaving.cancel()  # while it waits for the step
     for _ in range(20):
         await asyncio.sleep(0)
     assert not leaving.done()  # the cancellation does not cut the wait short
-    walker.hold.set()
+    hold.set()
     with pytest.raises(asyncio.CancelledError):
         await leaving  # and it is not swallowed either
     assert walker.stepped == 1
