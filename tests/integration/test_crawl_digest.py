@@ -14,6 +14,8 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.library import assets
 from safelight.library.crawl import stat_keys_digest
 from safelight.library.decisions import StatKey
+from safelight.testing.fakeclock import FakeClock
+from tests.integration.storefixtures import add_config
 
 pytestmark = pytest.mark.integration
 
@@ -30,17 +32,6 @@ KEYS: list[StatKey] = sorted(
         ("z.mov", 1, 0, None, None, None),
     ]
 )
-
-
-async def _config(conn: Any, root: str) -> UUID:
-    cur = await conn.execute(
-        "INSERT INTO storage_configs (owner, root_path, created_at)"
-        " VALUES ('digest', %s, now()) RETURNING id",
-        (root,),
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    return row[0]  # type: ignore[no-any-return]
 
 
 async def _insert(conn: Any, config: UUID, key: StatKey, *, deleted: bool = False) -> None:
@@ -64,8 +55,9 @@ async def _insert(conn: Any, config: UUID, key: StatKey, *, deleted: bool = Fals
 async def test_the_databases_digest_of_a_range_is_the_walks_of_its_keys(
     pool: AsyncConnectionPool[Any],
 ) -> None:
+    config = await add_config(pool, FakeClock(), owner="digest", root="/digest/a")
+    other = await add_config(pool, FakeClock(), owner="digest", root="/digest/b")
     async with pool.connection() as conn:
-        config, other = await _config(conn, "/digest/a"), await _config(conn, "/digest/b")
         for key in KEYS:
             await _insert(conn, config, key)
         # Neither another config's assets nor a soft-deleted one are in a range.
@@ -91,8 +83,8 @@ async def test_the_databases_digest_of_a_range_is_the_walks_of_its_keys(
 async def test_a_range_with_any_key_changed_has_another_digest(
     pool: AsyncConnectionPool[Any],
 ) -> None:
+    config = await add_config(pool, FakeClock(), owner="digest", root="/digest/c")
     async with pool.connection() as conn:
-        config = await _config(conn, "/digest/c")
         for key in KEYS:
             await _insert(conn, config, key)
         whole = await assets.live_digest_in_range(conn, config, "", KEYS[-1][0])

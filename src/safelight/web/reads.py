@@ -1,5 +1,5 @@
 """The web dashboard's own reads (``queries.sql``); the queue's and a config's counts
-are the CLI's (``safelight.views.queries``), read there once."""
+are the operator's views (``safelight.views.queries``), which the CLI reads too."""
 
 from __future__ import annotations
 
