@@ -1055,12 +1055,8 @@ class _WalkAhead:
         except BaseException as error:  # the crawl's to raise (RootUnavailable, a bug)
             give(error)
         finally:
-            self._loop.call_soon_threadsafe(_set_done, self._ended)
-
-
-def _set_done(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+            # Set once, here only; never cancelled (``__aexit__`` waits through a shield).
+            self._loop.call_soon_threadsafe(self._ended.set_result, None)
 
 
 class _KnownRanges:
