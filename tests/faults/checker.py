@@ -269,16 +269,15 @@ class Window:
     live: Mapping[str, int]
     """Every path a live asset's proxy row names at the end, to its asset."""
     proxy_root: Path
-    wall_minus_monotonic: float
 
     def explain(self, effect: Effect) -> str | None:
-        end = effect.end + self.wall_minus_monotonic
+        end = effect.wall_end
         held = lease_until(self.leases, effect.owner, end)
         if held is not None and end <= held:
             # Not late: an effect inside its lease is no stale attempt's, and an overlap
             # it is part of is the other effect's to explain, or a violation.
             return None
-        start = effect.start + self.wall_minus_monotonic
+        start = effect.wall_start
         until = lease_until(self.leases, effect.owner, start)
         if until is None or start > until:
             return None
@@ -616,7 +615,6 @@ def check_stale_writes(conn: psycopg.Connection[Any]) -> list[Violation]:
 def check_effects_within_lease(
     conn: psycopg.Connection[Any],
     effects: Iterable[Effect],
-    wall_minus_monotonic: float,
     freezes: Freezes | None = None,
     window: Window | None = None,
     explained: list[Explained] | None = None,
@@ -627,17 +625,19 @@ def check_effects_within_lease(
     attempt at any moment; the self-stop is meant to have stopped it half a lease
     before that. So every effect must end while some lease the attempt held by then
     (its claim's, or one a heartbeat had renewed before the effect ended) still ran.
-    An effect whose interval spans a freeze ends at its kernel time where
-    :func:`clip_at_kernel_time` allows it. With a ``window``, each effect outside its
-    lease that the window explains goes to ``explained``; the first other one of each
-    attempt is a violation.
+    Both are on the real clock: each lease as the database stamped it, each effect
+    through the real time its own journal lines read (``Effect.wall_end``), so a step
+    of that clock during the run moves both alike. An effect whose interval spans a
+    freeze ends at its kernel time where :func:`clip_at_kernel_time` allows it. With a
+    ``window``, each effect outside its lease that the window explains goes to
+    ``explained``; the first other one of each attempt is a violation.
     """
     leases = load_leases(conn)
     found: list[Violation] = []
     reported: set[tuple[int, int]] = set()
     clipped = [clip_at_kernel_time(e, freezes or {}) for e in effects]
     for effect in sorted(clipped, key=lambda e: e.start):
-        end = effect.end + wall_minus_monotonic
+        end = effect.wall_end
         until = lease_until(leases, effect.owner, end)
         if until is not None and end <= until:
             continue
@@ -786,7 +786,6 @@ def check_everything(
     effects: Sequence[Effect],
     freezes: Freezes,
     proxy_root: Path,
-    wall_minus_monotonic: float,
 ) -> tuple[list[Violation], list[Explained]]:
     """Every check of a drained run that the journals and the database can make (the
     scenario adds its own watch of leases, check 2), and the window's explained effects:
@@ -794,15 +793,13 @@ def check_everything(
     found: list[Violation] = []
     explained: list[Explained] = []
     live = live_proxy_paths(conn)
-    window = Window(load_leases(conn), live, proxy_root, wall_minus_monotonic)
+    window = Window(load_leases(conn), live, proxy_root)
     found += check_side_effects(effects, freezes, window, explained)
     found += check_attempts(conn)
     found += check_attempt_history(conn)
     found += check_transitions(conn)
     found += check_stale_writes(conn)
-    found += check_effects_within_lease(
-        conn, effects, wall_minus_monotonic, freezes, window, explained
-    )
+    found += check_effects_within_lease(conn, effects, freezes, window, explained)
     found += check_proxies(conn, proxy_root)
     found += check_proxy_names(effects, live, proxy_root)
     found += check_proxy_rows(conn)

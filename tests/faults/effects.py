@@ -11,6 +11,12 @@ An ``after`` line that says ``"refused": true`` closes an effect that ``ensure_a
 refused inside its interval, before anything was touched: it had no side effect, so it
 is left out. (No engine code writes it yet: see docs/reliability.md, bug 3.)
 
+Every line carries ``realtime_ns``, the real clock read just before its ``t``: an
+effect is placed on the real clock, the one the database stamps leases with, through
+its own lines (``Effect.wall_start``, ``Effect.wall_end``). One offset between the two
+clocks taken at the start of a run would not do: a step of the real clock during the
+run (a machine's clock set on waking from a pause) moves every later effect by it.
+
 The ``after`` line of an effect that succeeded may also carry the kernel's time of it
 (``folder_ctime_ns`` with ``realtime_ns``, see ``safelight.core.journal._kernel_time``):
 an upper bound of when the effect ran, give or take ``KERNEL_CLOCK_MARGIN``, kept as
@@ -45,6 +51,11 @@ class Effect:
     end: float
     ok: bool | None
     """None: no ``after`` line (the process died in the middle)."""
+    real_at_start: float
+    """The real clock minus the journal's, read at the ``before`` line."""
+    real_at_end: float
+    """The same at the ``after`` line; with none, at the ``before`` line (a process's
+    death is placed on the journal's clock)."""
     kernel: float | None = None
     """The kernel's time of the effect, on the journal's clock, if its ``after`` line
     has it: the effect ran before ``kernel + KERNEL_CLOCK_MARGIN``."""
@@ -52,6 +63,19 @@ class Effect:
     @property
     def owner(self) -> tuple[int, int]:
         return (self.item, self.attempt)
+
+    @property
+    def wall_start(self) -> float:
+        """On the real clock (seconds), a time before the effect's syscall: its
+        ``before`` line's."""
+        return self.start + self.real_at_start
+
+    @property
+    def wall_end(self) -> float:
+        """On the real clock, a time by which the effect was done: its ``end`` (its
+        ``after`` line's, its process's death, or the kernel's time where the checker
+        clipped it there) through the clocks read at its ``after`` line."""
+        return self.end + self.real_at_end
 
     def describe(self) -> str:
         end = "open" if self.ok is None else f"{self.end:.4f}"
@@ -104,12 +128,19 @@ def effects_of(
         if line.get("refused"):
             continue
         effect = _effect(before, float(line["t"]), bool(line["ok"]))  # type: ignore[arg-type]
-        effects.append(replace(effect, kernel=kernel_time(line)))
+        effects.append(replace(effect, real_at_end=real_minus_t(line), kernel=kernel_time(line)))
     for opened in pending.values():
         for before in opened:
             died = died_at.get(int(before["pid"]))  # type: ignore[call-overload]
             effects.append(_effect(before, math.inf if died is None else died, None))
     return effects
+
+
+def real_minus_t(line: Mapping[str, object]) -> float:
+    """The real clock minus the journal's at ``line``, in seconds."""
+    real_ns, t = line["realtime_ns"], line["t"]
+    assert isinstance(real_ns, int) and isinstance(t, (int, float)), line
+    return real_ns / 1e9 - t
 
 
 def kernel_time(after: Mapping[str, object]) -> float | None:
@@ -133,6 +164,8 @@ def _effect(before: Mapping[str, object], end: float, ok: bool | None) -> Effect
         start=float(before["t"]),  # type: ignore[arg-type]
         end=end,
         ok=ok,
+        real_at_start=real_minus_t(before),
+        real_at_end=real_minus_t(before),
     )
 
 

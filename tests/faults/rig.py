@@ -6,9 +6,7 @@ over what they did."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +33,6 @@ class Rig:
     config_id: str = ""
     workers: list[WorkerProcess] = field(default_factory=list)
     proxies: list[TcpProxy] = field(default_factory=list)
-    wall_minus_monotonic: float = field(
-        default_factory=lambda: datetime.now(UTC).timestamp() - time.monotonic()
-    )
 
     def env(self, url: str) -> dict[str, str]:
         return {
@@ -136,14 +131,10 @@ class Rig:
 
     def effects_outside_leases(self) -> list[checker.Violation]:
         with psycopg.connect(self.url) as conn:
-            return checker.check_effects_within_lease(
-                conn, self.effects(), self.wall_minus_monotonic
-            )
+            return checker.check_effects_within_lease(conn, self.effects())
 
     def check_everything(self) -> tuple[list[checker.Violation], list[checker.Explained]]:
         """Every check of a fault run, over what the Workers did (stop them first)."""
         freezes = {w.pid: w.freezes for w in self.workers}
         with psycopg.connect(self.url) as conn:
-            return checker.check_everything(
-                conn, self.effects(), freezes, self.folder / "proxies", self.wall_minus_monotonic
-            )
+            return checker.check_everything(conn, self.effects(), freezes, self.folder / "proxies")

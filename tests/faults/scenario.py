@@ -37,7 +37,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -196,7 +195,6 @@ class Scenario:
         self._restarted_at = -1e9
         self._overdue_report: dict[tuple[int, int], tuple[str, str, float]] = {}
         self._files = 0
-        self.wall_minus_monotonic = datetime.now(UTC).timestamp() - time.monotonic()
 
     # --- the run -----------------------------------------------------------------------
 
@@ -643,9 +641,7 @@ class Scenario:
         found = self.report.violations
         freezes = {p.pid: p.freezes for p in self._processes()}
         with psycopg.connect(self.url) as conn:
-            violations, explained = checker.check_everything(
-                conn, effects, freezes, self.proxies, self.wall_minus_monotonic
-            )
+            violations, explained = checker.check_everything(conn, effects, freezes, self.proxies)
             found += violations
             self.report.explained += explained
             self._dump(conn)

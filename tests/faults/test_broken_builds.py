@@ -226,7 +226,7 @@ async def test_two_claims_racing_for_one_config(
             await pool.close()
 
     with psycopg.connect(url) as conn:
-        found, _ = checker.check_everything(conn, [], {}, tmp_path, 0.0)
+        found, _ = checker.check_everything(conn, [], {}, tmp_path)
     if index == "kept":
         assert claimed_b is None
         assert found == []

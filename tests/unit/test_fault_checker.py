@@ -6,6 +6,7 @@ touch a file a live row names (tests/faults/checker.py, docs/reliability.md)."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ def _delete(pid: int, attempt: int, name: str, start: float, end: float, **rest:
         start=start,
         end=end,
         ok=True,
+        real_at_start=0.0,  # the journal's clock is the real one here
+        real_at_end=0.0,
         **rest,
     )
 
@@ -104,7 +107,7 @@ def test_without_a_freeze_of_its_process_the_interval_stays_as_journalled() -> N
 def test_the_after_line_s_kernel_time_is_placed_on_the_journal_s_clock() -> None:
     base = {"pid": 1, "config": "c1", "item": 1, "attempt": 1, "action": "delete", "target": "x"}
     lines: list[dict[str, object]] = [
-        {**base, "phase": "before", "t": 10.0},
+        {**base, "phase": "before", "realtime_ns": 998_500_000_000, "t": 10.0},
         # The folder was stamped 2.5 s of realtime before the line's time was read.
         {
             **base,
@@ -114,13 +117,70 @@ def test_the_after_line_s_kernel_time_is_placed_on_the_journal_s_clock() -> None
             "realtime_ns": 1_002_500_000_000,
             "t": 14.0,
         },
-        {**base, "target": "y", "phase": "before", "t": 15.0},
-        {**base, "target": "y", "phase": "after", "ok": True, "t": 15.1},
+        {**base, "target": "y", "phase": "before", "realtime_ns": 1_003_500_000_000, "t": 15.0},
+        {
+            **base,
+            "target": "y",
+            "phase": "after",
+            "ok": True,
+            "realtime_ns": 1_003_600_000_000,
+            "t": 15.1,
+        },
     ]
     first, second = effects_of(lines, {})
     assert first.kernel == pytest.approx(11.5)
     assert (first.start, first.end) == (10.0, 14.0)
     assert second.kernel is None
+
+
+# --- the real clock, read at each effect --------------------------------------------------
+
+LINE = {"pid": 1, "config": "c1", "action": "delete"}
+
+
+def _lines_of(
+    item: int, attempt: int, target: str, times: list[tuple[float, float]]
+) -> list[dict[str, object]]:
+    """An effect's journal lines: ``times`` holds each line's (journal time, real time)."""
+    (t0, real0), *rest = times
+    owner = {**LINE, "item": item, "attempt": attempt, "target": target}
+    lines: list[dict[str, object]] = [
+        {**owner, "phase": "before", "t": t0, "realtime_ns": round(real0 * 1e9)}
+    ]
+    for t, real in rest:
+        lines.append(
+            {**owner, "phase": "after", "ok": True, "t": t, "realtime_ns": round(real * 1e9)}
+        )
+    return lines
+
+
+def test_each_effect_is_placed_on_the_real_clock_through_its_own_lines() -> None:
+    """The real clock steps 0.3 s forward at journal time 12 (a machine's clock set on
+    waking): every line after it reads the step, and so do the database's lease stamps.
+    Placed through one offset taken at the start, item 2's effect, 0.1 s after its claim,
+    would fall before it, and item 3's, 0.1 s past its lease, inside it."""
+    lines = [
+        *_lines_of(1, 1, "a", [(10.0, 1010.0), (10.5, 1010.5)]),
+        *_lines_of(2, 1, "b", [(15.0, 1015.3), (15.001, 1015.301)]),
+        *_lines_of(3, 1, "c", [(15.5, 1015.8), (15.8, 1016.1)]),
+    ]
+    first, second, third = sorted(effects_of(lines, {}), key=lambda e: e.start)
+    assert (first.wall_start, first.wall_end) == pytest.approx((1010.0, 1010.5))
+    assert (second.wall_start, second.wall_end) == pytest.approx((1015.3, 1015.301))
+    assert third.wall_end == pytest.approx(1016.1)
+    leases: Any = Leases([(1, 1, 1009.9, 1012.0), (2, 1, 1015.2, 1017.2), (3, 1, 1014.0, 1016.0)])
+    (late,) = check_effects_within_lease(leases, [first, second, third])
+    assert "item 3 attempt 1" in late.detail
+    assert "expired 0.100 s before it ended" in late.detail
+
+
+def test_an_effect_cut_off_by_its_process_s_death_ends_there_on_its_own_clocks() -> None:
+    lines = _lines_of(1, 1, "a", [(10.0, 1010.3)])
+    (open_effect,) = effects_of(lines, {1: 10.4})
+    assert open_effect.ok is None
+    assert open_effect.wall_end == pytest.approx(1010.7)
+    (forever,) = effects_of(lines, {})
+    assert forever.wall_end == math.inf
 
 
 class Leases:
@@ -140,12 +200,12 @@ class Leases:
 def test_the_lease_check_also_ends_a_frozen_effect_at_its_kernel_time() -> None:
     # Attempt 1's lease ran to 11.0; the freeze outlasted it.
     leases: Any = Leases([(1, 1, 9.0, 11.0)])
-    assert check_effects_within_lease(leases, [frozen_effect(kernel=10.01)], 0.0, FREEZES) == []
-    (violation,) = check_effects_within_lease(leases, [frozen_effect(kernel=None)], 0.0, FREEZES)
+    assert check_effects_within_lease(leases, [frozen_effect(kernel=10.01)], FREEZES) == []
+    (violation,) = check_effects_within_lease(leases, [frozen_effect(kernel=None)], FREEZES)
     assert violation.check == "stale_effects"
     assert "spans its process's freeze" in violation.detail
     # Stamped after the lease ran out (a syscall that hung into the freeze): reported.
-    assert len(check_effects_within_lease(leases, [frozen_effect(kernel=11.5)], 0.0, FREEZES)) == 1
+    assert len(check_effects_within_lease(leases, [frozen_effect(kernel=11.5)], FREEZES)) == 1
 
 
 # --- the strict invariants, and the residual window's harmless effects -----------------
@@ -170,6 +230,8 @@ def _effect(
         start=start,
         end=end,
         ok=rest.pop("ok", True),
+        real_at_start=0.0,
+        real_at_end=0.0,
         **rest,
     )
 
@@ -191,7 +253,7 @@ LIVE = {f"{FOLDER}/{LIVE_NAME}": 7}
 
 
 def window(live: dict[str, int] | None = None) -> Window:
-    return Window(LEASES, LIVE if live is None else live, ROOT, 0.0)
+    return Window(LEASES, LIVE if live is None else live, ROOT)
 
 
 def test_a_late_write_under_its_own_name_is_reported_not_a_violation() -> None:
@@ -252,14 +314,14 @@ def test_a_late_delete_of_a_dead_asset_s_file_is_reported_outside_its_lease() ->
     leases: Any = Leases([(1, 1, 9.0, 11.0)])
     dead = stale("delete", "thumbnail.1-1.jpg")
     explained: list[Explained] = []
-    assert check_effects_within_lease(leases, [dead], 0.0, FREEZES, window(), explained) == []
+    assert check_effects_within_lease(leases, [dead], FREEZES, window(), explained) == []
     (reported,) = explained
     assert reported.check == "stale_effects"
     assert "lease had expired" in reported.detail
     assert "no live row names" in reported.why
     # The same delete, begun after the lease: the violation it always was.
     after = stale("delete", "thumbnail.1-1.jpg", start=11.5)
-    assert len(check_effects_within_lease(leases, [after], 0.0, FREEZES, window(), [])) == 1
+    assert len(check_effects_within_lease(leases, [after], FREEZES, window(), [])) == 1
 
 
 def test_late_folder_effects_are_reported_with_why() -> None:

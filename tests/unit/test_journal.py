@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import cast
 from uuid import UUID
 
 import pytest
@@ -177,8 +178,35 @@ def test_a_failed_effect_or_an_unreadable_folder_records_no_kernel_time(tmp_path
     journal.close()
     afters = [x for x in _lines(tmp_path / "effects.jsonl") if x["phase"] == "after"]
     assert [sorted(x) for x in afters] == [
-        ["action", "attempt", "config", "item", "ok", "phase", "pid", "t", "target"]
+        ["action", "attempt", "config", "item", "ok", "phase", "pid", "realtime_ns", "t", "target"]
     ] * 2
+
+
+def test_every_line_carries_the_real_clock_read_at_it(tmp_path: Path) -> None:
+    """The checker places each effect on the database's (real) clock through its own
+    lines: before, after, failed and refused ones alike, each read as it is written."""
+
+    def stopped() -> None:
+        raise AttemptStopped("lost")
+
+    journal = Journal(tmp_path / "effects.jsonl", FakeClock(monotonic_start=5.0))
+    real_before = time.time_ns()
+    with attempt_scope(journal, config_id=CONFIG, item_id=7, attempt=3):
+        with side_effect("mkdir", tmp_path / "a"):
+            (tmp_path / "a").mkdir()
+        real_between = time.time_ns()
+        with pytest.raises(FileNotFoundError), side_effect("delete", tmp_path / "gone"):
+            (tmp_path / "gone").unlink()
+        with pytest.raises(AttemptStopped), side_effect("write", tmp_path / "b", stopped):
+            raise AssertionError("the block must not run")
+    real_after = time.time_ns()
+    journal.close()
+    stamped = [line["realtime_ns"] for line in _lines(tmp_path / "effects.jsonl")]
+    assert len(stamped) == 6
+    assert all(isinstance(real, int) for real in stamped)
+    reals = cast(list[int], stamped)
+    assert real_before <= reals[0] <= reals[1] <= real_between <= reals[2]
+    assert reals == sorted(reals) and reals[-1] <= real_after
 
 
 def test_without_a_journal_no_kernel_time_is_read(

@@ -10,12 +10,17 @@ leaves at worst a "before" with no "after", which the checker treats as still op
 Times are ``time.monotonic_ns()``-comparable across processes of one machine (Linux
 ``CLOCK_MONOTONIC`` is system-wide); they come from the injected clock.
 
+Every line also carries ``realtime_ns``, ``time.time_ns()`` read just before its ``t``:
+the real clock at that moment, on which the database stamps its leases. A checker
+places each effect on that clock through its own lines, never through one offset taken
+at the start of a run, which a step of the real clock in between would make wrong.
+
 The "after" line of an effect that succeeded also carries the kernel's own time of it:
 ``folder_ctime_ns``, the change time of the folder the effect changed an entry of, read
-right after the syscall, and ``realtime_ns``, ``time.time_ns()`` read just before the
-line's ``t`` (see :func:`_kernel_time`). A checker can place the effect on the journal's
-clock from them, and tell an effect that ran before its process was frozen from one
-that ran on waking, though both intervals span the freeze.
+right after the syscall (see :func:`_kernel_time`). With that line's ``realtime_ns`` a
+checker can place the effect on the journal's clock, and tell an effect that ran before
+its process was frozen from one that ran on waking, though both intervals span the
+freeze.
 
 The current attempt travels in a context variable set around the handler, so library
 code deep in a thread (``asyncio.to_thread`` copies the context) reports its effects
@@ -115,13 +120,13 @@ def side_effect(
         "target": str(target),
     }
     journal = current.journal
-    journal.write({**base, "phase": "before", "t": journal.stamp()})
+    journal.write({**base, "phase": "before", **_stamps(journal)})
     if ensure_alive is not None:
         try:
             ensure_alive()
         except BaseException:
             journal.write(
-                {**base, "phase": "after", "ok": False, "refused": True, "t": journal.stamp()}
+                {**base, "phase": "after", "ok": False, "refused": True, **_stamps(journal)}
             )
             raise
     ok = False
@@ -132,12 +137,18 @@ def side_effect(
         kernel = _kernel_time(target)
     finally:
         # Written also when the effect failed: the interval ends either way.
-        if kernel:
-            # Realtime first, then the stamp: a delay between the two only makes the
-            # effect's time, mapped through them, later (see _kernel_time). The real
-            # clock, not the injected one: it is compared with the kernel's ctime.
-            kernel["realtime_ns"] = time.time_ns()  # noqa: TID251
-        journal.write({**base, "phase": "after", "ok": ok, **kernel, "t": journal.stamp()})
+        journal.write({**base, "phase": "after", "ok": ok, **kernel, **_stamps(journal)})
+
+
+def _stamps(journal: Journal) -> dict[str, object]:
+    """A line's times: ``realtime_ns`` read first, then ``t``, both on the same side of
+    the syscall. Mapped through them, a "before" line's moment is its realtime (before
+    the syscall) and an "after" line's its realtime (after it); a delay between the two
+    readings only moves the kernel's stamp, placed on ``t`` (see :func:`_kernel_time`),
+    later. The real clock, not the injected one: it is compared with the kernel's ctime
+    and with the database's lease times."""
+    realtime_ns = time.time_ns()  # noqa: TID251
+    return {"realtime_ns": realtime_ns, "t": journal.stamp()}
 
 
 def _kernel_time(target: Path | str) -> dict[str, object]:
