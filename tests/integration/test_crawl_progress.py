@@ -16,6 +16,7 @@ from rich.console import Console
 
 from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, saved_counts
 from safelight.handlers import crawl as crawl_module
+from safelight.library import crawl as walk_module
 from safelight.library import hashing
 from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
@@ -179,3 +180,69 @@ async def test_a_stale_attempt_saves_no_progress(
     assert await h.store.heartbeat(item_id, 2, LEASE) is Beat.ALIVE
     kept = await h.store.get(item_id)
     assert kept is not None and kept.progress == {"attempt": 1, "counts": {"found": 3}}
+
+
+async def test_the_walks_end_reports_every_file_found_before_any_is_dealt_with(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The total is known once the walk ends: it is reported then, whatever the files'
+    workers have done, not only with the next file done or at the crawl's end."""
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    for n in range(PHOTOS):
+        write(root, f"p{n}.jpg", jpeg(n))
+    config = await h.add_config(root)
+    # The barrier: every file's hash waits until the walk has ended, so no file is
+    # dealt with before the walk's last report; the clock stands still, so no report
+    # is due by time either.
+    walk_ended = threading.Event()
+    real_walk = crawl_module._Crawl._walk
+    real_hash = hashing.hash_descriptor
+
+    async def walk(self: Any, walker: Any) -> None:
+        try:
+            await real_walk(self, walker)
+        finally:
+            walk_ended.set()
+
+    def hash_after_the_walk(fd: int, **kwargs: Any) -> Any:
+        walk_ended.wait(timeout=60)  # a guard against a hang, never reached when it passes
+        return real_hash(fd, **kwargs)
+
+    monkeypatch.setattr(crawl_module._Crawl, "_walk", walk)
+    monkeypatch.setattr("safelight.handlers.crawl.hash_descriptor", hash_after_the_walk)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    reports = h.progress[item.id]
+    assert reports[0] == {**dict.fromkeys(crawl_module.COUNTERS, 0), "total": PHOTOS}
+    assert reports[-1]["found"] == reports[-1]["ingested"] == PHOTOS
+
+
+async def test_the_reports_made_during_the_walk_count_what_it_skipped_so_far(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second crawl, the walk a file per step: each batch of unchanged files is
+    reported as it is matched, with the links the walk has skipped by then."""
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    for n in range(3):
+        write(root, f"p{n}.jpg", jpeg(n))
+    # Listed with the root, in the first step: skipped from the first batch on.
+    (root / "link.jpg").symlink_to(root / "p0.jpg")
+    config = await h.add_config(root)
+    first = await h.run("crawl", config_id=config)
+    assert first.status is Status.SUCCEEDED, first.error
+    monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 1)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert item.result["skipped"] == [{"path": "link.jpg", "reason": "symbolic link: not followed"}]
+    zero = dict.fromkeys(crawl_module.COUNTERS, 0)
+    # The first two batches' reports, made while the walk still had files to give out.
+    assert h.progress[item.id][:2] == [
+        {**zero, "total": n, "found": n, "unchanged": n, "skipped": 1} for n in (1, 2)
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -14,9 +15,12 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.crawl import COUNTERS
 from safelight.library.decoding import ImageDecoder
+from safelight.library.originals import StorageRoot
 from safelight.testing.samplegen import Manifest, generate_library
 from safelight.work.model import Status
+from safelight.work.outcome import Retrying, Succeeded
 from tests.integration.handlerfixtures import (
+    LEASE,
     copy_library,
     jpeg,
     make_harness,
@@ -376,8 +380,90 @@ async def test_an_empty_root_of_a_library_with_assets_fails_and_soft_deletes_not
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.FAILED
-    assert item.error is not None and "holds no photos or videos" in item.error
-    assert f"the storage root {root} holds" in item.error  # the root as configured
+    # The root as configured, and the live assets the library holds (the three photos).
+    assert item.error == (
+        f"HandlerFailed: the storage root {root} holds no photos or videos, but the library"
+        " has 3 of them: is the share mounted? Nothing was marked deleted"
+    )
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
+
+
+def root_listing_fails(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    """Listing the storage root itself fails with ``code``; every other folder lists as
+    before. The tests run as root, whom a mode of 000 does not stop: the walk's open of
+    the root's folder is the seam (``Walker._list`` turns its error into
+    ``RootUnavailable``, caused by it)."""
+    real = StorageRoot.open_folder
+
+    def open_folder(self: StorageRoot, relative: str) -> int:
+        if not relative:
+            raise OSError(code, os.strerror(code))
+        return real(self, relative)
+
+    monkeypatch.setattr(StorageRoot, "open_folder", open_folder)
+
+
+async def test_a_root_that_cannot_be_listed_for_a_while_is_retried_and_soft_deletes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No jitter: the retry's wait is the policy's first delay exactly.
+    h = make_harness(pool, tmp_path, retry_jitter=0.0)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    before = await live_paths(h, config)
+    # An I/O error may pass (a NAS mount whose server restarts): the crawl is retried.
+    root_listing_fails(monkeypatch, errno.EIO)
+    item_id = await h.store.enqueue("crawl", config_id=config)
+    # The crawl only: the first one's burst detection, queued before it, may wait.
+    item = await h.store.claim("w1", ["crawl"], lease_seconds=LEASE)
+    assert item is not None and item.id == item_id
+
+    ran = await h.executor.run(item)
+
+    error = (
+        f"HandlerUnavailable: the storage root {root.resolve()} cannot be listed:"
+        " I/O error while reading the file; nothing was changed"
+    )
+    assert ran.outcome == Retrying(error, h.settings.retry_delay_seconds) and ran.applied
+    waiting = await h.store.get(item_id)
+    assert waiting is not None
+    assert (waiting.status, waiting.retries, waiting.error) == (Status.QUEUED, 1, error)
+    assert await live_paths(h, config) == before
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
+
+    # Once the share is back and the wait has passed, the retry crawls it as it was.
+    monkeypatch.undo()
+    await h.clock.advance(h.settings.retry_delay_seconds)
+    again = await h.store.claim("w1", ["crawl"], lease_seconds=LEASE)
+    assert again is not None and (again.id, again.attempt) == (item_id, 2)
+    assert isinstance((await h.executor.run(again)).outcome, Succeeded)
+    done = await h.store.get(item_id)
+    assert done is not None
+    assert done.status is Status.SUCCEEDED, done.error
+    assert done.result is not None
+    assert (done.result["unchanged"], done.result["deleted"]) == (3, 0)
+    assert await live_paths(h, config) == before
+
+
+async def test_a_root_that_cannot_be_listed_for_good_fails_at_once_and_soft_deletes_nothing(
+    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await small_library(h, root)
+    before = await live_paths(h, config)
+    # A refused permission would be refused again: no retry.
+    root_listing_fails(monkeypatch, errno.EACCES)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.FAILED
+    assert item.error == (
+        f"HandlerFailed: the storage root {root.resolve()} cannot be listed:"
+        " permission denied; nothing was changed"
+    )
+    assert (item.retries, item.attempt) == (0, 1)
+    assert await live_paths(h, config) == before
     assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
 
 

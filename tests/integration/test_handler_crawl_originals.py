@@ -20,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import crawl as crawl_handler
 from safelight.library.decoding import ImageDecoder
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, make_harness, write
+from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +57,14 @@ def is_red(image: Image.Image) -> bool:
 def proxy_images(h: Harness) -> list[Path]:
     """Every proxy file written, published or left over: none may show the secret."""
     return sorted(p for p in h.proxy_root.rglob("*") if p.is_file() and p.suffix == ".jpg")
+
+
+async def asset_ids(h: Harness, config: Any) -> dict[str, int]:
+    """The config's live assets, path to id."""
+    rows = await h.rows(
+        "SELECT file_path, id FROM assets WHERE storage_config_id = %s AND NOT is_deleted", config
+    )
+    return dict(rows)
 
 
 async def live_paths(h: Harness, config: Any) -> set[str]:
@@ -171,6 +179,46 @@ async def test_with_the_setting_a_link_inside_the_root_is_ingested_and_one_outsi
     again = await h.run("crawl", config_id=config)
     assert again.result is not None
     assert (again.result["ingested"], again.result["unchanged"]) == (0, 2)
+
+
+async def test_a_followed_link_unchanged_since_the_last_crawl_keeps_its_asset_unhashed(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """The files of followed links come after the walk's matching has passed their
+    paths: each is looked up at its path, an unchanged one counted as is (not hashed,
+    not soft-deleted as not walked), a touched one hashed again and its asset kept."""
+    h = make_harness(pool, tmp_path, follow_links_inside_root=True)
+    root = tmp_path / "library"
+    # Hidden targets: the walk does not list them itself, so the links are followed.
+    write(root, ".archive/kept.jpg", jpeg(63))
+    target = write(root, ".archive/touched.jpg", jpeg(64))
+    write(root, "a.jpg", jpeg(65))
+    (root / "kept.jpg").symlink_to(".archive/kept.jpg")
+    (root / "touched.jpg").symlink_to(".archive/touched.jpg")
+    config = await h.add_config(root)
+    first = await h.run("crawl", config_id=config)
+    assert first.result is not None and first.result["ingested"] == 3
+    before = await asset_ids(h, config)
+    assert set(before) == {"a.jpg", "kept.jpg", "touched.jpg"}
+    touch_later(target)
+
+    item = await h.run("crawl", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    result = item.result
+    assert result is not None
+    counts = ("total", "unchanged", "ingested", "moved", "deleted")
+    assert {c: result[c] for c in counts} == {
+        "total": 3, "unchanged": 3, "ingested": 0, "moved": 0, "deleted": 0
+    }  # fmt: skip
+    # Only the touched link's file is hashed: the unchanged one is known by its stat.
+    assert h.progress[item.id][-1]["hashed"] == 1
+    assert await asset_ids(h, config) == before
+    assert await h.value("SELECT count(*) FROM assets WHERE is_deleted") == 0
+    assert (
+        await h.value("SELECT modified_ns FROM assets WHERE id = %s", before["touched.jpg"])
+        == target.stat().st_mtime_ns
+    )
 
 
 # --- races, forced --------------------------------------------------------------------
