@@ -8,6 +8,7 @@ from every other."""
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import os
 import random
@@ -133,6 +134,28 @@ def test_a_run_ends_at_its_first_difference(at: int) -> None:
     assert walk_module._equal_run(keys, 0, known[:at], 0) == at  # the shorter one ends it
 
 
+def test_only_the_keys_that_differ_are_merged_path_by_path() -> None:
+    """An unchanged file is matched as part of a run of equal keys, compared at once: no
+    path of it is compared with another by order, as the merge by path does."""
+    ordered: list[str] = []
+
+    class Ordered(str):
+        """A path that notes each time it is compared by order."""
+
+        def __lt__(self, other: str) -> bool:
+            ordered.append(str(self))
+            return str.__lt__(self, other)
+
+    known = [_row(Ordered(f"{n:04d}.jpg"), asset_id=n) for n in range(300)]
+    keys: list[StatKey] = [row[:6] for row in known]
+    keys[150] = (keys[150][0], 2, *keys[150][2:])  # a changed file
+    matcher = KnownInPathOrder()
+    matcher.feed_rows(known)
+    matched = matcher.match_keys(keys)
+    assert matched.at_path == known and matched.differing == [150] and matched.unseen == []
+    assert set(ordered) <= {"0150.jpg"}
+
+
 def test_the_walks_keys_are_its_files_and_runs_split_across_steps(tmp_path: Path) -> None:
     """A folder's files between its subfolders are given out as runs, split wherever a
     step's files end; each key is that file's, its sidecar's stat included."""
@@ -181,6 +204,21 @@ def test_a_digest_of_keys_is_of_every_field_and_of_their_order() -> None:
     ]
     digests = [stat_keys_digest(other) for other in others]
     assert digest not in digests and len(set(digests)) == len(digests)
+
+
+def test_a_digest_is_of_the_text_the_database_aggregates() -> None:
+    """The text of ``assets_live_of_config_digest_in_range`` (queries.sql), written out:
+    each path prefixed by its length in characters, the fields separated by U+001F, the
+    keys by U+001E, none for no keys (tests/integration/test_crawl_digest.py holds the
+    query and the function together on PostgreSQL)."""
+    keys: list[StatKey] = [
+        ("a.jpg", 1, 10, None, None, None),
+        ("é/b.jpg", 2, -20, "é/b.xmp", 3, 30),
+    ]
+    text = "5:a.jpg\x1f1\x1f10\x1e7:é/b.jpg\x1f2\x1f-20\x1f7:é/b.xmp\x1f3\x1f30"
+    assert stat_keys_digest(keys) == hashlib.sha256(text.encode()).digest()
+    assert stat_keys_digest(keys[:1]) == hashlib.sha256(b"5:a.jpg\x1f1\x1f10").digest()
+    assert stat_keys_digest([]) == hashlib.sha256(b"").digest()
 
 
 def test_no_name_makes_two_lists_of_keys_digest_alike() -> None:
