@@ -28,7 +28,7 @@ from safelight.core.journal import Journal, attempt_scope
 from safelight.db.database import Database, open_database
 from safelight.db.migrate import check_schema
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
-from safelight.handlers.guards import check_active_roots, check_proxy_root
+from safelight.handlers.guards import check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.library.paths import describe_os_error
 from safelight.observe.metrics import Metrics
@@ -393,9 +393,9 @@ async def run_workers(
         settings, database, clock, options, on_progress=on_progress, on_finished=on_finished
     )
     try:
-        # Before anything is claimed: nothing this process writes may land in a library
-        # it serves, and its proxy root must be this database's (library.roots, .proxyroot).
-        await check_active_roots(engine.services, options.user)
+        # Before anything is claimed: nothing this process writes or deletes may land in
+        # any registered library (whoever's, whatever its state), and its proxy root must
+        # be this database's (library.roots, .proxyroot).
         await check_proxy_root(engine.services)
         _log.info(
             "%d worker(s) %s serving %s on %s",

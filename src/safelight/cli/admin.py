@@ -1,4 +1,4 @@
-"""``safelight db migrate`` and ``safelight config add|list|disable``."""
+"""``safelight db migrate`` and ``safelight config add|list|enable|disable``."""
 
 from __future__ import annotations
 
@@ -143,12 +143,36 @@ def config_list(state: CliState, as_json: bool) -> None:
     )
 
 
+@config_group.command("enable")
+@click.argument("config_id", metavar="ID")
+@pass_state
+def config_enable(state: CliState, config_id: str) -> None:
+    """Serve a disabled config again (as 'safelight config add' of its folder does).
+
+    Refused when its folder now overlaps safelight's own folders (the proxy root, the
+    home or the embedded database's): move the setting first.
+    """
+    own = own_folders(state.settings().home, state.settings().proxies)
+
+    async def body(database: Database, settings: Settings) -> tuple[StorageConfig, bool]:
+        configs = StorageConfigs(database.pool, state.clock, own_folders=own)
+        found = await configs.resolve_id(config_id)
+        return await configs.enable(found.id)
+
+    config, was_active = state.with_database(body)
+    if was_active:
+        click.echo(printable(f"{config.id} ({config.root_path}) was already enabled"))
+    else:
+        click.echo(printable(f"enabled {config.id} ({config.root_path}, {config.owner})"))
+
+
 @config_group.command("disable")
 @click.argument("config_id", metavar="ID")
 @pass_state
 def config_disable(state: CliState, config_id: str) -> None:
     """Stop serving a config: Workers claim none of its work, and no new work is queued
-    for it. Its queued items wait; 'safelight config add' of its folder re-enables it."""
+    for it. Its queued items wait; 'safelight config enable ID' (or 'config add' of its
+    folder) serves it again."""
 
     async def body(database: Database, settings: Settings) -> tuple[StorageConfig, bool]:
         configs = StorageConfigs(database.pool, state.clock)

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from safelight.handlers.contract import HandlerContext, stop_if_cancelled
-from safelight.handlers.guards import check_active_roots, check_proxy_root
+from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
@@ -55,9 +55,9 @@ async def run_proxy_sweep(
             "foreign": 0,
             "left_alone": [],
         }
-    # No library may lie inside (or around) the root this sweep deletes in, and the
-    # root must be this database's: another's proxies are all "orphans" to this one.
-    await check_active_roots(services)
+    # No library, of any config in any state, may lie inside (or around) the root this
+    # sweep deletes in, and the root must be this database's: another's proxies are all
+    # "orphans" to this one.
     await check_proxy_root(services)
     scan = await asyncio.to_thread(scan_proxy_root, root, ctx.clock.now().timestamp())
     stop_if_cancelled(ctx)

@@ -5,6 +5,12 @@ symlinks followed, made absolute) before it is stored, so ``./photos``,
 ``/home/me/photos`` and a symlink to it are one config. Adding a folder its owner
 already has returns that config, made active again if it had been disabled: adding is
 how an operator asks for the folder to be served, whatever happened before.
+
+Registered folders are never nested: a folder inside, or around, a folder already
+registered (by any owner, in any state) is refused, since its photos would be indexed
+and shown twice, once per config. The same folder for two owners is two configs, as
+before. Adds take turns under a transaction-scoped advisory lock, so two adds of nested
+folders at the same moment cannot both pass the check.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from safelight.library.roots import OwnFolder, check_storage_root
 
 QUERIES = load_queries("safelight.library", "configs.sql")
 
+# A fixed key for pg_advisory_xact_lock, under which adds take turns: "safelight config
+# add" as an arbitrary 63-bit number (the migrations' lock is another).
+ADD_LOCK_KEY = 0x5AFE_0002_C0F1
+
 # The shortest id prefix an operator may type for a config: with fewer hex digits, a
 # library of a few dozen configs would already see collisions.
 MIN_ID_PREFIX = 4
@@ -36,6 +46,10 @@ _HEX = frozenset("0123456789abcdef-")
 
 class ConfigError(ValueError):
     """A storage config cannot be added or found; the message is for the user."""
+
+
+class NestedConfig(ConfigError):
+    """The folder lies inside, or around, a folder another config has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +110,29 @@ def _check_owner(owner: str) -> str:
     return owner
 
 
+async def every_config(conn: psycopg.AsyncConnection[Any]) -> list[StorageConfig]:
+    """Every storage config, of every owner and in any state, on the caller's connection."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["configs_list"], {"owner": None, "active_only": False})
+    return [_config_from_row(row) for row in await cur.fetchall()]
+
+
+def _nested_error(root: Path, other: StorageConfig) -> NestedConfig:
+    state = "" if other.active else ", disabled"
+    registered = f"storage config {other.id} ({other.owner}{state})"
+    if root.is_relative_to(other.root_path):
+        return NestedConfig(
+            f"{root} lies inside {other.root_path}, the folder of {registered}: its photos "
+            f"would be indexed twice. Use that config (safelight run {other.root_path} "
+            f"--user {other.owner}), or choose a folder outside it"
+        )
+    return NestedConfig(
+        f"{root} contains {other.root_path}, the folder of {registered}: its photos "
+        "would be indexed twice. Register the folders beside it instead, each on its own, "
+        "or choose a folder that does not contain it"
+    )
+
+
 async def config_by_id(conn: psycopg.AsyncConnection[Any], config_id: UUID) -> StorageConfig | None:
     """One storage config, on the caller's connection."""
     cur = conn.cursor(row_factory=dict_row)
@@ -135,9 +172,17 @@ class StorageConfigs:
         }
         async with self._pool.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(QUERIES["configs_lock_for_add"], {"key": ADD_LOCK_KEY})
             await cur.execute(QUERIES["config_insert"], params)
             row = await cur.fetchone()
             if row is not None:
+                # A new config: none may be nested in it, nor it in one. Under the lock,
+                # every other add's row is committed or not yet written; raising rolls
+                # this one back. (A folder already registered is reused as it is.)
+                await cur.execute(QUERIES["configs_nested"], params)
+                nested = await cur.fetchone()
+                if nested is not None:
+                    raise _nested_error(resolved, _config_from_row(nested))
                 return Added(_config_from_row(row), created=True)
             # The unique (owner, root_path) row exists and cannot vanish before this
             # statement reads it: nothing deletes storage configs.
@@ -201,6 +246,26 @@ class StorageConfigs:
                 QUERIES["configs_by_root"], {"root_path": str(resolved), "owner": owner}
             )
             return [_config_from_row(row) for row in await cur.fetchall()]
+
+    async def enable(self, config_id: UUID) -> tuple[StorageConfig, bool]:
+        """Make a config active again; returns it and whether it was active before.
+
+        Its folder is checked against safelight's folders first, as ``add`` checks it:
+        the settings may have moved the proxy root or the home onto it since it was
+        disabled. Raises :class:`ConfigError` when there is no such config, and
+        ``RootOverlap`` when its folder overlaps one of safelight's.
+        """
+        found = await self.get(config_id)
+        if found is None:
+            raise ConfigError(f"there is no storage config {config_id}")
+        await asyncio.to_thread(check_storage_root, found.root_path, self._own_folders)
+        async with self._pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(QUERIES["config_enable"], {"id": config_id})
+            row = await cur.fetchone()
+        if row is None:  # pragma: no cover - nothing deletes storage configs
+            raise ConfigError(f"there is no storage config {config_id}")
+        return _config_from_row(row), bool(row["was_active"])
 
     async def disable(self, config_id: UUID) -> tuple[StorageConfig, bool]:
         """Make a config inactive; returns it and whether it was active before.

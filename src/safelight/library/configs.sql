@@ -6,6 +6,22 @@
 -- qualifier (`config_disable`, `configs_by_root`).
 -- tests/unit/test_query_names.py checks that each is used and each name used exists.
 
+-- configs_lock_for_add --
+-- Make adds take turns until this transaction ends, so that two adds of nested folders
+-- cannot each miss the other's uncommitted row (configs_nested below).
+SELECT pg_advisory_xact_lock(%(key)s)
+
+-- configs_nested --
+-- The configs of every owner and state whose folder lies inside the given one or
+-- around it, on path components ("/p/a" is inside "/p", "/p-b" is not); its own folder
+-- is not nested in itself.
+SELECT id, owner, root_path, active, created_at
+FROM storage_configs
+WHERE root_path <> %(root_path)s
+  AND (starts_with(root_path, rtrim(%(root_path)s, '/') || '/')
+       OR starts_with(%(root_path)s, rtrim(root_path, '/') || '/'))
+ORDER BY created_at, id
+
 -- config_insert --
 -- Register a folder for an owner; nothing when that owner already has it (see config_reactivate).
 INSERT INTO storage_configs (owner, root_path, created_at)
@@ -53,6 +69,14 @@ FROM storage_configs
 WHERE root_path = %(root_path)s
   AND (%(owner)s::text IS NULL OR owner = %(owner)s::text)
 ORDER BY created_at, id
+
+-- config_enable --
+-- Make a config active again; was_active tells whether it was.
+UPDATE storage_configs c
+SET active = true
+FROM (SELECT id, active AS was_active FROM storage_configs WHERE id = %(id)s FOR UPDATE) old
+WHERE c.id = old.id
+RETURNING c.id, c.owner, c.root_path, c.active, c.created_at, old.was_active
 
 -- config_disable --
 -- Make a config inactive: Workers stop claiming its work; enqueue refuses new work for it.

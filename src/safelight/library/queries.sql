@@ -13,12 +13,6 @@
 -- Which database this is, for the proxy root's marker: the cluster's id and the name.
 SELECT system_identifier, current_database() FROM pg_control_system()
 
--- configs_active_roots --
--- The root folder of every active config (of one owner, or everyone's).
-SELECT root_path FROM storage_configs
-WHERE active AND (%(owner)s::text IS NULL OR owner = %(owner)s)
-ORDER BY root_path
-
 -- assets_live_of_config_after_path --
 -- A page of what a crawl needs of the live assets of a config, after a path, in the
 -- walk's order: by the bytes of the path (COLLATE "C"), which is Python's str order.

@@ -6,10 +6,14 @@ proxies, which the proxy sweep also deletes) and nowhere else. A storage root th
 contains one of them would have safelight's files crawled as photos, run after run; a
 storage root inside one of them would put originals where safelight writes and deletes.
 So the two sets of folders are kept disjoint, in both directions, on resolved paths,
-wherever a root meets a setting: ``config add``, ``run``, the start of a Worker (every
-active config it serves) and each crawl before it writes. The one exception is the demo
-library, which safelight generates in its home for ``safelight demo``: it lies outside
-the proxy root and the database, and holds nothing but safelight's own sample files.
+wherever a root meets a setting: ``config add``, ``run``, ``config enable``, and before
+anything is written or deleted under the proxy root (the start of a Worker, its marker,
+each crawl, sweep, purge and proxy deletion). The last checks every registered config,
+whatever its state or owner: a disabled config's folder still holds originals, and the
+settings may have moved the proxy root onto it since it was disabled. The one exception
+is the demo library, which safelight generates in its home for ``safelight demo``: it
+lies outside the proxy root and the database, and holds nothing but safelight's own
+sample files.
 """
 
 from __future__ import annotations
@@ -70,6 +74,16 @@ def own_folders(home: Path, proxy_root: Path) -> tuple[OwnFolder, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RegisteredRoot:
+    """A storage config's root as the overlap checks see it."""
+
+    root: Path
+    name: str
+    """How an error names the config: ``storage config <id> of <owner>``."""
+    active: bool
+
+
 def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
     """Raise :class:`RootOverlap` unless ``root`` (resolved) may be a storage root."""
     root = _resolved(root)
@@ -78,6 +92,13 @@ def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
             f"{root} is a system folder, not a folder of photos: choose the folder that "
             "holds the photos themselves"
         )
+    check_apart(root, own)
+
+
+def check_apart(root: Path, own: Sequence[OwnFolder]) -> None:
+    """Raise :class:`RootOverlap` if ``root`` (resolved) is, contains or lies in one of
+    safelight's folders."""
+    root = _resolved(root)
     for folder in own:
         if folder.path == root:
             raise RootOverlap(
@@ -106,10 +127,24 @@ def check_storage_root(root: Path, own: Sequence[OwnFolder]) -> None:
             )
 
 
-def check_storage_roots(roots: Iterable[Path], own: Sequence[OwnFolder]) -> None:
-    """:func:`check_storage_root` for each of ``roots`` (a Worker's active configs)."""
-    for root in roots:
-        check_storage_root(root, own)
+def check_registered_roots(registered: Iterable[RegisteredRoot], own: Sequence[OwnFolder]) -> None:
+    """Every registered config against safelight's folders, before anything is written
+    or deleted under the proxy root: raise :class:`RootOverlap` naming the first config
+    that overlaps. A disabled config is checked for overlap only (its folder still holds
+    originals); an active one as a storage root (no system folder either), as its next
+    crawl will check it."""
+    for config in registered:
+        try:
+            if config.active:
+                check_storage_root(config.root, own)
+            else:
+                check_apart(config.root, own)
+        except RootOverlap as exc:
+            state = "" if config.active else ", disabled"
+            raise RootOverlap(
+                f"{config.name} ({config.root}{state}) overlaps safelight's own folders, "
+                f"and nothing is written or deleted until they are apart: {exc}"
+            ) from None
 
 
 def check_own_folder(folder: OwnFolder) -> None:

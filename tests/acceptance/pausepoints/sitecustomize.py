@@ -114,7 +114,7 @@ PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "connect": ("safelight.db.pool", lambda m: _pause_async(m, "connect")),
     "migrate": ("safelight.db.migrate", lambda m: _pause_async(m, "migrate")),
     "pool": ("safelight.db.pool", lambda m: _pause_async(m, "open_pool")),
-    "roots": ("safelight.handlers.guards", lambda m: _pause_async(m, "check_active_roots")),
+    "roots": ("safelight.handlers.guards", lambda m: _pause_async(m, "check_every_root")),
 }
 
 
