@@ -30,8 +30,10 @@ from safelight.library.proxytree import (
 )
 from safelight.library.roots import (
     DEMO_FOLDER,
+    RegisteredRoot,
     RootOverlap,
     check_own_folder,
+    check_registered_roots,
     check_storage_root,
     own_folders,
 )
@@ -111,6 +113,34 @@ def test_disjoint_roots_and_the_demo_library_pass(tmp_path: Path) -> None:
 def test_system_folders_are_refused_as_roots(root: str, tmp_path: Path) -> None:
     with pytest.raises(RootOverlap, match="system folder"):
         check_storage_root(Path(root), own_folders(tmp_path / "h", tmp_path / "p"))
+
+
+@pytest.mark.parametrize("active", [True, False], ids=["active", "disabled"])
+@pytest.mark.parametrize("at", ["proxies", "home/pgdata/x", "."])
+def test_every_registered_root_is_checked_and_named(tmp_path: Path, active: bool, at: str) -> None:
+    """Proxy root, data folder or home: the one that overlaps, the config's id and
+    state in the message, whatever its state."""
+    own = own_folders(tmp_path / "home", tmp_path / "proxies")
+    fine = RegisteredRoot(tmp_path / "library", "storage config A of alice", active=True)
+    bad = RegisteredRoot(tmp_path / at, "storage config B of bob", active=active)
+    check_registered_roots([fine], own)
+
+    with pytest.raises(RootOverlap) as refused:
+        check_registered_roots([fine, bad], own)
+
+    state = "" if active else ", disabled"
+    message = str(refused.value)
+    assert message.startswith(f"storage config B of bob ({tmp_path / at}{state}) overlaps")
+    assert "nothing is written or deleted" in message and "SAFELIGHT_" in message
+
+
+def test_a_disabled_root_is_checked_for_overlap_only(tmp_path: Path) -> None:
+    """A config registered at a system folder before they were refused: disabled, it is
+    crawled by nobody, so it stops no Worker; active, its next crawl would refuse it."""
+    own = own_folders(tmp_path / "home", tmp_path / "proxies")
+    check_registered_roots([RegisteredRoot(Path("/home"), "storage config C", False)], own)
+    with pytest.raises(RootOverlap, match="system folder"):
+        check_registered_roots([RegisteredRoot(Path("/home"), "storage config C", True)], own)
 
 
 def test_safelights_own_folders_may_not_be_system_folders(tmp_path: Path) -> None:
