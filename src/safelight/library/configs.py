@@ -161,6 +161,9 @@ class StorageConfigs:
         """Register ``root`` for ``owner``, or return the config that already has it.
 
         Idempotent by (owner, resolved root): a second add returns the first one's id.
+        Raises ``RootOverlap`` when the folder overlaps safelight's own, and
+        :class:`NestedConfig` when a new config's folder lies inside, or around, a
+        registered one.
         """
         # Resolving stats the file system, which may be a slow network share.
         resolved = await asyncio.to_thread(resolve_root, root)
