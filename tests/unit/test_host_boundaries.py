@@ -115,6 +115,29 @@ def test_system_folders_are_refused_as_roots(root: str, tmp_path: Path) -> None:
         check_storage_root(Path(root), own_folders(tmp_path / "h", tmp_path / "p"))
 
 
+def test_each_refusal_says_what_happens_there_and_the_fix_in_full(tmp_path: Path) -> None:
+    own = own_folders(tmp_path / "home", tmp_path / "px")
+    messages = []
+    for root in (tmp_path / "px", tmp_path, tmp_path / "home" / "photos", Path("/etc/x")):
+        with pytest.raises(RootOverlap) as refused:
+            check_storage_root(root, own)
+        messages.append(str(refused.value))
+
+    assert messages == [
+        f"the folder {tmp_path}/px is safelight's proxy root, where safelight writes and "
+        "deletes its own files: set SAFELIGHT_PROXY_ROOT to a folder of safelight's own, "
+        "outside every library",
+        f"the folder {tmp_path} contains safelight's proxy root {tmp_path}/px: its files "
+        f"would be crawled as photos; set SAFELIGHT_PROXY_ROOT outside {tmp_path}, or choose "
+        "a folder that does not contain it",
+        f"the folder {tmp_path}/home/photos is inside safelight's home {tmp_path}/home, where "
+        "safelight writes and deletes its own files: keep photos outside it, or set "
+        "SAFELIGHT_HOME elsewhere",
+        "/etc/x is a system folder, not a folder of photos: choose the folder that holds "
+        "the photos themselves",
+    ]
+
+
 @pytest.mark.parametrize("active", [True, False], ids=["active", "disabled"])
 @pytest.mark.parametrize("at", ["proxies", "home/pgdata/x", "."])
 def test_every_registered_root_is_checked_and_named(tmp_path: Path, active: bool, at: str) -> None:
