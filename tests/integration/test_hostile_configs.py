@@ -180,15 +180,16 @@ async def test_a_folder_nested_in_a_registered_one_is_refused_with_both_paths(
         with pytest.raises(NestedConfig) as refused:
             await configs.add("alice", new)
 
-        message = str(refused.value)
-        assert f"storage config {first.id} ({owner}" in message
-        assert ("disabled" in message) is not active
-        if direction == "inside":
-            assert f"{inner} lies inside {outer}" in message
-            assert f"safelight run {outer} --user {owner}" in message
-        else:
-            assert f"{outer} contains {inner}" in message
-            assert "Register the folders beside it instead" in message
+        named = f"storage config {first.id} ({owner}{'' if active else ', disabled'})"
+        assert str(refused.value) == (
+            f"{inner} lies inside {outer}, the folder of {named}: its photos would be "
+            f"indexed twice. Use that config (safelight run {outer} --user {owner}), or "
+            "choose a folder outside it"
+            if direction == "inside"
+            else f"{outer} contains {inner}, the folder of {named}: its photos would be "
+            "indexed twice. Register the folders beside it instead, each on its own, or "
+            "choose a folder that does not contain it"
+        )
         assert await configs.find_by_root(new) == []
 
 
