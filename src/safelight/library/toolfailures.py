@@ -65,10 +65,10 @@ def tool_failure(
     bomb = pixel_cap_exceeded(stderr)
     if bomb is not None:
         return bomb
-    limit = "" if address_space_bytes is None else f" of {address_space_bytes // _MIB} MiB"
-    if address_space_bytes is not None and out_of_memory(stderr):
+    mib = None if address_space_bytes is None else address_space_bytes // _MIB
+    if mib is not None and out_of_memory(stderr):
         return ToolOutOfMemory(
-            f"{tool} {what}: it exceeded its memory limit{limit} (address space; "
+            f"{tool} {what}: it exceeded its memory limit of {mib} MiB (address space; "
             "SAFELIGHT_DECODE_MEMORY_MIB raises it)"
         )
     if returncode < 0:
@@ -76,7 +76,7 @@ def tool_failure(
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        memory = "" if address_space_bytes is None else f" (its memory limit is{limit})"
+        memory = "" if mib is None else f" (its memory limit is {mib} MiB)"
         return CorruptMedia(f"{tool} {what}: it was killed by {name}{memory}")
     detail = last_lines(stderr)
     if detail == "no error output":
