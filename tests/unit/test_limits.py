@@ -33,10 +33,15 @@ from safelight.library.limits import (
     available_memory_bytes,
     decode_processes_for,
     ffmpeg_timeout_seconds,
+    ffprobe_timeout_seconds,
+    remux_max_bytes,
+    tool_address_space_bytes,
+    tool_preexec,
     tool_threads,
+    web_video_max_bytes,
 )
-from safelight.library.metadata import VideoMetadata
-from safelight.library.video import ToolTimedOut, _web_video_command, run_killable
+from safelight.library.metadata import VideoMetadata, read_video_metadata
+from safelight.library.video import ToolBounds, ToolTimedOut, _web_video_command, run_killable
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
 from tests.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
@@ -374,13 +379,49 @@ async def test_a_decode_process_has_an_address_space_limit() -> None:
 # --- ffprobe and ffmpeg -------------------------------------------------------------------
 
 
-def test_ffmpeg_timeouts_scale_with_the_duration() -> None:
-    assert ffmpeg_timeout_seconds(0.0) == limits.FFMPEG_BASE_SECONDS
-    assert ffmpeg_timeout_seconds(60.0) == limits.FFMPEG_BASE_SECONDS + 60 * 20
-    assert ffmpeg_timeout_seconds(10 * 3600.0) == FFMPEG_MAX_SECONDS
-    for unknown in (None, float("nan"), float("inf"), -1.0):
-        assert ffmpeg_timeout_seconds(unknown) == FFMPEG_MAX_SECONDS
-    assert limits.FFPROBE_TIMEOUT_SECONDS <= 60
+def test_tool_time_limits_follow_the_files_bytes_and_packets_not_its_duration() -> None:
+    """A 1.4 KB file of two packets gets the base limit, whatever duration it claims;
+    a real video gets half a second a frame, a twentieth an audio packet, and reading
+    time for its bytes; nothing more than the cap."""
+    assert ffmpeg_timeout_seconds(1420, 2, 0) == pytest.approx(
+        limits.FFMPEG_BASE_SECONDS + 1.0, abs=0.01
+    )
+    # A minute of 30 fps video with 48 kHz AAC (2,813 packets), 150 MiB.
+    assert ffmpeg_timeout_seconds(150 * MIB, 1800, 2813) == pytest.approx(
+        300 + 1800 * 0.5 + 2813 * 0.05 + 150 * 0.5
+    )
+    assert ffmpeg_timeout_seconds(100 * 1024 * MIB, 10_000_000, 0) == FFMPEG_MAX_SECONDS
+    assert ffmpeg_timeout_seconds(-1, -1, -1) == limits.FFMPEG_BASE_SECONDS
+    assert ffprobe_timeout_seconds(0) == limits.FFPROBE_TIMEOUT_SECONDS <= 60
+    assert ffprobe_timeout_seconds(4096 * MIB) == pytest.approx(60 + 4096 * 0.5)
+
+
+def test_the_web_videos_size_limit_follows_the_packets() -> None:
+    assert web_video_max_bytes(2, 0) == MIB + 2 * 256 * 1024
+    assert web_video_max_bytes(1800, 2813) == MIB + 1800 * 256 * 1024 + 2813 * 32 * 1024
+    # A remux copies the packets: the source's bytes and a little index for each.
+    assert remux_max_bytes(10 * MIB, 100) == 11 * MIB + 100 * 64
+
+
+def test_a_tools_address_space_is_the_decode_processes_and_room_for_its_threads() -> None:
+    budget = 512 * MIB
+    assert tool_address_space_bytes(budget, 2) == (
+        budget + ADDRESS_SPACE_HEADROOM_BYTES + 2 * limits.TOOL_THREAD_ADDRESS_SPACE_BYTES
+    )
+    assert tool_address_space_bytes(budget, 8) - tool_address_space_bytes(budget, 2) == (
+        6 * 256 * MIB
+    )
+
+
+def test_a_tool_runs_with_its_address_space_limit() -> None:
+    """The preexec function caps the child's RLIMIT_AS (and lowers its priority)."""
+    completed = subprocess.run(
+        ["sh", "-c", "ulimit -v"],
+        capture_output=True,
+        check=True,
+        preexec_fn=tool_preexec(700 * MIB),
+    )
+    assert completed.stdout.decode().strip() == str(700 * 1024)
 
 
 def test_ffmpeg_threads_are_capped_by_cores() -> None:
@@ -390,9 +431,10 @@ def test_ffmpeg_threads_are_capped_by_cores() -> None:
     meta = VideoMetadata(
         width=640, height=480, rotation=0, duration_seconds=3.0, codec="h264",
         has_audio=False, captured_at=datetime(2020, 1, 1, tzinfo=UTC), captured_at_source="file",
-        make=None, model=None, content_identifier=None,
+        make=None, model=None, content_identifier=None, video_packets=90,
     )  # fmt: skip
-    command = _web_video_command(Path("in.mp4"), Path("out.mp4"), "scale", meta, VIDEO_SPEC)
+    bounds = ToolBounds.of(meta, VIDEO_SPEC)
+    command = _web_video_command(Path("in.mp4"), Path("out.mp4"), "scale", bounds, meta, VIDEO_SPEC)
     threads = str(tool_threads())
     input_at = command.index("-i")
     # Before -i: the decoder's; after it: the encoder's; and the filters' (global).
@@ -501,10 +543,12 @@ async def test_a_video_whose_ffmpeg_hangs_gets_a_per_file_timeout(tmp_path: Path
         if pids.exists():
             break
         await asyncio.sleep(0.01)
-    await clock.advance(ffmpeg_timeout_seconds(1.0))
+    probed = read_video_metadata(library.root / "2022/videos/clip.mp4")
+    assert probed.size_bytes and probed.video_packets and probed.audio_packets
+    limit = ffmpeg_timeout_seconds(probed.size_bytes, probed.video_packets, probed.audio_packets)
+    await clock.advance(limit)
     with pytest.raises(ToolTimedOut) as caught:
         await asyncio.wait_for(task, 10)
     assert caught.value.reason == (
-        f"ffmpeg-forever ran past its time limit of {ffmpeg_timeout_seconds(1.0):g} s "
-        "and was killed"
+        f"ffmpeg-forever ran past its time limit of {limit:g} s and was killed"
     )

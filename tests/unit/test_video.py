@@ -22,7 +22,11 @@ from PIL import Image
 
 from safelight.library import video
 from safelight.library.errors import CorruptMedia, UnsupportedMedia
-from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, ffmpeg_timeout_seconds
+from safelight.library.limits import (
+    FFPROBE_TIMEOUT_SECONDS,
+    ffmpeg_timeout_seconds,
+    ffprobe_timeout_seconds,
+)
 from safelight.library.video import (
     ToolTimedOut,
     killable_command,
@@ -320,11 +324,8 @@ async def test_a_hung_web_video_step_is_killed_at_its_limit_on_the_clock(
     clip = library.root / "2022/videos/clip.mp4"
     started = tmp_path / "started"
     hung = wrapping(tmp_path / tool, tool, f"touch {started}; exec sleep 600")
-    limit = (
-        ffmpeg_timeout_seconds((await probe_video(clip)).duration_seconds)
-        if tool == "ffmpeg"
-        else FFPROBE_TIMEOUT_SECONDS
-    )
+    probed = await probe_video(clip)
+    assert probed.size_bytes and probed.video_packets and probed.audio_packets
     clock = FakeClock()
     out = tmp_path / "out"
     out.mkdir()
@@ -332,6 +333,13 @@ async def test_a_hung_web_video_step_is_killed_at_its_limit_on_the_clock(
         make_video_proxies(clip, out, video_spec(**{tool: hung}), alive, clock=clock)
     )
     await until_exists(started)
+    # The encode's limit follows the source's bytes and packets; the probe's, the bytes
+    # of the web video it reads.
+    limit = (
+        ffmpeg_timeout_seconds(probed.size_bytes, probed.video_packets, probed.audio_packets)
+        if tool == "ffmpeg"
+        else ffprobe_timeout_seconds((out / "video.mp4").stat().st_size)
+    )
     await clock.advance(limit - 1)
     assert not task.done()
     await clock.advance(1)
@@ -358,7 +366,12 @@ async def test_a_hung_probe_of_the_source_is_killed_at_its_limit_on_the_clock(
         )
     )
     await until_exists(started)
-    await clock.advance(FFPROBE_TIMEOUT_SECONDS)
+    source = library.root / "2022/videos/clip.mp4"
+    limit = ffprobe_timeout_seconds(source.stat().st_size)
+    assert limit > FFPROBE_TIMEOUT_SECONDS
+    await clock.advance(limit - 0.01)
+    assert not task.done()
+    await clock.advance(0.01)
     with pytest.raises(ToolTimedOut):
         await asyncio.wait_for(task, 10)
 

@@ -870,7 +870,9 @@ class _Crawl:
             embedded = temp / MOTION_VIDEO_NAME
             await asyncio.to_thread(copy_range, source.fd, found, embedded, self.alive.check)
             try:
-                metadata = await probe_video(embedded, clock=self.ctx.clock)
+                metadata = await probe_video(
+                    embedded, clock=self.ctx.clock, decode_memory_mib=self.spec.decode_memory_mib
+                )
                 web = await make_web_video(
                     embedded,
                     metadata,

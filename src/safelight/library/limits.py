@@ -13,17 +13,21 @@ memory holds), and is the decode process's address-space limit, plus room for it
 so an estimate that is wrong ends in a ``MemoryError`` for one file, never the OOM
 killer choosing among the NAS's processes.
 
-Tools. ffprobe and ffmpeg run with a timeout (ffmpeg's scaled to the video's duration),
-a thread cap, at nice 10 and best-effort I/O priority 7.
+Tools. ffprobe and ffmpeg are bounded by what the file is, never by what it claims (a
+1.4 KB video can claim ten hours): their time limits follow the file's bytes and the
+packets ffprobe counted in it, the web video's size follows those packets, and each runs
+with an address-space limit (the decode processes', plus room for its threads), a thread
+cap, at nice 10 and best-effort I/O priority 7. Their decoders refuse a frame above the
+image pixel cap (``-max_pixels``, in ``metadata``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import platform
 import resource
+from collections.abc import Callable
 from pathlib import Path
 
 from safelight.library.errors import TooLargeToDecode
@@ -168,25 +172,53 @@ def address_space_limit_bytes(budget_bytes: int) -> int:
 
 def limit_address_space(budget_bytes: int) -> None:
     """Cap this process's address space (in a decode process: allocations past it fail
-    as ``MemoryError`` instead of the machine swapping or the OOM killer striking). An
-    existing hard limit that is lower is kept."""
-    wanted = address_space_limit_bytes(budget_bytes)
+    as ``MemoryError`` instead of the machine swapping or the OOM killer striking)."""
+    cap_address_space(address_space_limit_bytes(budget_bytes))
+
+
+def cap_address_space(limit_bytes: int) -> None:
+    """Set this process's ``RLIMIT_AS`` to ``limit_bytes``; an existing hard limit that
+    is lower is kept. Only system calls: safe between fork and exec (``preexec_fn``)."""
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
+    wanted = limit_bytes if hard == resource.RLIM_INFINITY else min(limit_bytes, hard)
     resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
 # --- ffprobe and ffmpeg ------------------------------------------------------------------
 
 FFPROBE_TIMEOUT_SECONDS = 60.0
-"""ffprobe reads headers and a few packets: seconds even on a slow NAS disk."""
+"""ffprobe's time limit before the file's bytes: it reads the headers, decodes a frame
+or two, and counts the packets (``-count_packets``: demuxing alone, no decode)."""
+FFPROBE_SECONDS_PER_MIB = 0.5
+"""Reading the whole file to count its packets: 2 MiB/s, a busy NAS disk at I/O
+priority 7, behind a RAID scrub."""
 FFMPEG_BASE_SECONDS = 300.0
-FFMPEG_SECONDS_PER_SECOND = 20.0
-"""A slow NAS (ARM, 4 cores, nice 10, a busy disk) encodes 4K HEVC HDR to 720p H.264
-at a few times slower than real time; 20x leaves room for that and more."""
+FFMPEG_SECONDS_PER_VIDEO_PACKET = 0.5
+"""Decoding, filtering and encoding one frame: a slow NAS (ARM, 4 cores, nice 10)
+takes 4K HEVC HDR to 720p H.264 at a few frames a second; 0.5 s a frame leaves room for
+that and more (the old 20 s per second of video at 40 fps). ffmpeg makes no frame but
+from a packet: the web video is encoded with a variable frame rate, so a gap in the
+timestamps is a gap in the output, not copies of the frame before it."""
+FFMPEG_SECONDS_PER_OTHER_PACKET = 0.05
+"""Decoding and encoding one audio packet (AAC's 21 ms, FLAC's up to 1.4 s)."""
+FFMPEG_SECONDS_PER_MIB = 0.5
+"""Reading the file once, as ffprobe's count did."""
 FFMPEG_MAX_SECONDS = 6 * 3600.0
-"""The timeout of a video whose duration is unknown or absurd (a header may lie)."""
+"""No video gets more, whatever it holds."""
+WEB_VIDEO_BASE_BYTES = 1 * MIB
+"""The web video's container and headers, beside its frames and audio."""
+WEB_VIDEO_BYTES_PER_VIDEO_PACKET = 256 * 1024
+"""At most one frame a packet, and a 720p H.264 frame at CRF 23 of even the noisiest
+picture stays far below this (about 120 Mb/s at 60 fps)."""
+WEB_VIDEO_BYTES_PER_OTHER_PACKET = 32 * 1024
+"""One audio packet's AAC at 128 kb/s: 1.4 s of FLAC makes 22 KB."""
+REMUX_BYTES_PER_PACKET = 64
+"""A remux copies the packets; MP4 adds at most a few index entries for each."""
+TOOL_THREAD_ADDRESS_SPACE_BYTES = 256 * MIB
+"""Address space one more thread of ffmpeg takes: a stack, a malloc arena, the frames a
+frame-threaded decoder and x264 hold in flight, the tone map's float planes (measured:
+4K HEVC 10-bit with the tone map to 720p needs about 1.2 GiB of address space at 2
+threads, 1.7 at 4 and 2.5 at 8; ffmpeg itself maps about 300 MiB of libraries)."""
 MAX_TOOL_THREADS = 8
 """x264 at 720p and the decoders gain little beyond this, and each thread holds frames."""
 NICE = 10
@@ -207,13 +239,48 @@ _SYS_IOPRIO_SET = {
 }
 
 
-def ffmpeg_timeout_seconds(duration_seconds: float | None) -> float:
-    """How long ffmpeg may take over ``duration_seconds`` of video (unknown: the most)."""
-    if duration_seconds is None or not math.isfinite(duration_seconds) or duration_seconds < 0:
-        return FFMPEG_MAX_SECONDS
+def ffprobe_timeout_seconds(size_bytes: int) -> float:
+    """How long ffprobe may take over a file of ``size_bytes``."""
     return min(
-        FFMPEG_MAX_SECONDS, FFMPEG_BASE_SECONDS + FFMPEG_SECONDS_PER_SECOND * duration_seconds
+        FFMPEG_MAX_SECONDS, FFPROBE_TIMEOUT_SECONDS + _mib(size_bytes) * FFPROBE_SECONDS_PER_MIB
     )
+
+
+def ffmpeg_timeout_seconds(size_bytes: int, video_packets: int, other_packets: int) -> float:
+    """How long ffmpeg may take over a file of ``size_bytes`` holding ``video_packets``
+    of the video stream it reads and ``other_packets`` of the audio stream: the work it
+    can do, whatever duration the file claims."""
+    return min(
+        FFMPEG_MAX_SECONDS,
+        FFMPEG_BASE_SECONDS
+        + max(0, video_packets) * FFMPEG_SECONDS_PER_VIDEO_PACKET
+        + max(0, other_packets) * FFMPEG_SECONDS_PER_OTHER_PACKET
+        + _mib(size_bytes) * FFMPEG_SECONDS_PER_MIB,
+    )
+
+
+def web_video_max_bytes(video_packets: int, other_packets: int) -> int:
+    """The web video's size limit (ffmpeg's ``-fs``) for an encode of that many packets."""
+    return (
+        WEB_VIDEO_BASE_BYTES
+        + max(0, video_packets) * WEB_VIDEO_BYTES_PER_VIDEO_PACKET
+        + max(0, other_packets) * WEB_VIDEO_BYTES_PER_OTHER_PACKET
+    )
+
+
+def remux_max_bytes(size_bytes: int, packets: int) -> int:
+    """The size limit of a remux (streams copied) of a file of ``size_bytes``."""
+    return WEB_VIDEO_BASE_BYTES + max(0, size_bytes) + max(0, packets) * REMUX_BYTES_PER_PACKET
+
+
+def tool_address_space_bytes(budget_bytes: int, threads: int) -> int:
+    """ffprobe's and ffmpeg's address-space limit: a decode process's (the same budget,
+    ``Settings.decode_memory_mib``), plus room for each of its ``threads``."""
+    return address_space_limit_bytes(budget_bytes) + threads * TOOL_THREAD_ADDRESS_SPACE_BYTES
+
+
+def _mib(size_bytes: int) -> float:
+    return max(0, size_bytes) / MIB
 
 
 def tool_threads(cores: int | None = None) -> int:
@@ -247,3 +314,15 @@ def lower_priority() -> None:
             ctypes.c_long(0),
             ctypes.c_long(ioprio_value()),
         )
+
+
+def tool_preexec(address_space_bytes: int) -> Callable[[], None]:
+    """What a tool's child runs between fork and exec: the lower priority and the
+    address-space limit (a hostile frame or stream then fails ffmpeg's allocation, for
+    that file, instead of taking the NAS's memory)."""
+
+    def preexec() -> None:
+        lower_priority()
+        cap_address_space(address_space_bytes)
+
+    return preexec

@@ -48,11 +48,19 @@ from safelight.library.errors import (
 )
 from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
 from safelight.library.jpegblocks import read_maker_blocks
-from safelight.library.limits import FFPROBE_TIMEOUT_SECONDS, lower_priority
+from safelight.library.limits import (
+    DEFAULT_DECODE_MEMORY_MIB,
+    MIB,
+    ffprobe_timeout_seconds,
+    tool_address_space_bytes,
+    tool_preexec,
+    tool_threads,
+)
 from safelight.library.location import Location, location_of, parse_iso6709
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
 from safelight.library.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.toolfailures import pixel_cap_exceeded, tool_failure
 from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
 
 __all__ = ["CapturedAtSource", "captured_at_from_exif", "parse_exif_datetime"]
@@ -137,6 +145,14 @@ class VideoMetadata:
     pixel_format: str | None = None
     frame_rate: float | None = None
     """The first video stream's average frames per second, when ffprobe knows it."""
+    video_packets: int | None = None
+    """Packets of the first video stream, as ffprobe counted them reading the whole file
+    (``-count_packets``): what a decoder can make frames of, whatever the timestamps
+    and the duration claim. None when not counted."""
+    audio_packets: int | None = None
+    """Packets of the first audio stream (the one a web video keeps), counted alike."""
+    size_bytes: int | None = None
+    """The file's size, as ffprobe read it."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -373,12 +389,14 @@ def file_time(mtime_ns: int) -> datetime:
 
 def ffprobe_command(path: Path | str, ffprobe: str = "ffprobe") -> list[str]:
     """The ffprobe invocation for one original (shared with the async probe in ``video``);
-    ``path`` may be ``/dev/fd/<n>`` of a descriptor passed to ffprobe."""
+    ``path`` may be ``/dev/fd/<n>`` of a descriptor passed to ffprobe. It counts every
+    stream's packets (reading the file once, demuxing only): the tools' time limits and
+    the web video's size limit follow that count, not the duration a header claims."""
     return [
         ffprobe,
         "-v", "error",
-        "-protocol_whitelist", "file",
-        "-format_whitelist", _VIDEO_FORMATS,
+        *ffmpeg_input_options(),
+        "-count_packets",
         "-print_format", "json",
         "-show_format",
         "-show_streams",
@@ -387,42 +405,68 @@ def ffprobe_command(path: Path | str, ffprobe: str = "ffprobe") -> list[str]:
 
 
 def ffmpeg_input_options() -> list[str]:
-    """Options to put before ``-i`` whenever ffmpeg reads an original (see above)."""
-    return ["-protocol_whitelist", "file", "-format_whitelist", _VIDEO_FORMATS]
+    """Options to put before ``-i`` whenever ffmpeg reads an original (see above), and
+    ffprobe's: no decoder makes a frame beyond the image pixel cap (ffprobe decodes a
+    frame or two to learn a stream's format)."""
+    return [
+        "-protocol_whitelist", "file",
+        "-format_whitelist", _VIDEO_FORMATS,
+        "-max_pixels", str(MAX_IMAGE_PIXELS),
+    ]  # fmt: skip
 
 
 def read_video_metadata(
-    path: Path, *, ffprobe: str = "ffprobe", timeout_seconds: float = FFPROBE_TIMEOUT_SECONDS
+    path: Path,
+    *,
+    ffprobe: str = "ffprobe",
+    timeout_seconds: float | None = None,
+    decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB,
 ) -> VideoMetadata:
-    """Metadata of the video at ``path`` via ffprobe (sync: run it in a thread).
+    """Metadata of the video at ``path`` via ffprobe (sync: run it in a thread), within
+    the tools' limits (``limits``): by default a time limit from the file's size.
 
     ``video.probe_video`` is the cancellable async twin used by ``make_video_proxies``.
     Raises ``UnsupportedMedia`` when ffprobe is missing, ``CorruptMedia`` when it cannot
     read the file.
     """
     with open_original(path) as original:  # same read-only, no-symlink, no-FIFO checks
-        mtime_ns = os.fstat(original.fileno()).st_mtime_ns
+        st = os.fstat(original.fileno())
+    timeout = ffprobe_timeout_seconds(st.st_size) if timeout_seconds is None else timeout_seconds
+    address_space = tool_address_space_bytes(decode_memory_mib * MIB, tool_threads())
     try:
         completed = subprocess.run(
             ffprobe_command(path, ffprobe),
             capture_output=True,
             stdin=subprocess.DEVNULL,
-            timeout=timeout_seconds,
+            timeout=timeout,
             check=False,
-            preexec_fn=lower_priority,  # nice 10, best-effort I/O 7: system calls only
+            # Nice 10, best-effort I/O 7, the address-space limit: system calls only.
+            preexec_fn=tool_preexec(address_space),
         )
     except FileNotFoundError as error:
         raise UnsupportedMedia(f"{ffprobe} is not installed") from error
     except subprocess.TimeoutExpired as error:
-        raise MediaError(f"ffprobe took longer than {timeout_seconds:g} s") from error
-    return parse_ffprobe_output(completed.returncode, completed.stdout, completed.stderr, mtime_ns)
+        raise MediaError(f"ffprobe took longer than {timeout:g} s") from error
+    return parse_ffprobe_output(
+        completed.returncode, completed.stdout, completed.stderr, st.st_mtime_ns, address_space
+    )
 
 
 def parse_ffprobe_output(
-    returncode: int, stdout: bytes, stderr: bytes, mtime_ns: int
+    returncode: int,
+    stdout: bytes,
+    stderr: bytes,
+    mtime_ns: int,
+    address_space_bytes: int | None = None,
 ) -> VideoMetadata:
+    # A frame over the pixel cap: ffprobe says so and still exits 0, its size unknown.
+    bomb = pixel_cap_exceeded(stderr)
+    if bomb is not None:
+        raise bomb
     if returncode != 0:
-        raise CorruptMedia(f"ffprobe could not read the video: {last_lines(stderr)}")
+        raise tool_failure(
+            "ffprobe", "could not read the video", returncode, stderr, address_space_bytes
+        )
     try:
         probe = json.loads(stdout)
     except ValueError as error:
@@ -430,13 +474,6 @@ def parse_ffprobe_output(
     if not isinstance(probe, dict):
         raise CorruptMedia("ffprobe printed no JSON object")
     return video_metadata_from_probe(probe, mtime_ns)
-
-
-def last_lines(stderr: bytes, count: int = 3) -> str:
-    """The last lines of a tool's stderr, for a reason that says what went wrong."""
-    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
-    tail = [line for line in lines if line][-count:]
-    return " | ".join(tail) if tail else "no error output"
 
 
 def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoMetadata:
@@ -459,6 +496,11 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         raise CorruptMedia("video stream has no frame size") from error
     if width <= 0 or height <= 0:
         raise CorruptMedia("video stream has no frame size")
+    if width * height > MAX_IMAGE_PIXELS:
+        raise DecompressionBomb(
+            f"a frame of {width}x{height} ({width * height / 1e6:.1f} MP) is larger than "
+            f"the pixel cap of {MAX_IMAGE_PIXELS / 1e6:g} MP"
+        )
     rotation = _rotation(video)
     if rotation in (90, 270):
         width, height = height, width
@@ -488,6 +530,12 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         ),
         pixel_format=_str(video.get("pix_fmt")),
         frame_rate=_frame_rate(video.get("avg_frame_rate")),
+        video_packets=_count(video.get("nb_read_packets")),
+        audio_packets=next(
+            (_count(s.get("nb_read_packets")) for s in streams if s.get("codec_type") == "audio"),
+            None,
+        ),
+        size_bytes=_count(fmt.get("size")),
     )
 
 
@@ -500,6 +548,15 @@ def _frame_rate(value: Any) -> float | None:
     if top is None or not bottom:
         return None
     return top / bottom
+
+
+def _count(value: object) -> int | None:
+    """A count ffprobe printed (as a string of digits); None for ``N/A`` or anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
 
 
 def _rotation(stream: Mapping[str, Any]) -> int:

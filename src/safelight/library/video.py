@@ -11,11 +11,17 @@ own. If the awaiting task is cancelled (the attempt self-stops, loses its item, 
 worker shuts down), the whole group is SIGKILLed and reaped before the cancellation
 propagates: no encoder keeps burning a NAS's CPU, or writing, for an attempt that ended.
 
-Each tool also has a time limit (``limits``: ffprobe a fixed one, ffmpeg one scaled to
-the video's duration, on the injected clock); past it the group is killed exactly as on
-cancellation, and the file gets ``ToolTimedOut``. Tools run at nice 10 and best-effort
-I/O priority 7 (``limits.lower_priority``, set in the child before it executes the
-tool), and ffmpeg with at most ``limits.tool_threads()`` threads.
+Each tool is bounded by what the file is, not by what it claims (``limits``): ffprobe
+counts the packets of every stream, and the time limits follow the file's bytes and those
+packets (on the injected clock; past one the group is killed exactly as on cancellation,
+and the file gets ``ToolTimedOut``). The web video is encoded with a variable frame rate
+(a gap in the timestamps stays a gap, never filled with copies of a frame), at most one
+frame a packet, and within a size limit from the packets (``-fs``). Both tools run with
+an address-space limit (``limits.tool_address_space_bytes``) and refuse a frame over the
+image pixel cap (``-max_pixels``); each failure is recorded with its reason
+(``toolfailures``). Tools run at nice 10 and best-effort I/O priority 7
+(``limits.lower_priority``, set in the child before it executes the tool), and ffmpeg
+with at most ``limits.tool_threads()`` threads.
 
 ffmpeg reads originals only through the ``file`` protocol and known demuxers (see
 ``metadata.ffmpeg_input_options``), and writes only into the caller's temporary folder;
@@ -44,20 +50,26 @@ from safelight.core.clock import Clock, SystemClock, wait_done
 from safelight.library.errors import CorruptMedia, MediaError, UnsupportedMedia
 from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.limits import (
-    FFPROBE_TIMEOUT_SECONDS,
+    DEFAULT_DECODE_MEMORY_MIB,
+    MIB,
     ffmpeg_timeout_seconds,
+    ffprobe_timeout_seconds,
     lower_priority,
+    remux_max_bytes,
+    tool_address_space_bytes,
+    tool_preexec,
     tool_threads,
+    web_video_max_bytes,
 )
 from safelight.library.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
     ffprobe_command,
-    last_lines,
     parse_ffprobe_output,
 )
 from safelight.library.originals import Original
 from safelight.library.paths import open_original
+from safelight.library.toolfailures import out_of_memory, tool_failure
 
 WEB_VIDEO_NAME = "video.mp4"
 
@@ -129,10 +141,11 @@ async def run_killable(
     timeout_seconds: float | None = None,
     clock: Clock | None = None,
     pass_fds: Sequence[int] = (),
+    address_space_bytes: int | None = None,
 ) -> Completed:
-    """Run ``args`` in its own process group, at a lower CPU and I/O priority, and
-    collect its output; the child inherits the descriptors ``pass_fds`` (at the same
-    numbers) and no other.
+    """Run ``args`` in its own process group, at a lower CPU and I/O priority, within
+    ``address_space_bytes`` of address space (if given), and collect its output; the
+    child inherits the descriptors ``pass_fds`` (at the same numbers) and no other.
 
     On cancellation (or any other exception while waiting) the whole process group is
     SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
@@ -153,7 +166,9 @@ async def run_killable(
             start_new_session=True,
             pass_fds=tuple(pass_fds),
             # Only system calls, before the exec: no lock of this process is taken.
-            preexec_fn=lower_priority,
+            preexec_fn=(
+                lower_priority if address_space_bytes is None else tool_preexec(address_space_bytes)
+            ),
         )
     )
     try:
@@ -208,21 +223,35 @@ async def _settle(future: asyncio.Future[Any]) -> None:
 
 
 async def probe_video(
-    src: Path | Original, ffprobe: str = "ffprobe", *, clock: Clock | None = None
+    src: Path | Original,
+    ffprobe: str = "ffprobe",
+    *,
+    clock: Clock | None = None,
+    decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB,
 ) -> VideoMetadata:
-    """``metadata.read_video_metadata``, async and cancellable."""
+    """``metadata.read_video_metadata``, async and cancellable: within a time limit from
+    the file's size and an address-space limit from ``decode_memory_mib``."""
     if isinstance(src, Original):
-        mtime_ns = os.fstat(src.fd).st_mtime_ns
+        st = os.fstat(src.fd)
     else:
-        mtime_ns = await asyncio.to_thread(_original_mtime_ns, src)
+        st = await asyncio.to_thread(_original_stat, src)
     name, fds = _input(src)
+    address_space = tool_address_space(decode_memory_mib)
     result = await run_killable(
         ffprobe_command(name, ffprobe),
-        timeout_seconds=FFPROBE_TIMEOUT_SECONDS,
+        timeout_seconds=ffprobe_timeout_seconds(st.st_size),
         clock=clock,
         pass_fds=fds,
+        address_space_bytes=address_space,
     )
-    return parse_ffprobe_output(result.returncode, result.stdout, result.stderr, mtime_ns)
+    return parse_ffprobe_output(
+        result.returncode, result.stdout, result.stderr, st.st_mtime_ns, address_space
+    )
+
+
+def tool_address_space(decode_memory_mib: int) -> int:
+    """The address-space limit of one ffprobe or ffmpeg (``limits``)."""
+    return tool_address_space_bytes(decode_memory_mib * MIB, tool_threads())
 
 
 def _input(src: Path | Original) -> tuple[str, tuple[int, ...]]:
@@ -232,9 +261,9 @@ def _input(src: Path | Original) -> tuple[str, tuple[int, ...]]:
     return str(src), ()
 
 
-def _original_mtime_ns(src: Path) -> int:
+def _original_stat(src: Path) -> os.stat_result:
     with open_original(src) as original:  # read-only, no symlink, no FIFO
-        return os.fstat(original.fileno()).st_mtime_ns
+        return os.fstat(original.fileno())
 
 
 async def make_video_proxies(
@@ -254,7 +283,9 @@ async def make_video_proxies(
     ``ToolTimedOut`` when one runs past its time limit on ``clock``.
     """
     ensure_alive()
-    metadata = await probe_video(src, spec.ffprobe, clock=clock)
+    metadata = await probe_video(
+        src, spec.ffprobe, clock=clock, decode_memory_mib=spec.image.decode_memory_mib
+    )
     ensure_alive()
     poster = await _poster(src, metadata, spec, clock)
     web = await make_web_video(src, metadata, out_dir_tmp, spec, ensure_alive, clock=clock)
@@ -287,33 +318,93 @@ async def make_web_video(
     """Encode the web video of ``src`` (probed as ``metadata``) into ``out_dir_tmp``:
     a video's, or the one embedded in a motion photo (copied out to a staging file)."""
     ensure_alive()
+    bounds = ToolBounds.of(metadata, spec)
     output = out_dir_tmp / WEB_VIDEO_NAME
     name, fds = _input(src)
     if browser_ready(metadata, spec):
         # Already what the encode would make: copy the streams into a fresh MP4, in a
         # fraction of the time. Should the copy fail, the encode below still runs.
         copied = await run_killable(
-            _remux_command(name, output, metadata, spec),
-            timeout_seconds=ffmpeg_timeout_seconds(metadata.duration_seconds),
+            _remux_command(name, output, bounds, spec),
+            timeout_seconds=bounds.time_seconds,
             clock=clock,
             pass_fds=fds,
+            address_space_bytes=bounds.address_space_bytes,
         )
-        if copied.returncode == 0:
+        if copied.returncode == 0 and not _reached(output, bounds.remux_bytes):
             ensure_alive()
-            remuxed = await probe_video(output, spec.ffprobe, clock=clock)
+            remuxed = await _probe_output(output, spec, clock)
             return WebVideo(output, remuxed.width, remuxed.height)
         output.unlink(missing_ok=True)
         ensure_alive()
     result = await _run_filtered(
-        metadata, lambda filters: _web_video_command(name, output, filters, metadata, spec),
-        _web_video_scale(spec), ffmpeg_timeout_seconds(metadata.duration_seconds), clock, fds,
+        metadata, lambda filters: _web_video_command(name, output, filters, bounds, metadata, spec),
+        _web_video_scale(spec), bounds, clock, fds,
     )  # fmt: skip
-    if result.returncode != 0:
+    if result.returncode != 0 or out_of_memory(result.stderr):
         output.unlink(missing_ok=True)
-        raise CorruptMedia(f"ffmpeg could not encode the web video: {last_lines(result.stderr)}")
+        raise _failure("ffmpeg", "could not encode the web video", result, bounds)
+    if _reached(output, bounds.web_video_bytes):
+        output.unlink(missing_ok=True)
+        raise CorruptMedia(
+            "ffmpeg could not encode the web video: it reached its size limit of "
+            f"{bounds.web_video_bytes / 1e6:.1f} MB for {bounds.video_packets} video "
+            f"and {bounds.audio_packets} audio packets"
+        )
     ensure_alive()
-    encoded = await probe_video(output, spec.ffprobe, clock=clock)
+    encoded = await _probe_output(output, spec, clock)
     return WebVideo(output, encoded.width, encoded.height)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBounds:
+    """What ffmpeg may spend on one video, from what ffprobe counted in the file
+    (``limits``), never from the duration its header claims."""
+
+    video_packets: int
+    audio_packets: int
+    time_seconds: float
+    address_space_bytes: int
+    web_video_bytes: int
+    """The encode's ``-fs``."""
+    remux_bytes: int
+    """The remux's ``-fs``."""
+
+    @classmethod
+    def of(cls, metadata: VideoMetadata, spec: VideoProxySpec) -> ToolBounds:
+        """Raises ``CorruptMedia`` for a video stream of no packets (nothing to decode),
+        or one ffprobe did not count."""
+        if not metadata.video_packets:
+            raise CorruptMedia("the video stream holds no packets: there is no frame to show")
+        video = metadata.video_packets
+        audio = (metadata.audio_packets or 0) if metadata.has_audio else 0
+        size = metadata.size_bytes or 0
+        return cls(
+            video_packets=video,
+            audio_packets=audio,
+            time_seconds=ffmpeg_timeout_seconds(size, video, audio),
+            address_space_bytes=tool_address_space(spec.image.decode_memory_mib),
+            web_video_bytes=web_video_max_bytes(video, audio),
+            remux_bytes=remux_max_bytes(size, video + audio),
+        )
+
+
+def _reached(output: Path, limit_bytes: int) -> bool:
+    """Whether ffmpeg stopped at its ``-fs`` (it then ends the file and exits 0)."""
+    try:
+        return output.stat().st_size >= limit_bytes
+    except FileNotFoundError:
+        return False
+
+
+async def _probe_output(output: Path, spec: VideoProxySpec, clock: Clock | None) -> VideoMetadata:
+    return await probe_video(
+        output, spec.ffprobe, clock=clock, decode_memory_mib=spec.image.decode_memory_mib
+    )
+
+
+def _failure(tool: str, what: str, result: Completed, bounds: ToolBounds) -> MediaError:
+    return tool_failure(tool, what, result.returncode, result.stderr, bounds.address_space_bytes)
 
 
 _TONE_MAP = (
@@ -328,23 +419,28 @@ async def _run_filtered(
     metadata: VideoMetadata,
     build: Callable[[str], list[str]],
     scale: str,
-    timeout_seconds: float,
+    bounds: ToolBounds,
     clock: Clock | None,
     pass_fds: tuple[int, ...] = (),
 ) -> Completed:
-    """Run ``build(filters)``, tone-mapping HDR first; an ffmpeg without zscale gets a
-    second run without it (washed out beats missing)."""
+    """Run ``build(filters)`` within ``bounds``, tone-mapping HDR first; an ffmpeg without
+    zscale gets a second run without it (washed out beats missing)."""
     if metadata.hdr:
         result = await run_killable(
             build(f"{_TONE_MAP},{scale}"),
-            timeout_seconds=timeout_seconds,
+            timeout_seconds=bounds.time_seconds,
             clock=clock,
             pass_fds=pass_fds,
+            address_space_bytes=bounds.address_space_bytes,
         )
         if result.returncode == 0 or b"zscale" not in result.stderr:
             return result
     return await run_killable(
-        build(scale), timeout_seconds=timeout_seconds, clock=clock, pass_fds=pass_fds
+        build(scale),
+        timeout_seconds=bounds.time_seconds,
+        clock=clock,
+        pass_fds=pass_fds,
+        address_space_bytes=bounds.address_space_bytes,
     )
 
 
@@ -362,25 +458,38 @@ async def _poster(
     clock: Clock | None = None,
 ) -> ImageProxies:
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
-    ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo)."""
+    ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo).
+
+    The frame at the poster time, else (a duration that claims more than the frames
+    cover) the first one."""
+    bounds = ToolBounds.of(metadata, spec)
     duration = metadata.duration_seconds or 0.0
     at = max(0.0, min(spec.poster_at_seconds, duration / 2))
     name, fds = _input(src)
-
-    def command(filters: str) -> list[str]:
-        return [
-            spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", *_thread_options(),
-            *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{name}",
-            "-map", "0:v:0", "-frames:v", "1", "-vf", filters,
-            "-threads", str(tool_threads()), "-f", "image2pipe", "-c:v", "bmp", "-",
-        ]  # fmt: skip
-
     scale = f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos"
+
     # Seeking to the poster decodes at most from the key frame before it.
-    result = await _run_filtered(metadata, command, scale, ffmpeg_timeout_seconds(at), clock, fds)
+    def at_time(seconds: float) -> Callable[[str], list[str]]:
+        return lambda filters: _poster_command(name, seconds, filters, spec)
+
+    result = await _run_filtered(metadata, at_time(at), scale, bounds, clock, fds)
+    if not result.stdout and result.returncode == 0 and at > 0 and not out_of_memory(result.stderr):
+        result = await _run_filtered(metadata, at_time(0.0), scale, bounds, clock, fds)
     if result.returncode != 0 or not result.stdout:
-        raise CorruptMedia(f"ffmpeg could not extract a poster frame: {last_lines(result.stderr)}")
+        if result.returncode == 0 and not out_of_memory(result.stderr):
+            where = f"at the poster time ({at:g} s) or at the start" if at > 0 else "at all"
+            raise CorruptMedia(f"ffmpeg could not extract a poster frame: no frame {where}")
+        raise _failure("ffmpeg", "could not extract a poster frame", result, bounds)
     return await asyncio.to_thread(_poster_proxies, result.stdout, spec.image)
+
+
+def _poster_command(name: str, at: float, filters: str, spec: VideoProxySpec) -> list[str]:
+    return [
+        spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", *_thread_options(),
+        *ffmpeg_input_options(), "-ss", f"{at:.3f}", "-i", f"file:{name}",
+        "-map", "0:v:0", "-frames:v", "1", "-vf", filters,
+        "-threads", str(tool_threads()), "-f", "image2pipe", "-c:v", "bmp", "-",
+    ]  # fmt: skip
 
 
 def _poster_proxies(bmp: bytes, spec: ProxySpec) -> ImageProxies:
@@ -430,27 +539,39 @@ def browser_ready(metadata: VideoMetadata, spec: VideoProxySpec) -> bool:
 
 
 def _remux_command(
-    src: Path | str, output: Path, metadata: VideoMetadata, spec: VideoProxySpec
+    src: Path | str, output: Path, bounds: ToolBounds, spec: VideoProxySpec
 ) -> list[str]:
     """The web video by copying the first video stream (and audio stream), with the index
-    in front for playback while downloading and no metadata (GPS, names) carried over."""
+    in front for playback while downloading and no metadata (GPS, names) carried over;
+    no larger than the source and its index (``-fs``)."""
     return [
         spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y",
         *ffmpeg_input_options(), "-i", f"file:{src}",
         "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy",
         "-map_metadata", "-1", "-map_chapters", "-1",
+        "-fs", str(bounds.remux_bytes),
         "-movflags", "+faststart", "-f", "mp4", str(output),
     ]  # fmt: skip
 
 
 def _web_video_command(
-    src: Path | str, output: Path, filters: str, metadata: VideoMetadata, spec: VideoProxySpec
+    src: Path | str,
+    output: Path,
+    filters: str,
+    bounds: ToolBounds,
+    metadata: VideoMetadata,
+    spec: VideoProxySpec,
 ) -> list[str]:
+    """The encode. ``-fps_mode vfr``: each frame keeps its timestamp (frames closer than
+    the ``-fpsmax`` cap are dropped), so a file whose timestamps jump ten hours makes two
+    frames, not ten hours of copies of the first. At most one frame a counted packet
+    (``-frames:v``), and at most the size that many packets may make (``-fs``)."""
     command = [
         spec.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y", *_thread_options(),
         *ffmpeg_input_options(), "-i", f"file:{src}",
         "-map", "0:v:0", "-map", "0:a:0?", "-threads", str(tool_threads()),
-        "-vf", filters, "-fpsmax", str(spec.max_fps),
+        "-vf", filters, "-fpsmax", str(spec.max_fps), "-fps_mode", "vfr",
+        "-frames:v", str(bounds.video_packets),
         "-c:v", "libx264", "-preset", spec.preset, "-crf", str(spec.crf),
         "-pix_fmt", "yuv420p", "-profile:v", "high",
     ]  # fmt: skip
@@ -458,6 +579,7 @@ def _web_video_command(
         command += ["-c:a", "aac", "-b:a", f"{spec.audio_bitrate_kbps}k", "-ac", "2"]
     command += [
         "-map_metadata", "-1", "-map_chapters", "-1",  # no GPS or names in the proxy
+        "-fs", str(bounds.web_video_bytes),
         "-movflags", "+faststart", "-f", "mp4", str(output),
     ]  # fmt: skip
     return command
