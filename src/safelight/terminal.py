@@ -6,7 +6,9 @@ screen, ``\\r`` and ``\\b`` overwrite what came before, C1 controls such as U+00
 escape sequences of their own, U+202E reverses the rest of the line). Every human
 output (the ``run`` summary, tables, progress lines, text logs, error lines) passes its
 text through :func:`printable`; JSON output passes through :func:`json_text`, which
-keeps the document exact.
+keeps the document exact. The dashboard shows text as :func:`printable` does, in its
+pages and in the JSON its scripts show (``web.pages``, ``web.api``); owner names may
+hold none of what it escapes (``library.owners``).
 
 Escaped: control characters (C0, DEL, C1), format characters (bidi embeddings,
 overrides and isolates, zero-width spaces, the BOM, tag characters), line and paragraph

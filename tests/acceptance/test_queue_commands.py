@@ -78,6 +78,23 @@ def test_enqueue_of_a_payload_its_kind_does_not_take_is_one_line_exit_2_and_queu
         assert conn.execute("SELECT count(*) FROM work_items").fetchone() == (0,)
 
 
+def test_enqueue_of_a_noop_beyond_an_hour_or_a_payload_nested_20000_deep_is_exit_2(
+    invoke: Invoke, database_url: str
+) -> None:
+    result = invoke("enqueue", "noop", "--payload", '{"seconds": 3601}')
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        'safelight: error: enqueue noop: payload field "seconds": expected a number <= 3600,'
+        " got 3601\n"
+    )
+    deep = '{"result": ' + '{"a": ' * 20_000 + "1" + "}" * 20_001
+    result = invoke("enqueue", "noop", "--payload", deep)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "safelight: error: --payload is nested more than 32 levels deep\n"
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM work_items").fetchone() == (0,)
+
+
 def test_cancel_a_queued_item_then_again(invoke: Invoke) -> None:
     item_id = last_line(invoke("enqueue", "noop").stdout)
     cancelled = invoke("cancel", item_id)

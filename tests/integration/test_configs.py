@@ -86,6 +86,25 @@ async def test_add_refuses_a_blank_owner(configs: StorageConfigs, tmp_path: Path
         await configs.add("  ", tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("owner", "problem"),
+    [
+        ("x" * 65, "at most 64 characters"),
+        ("alice\x1b[2J", "control or format characters (\\x1b)"),
+        ("\u202eecila", "control or format characters (\\u202e)"),
+        ("alice ", "must not begin or end with a space"),
+    ],
+)
+async def test_add_refuses_an_owner_name_that_is_not_short_plain_and_visible(
+    configs: StorageConfigs, tmp_path: Path, owner: str, problem: str
+) -> None:
+    """The layer every config insert passes, whatever front end called it."""
+    with pytest.raises(ConfigError) as refused:
+        await configs.add(owner, tmp_path)
+    assert problem in str(refused.value)
+    assert await configs.list_configs() == []
+
+
 async def test_disable_stops_new_work_and_adding_again_reenables(
     pool: AsyncConnectionPool[Any], configs: StorageConfigs, tmp_path: Path
 ) -> None:

@@ -6,15 +6,21 @@ response carries: the security headers, a Host check, no secret."""
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
+from safelight.web.app import MAX_BODY_BYTES
 from safelight.web.proxies import IMMUTABLE
+from safelight.web.security import SECURITY_HEADERS
 from tests.integration.webfixtures import (
+    BASE_URL,
+    FORM,
     TODAY,
     TOKEN,
     Web,
@@ -171,6 +177,37 @@ async def test_every_response_carries_the_security_headers(web: Web) -> None:
     page = await web.client.get("/")
     assert page.headers["cache-control"] == "no-store"
     assert "<script>" not in page.text  # no inline script: the policy would block it
+
+
+async def test_the_answers_starlette_gives_itself_carry_the_security_headers_too(
+    web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body over the limit (413) and an unexpected error (500) are answered by
+    Starlette's own middleware, outside every route (issue #27 item 7)."""
+    expected = {name.decode(): value.decode() for name, value in SECURITY_HEADERS}
+
+    def security_headers(response: httpx.Response) -> dict[str, str]:
+        return {name: response.headers.get(name, "") for name in expected}
+
+    body = b"token=" + b"x" * MAX_BODY_BYTES
+    too_large = await web.client.post("/login", content=body, headers=FORM)
+    assert too_large.status_code == 413
+    assert security_headers(too_large) == expected
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it comes
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
+            yield b"x" * 1024
+
+    streamed = await web.client.post("/login", content=chunks(), headers=FORM)
+    assert streamed.status_code == 413
+    assert security_headers(streamed) == expected
+
+    monkeypatch.setattr(web.app.state, "web", None)  # every route now fails of a bug
+    transport = httpx.ASGITransport(app=web.app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
+        failed = await client.get("/api/status")
+    assert failed.status_code == 500
+    assert security_headers(failed) == expected
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8470", "192.168.1.5"])

@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 
 from safelight.handlers import KINDS, NOOP, PROXY_DELETION, NoPayload, PayloadRejected
-from safelight.handlers.noop import NoopPayload
-from safelight.handlers.payloads import Payload, parse_payload
+from safelight.handlers.noop import MAX_NOOP_SECONDS, NoopPayload
+from safelight.handlers.payloads import (
+    MAX_PAYLOAD_DEPTH,
+    Payload,
+    json_text_too_deep,
+    parse_payload,
+)
 from safelight.handlers.proxy_deletion import ProxyDeletionPayload
 
 
@@ -145,3 +150,45 @@ def test_a_nested_field_is_named_by_its_path() -> None:
     with pytest.raises(PayloadRejected) as refused:
         parse_payload(Outer, {})
     assert str(refused.value) == 'payload field "inner" is required'
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """An object ``depth`` levels deep, built without recursion."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_a_payload_nested_too_deep_is_refused_before_anything_recursive_reads_it() -> None:
+    assert NOOP.check_payload({"result": nested(MAX_PAYLOAD_DEPTH - 1)}).result is not None
+    for depth in (MAX_PAYLOAD_DEPTH, 20_000):  # with the payload's own level, one too many
+        with pytest.raises(PayloadRejected) as refused:
+            NOOP.check_payload({"result": nested(depth)})
+        assert str(refused.value) == f"payload is nested more than {MAX_PAYLOAD_DEPTH} levels deep"
+    deep_list: list[Any] = []
+    for _ in range(20_000):
+        deep_list = [deep_list]
+    with pytest.raises(PayloadRejected, match="nested more than"):
+        NOOP.check_payload({"result": {"a": deep_list}})
+
+
+def test_json_text_is_measured_before_it_is_parsed() -> None:
+    def text(depth: int) -> str:
+        return '{"a": ' * (depth - 1) + "{}" + "}" * (depth - 1)
+
+    assert not json_text_too_deep(text(MAX_PAYLOAD_DEPTH))
+    assert json_text_too_deep(text(MAX_PAYLOAD_DEPTH + 1))
+    assert json_text_too_deep("[" * 20_000 + "]" * 20_000)
+    # Brackets inside strings, escaped quotes included, are text, not nesting.
+    assert not json_text_too_deep('{"a": "' + "[{" * 100 + '\\" [[[ \\\\"}')
+    assert not json_text_too_deep('{"a": "' + '\\"[' * 100 + '"}')
+
+
+def test_noop_waits_at_most_an_hour() -> None:
+    assert NOOP.check_payload({"seconds": MAX_NOOP_SECONDS}).seconds == MAX_NOOP_SECONDS
+    with pytest.raises(PayloadRejected) as refused:
+        NOOP.check_payload({"seconds": MAX_NOOP_SECONDS + 0.5})
+    assert str(refused.value) == ('payload field "seconds": expected a number <= 3600, got 3600.5')
+    with pytest.raises(PayloadRejected, match="<= 3600"):
+        NOOP.check_payload({"seconds": 1e300})

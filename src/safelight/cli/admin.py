@@ -13,6 +13,7 @@ from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
 from safelight.library.configs import StorageConfig, StorageConfigs
+from safelight.library.owners import owner_name_problem
 from safelight.library.roots import own_folders
 from safelight.settings import Settings
 from safelight.terminal import printable
@@ -28,11 +29,19 @@ def os_user() -> str:
         return "owner"
 
 
+def owner_name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A ``--user`` option's callback: an owner name refused here is a usage error (2)."""
+    if value is not None and (problem := owner_name_problem(value)) is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
 def user_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--user",
         metavar="NAME",
         default=None,
+        callback=owner_name,
         help=f"{help_text} Default: the OS user name running the command.",
     )
 

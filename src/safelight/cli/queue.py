@@ -12,7 +12,7 @@ import click
 from rich.console import Group
 
 from safelight.app import RunReport, WorkerOptions, app_store, run_workers
-from safelight.cli.admin import F, json_option
+from safelight.cli.admin import F, json_option, owner_name
 from safelight.cli.failures import Failure
 from safelight.cli.output import (
     console,
@@ -25,6 +25,7 @@ from safelight.cli.output import (
 )
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
+from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
 from safelight.library.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.documents import item_document, progress_line
@@ -54,6 +55,9 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
     """The ``--payload`` option: a JSON object. Raises a one-line :class:`Failure`."""
     if text is None:
         return None
+    # Before parsing: the parser recurses once a level (RecursionError, an internal error).
+    if json_text_too_deep(text):
+        raise Failure(f"--payload is nested more than {MAX_PAYLOAD_DEPTH} levels deep")
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -117,6 +121,7 @@ def enqueue(
     "--user",
     metavar="NAME",
     default=None,
+    callback=owner_name,
     help="Serve only this user's configs (and unscoped work). Default: every config.",
 )
 @click.option(

@@ -18,10 +18,14 @@ from safelight.handlers.services import Services
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
 
+MAX_NOOP_SECONDS = 3600
+"""An hour: enough for any test or benchmark; a noop of a year would hold a Worker's slot
+(and its lease's heartbeats) for good."""
+
 
 class NoopPayload(Payload):
-    seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0
-    """How long to wait on the clock: a finite number of seconds, 0 or more."""
+    seconds: Annotated[float, Field(ge=0, le=MAX_NOOP_SECONDS, allow_inf_nan=False)] = 0
+    """How long to wait on the clock: 0 to ``MAX_NOOP_SECONDS`` seconds."""
     result: dict[str, Any] | None = None
     """What to return instead of ``{"slept": seconds}``."""
 

@@ -7,18 +7,39 @@ when an item is queued (the store's ``KindSpec.check_payload``, so a payload tha
 not fit is refused with nothing written), and when a Worker binds the handler (so an
 item queued before the check, or written by hand, fails with one line). The handler
 gets the checked model and reads its fields from there.
+
+A payload nests at most ``MAX_PAYLOAD_DEPTH`` levels of arrays and objects, checked
+before anything recursive (the JSON parser, pydantic, psycopg, PostgreSQL) sees it: a
+payload 20,000 levels deep would exhaust Python's recursion there, an "internal error"
+instead of the user's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-__all__ = ["NoPayload", "Payload", "PayloadRejected", "parse_payload"]
+__all__ = [
+    "MAX_PAYLOAD_DEPTH",
+    "NoPayload",
+    "Payload",
+    "PayloadRejected",
+    "json_text_too_deep",
+    "parse_payload",
+]
+
+MAX_PAYLOAD_DEPTH = 32
+"""Levels of arrays and objects a payload may nest (``{}`` is one). Every kind's payload
+is flat or nearly so; a noop's ``result`` is the deepest a user writes."""
+TOO_DEEP = f"payload is nested more than {MAX_PAYLOAD_DEPTH} levels deep"
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
 
 _SHOWN_INPUT = 40
 """At most this many characters of a refused value are quoted in the message."""
@@ -42,8 +63,35 @@ class PayloadRejected(ValueError):
     field (``payload field "seconds": expected a number, got "abc"``)."""
 
 
+def json_text_too_deep(text: str) -> bool:
+    """Whether the JSON ``text`` nests deeper than ``MAX_PAYLOAD_DEPTH``: read before it
+    is parsed, without recursion (brackets inside strings do not count)."""
+    depth = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > MAX_PAYLOAD_DEPTH:
+            return True
+    return False
+
+
+def _too_deep(payload: Mapping[str, Any]) -> bool:
+    """Whether ``payload`` nests deeper than ``MAX_PAYLOAD_DEPTH``: level by level, without
+    recursion."""
+    level: list[Any] = [payload]
+    for _ in range(MAX_PAYLOAD_DEPTH):
+        level = [
+            child
+            for value in level
+            if isinstance(value, Mapping | list | tuple)
+            for child in (value.values() if isinstance(value, Mapping) else value)
+        ]
+    return any(isinstance(value, Mapping | list | tuple) for value in level)
+
+
 def parse_payload(model: type[P], payload: Mapping[str, Any]) -> P:
     """``payload`` checked against ``model``, or :class:`PayloadRejected`."""
+    if _too_deep(payload):
+        raise PayloadRejected(TOO_DEEP)
     try:
         # As JSON, the form it is stored in: allow_nan=False refuses what jsonb refuses.
         text = json.dumps(dict(payload), allow_nan=False)

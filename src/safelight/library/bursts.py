@@ -27,6 +27,8 @@ from pathlib import Path
 
 from PIL import Image, ImageFilter, ImageStat
 
+from safelight.library.images import PROXY_FORMAT
+
 MAX_GAP = timedelta(seconds=1)
 """The longest pause between two shots of one derived burst."""
 
@@ -111,7 +113,7 @@ def sharpness(thumbnail: Path) -> float | None:
     """
     laplacian = ImageFilter.Kernel((3, 3), (0, 1, 0, 1, -4, 1, 0, 1, 0), scale=1, offset=128)
     try:
-        with Image.open(os.fspath(thumbnail)) as image:
+        with Image.open(os.fspath(thumbnail), formats=(PROXY_FORMAT,)) as image:
             if image.width * image.height > SHARPNESS_MAX_PIXELS:
                 return None
             grey = image.convert("L")

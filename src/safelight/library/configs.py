@@ -30,6 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries
+from safelight.library.owners import owner_name_problem
 from safelight.library.roots import OwnFolder, check_storage_root
 
 QUERIES = load_queries("safelight.library", "configs.sql")
@@ -105,8 +106,9 @@ def _resolve_quietly(root: str | os.PathLike[str]) -> Path | None:
 
 
 def _check_owner(owner: str) -> str:
-    if not owner or not owner.strip():
-        raise ConfigError("the owner of a storage config must not be blank")
+    problem = owner_name_problem(owner)
+    if problem is not None:
+        raise ConfigError(problem)
     return owner
 
 
@@ -165,11 +167,12 @@ class StorageConfigs:
         :class:`NestedConfig` when a new config's folder lies inside, or around, a
         registered one.
         """
+        _check_owner(owner)
         # Resolving stats the file system, which may be a slow network share.
         resolved = await asyncio.to_thread(resolve_root, root)
         check_storage_root(resolved, self._own_folders)
         params = {
-            "owner": _check_owner(owner),
+            "owner": owner,
             "root_path": str(resolved),
             "now": self._clock.now(),
         }

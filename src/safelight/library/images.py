@@ -472,9 +472,14 @@ def _to_srgb(image: Image.Image, icc_profile: bytes | None) -> Image.Image:
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
+PROXY_FORMAT = "JPEG"
+"""Pillow's name of the format of every image proxy (and of a video's poster): the one
+format a proxy is opened as (``bursts.sharpness``)."""
+
+
 def _encode(image: Image.Image, quality: int) -> EncodedImage:
     buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=quality)
+    image.save(buffer, PROXY_FORMAT, quality=quality)
     return EncodedImage(data=buffer.getvalue(), width=image.width, height=image.height)
 
 

@@ -17,6 +17,11 @@ IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".jpe", ".png", ".heic", ".heif", ".hif", ".tif", ".tiff", ".webp",
      ".gif", ".avif", ".bmp", ".jxl"}
 )  # fmt: skip
+IMAGE_FORMATS = ("JPEG", "HEIF", "PNG", "TIFF", "WEBP", "AVIF", "JXL", "GIF", "BMP")
+"""Pillow's names of the formats of ``IMAGE_EXTENSIONS``, the only ones an original is
+opened as (``Image.open(..., formats=IMAGE_FORMATS)``), most common first. Whatever a
+file holds, no other Pillow plugin is reached: EPS, for one, runs Ghostscript on what it
+opens. A JPEG with an MPO index (many cameras' JPEGs) opens through ``JPEG``."""
 RAW_EXTENSIONS = frozenset(
     {".dng", ".cr2", ".cr3", ".crw", ".nef", ".nrw", ".arw", ".srf", ".sr2", ".raf", ".orf",
      ".rw2", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".mrw", ".kdc", ".dcr", ".mos"}

@@ -8,11 +8,12 @@ without one it is **naive**: the camera's wall-clock time, zone unknown (most ca
 before ~2018 and many today), never to be read as UTC. Only when no place holds a date,
 the file's modification time (``"file"``, aware UTC): every asset has a capture time.
 
-Opening images registers pillow-heif for HEIC/HEIF (and pillow-jxl-plugin for JPEG XL,
-whose plugin decodes the pixels as it opens: its files are read whole, and only in the
-decode processes, whose address-space limit bounds them) and sets the decompression-bomb
-policy (``MAX_IMAGE_PIXELS``) for the whole process: both are needed before any image is
-opened, and this module is the only place that opens them.
+Opening images names the formats it may open as (``mediatypes.IMAGE_FORMATS``), imports
+their Pillow plugins and no other, registers pillow-heif for HEIC/HEIF (and
+pillow-jxl-plugin for JPEG XL, whose plugin decodes the pixels as it opens: its files
+are read whole, and only in the decode processes, whose address-space limit bounds them)
+and sets the decompression-bomb policy (``MAX_IMAGE_PIXELS``) for the whole process: all
+are needed before any image is opened, and this module is the only place that opens them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,19 @@ from pathlib import Path
 from typing import IO, Any
 
 import pillow_heif
-from PIL import Image, ImageFile, IptcImagePlugin, UnidentifiedImageError
+from PIL import (
+    AvifImagePlugin,
+    BmpImagePlugin,
+    GifImagePlugin,
+    Image,
+    ImageFile,
+    IptcImagePlugin,
+    JpegImagePlugin,
+    PngImagePlugin,
+    TiffImagePlugin,
+    UnidentifiedImageError,
+    WebPImagePlugin,
+)
 from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
 from safelight.library.capturetime import (
@@ -57,6 +70,7 @@ from safelight.library.limits import (
     tool_threads,
 )
 from safelight.library.location import Location, location_of, parse_iso6709
+from safelight.library.mediatypes import IMAGE_FORMATS
 from safelight.library.originals import OriginalRef, open_source
 from safelight.library.paths import open_original
 from safelight.library.sidecars import NO_FACTS, SidecarFacts
@@ -75,6 +89,11 @@ policy is one number, enforced the same way in production and in tests."""
 Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
 warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
 pillow_heif.register_heif_opener()
+# The plugins of IMAGE_FORMATS, imported by name: with each of them registered,
+# Image.open never needs Image.init(), which imports every plugin Pillow has (EPS,
+# which runs Ghostscript, among them). formats= is what keeps the others unreached.
+_PLUGINS = (AvifImagePlugin, BmpImagePlugin, GifImagePlugin, JpegImagePlugin, PngImagePlugin,
+            TiffImagePlugin, WebPImagePlugin, JpegXLImagePlugin)  # fmt: skip
 # One photo per decode process, one process per core: libjxl's own threads would only
 # contend with the other processes.
 JpegXLImagePlugin.DECODE_THREADS = 0
@@ -157,17 +176,20 @@ class VideoMetadata:
 
 # --- images -------------------------------------------------------------------------------
 
+_NOT_READ = f"not an image safelight reads ({', '.join(IMAGE_FORMATS)}), or corrupt"
+
 
 def open_image(fp: IO[bytes]) -> Image.Image:
-    """Open (not decode) an image from an open original; every failure is a MediaError."""
+    """Open (not decode) an image from an open original, as one of ``IMAGE_FORMATS`` only;
+    every failure is a MediaError."""
     try:
-        return Image.open(fp)
+        return Image.open(fp, formats=IMAGE_FORMATS)
     except Image.DecompressionBombError as error:
         raise DecompressionBomb(f"decompression bomb: {error}") from error
     except Image.DecompressionBombWarning as error:  # raised: see the filter above
         raise DecompressionBomb(f"decompression bomb: {error}") from error
     except UnidentifiedImageError as error:
-        raise UnsupportedMedia("not an image format safelight can read, or corrupt") from error
+        raise UnsupportedMedia(_NOT_READ) from error
     except (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError) as error:
         raise CorruptMedia(f"corrupt image header: {error}") from error
     except UserWarning as error:

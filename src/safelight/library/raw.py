@@ -79,6 +79,9 @@ _OUT_OF_MEMORY = (
     rawpy.LibRawMemPoolOverflowError,
 )
 _MAX_BOXES = 1000
+_PREVIEW_FORMATS = ("JPEG",)
+"""What an embedded preview LibRaw hands over as encoded bytes may be opened as; a
+preview in any other format is none (the sensor data decodes instead)."""
 _PREVIEW_ERRORS = (
     OSError,
     SyntaxError,
@@ -214,7 +217,7 @@ def _preview_image(thumb: Any, preview_width: int, swaps: bool) -> Image.Image |
             return None
         return Image.fromarray(pixels[..., 0] if pixels.shape[2] == 1 else pixels)
     try:
-        image = Image.open(io.BytesIO(thumb.data))
+        image = Image.open(io.BytesIO(thumb.data), formats=_PREVIEW_FORMATS)
         if image.format != "JPEG" or image.width * image.height > MAX_IMAGE_PIXELS:
             return None
         width, height = image.size
@@ -281,7 +284,7 @@ def _fields(container: str, data: bytes, thumb: Any) -> ExifFields:
         return read_exif(tiff) if tiff is not None else ExifFields()
     if thumb is not None and thumb.format == rawpy.ThumbFormat.JPEG:
         try:
-            with Image.open(io.BytesIO(thumb.data)) as jpeg:
+            with Image.open(io.BytesIO(thumb.data), formats=_PREVIEW_FORMATS) as jpeg:
                 blob = jpeg.info.get("exif")
         except _PREVIEW_ERRORS:
             blob = None

@@ -494,7 +494,8 @@ def _poster_command(name: str, at: float, filters: str, spec: VideoProxySpec) ->
 
 def _poster_proxies(bmp: bytes, spec: ProxySpec) -> ImageProxies:
     try:
-        with Image.open(io.BytesIO(bmp)) as frame:
+        # ffmpeg was asked for a BMP ("-c:v bmp"): nothing else is opened.
+        with Image.open(io.BytesIO(bmp), formats=("BMP",)) as frame:
             frame.load()
             return proxies_from_upright_image(frame.convert("RGB"), spec)
     except (OSError, ValueError, SyntaxError) as error:

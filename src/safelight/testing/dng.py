@@ -115,7 +115,7 @@ def dng_bytes(
         preview.convert("RGB").save(buffer, "JPEG", quality=90)
         preview_jpeg = buffer.getvalue()
     if preview_jpeg is not None:
-        with Image.open(io.BytesIO(preview_jpeg)) as probe:
+        with Image.open(io.BytesIO(preview_jpeg), formats=("JPEG",)) as probe:
             preview_size = probe.size
         jpeg = writer.blob(preview_jpeg)
         sub_ifds.append(

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from safelight.logs import masker
+from safelight.terminal import printable
 from safelight.views.documents import item_document, json_default
 from safelight.views.queries import library_counts, list_items, queue_status
 from safelight.web import actions, reads
@@ -30,11 +31,35 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 def to_web_json(document: Any, *, masked: bool = True) -> str:
     """The CLI's encoding (UUIDs and times as strings), compact, with any secret the logs
-    know masked. ``masked`` False only for a document of the library's own strings (file
-    names, cameras, proxy URLs: no error text, no setting), where masking a day of a
-    large library would cost more than building it."""
-    text = json.dumps(document, default=json_default, ensure_ascii=False, separators=(",", ":"))
+    know masked, and every string as the pages show it (:func:`shown_strings`). ``masked``
+    False only for a document of the library's own strings (file names, cameras, proxy
+    URLs: no error text, no setting), where masking a day of a large library would cost
+    more than building it."""
+    text = _dumps(document)
+    # Any control character is written as a backslash escape, any other character
+    # printable() escapes as itself, which isprintable() refuses: without either, no
+    # string needs escaping (the common case, judged at C speed).
+    if not (text.isprintable() and "\\" not in text):
+        text = _dumps(shown_strings(json.loads(text)))
     return masker.mask(text) if masked else text
+
+
+def _dumps(document: Any) -> str:
+    return json.dumps(document, default=json_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def shown_strings(value: Any) -> Any:
+    """``value`` (JSON data) with every string, keys too, as ``terminal.printable`` shows
+    it: a control character, a bidi override (U+202E would turn ``gpj.exe`` into what
+    reads as ``exe.jpg``) or a zero-width space in a file name becomes its visible escape
+    (``\\u202e``), wherever a page or its script shows the text, a ``title`` included."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(key): shown_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shown_strings(item) for item in value]
+    return value
 
 
 def json_response(document: Any, status_code: int = 200, *, masked: bool = True) -> Response:

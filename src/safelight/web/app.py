@@ -5,6 +5,7 @@ token actions need (None: read-only). Nothing is started: uvicorn serves it
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, tzinfo
 from pathlib import Path
@@ -13,11 +14,11 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from safelight.app import app_store
 from safelight.core.clock import Clock, SystemClock
@@ -81,6 +82,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return pages.error(request, exc)
 
 
+class Dashboard(Starlette):
+    """Starlette with the :class:`Guard` outside everything else. Starlette puts its own
+    middleware (the 500 of an error, the 413 of a body over ``max_body_size``) outside
+    any it is given: there, their answers would lack the security headers. Outermost,
+    the Guard also refuses a foreign ``Host`` before any of them reads the request."""
+
+    def __init__(self, *, hosts: Iterable[str] | None, **options: Any) -> None:
+        self._hosts = hosts
+        super().__init__(**options)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Guard(super().build_middleware_stack(), self._hosts)
+
+
 def create_app(
     database: Database,
     settings: Settings,
@@ -102,9 +117,9 @@ def create_app(
         access=Access(token),
         proxy_root=settings.proxies,
     )
-    app = Starlette(
+    app = Dashboard(
+        hosts=allowed_hosts(settings.web_host),
         routes=routes(),
-        middleware=[Middleware(Guard, hosts=allowed_hosts(settings.web_host))],
         exception_handlers={HTTPException: _http_error},
         max_body_size=MAX_BODY_BYTES,
     )

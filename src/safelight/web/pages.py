@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from markupsafe import Markup, escape
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -17,12 +18,32 @@ from starlette.templating import Jinja2Templates
 
 from safelight import __version__
 from safelight.logs import masker
+from safelight.terminal import printable, printable_lines
 from safelight.views.documents import progress_line
 from safelight.web import api
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.web.security import SESSION_COOKIE, refuse_cross_site
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+
+
+def _shown(value: Any) -> Any:
+    """Every text a template prints, in the page or in an attribute (a tile's ``title``),
+    as ``terminal.printable`` shows it: a bidi override or a control character in a file
+    name, a root, an owner or an error becomes its visible escape (``\\u202e``), so no
+    template can forget it. ``Markup`` is text already made for the page (``lines``, the
+    page's JSON, which ``api.to_web_json`` made safe)."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
+def _lines(text: str | None) -> Markup:
+    """Text of several lines (a payload, a result): masked, each line escaped as
+    :func:`_shown` would, the line breaks kept."""
+    return escape(printable_lines(masker.mask("" if text is None else text)))
+
+
+# Set before any template is compiled: Jinja compiles finalize into each template.
+TEMPLATES.env.finalize = _shown
 
 
 def _when(value: Any) -> str:
@@ -71,6 +92,7 @@ TEMPLATES.env.filters["counted"] = _counted
 # Text a library or an error wrote, with any secret the logs know masked.
 TEMPLATES.env.filters["masked"] = lambda text: "" if text is None else masker.mask(str(text))
 TEMPLATES.env.filters["progress"] = progress_line
+TEMPLATES.env.filters["lines"] = _lines
 TEMPLATES.env.globals["version"] = __version__
 
 
