@@ -93,14 +93,20 @@ def test_only_a_user_whose_name_its_commented_home_gives_is_taken_for_that_home(
     assert home_of(passwd(name, f"someone else of {home}")) is None
 
 
-def test_a_running_server_is_ours_only_if_it_runs_the_same_file(tmp_path: Path) -> None:
-    """Compared by identity (a link or a hard-linked copy is the same file), never run."""
+def test_a_running_server_is_ours_only_if_it_runs_the_same_binary(tmp_path: Path) -> None:
+    """The same file (a link, a hard-linked copy) or the same bytes; read, never run."""
     exe = os.path.realpath(f"/proc/{os.getpid()}/exe")
-    same, copy = tmp_path / "same", tmp_path / "copy"
-    same.mkdir()
-    copy.mkdir()
+    same, copy, other, longer = (tmp_path / n for n in ("same", "copy", "other", "longer"))
+    for folder in (same, copy, other, longer):
+        folder.mkdir()
     (same / "postgres").symlink_to(exe)
     shutil.copy2(exe, copy / "postgres")
+    data = bytearray(Path(exe).read_bytes())
+    data[len(data) // 2] ^= 0xFF  # the same size, one byte changed
+    (other / "postgres").write_bytes(bytes(data))
+    (longer / "postgres").write_bytes(Path(exe).read_bytes() + b"\0")
     assert embedded._runs_binary_of(os.getpid(), same)
-    assert not embedded._runs_binary_of(os.getpid(), copy)
+    assert embedded._runs_binary_of(os.getpid(), copy)
+    assert not embedded._runs_binary_of(os.getpid(), other)
+    assert not embedded._runs_binary_of(os.getpid(), longer)
     assert not embedded._runs_binary_of(os.getpid(), tmp_path)  # no postgres there

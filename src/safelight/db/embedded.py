@@ -703,13 +703,21 @@ def _ensure_running(
 
 def _runs_binary_of(pid: int, bin_dir: Path) -> bool:
     """The process runs ``bin_dir``'s ``postgres``: the same file (a hard-linked copy is
-    the same file), compared by identity, never run."""
+    the same file) or one of the same bytes (the same release in another venv), read,
+    never run."""
+    running_exe, ours_exe = f"/proc/{pid}/exe", bin_dir / "postgres"
     try:
-        running = os.stat(f"/proc/{pid}/exe")
-        ours = os.stat(bin_dir / "postgres")
+        running, ours = os.stat(running_exe), os.stat(ours_exe)
+        if (running.st_dev, running.st_ino) == (ours.st_dev, ours.st_ino):
+            return True
+        return running.st_size == ours.st_size and _digest(running_exe) == _digest(ours_exe)
     except OSError:
         return False
-    return (running.st_dev, running.st_ino) == (ours.st_dev, ours.st_ino)
+
+
+def _digest(path: str | Path) -> bytes:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").digest()
 
 
 def _owner(pid: int) -> int | None:
