@@ -3,10 +3,9 @@ fetched for the tests that open the data folders it made.
 
 The venv no longer holds that package and the repository holds nothing binary, so pip
 downloads its wheel, checked against the hashes the lock files held
-(``legacy_pgserver.txt``). pip's cache serves it after the first time (about 2 s from
-PyPI, less from the cache), and it is unpacked once per session (under a second,
-27 MB). Only what the tests run is unpacked: the package's Python code and its
-PostgreSQL, without the C headers.
+(``legacy_pgserver.txt``; 11 MB, about 2 s here), from pip's cache after the first
+time, and unpacks it once per session (under a second, 27 MB). Only what the tests run
+is unpacked: the package's Python code and its PostgreSQL, without the C headers.
 
 Where the wheel cannot be had (no network and nothing cached, a platform it has no
 wheel for), the tests that need it skip, saying why; with

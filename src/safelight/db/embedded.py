@@ -118,7 +118,9 @@ class Postmaster:
     status: str
 
 
-def start_embedded(home: Path, *, stop_on_exit: bool = True) -> tuple[str, EmbeddedServer]:
+def start_embedded(
+    home: Path, *, stop_on_exit: bool = True
+) -> tuple[str, EmbeddedServer]:  # pragma: no mutate block
     """Start (or join) the embedded server under ``home`` and return its URL and handle.
 
     Keep the handle until the database is no longer used, then ``cleanup()`` it (or let
@@ -354,7 +356,7 @@ def venv_pginstall() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
-def reachable_binaries(home: Path, account: Account) -> Path:
+def reachable_binaries(home: Path, account: Account) -> Path:  # pragma: no mutate block
     """The ``bin`` folder to run the server from: the venv's when ``account`` reaches it,
     else a copy under ``home`` (the venv may sit in a 0700 checkout, which stays closed).
     ``home`` is safelight's home, or the fault suite's cluster folder; ``account`` must
@@ -563,7 +565,7 @@ def _initialise(pgdata: Path, bin_dir: Path, account: Account) -> None:
     _take_ownership(pgdata, account)
 
 
-def _take_ownership(pgdata: Path, account: Account) -> None:
+def _take_ownership(pgdata: Path, account: Account) -> None:  # pragma: no mutate block
     """The data folder belongs to the server's user; as root, adopt one made by pgserver,
     by the shared ``safelight-pg`` of earlier releases, or by another home's user."""
     st = os.lstat(pgdata)
@@ -674,7 +676,7 @@ def stop_postmaster(pid: int, pgdata: Path) -> None:
 
 def _ensure_running(
     pgdata: Path, log: Path, socket_folder: Path, bin_dir: Path, account: Account
-) -> None:
+) -> None:  # pragma: no mutate block
     """With ``embedded.lock`` held: join the server if it runs as it should, else
     (re)start it so."""
     running = read_postmaster(pgdata)
