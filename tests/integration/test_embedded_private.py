@@ -496,3 +496,29 @@ def test_two_homes_servers_cannot_reach_each_other(scratch: Path) -> None:
             handle_b.cleanup()
     finally:
         handle_a.cleanup()
+
+
+def test_a_moved_home_keeps_its_data_under_its_new_user(scratch: Path) -> None:
+    """A home renamed has another digest, so (as root) another user: its data folder,
+    of the old name's user, is given to the new one."""
+    before, after = scratch / "before", scratch / "after"
+    url, handle = start_embedded(before)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (photo text)")
+            conn.execute("INSERT INTO kept VALUES ('IMG_0001.HEIC')")
+    finally:
+        handle.cleanup()
+    old_owner = os.stat(before / "pgdata").st_uid
+    before.rename(after)
+
+    url, handle = start_embedded(after)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT photo FROM kept").fetchall() == [("IMG_0001.HEIC",)]
+        if os.geteuid() == 0:
+            new_owner = pwd.getpwnam(server_user_name(after)).pw_uid
+            assert new_owner != old_owner == pwd.getpwnam(server_user_name(before)).pw_uid
+            assert owners(after / "pgdata") == {new_owner}
+    finally:
+        handle.cleanup()
