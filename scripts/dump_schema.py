@@ -91,7 +91,7 @@ def main() -> int:
     finally:
         if handle is not None:
             handle.cleanup()
-            # The home and, as root, its server's user (ADR 0034).
+            # The home and, as root, its server's user (ADR 0037).
             shutil.rmtree(home, ignore_errors=True)
             remove_users_of_gone_homes(home)
     print(f"wrote {TARGET.relative_to(ROOT)}")

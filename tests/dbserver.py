@@ -76,6 +76,6 @@ def stop_test_server(server: PgTestServer) -> None:
     if server.handle is not None:
         server.handle.cleanup()
     if server.home is not None:
-        # The home and, as root, its server's user (ADR 0034) go with the session.
+        # The home and, as root, its server's user (ADR 0037) go with the session.
         shutil.rmtree(server.home, ignore_errors=True)
         remove_users_of_gone_homes(server.home)

@@ -1,4 +1,4 @@
-"""pgserver 0.1.4 (PostgreSQL 16.2): the embedded server of every release before ADR 0034,
+"""pgserver 0.1.4 (PostgreSQL 16.2): the embedded server of every release before ADR 0037,
 fetched for the tests that open the data folders it made.
 
 The venv no longer holds that package and the repository holds nothing binary, so pip

@@ -42,7 +42,7 @@ def scratch() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        remove_users_of_gone_homes(folder)  # as root, each home made a user (ADR 0034)
+        remove_users_of_gone_homes(folder)  # as root, each home made a user (ADR 0037)
 
 
 def postmaster_pid(home: Path) -> int | None:
@@ -208,7 +208,7 @@ def test_status_names_the_embedded_server_s_version(scratch: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"database: embedded PostgreSQL in {home / 'pgdata'}" in done.stdout
-    # The package's PostgreSQL, a 16.x past the 16.2 of pgserver 0.1.4 (ADR 0034).
+    # The package's PostgreSQL, a 16.x past the 16.2 of pgserver 0.1.4 (ADR 0037).
     bundled = subprocess.run(
         [str(venv_pginstall() / "bin" / "postgres"), "--version"],
         capture_output=True,

@@ -244,7 +244,7 @@ def test_as_root_the_server_runs_as_its_own_user_with_no_groups(scratch: Path) -
         assert account.pw_gid == gid
         assert account.pw_shell in ("/usr/sbin/nologin", "/bin/false")  # no login
         assert os.stat(home / "pgdata").st_uid == uid
-        # The home's own user (ADR 0034), named for it, and the only member of its group.
+        # The home's own user (ADR 0037), named for it, and the only member of its group.
         assert account.pw_name == server_user_name(home) != LEGACY_SERVER_USER
         assert account.pw_gecos == f"safelight embedded PostgreSQL of {home}"
         group = grp.getgrgid(gid)
@@ -360,7 +360,7 @@ def installed_version() -> str:
 def a_home_of_today_s_release(
     home: Path, bin_dir: Path, account: embedded.Account, *, left_running: bool
 ) -> None:
-    """A home as the releases before ADR 0034 leave it: safelight's own start (ADR 0014,
+    """A home as the releases before ADR 0037 leave it: safelight's own start (ADR 0014,
     the same code as today's), from pgserver 0.1.4's PostgreSQL 16.2 (``bin_dir``), run
     as ``account`` (as root, the one user ``safelight-pg`` of every home); with a table
     of data. The server stopped, or ``left_running`` (as a process killed with SIGKILL

@@ -1,4 +1,4 @@
-"""Who runs a root home's embedded server (ADR 0034): a user per home, named by the
+"""Who runs a root home's embedded server (ADR 0037): a user per home, named by the
 home's real path; and which users the tests may remove."""
 
 from __future__ import annotations

