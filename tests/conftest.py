@@ -15,7 +15,7 @@ from tests.dbserver import PgTestServer, start_test_server, stop_test_server
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """As root, every home a test started the embedded server in made an OS user (ADR
-    0034): remove those of the temporary homes that are gone (the CLI's, in acceptance
+    0037): remove those of the temporary homes that are gone (the CLI's, in acceptance
     tests, as well as the fixtures')."""
     remove_users_of_gone_homes(Path(tempfile.gettempdir()))
 

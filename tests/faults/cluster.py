@@ -6,7 +6,7 @@ socket. The machine's own PostgreSQL is never touched.
 
 It runs wherever the checkout is, and opens nothing. PostgreSQL refuses to run as root;
 as root, the cluster runs as a system user of its own (``safelight-faults-pg``, made as
-the embedded server's users are, ADR 0014 and 0034), with its own group and no
+the embedded server's users are, ADR 0014 and 0037), with its own group and no
 supplementary groups: the account, its creation and the arguments that run a program as
 it all come from :mod:`safelight.db.embedded`. One fixed user, not one per cluster: each
 cluster's folder is new, and a user per folder would pile up on the machine. That user

@@ -1,7 +1,7 @@
 """Removing the OS users of embedded servers whose homes are gone (as root).
 
 As root, each home's embedded server runs as a system user of that home alone (ADR
-0034), made at its first start; safelight never removes one, as the home's data folder
+0037), made at its first start; safelight never removes one, as the home's data folder
 belongs to it. Tests and scripts make homes by the dozen in temporary folders: this
 removes the users of those that are gone again, so that a machine running the suite as
 root does not gather hundreds of them (useradd's system uids end at 999).
