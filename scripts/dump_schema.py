@@ -18,9 +18,10 @@ from pathlib import Path
 
 import psycopg
 
-from safelight.db.embedded import start_embedded
+from safelight.db.embedded import start_embedded, venv_pginstall
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect, with_database
+from safelight.testing.serverusers import remove_users_of_gone_homes
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "schema.sql"
@@ -33,9 +34,7 @@ HEADER = """\
 
 
 def pg_dump_binary() -> str:
-    import pgserver
-
-    bundled = Path(pgserver.__file__).parent / "pginstall" / "bin" / "pg_dump"
+    bundled = venv_pginstall() / "bin" / "pg_dump"
     return str(bundled) if bundled.exists() else (shutil.which("pg_dump") or "pg_dump")
 
 
@@ -92,6 +91,9 @@ def main() -> int:
     finally:
         if handle is not None:
             handle.cleanup()
+            # The home and, as root, its server's user (ADR 0037).
+            shutil.rmtree(home, ignore_errors=True)
+            remove_users_of_gone_homes(home)
     print(f"wrote {TARGET.relative_to(ROOT)}")
     return 0
 

