@@ -170,7 +170,11 @@ def worker(
     async def body(database: Database, settings: Settings) -> RunReport:
         return await run_workers(settings, options, database=database)
 
-    report = state.with_database(body, default_log_level="info", concurrency=concurrency)
+    # Started with its database (a reboot, `docker compose up`), a Worker waits for it
+    # to be ready rather than exit and be restarted in a loop.
+    report = state.with_database(
+        body, default_log_level="info", concurrency=concurrency, wait_until_ready=True
+    )
     # A Worker stopped by its first signal released its items and stopped cleanly: 0, as a
     # service manager expects. A second signal stops it at once: 130.
     raise click.exceptions.Exit(report.exit_code)
