@@ -21,10 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
+import psycopg.errors
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from safelight.cli.exits import EXIT_DATABASE
+from safelight.cli.failures import translate
+from safelight.cli.state import CliState
+from safelight.db.database import Database, DatabaseUnavailable
 from safelight.db.embedded import read_postmaster
+from safelight.db.urls import mask_url
+from safelight.settings import Settings
 from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env, safelight_process
 from tests.faults.startingup import STARTING_UP, StartingUpProxy
 
@@ -189,3 +196,41 @@ def test_a_worker_pointed_at_a_database_that_does_not_exist_exits_3_at_once(
     assert "trying again" not in done.stderr
     assert done.stderr.splitlines()[-1].startswith("safelight: error: cannot reach the database")
     assert 'database "safelight_no_such_database" does not exist' in done.stderr
+
+
+# --- a database lost under any command ----------------------------------------------------
+
+
+def _state(database_url: str, home: Path) -> CliState:
+    return CliState(overrides={"database_url": database_url, "home": home})
+
+
+def test_a_database_lost_during_a_command_is_exit_3_naming_it(
+    database_url: str, home: Path
+) -> None:
+    """Its connection ended by the server (as a restart or a killed server ends it): the
+    command says it lost the database, for exit 3, not an internal error (70)."""
+
+    async def body(database: Database, settings: Settings) -> None:
+        async with database.pool.connection() as conn:
+            await conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    with pytest.raises(DatabaseUnavailable) as raised:
+        _state(database_url, home).with_database(body)
+    assert str(raised.value) == (
+        f"lost the database at {mask_url(database_url)}: "
+        "terminating connection due to administrator command"
+    )
+    assert translate(raised.value).exit_code == EXIT_DATABASE
+
+
+def test_a_statement_the_database_refuses_is_not_a_lost_database(
+    database_url: str, home: Path
+) -> None:
+    async def body(database: Database, settings: Settings) -> None:
+        async with database.pool.connection() as conn:
+            await conn.execute("SET statement_timeout = 1")
+            await conn.execute("SELECT pg_sleep(1)")
+
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        _state(database_url, home).with_database(body)
