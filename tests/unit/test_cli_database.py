@@ -45,7 +45,8 @@ class Sleeps:
         self.slept.append(seconds)
 
 
-STARTING = DatabaseUnavailable("cannot reach the database: starting up", transient=True)
+def starting() -> DatabaseUnavailable:
+    return DatabaseUnavailable("cannot reach the database: starting up", transient=True)
 
 
 @pytest.fixture
@@ -81,15 +82,16 @@ def test_only_when_asked_is_a_database_still_starting_waited_for(
     tmp_path: Path, opened: list[Any]
 ) -> None:
     database = FakeDatabase()
-    opened[:] = [STARTING, STARTING, database]
+    opened[:] = [starting(), starting(), database]
     clock = Sleeps()
     assert state(tmp_path, clock).with_database(nothing, wait_until_ready=True) == "done"
     assert clock.slept == [3.0, 6.0] and database.closed
 
-    opened[:] = [STARTING, FakeDatabase()]
+    first = starting()
+    opened[:] = [first, FakeDatabase()]
     with pytest.raises(DatabaseUnavailable) as raised:
         state(tmp_path, clock).with_database(nothing)
-    assert raised.value is STARTING
+    assert raised.value is first
 
 
 def test_a_connection_lost_during_the_command_is_the_database_unavailable(
@@ -146,3 +148,55 @@ def test_the_worker_command_waits_for_its_database_and_the_others_do_not(
     env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_DATABASE_URL": URL}
     CliRunner().invoke(cli, args, env=env, catch_exceptions=True)
     assert asked == [waits]
+
+
+def test_the_command_opens_the_database_its_settings_name_and_hands_it_to_its_body(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, Any]] = []
+    resolved = ("postgresql://resolved", object())
+    database = FakeDatabase()
+    monkeypatch.setattr(
+        "safelight.cli.state.configure_logging",
+        lambda log_format, level, secrets: calls.append(("logging", level)),
+    )
+    monkeypatch.setattr(
+        "safelight.cli.state.make_folder", lambda name, path: calls.append(("folder", (name, path)))
+    )
+
+    def resolve_url(url: str | None, home: Path) -> Any:
+        calls.append(("resolve", (url, home)))
+        return resolved
+
+    async def open_app_database(settings: Settings, **options: Any) -> Any:
+        calls.append(("open", (settings, options)))
+        return database
+
+    monkeypatch.setattr("safelight.cli.state.resolve_url", resolve_url)
+    monkeypatch.setattr("safelight.cli.state.open_app_database", open_app_database)
+
+    async def body(given: Any, settings: Settings) -> tuple[Any, Settings]:
+        return given, settings
+
+    home = tmp_path / "home"
+    on_url = CliState(overrides={"home": home, "database_url": URL})
+    given, settings = on_url.with_database(body)
+    assert given is database and settings is on_url.settings() and database.closed
+    assert calls == [
+        ("logging", "warning"),
+        ("resolve", (URL, home)),
+        ("open", (settings, {"concurrency": 1, "run_migrations": True, "resolved": resolved})),
+    ]
+
+    calls.clear()
+    embedded = CliState(overrides={"home": home})
+    _, settings = embedded.with_database(
+        body, default_log_level="info", concurrency=3, run_migrations=False
+    )
+    # Without a URL the embedded server lives in the home, made first.
+    assert calls == [
+        ("logging", "info"),
+        ("folder", ("home", home)),
+        ("resolve", (None, home)),
+        ("open", (settings, {"concurrency": 3, "run_migrations": False, "resolved": resolved})),
+    ]

@@ -108,12 +108,15 @@ def test_a_connection_lost_under_a_command(error: BaseException, lost: bool) -> 
 # --- waiting for a database that is still starting -------------------------------------
 
 
-STARTING = DatabaseUnavailable(
-    "cannot reach the database at postgresql://safelight:***@db/photos: connection "
-    'failed: connection to server at "db", port 5432 failed: FATAL:  the database system '
-    "is starting up",
-    transient=True,
-)
+def starting() -> DatabaseUnavailable:
+    # Made in the test, not at import: mutation testing runs the tests that call
+    # DatabaseUnavailable, and a constant's construction belongs to no test.
+    return DatabaseUnavailable(
+        "cannot reach the database at postgresql://safelight:***@db/photos: connection "
+        'failed: connection to server at "db", port 5432 failed: FATAL:  the database '
+        "system is starting up",
+        transient=True,
+    )
 
 
 class Opener:
@@ -139,7 +142,9 @@ async def test_a_database_still_starting_is_waited_for_with_the_workers_backoff(
 ) -> None:
     caplog.set_level(logging.INFO)
     settings = Settings(poll_seconds=5.0, outage_backoff_max_seconds=30.0)
-    opener = Opener([STARTING] * 5)
+    error = starting()
+    assert error.transient is True
+    opener = Opener([error] * 5)
     opening = asyncio.create_task(open_when_ready(opener, settings, clock))
     # 5 s after the first try, then twice that after each next one, up to the ceiling.
     for tries, wait in enumerate((5.0, 10.0, 20.0, 30.0, 30.0), start=1):
@@ -152,7 +157,7 @@ async def test_a_database_still_starting_is_waited_for_with_the_workers_backoff(
     assert await opening == "database"
     assert opener.calls == 6
     assert logged(caplog) == [
-        (logging.WARNING, f"{STARTING}; trying again in {wait:g} s")
+        (logging.WARNING, f"{error}; trying again in {wait:g} s")
         for wait in (5.0, 10.0, 20.0, 30.0, 30.0)
     ]
     assert "***" in logged(caplog)[0][1]  # the masked URL, as the error carries it
@@ -162,7 +167,8 @@ async def test_a_database_that_will_not_come_is_said_at_once(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     missing = DatabaseUnavailable('cannot reach the database at ...: database "x" does not exist')
-    opener = Opener([STARTING, missing])
+    assert missing.transient is False
+    opener = Opener([starting(), missing])
     opening = asyncio.create_task(open_when_ready(opener, Settings(poll_seconds=2.0), clock))
     await clock.advance(2.0)
     with pytest.raises(DatabaseUnavailable) as raised:

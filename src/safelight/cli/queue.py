@@ -159,7 +159,8 @@ def worker(
     Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit 0;
     a second signal exits at once (130), leaving its items to lease recovery. A task that
     fails of a bug ends the process with 70, its items released, for the service
-    manager to restart it.
+    manager to restart it. A database still starting is waited for; one that refuses
+    the URL's role, password or database exits 3, as does the embedded server stopping.
     """
     if metrics_port is not None:
         state.overrides = {**state.overrides, "metrics_port": metrics_port}
