@@ -1,4 +1,4 @@
-"""A database that goes away, or is not there yet (issue #27, item 6; ADR 0034).
+"""A database that goes away, or is not there yet (issue #27, item 6; ADR 0038).
 
 Real processes: ``safelight run`` on its embedded PostgreSQL, whose postmaster is
 killed while the crawl is paused between two photos (a pause point, not a timing), and

@@ -229,7 +229,7 @@ async def test_on_the_embedded_server_the_engine_watches_its_postmaster_fatally(
     database: Database, tmp_path: Path
 ) -> None:
     """Nothing brings the embedded server back while the process holds it: its end is
-    the end of the run (db.embeddedwatch, ADR 0034), not an outage to wait out."""
+    the end of the run (db.embeddedwatch, ADR 0038), not an outage to wait out."""
     pgdata = tmp_path / "home" / "pgdata"
     database.embedded_handle = SimpleNamespace(pgdata=pgdata)
     engine = build_engine(

@@ -1,4 +1,4 @@
-"""Which failures to reach PostgreSQL pass on their own (ADR 0034).
+"""Which failures to reach PostgreSQL pass on their own (ADR 0038).
 
 A Worker process started together with its database (``docker compose up``, a reboot)
 often finds it not ready yet: nothing listens on the port or the socket, or the server

@@ -5,7 +5,7 @@ safelight process stops it meanwhile, and none starts it again while this one ru
 if it stops anyway (killed, out of memory, a crash), it will not come back on its own,
 and waiting for it with the Workers' backoff would wait forever. The Worker process
 watches the server's postmaster instead, as a background task, and ends with exit 3 the
-moment it goes (ADR 0034): the running items stay with the server's data, and the next
+moment it goes (ADR 0038): the running items stay with the server's data, and the next
 ``run`` or ``worker`` starts the server again and goes on from there.
 
 No polling: the postmaster's pidfd becomes readable when it ends.

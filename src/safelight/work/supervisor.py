@@ -19,7 +19,7 @@ and 0025 the decision):
   on a first signal, releasing their items; once they have, the run raises its error.
   Left running, they would hide for months that the process has one Worker fewer.
 - A background service may also end with one of its ``fatal`` errors: no bug, but the
-  end of what the process can do (the embedded server it runs on has stopped, ADR 0034).
+  end of what the process can do (the embedded server it runs on has stopped, ADR 0038).
   It is logged as one line, without a traceback; the Workers are cancelled at once, as
   on a second signal (nothing they would write could land), and the run raises it.
 
