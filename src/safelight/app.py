@@ -14,18 +14,19 @@ import logging
 import os
 import random
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
 
 from safelight.core.clock import Clock, SystemClock, wait_with_timeout
 from safelight.core.journal import Journal, attempt_scope
-from safelight.db.database import Database, open_database
+from safelight.db.database import Database, DatabaseUnavailable, open_database
+from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.db.migrate import check_schema
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_proxy_root
@@ -35,6 +36,7 @@ from safelight.observe.metrics import Metrics
 from safelight.observe.presence import Presence
 from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer
 from safelight.settings import Settings, SettingsError
+from safelight.work.backoff import Backoff
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.errors import describe_briefly
 from safelight.work.executor import Executor, RunResult
@@ -50,6 +52,8 @@ from safelight.work.wakeup import Listener, WakeupHub
 from safelight.work.worker import Worker, worker_ids
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # How often each process looks for due schedules. A schedule is taken at most once per
 # period however often this runs; this only bounds how late a period starts.
@@ -119,6 +123,25 @@ async def open_app_database(
         idle_in_transaction_seconds=settings.lease_seconds / 2,
         resolved=resolved,
     )
+
+
+async def open_when_ready(
+    open_once: Callable[[], Awaitable[T]], settings: Settings, clock: Clock
+) -> T:
+    """``open_once()`` (opening the database), tried again for as long as it fails in a way
+    that passes by waiting (the server still starting, ``db.availability``): one warning
+    line a try, after the wait of a Worker's own backoff, ``poll_seconds`` doubling up to
+    ``outage_backoff_max_seconds``. A failure that will not pass is raised at once."""
+    backoff = Backoff(settings.poll_seconds, settings.outage_backoff_max_seconds)
+    while True:
+        try:
+            return await open_once()
+        except DatabaseUnavailable as exc:
+            if not exc.transient:
+                raise
+            wait = backoff.failed()
+            _log.warning("%s; trying again in %g s", exc, wait)
+        await clock.sleep(wait)
 
 
 def app_store(
@@ -332,6 +355,16 @@ def build_engine(
             ),
         ),
     ]
+    if database.embedded_handle is not None:
+        # The server this process started or joined: if it stops, nothing brings it
+        # back while this process holds it, so the run ends at once (db.embeddedwatch).
+        background.append(
+            Background(
+                "embedded-server",
+                partial(watch_postmaster, database.embedded_handle.pgdata),
+                fatal=(EmbeddedServerStopped,),
+            )
+        )
     if not options.until_idle:
         scheduler = Scheduler(store, schedule_settings(settings), owner=options.user)
         background.append(
@@ -392,6 +425,7 @@ async def run_workers(
     engine = build_engine(
         settings, database, clock, options, on_progress=on_progress, on_finished=on_finished
     )
+    gone = False  # the database stopped under the Workers: no presence to delete
     try:
         # Before anything is claimed: nothing this process writes or deletes may land in
         # any registered library (whoever's, whatever its state), and its proxy root must
@@ -415,9 +449,13 @@ async def run_workers(
             log=_log,
             install_signal_handlers=install_signal_handlers,
         )
+    except EmbeddedServerStopped:
+        gone = True
+        raise
     finally:
         engine.lifecycle.flush()
-        await leave(engine)
+        if not gone:
+            await leave(engine)
         await engine.close()
     return RunReport(
         exit_code=EXIT_INTERRUPTED if stopped.at_once else 0,

@@ -61,6 +61,19 @@ def small_library(sample_library: Sample, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """A FIFO a paused process writes to (``harness.paused_at``), open for reading (and
+    writing, so that it never reads as closed between writers)."""
+    path = tmp_path / "paused"
+    os.mkfifo(path)
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        yield path, fd
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,9 @@ from click.testing import Result
 from safelight.testing.samplegen import Manifest
 
 REPO = Path(__file__).resolve().parents[2]
+PAUSE_POINTS = Path(__file__).with_name("pausepoints")
+"""On ``PYTHONPATH``, with ``PAUSE_AT`` and ``PAUSE_FIFO``: a process that stops at a
+point and says so (``pausepoints/sitecustomize.py``)."""
 
 
 @dataclass
@@ -60,3 +65,18 @@ def start_safelight(*args: str, env: Mapping[str, str]) -> subprocess.Popen[str]
         text=True,
         cwd=REPO,
     )
+
+
+def paused_at(fd: int, process: subprocess.Popen[str], seconds: float) -> str:
+    """The line a process wrote to the pause FIFO (open on ``fd``, the ``fifo`` fixture)
+    as it reached its pause point; fails if it ended first, or within ``seconds`` (a
+    guard against a hang, not a timing)."""
+    data = b""
+    deadline = time.monotonic() + seconds
+    while not data.endswith(b"\n"):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the process never reached its pause point"
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            data += os.read(fd, 4096)
+    return data.decode().strip()

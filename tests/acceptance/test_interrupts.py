@@ -12,49 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.acceptance.harness import REPO, process_env
+from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env
 
 pytestmark = pytest.mark.acceptance
 
-PAUSE_POINTS = Path(__file__).with_name("pausepoints")
 WAIT_SECONDS = 60
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Iterator[tuple[Path, int]]:
-    """A FIFO the paused process writes to, open for reading (and writing, so that it
-    never reads as closed between writers)."""
-    path = tmp_path / "paused"
-    os.mkfifo(path)
-    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
-    try:
-        yield path, fd
-    finally:
-        os.close(fd)
-
-
-def _next_line(fd: int, process: subprocess.Popen[str]) -> str:
-    data = b""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not data.endswith(b"\n"):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the process never reached its pause point"
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            data += os.read(fd, 4096)
-    return data.decode().strip()
 
 
 def interrupt_at(
@@ -74,7 +46,7 @@ def interrupt_at(
         cwd=REPO,
     )
     try:
-        said = _next_line(fd, process)
+        said = paused_at(fd, process, WAIT_SECONDS)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=WAIT_SECONDS)
     finally:

@@ -310,7 +310,8 @@ class Scenario:
 
     async def _supervise(self) -> None:
         """Start again a Worker that exited by itself, as a service manager would (one
-        started while PostgreSQL restarts exits 3: database unavailable)."""
+        started while PostgreSQL restarts waits for it, ADR 0038; a refusal that waiting
+        would not mend exits 3: database unavailable)."""
         while not self._stop.is_set():
             for role in self.roles:
                 process = role.process

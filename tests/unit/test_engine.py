@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from types import MethodType
+from types import MethodType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from safelight.app import (
     pool_size,
 )
 from safelight.db.database import Database
+from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.library.decoding import ImageDecoder
 from safelight.observe.presence import Presence
@@ -221,6 +222,26 @@ async def test_until_idle_there_is_no_scheduler_and_one_worker_keeps_the_name(
     (only,) = [w.settings for w in engine.workers]
     assert (only.worker_id, only.owner, only.until_idle) == (engine.name, None, True)
     assert engine.decoder is None and engine.services.decoder is None
+    await engine.close()
+
+
+async def test_on_the_embedded_server_the_engine_watches_its_postmaster_fatally(
+    database: Database, tmp_path: Path
+) -> None:
+    """Nothing brings the embedded server back while the process holds it: its end is
+    the end of the run (db.embeddedwatch, ADR 0038), not an outage to wait out."""
+    pgdata = tmp_path / "home" / "pgdata"
+    database.embedded_handle = SimpleNamespace(pgdata=pgdata)
+    engine = build_engine(
+        settings(tmp_path, decode_processes=0), database, FakeClock(), WorkerOptions()
+    )
+    names = [b.name for b in engine.background]
+    assert names == ["listener", "lease-recovery", "presence", "embedded-server", "scheduler"]
+    watch = engine.background[3]
+    assert isinstance(watch.run, partial) and watch.run.func is watch_postmaster
+    assert watch.run.args == (pgdata,) and watch.run.keywords == {}
+    assert watch.fatal == (EmbeddedServerStopped,)
+    assert all(b.fatal == () for b in engine.background if b is not watch)
     await engine.close()
 
 

@@ -220,6 +220,91 @@ async def test_the_first_failure_is_the_one_raised(clock: FakeClock) -> None:
     await assert_nothing_left(clock)
 
 
+# --- a background task's fatal error: the end of the run, no bug ---------------------------
+
+
+class Gone(Exception):
+    """What a watch of the database raises when it stopped for good."""
+
+
+def watch(gone: asyncio.Event, error: Exception) -> Background:
+    async def run() -> None:
+        await gone.wait()
+        raise error
+
+    return Background("embedded-server", run, fatal=(Gone,))
+
+
+async def test_a_fatal_error_cancels_the_workers_at_once_and_is_raised_as_it_is(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One item that would never be released (its database is gone), one idle Worker.
+    stuck = Executor(ignore_shutdown=True)
+    ended: list[str] = []
+    gone = asyncio.Event()
+    error = Gone("the database stopped\nand more")
+    shutdown = asyncio.Event()
+    task = asyncio.create_task(
+        run(
+            [
+                worker(clock, Store([]), Executor(), "w1"),
+                worker(clock, Store([item(5)]), stuck, "w2"),
+            ],
+            [Service("listener", ended).background, watch(gone, error)],
+            shutdown,
+        )
+    )
+    await stuck.started.wait()
+    gone.set()
+    with pytest.raises(Gone) as raised:
+        await task
+    assert raised.value is error
+    assert shutdown.is_set() and stuck.released == [] and ended == ["listener"]
+    # One line, no traceback: it is no bug.
+    assert logged(caplog) == [("ERROR", "Gone: the database stopped; stopping the Workers at once")]
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.exc_info is None
+    await assert_nothing_left(clock)
+
+
+async def test_a_fatal_error_goes_before_a_workers_error(clock: FakeClock) -> None:
+    stuck = Executor(ignore_shutdown=True)
+    gone = asyncio.Event()
+    task = asyncio.create_task(
+        run(
+            [
+                worker(clock, Store([item(5)]), stuck, "w1"),
+                worker(clock, Store([RuntimeError("a bug")]), Executor(), "w2"),
+            ],
+            [watch(gone, Gone("the database stopped"))],
+            asyncio.Event(),
+        )
+    )
+    await stuck.started.wait()
+    await clock.settle()
+    assert not task.done()  # w2 failed; w1's item ignores the shutdown
+    gone.set()
+    with pytest.raises(Gone):
+        await task
+    await assert_nothing_left(clock)
+
+
+async def test_an_error_the_task_does_not_name_fatal_is_a_bug_as_ever(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = asyncio.Event()
+    gone.set()
+    with pytest.raises(BackgroundFailed, match=r"^the embedded-server task stopped: KeyError"):
+        await run(
+            [worker(clock, Store([]), Executor(), "w1")],
+            [watch(gone, KeyError("a bug"))],
+            asyncio.Event(),
+        )
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.exc_info is not None
+    await assert_nothing_left(clock)
+
+
 # --- a normal end ------------------------------------------------------------------------
 
 

@@ -164,7 +164,8 @@ def worker(
     Logs go to stderr. SIGINT or SIGTERM: stop claiming, release running items, exit 0;
     a second signal exits at once (130), leaving its items to lease recovery. A task that
     fails of a bug ends the process with 70, its items released, for the service
-    manager to restart it.
+    manager to restart it. A database still starting is waited for; one that refuses
+    the URL's role, password or database exits 3, as does the embedded server stopping.
     """
     if metrics_port is not None:
         state.overrides = {**state.overrides, "metrics_port": metrics_port}
@@ -175,7 +176,11 @@ def worker(
     async def body(database: Database, settings: Settings) -> RunReport:
         return await run_workers(settings, options, database=database)
 
-    report = state.with_database(body, default_log_level="info", concurrency=concurrency)
+    # Started with its database (a reboot, `docker compose up`), a Worker waits for it
+    # to be ready rather than exit and be restarted in a loop.
+    report = state.with_database(
+        body, default_log_level="info", concurrency=concurrency, wait_until_ready=True
+    )
     # A Worker stopped by its first signal released its items and stopped cleanly: 0, as a
     # service manager expects. A second signal stops it at once: 130.
     raise click.exceptions.Exit(report.exit_code)

@@ -9,12 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
+import psycopg
 
-from safelight.app import open_app_database
+from safelight.app import open_app_database, open_when_ready
 from safelight.core.clock import Clock, SystemClock
-from safelight.db.database import Database, resolve_url
+from safelight.db.availability import is_connection_lost
+from safelight.db.database import Database, DatabaseUnavailable, resolve_url
+from safelight.db.urls import mask_url
 from safelight.logs import configure_logging, secrets_of_url
 from safelight.settings import Settings, make_folder
+from safelight.terminal import first_line
 
 T = TypeVar("T")
 
@@ -52,6 +56,7 @@ class CliState:
         default_log_level: str = "warning",
         concurrency: int = 1,
         run_migrations: bool = True,
+        wait_until_ready: bool = False,
     ) -> T:
         """Run ``body`` on an open, migrated database in a fresh event loop, and close it.
 
@@ -59,7 +64,8 @@ class CliState:
         ``run_migrations`` false: only check that the database's migrations are this
         release's (``db migrate`` migrates in its body, to report what it applied).
         Every command opens its database here, so they all fail the same way: one line,
-        within the connect timeout.
+        within the connect timeout. ``wait_until_ready`` (``safelight worker``): a
+        database that is still starting is waited for instead (``app.open_when_ready``).
         """
         settings = self.settings(default_log_level=default_log_level)
         if settings.database_url is None:
@@ -68,15 +74,28 @@ class CliState:
         # initdb stops it at once (db.database.resolve_url).
         resolved = resolve_url(settings.database_url, settings.home)
 
-        async def main() -> T:
-            database = await open_app_database(
+        async def open_once() -> Database:
+            return await open_app_database(
                 settings,
                 concurrency=concurrency,
                 run_migrations=run_migrations,
                 resolved=resolved,
             )
+
+        async def main() -> T:
+            if wait_until_ready:
+                database = await open_when_ready(open_once, settings, self.clock)
+            else:
+                database = await open_once()
             try:
                 return await body(database, settings)
+            except psycopg.Error as exc:
+                if not is_connection_lost(exc):
+                    raise
+                # The database went away during the command: that (exit 3), not a bug.
+                raise DatabaseUnavailable(
+                    f"lost the database at {database.display}: {mask_url(first_line(str(exc)))}"
+                ) from None
             finally:
                 await database.close()
 

@@ -10,6 +10,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.db.availability import is_transient
 from safelight.db.embedded import start_embedded
 from safelight.db.migrate import check_schema, migrate
 from safelight.db.pool import connect, open_pool
@@ -17,7 +18,14 @@ from safelight.db.urls import mask_url
 
 
 class DatabaseUnavailable(RuntimeError):
-    """The database cannot be reached; the message is safe to print (no password)."""
+    """The database cannot be reached; the message is safe to print (no password).
+
+    ``transient``: the failure may pass by waiting (``db.availability``), as while the
+    server is still starting."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass
@@ -80,7 +88,8 @@ async def open_database(
         # psycopg's message can quote the connection string; never print it raw.
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatabaseUnavailable(
-            f"cannot reach the database at {mask_url(url)}: {mask_url(reason)}"
+            f"cannot reach the database at {mask_url(url)}: {mask_url(reason)}",
+            transient=is_transient(exc),
         ) from None
     except Exception:
         if handle is not None:

@@ -18,6 +18,10 @@ and 0025 the decision):
 - A Worker that raises is logged with its traceback at once, and its siblings stop as
   on a first signal, releasing their items; once they have, the run raises its error.
   Left running, they would hide for months that the process has one Worker fewer.
+- A background service may also end with one of its ``fatal`` errors: no bug, but the
+  end of what the process can do (the embedded server it runs on has stopped, ADR 0038).
+  It is logged as one line, without a traceback; the Workers are cancelled at once, as
+  on a second signal (nothing they would write could land), and the run raises it.
 
 Signals: the first SIGINT/SIGTERM stops claiming and lets each Worker release its item;
 a second cancels the Workers at once (their items come back by lease recovery).
@@ -47,6 +51,9 @@ class Background:
 
     name: str
     run: Callable[[], Coroutine[Any, Any, object]]
+    fatal: tuple[type[Exception], ...] = ()
+    """The errors it ends with that are no bug but the end of the run: raised as they are,
+    once the Workers are cancelled (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,19 +84,28 @@ async def supervise(
 ) -> Stopped:
     """Run ``workers`` and ``background`` until every Worker has returned.
 
-    Raises the first exception a Worker raised (after the others have stopped, as the
-    first one's failure makes them), else :class:`BackgroundFailed` if a background
-    service ended.
+    Raises the first fatal error of a background service (``Background.fatal``), else
+    the first exception a Worker raised (after the others have stopped, as the first
+    one's failure makes them), else :class:`BackgroundFailed` if a background service
+    ended.
     """
     interrupted = False
     stopping = False  # the Workers have returned; the services are being cancelled
     ended: list[BackgroundFailed] = []
+    fatal: list[Exception] = []
     worker_errors: list[BaseException] = []
     worker_tasks: list[asyncio.Task[None]] = []
 
     async def guarded(service: Background) -> None:
         try:
             await service.run()
+        except service.fatal as exc:
+            log.error("%s; stopping the Workers at once", describe_briefly(exc))
+            fatal.append(exc)
+            shutdown.set()
+            for task in worker_tasks:
+                task.cancel()
+            return
         except Exception as exc:
             log.error("background task %s failed; stopping the Workers", service.name, exc_info=exc)
             failed = BackgroundFailed(service.name, describe_briefly(exc))
@@ -150,6 +166,8 @@ async def supervise(
     # A second signal: stopped at once, items left to lease recovery.
     at_once = any(ran.cancelled() for ran in worker_tasks)
     interrupted = interrupted or at_once
+    if fatal:
+        raise fatal[0]
     if worker_errors:
         raise worker_errors[0]
     if ended:

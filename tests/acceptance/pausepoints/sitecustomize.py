@@ -10,7 +10,10 @@ in its environment, a ``safelight`` process stops at that point of its start, wr
   written half a data folder stands in for (it writes ``initdb <its pid>``);
 - ``connect``, ``migrate``, ``pool``: in the event loop, while the database is
   connected to, migrated, and its pool opened;
-- ``roots``: while the Workers check their storage roots, before they claim anything.
+- ``roots``: while the Workers check their storage roots, before they claim anything;
+- ``ingest``: in the middle of a crawl, as it inserts its second asset (the first is in
+  the database), where it stays for good (``tests/acceptance/test_database_away.py``
+  kills the database there).
 
 Without ``PAUSE_AT`` it does nothing. A module is patched right after it has run, before
 any other imports a name from it, so the process imports what it would have anyway, in
@@ -60,6 +63,20 @@ def _pause_async(module: ModuleType, name: str) -> None:
     async def paused(*args: Any, **kwargs: Any) -> Any:
         await _wait_here_async()
         raise AssertionError("not reached")
+
+    setattr(module, name, paused)
+
+
+def _pause_second_call(module: ModuleType, name: str) -> None:
+    original = getattr(module, name)
+    calls = 0
+
+    async def paused(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            await _wait_here_async()
+        return await original(*args, **kwargs)
 
     setattr(module, name, paused)
 
@@ -115,6 +132,8 @@ PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "migrate": ("safelight.db.migrate", lambda m: _pause_async(m, "migrate")),
     "pool": ("safelight.db.pool", lambda m: _pause_async(m, "open_pool")),
     "roots": ("safelight.handlers.guards", lambda m: _pause_async(m, "check_every_root")),
+    # The crawl calls it through its module (assets.insert_asset): patched in place.
+    "ingest": ("safelight.library.assets", lambda m: _pause_second_call(m, "insert_asset")),
 }
 
 
