@@ -26,6 +26,7 @@ from safelight.cli.output import (
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs
+from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status
@@ -170,7 +171,14 @@ def worker(
     async def body(database: Database, settings: Settings) -> RunReport:
         return await run_workers(settings, options, database=database)
 
-    report = state.with_database(body, default_log_level="info", concurrency=concurrency)
+    settings = state.settings(default_log_level="info")
+    if settings.metrics_port is not None:
+        warning = exposure_warning(settings.metrics_host)
+        if warning is not None:
+            click.echo(f"warning: {warning}", err=True)
+    report = state.with_database(
+        body, default_log_level="info", concurrency=concurrency, long_running=True
+    )
     # A Worker stopped by its first signal released its items and stopped cleanly: 0, as a
     # service manager expects. A second signal stops it at once: 130.
     raise click.exceptions.Exit(report.exit_code)

@@ -12,6 +12,7 @@ import click
 
 from safelight.app import open_app_database
 from safelight.core.clock import Clock, SystemClock
+from safelight.core.openfiles import raise_open_files_limit
 from safelight.db.database import Database, resolve_url
 from safelight.logs import configure_logging, secrets_of_url
 from safelight.settings import Settings, make_folder
@@ -52,6 +53,7 @@ class CliState:
         default_log_level: str = "warning",
         concurrency: int = 1,
         run_migrations: bool = True,
+        long_running: bool = False,
     ) -> T:
         """Run ``body`` on an open, migrated database in a fresh event loop, and close it.
 
@@ -59,9 +61,13 @@ class CliState:
         ``run_migrations`` false: only check that the database's migrations are this
         release's (``db migrate`` migrates in its body, to report what it applied).
         Every command opens its database here, so they all fail the same way: one line,
-        within the connect timeout.
+        within the connect timeout. ``long_running``: a command that serves or works
+        for long (``worker``, ``run``, ``serve``) first raises its open files limit to
+        the hard one (``core.openfiles``).
         """
         settings = self.settings(default_log_level=default_log_level)
+        if long_running:
+            raise_open_files_limit()
         if settings.database_url is None:
             make_folder("home", settings.home)
         # Before the event loop, so that a Ctrl-C during the embedded server's first
