@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from safelight.core.connections import ConnectionLimits
 from safelight.observe.metrics import Metrics, QueueSnapshot
-from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer
+from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import RecoveryReport, Status
 from safelight.work.supervisor import Background, BackgroundFailed, supervise
@@ -385,3 +385,130 @@ async def test_serving_needs_a_bound_server(clock: FakeClock) -> None:
     server = metrics_server(metrics, pool, clock)
     with pytest.raises(RuntimeError, match="bind"):
         await server.serve()
+
+
+# --- a hostile client (issue #27) -------------------------------------------------------
+
+
+class CountingPool(Pool):
+    """The scripted pool, counting the connections asked of it: one per reading of the
+    queue (three queries) or ping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses = 0
+        self.release = asyncio.Event()
+        self.held = False
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        self.uses += 1
+        if self.held:
+            await self.release.wait()  # the slow database, for this reader only
+        async with super().connection() as conn:
+            yield conn
+
+
+async def test_a_flood_of_scrapes_reads_the_queue_once_per_refresh_interval(
+    clock: FakeClock,
+) -> None:
+    pool = CountingPool()
+    pool.held = True
+    metrics = Metrics(["noop"], listening=lambda: True)
+    limits = ConnectionLimits(max_connections=200, head_seconds=HEAD_SECONDS)
+    server = metrics_server(metrics, pool, clock, limits)
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    try:
+        flood = [asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))]
+        while pool.uses == 0:  # the first scrape has started the one reading
+            await asyncio.sleep(0.01)
+        flood += [
+            asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))
+            for _ in range(150)
+        ]
+        while len(server._connections) < len(flood):  # every scrape is waiting
+            await asyncio.sleep(0.01)
+        assert (pool.uses, server.refreshes) == (1, 1)
+        pool.release.set()
+        answers = await asyncio.gather(*flood)
+        assert {status_and_body(a)[0] for a in answers} == {"HTTP/1.1 200 OK"}
+        assert all(b"safelight_database_up 1.0" in a for a in answers)
+        # Within the interval: answered from the snapshot, nothing read.
+        await clock.advance(REFRESH_SECONDS - 0.001)
+        again = await asyncio.gather(
+            *(request(port, b"GET /metrics HTTP/1.1\r\n\r\n") for _ in range(50))
+        )
+        assert {status_and_body(a)[0] for a in again} == {"HTTP/1.1 200 OK"}
+        assert (pool.uses, server.refreshes) == (1, 1)
+        await clock.advance(0.001)
+        await asyncio.gather(*(request(port, b"GET /metrics HTTP/1.1\r\n\r\n") for _ in range(50)))
+        assert (pool.uses, server.refreshes) == (2, 2)
+    finally:
+        pool.release.set()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+async def closed_unanswered(port: int) -> bool:
+    """Whether a connection to ``port`` is closed (or reset) before any answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        return await reader.read() == b""
+    except ConnectionResetError:
+        return True
+    finally:
+        writer.close()
+
+
+async def test_connections_past_the_cap_are_closed_as_they_are_accepted(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = metrics_server(metrics, pool, clock, ConnectionLimits(2, HEAD_SECONDS))
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+    try:
+        while len(server._connections) < 2:
+            await asyncio.sleep(0.01)
+        # Three more, each closed at once without an answer; one line says so.
+        for _ in range(3):
+            assert await asyncio.wait_for(closed_unanswered(port), 5)
+        assert len(server._connections) == 2
+        refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert refusals == [
+            "metrics server: a connection refused, 2 held already "
+            "(SAFELIGHT_METRICS_MAX_CONNECTIONS)"
+        ]
+        # The idle ones are dropped after the head timeout, and a scrape gets in again.
+        await clock.advance(HEAD_SECONDS)
+        for reader, _ in idle:
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+        answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert status_and_body(answer)[0] == "HTTP/1.1 200 OK"
+    finally:
+        for _, writer in idle:
+            writer.close()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [
+        ("127.0.0.1", False),
+        ("::1", False),
+        ("localhost", False),
+        ("127.0.0.53", False),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.0.2.7", True),
+    ],
+)
+def test_a_metrics_port_beyond_loopback_is_warned_about(host: str, warned: bool) -> None:
+    warning = exposure_warning(host)
+    assert (warning is not None) == warned
+    if warning is not None:
+        assert warning.startswith(f"the metrics port listens on {host}, beyond this machine")
