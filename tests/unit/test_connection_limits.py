@@ -32,14 +32,13 @@ def test_the_open_files_limit_is_raised_to_the_hard_one_and_said_once_at_debug(
     assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
     assert raise_open_files_limit() == (hard, hard)  # already there: nothing to do
     lines = [(r.levelno, r.getMessage()) for r in caplog.records]
-    assert lines[0] == (logging.DEBUG, f"open files limit: raised from {low} to the hard limit, {hard}")
+    raised = f"open files limit: raised from {low} to the hard limit, {hard}"
+    assert lines[0] == (logging.DEBUG, raised)
     assert all(level == logging.DEBUG for level, _ in lines)
 
 
 def test_the_servers_limits_come_from_the_settings() -> None:
-    settings = Settings(
-        metrics_max_connections=8, web_max_connections=16, request_head_seconds=0.5
-    )
+    settings = Settings(metrics_max_connections=8, web_max_connections=16, request_head_seconds=0.5)
     assert settings.metrics_limits() == ConnectionLimits(8, 0.5)
     assert settings.web_limits() == ConnectionLimits(16, 0.5)
     defaults = Settings()

@@ -421,13 +421,14 @@ async def test_a_flood_of_scrapes_reads_the_queue_once_per_refresh_interval(
     serving = asyncio.create_task(server.serve())
     try:
         flood = [asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))]
-        while pool.uses == 0:  # the first scrape has started the one reading
+        # The first scrape has started the one reading (a socket's doing: polled).
+        while pool.uses == 0:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         flood += [
             asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))
             for _ in range(150)
         ]
-        while len(server._connections) < len(flood):  # every scrape is waiting
+        while len(server._connections) < len(flood):  # noqa: ASYNC110 (all waiting)
             await asyncio.sleep(0.01)
         assert (pool.uses, server.refreshes) == (1, 1)
         pool.release.set()
@@ -471,7 +472,7 @@ async def test_connections_past_the_cap_are_closed_as_they_are_accepted(
     serving = asyncio.create_task(server.serve())
     idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
     try:
-        while len(server._connections) < 2:
+        while len(server._connections) < 2:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         # Three more, each closed at once without an answer; one line says so.
         for _ in range(3):

@@ -6,8 +6,8 @@ scrapes would have to reach back into the event loop for the async pool and the
 listener's state, and which nothing can supervise or stop with the Workers;
 ``make_asgi_app`` needs an ASGI server (uvicorn), one more dependency, whose ``serve()``
 installs signal handlers over the supervisor's. On the loop, the server is one more
-background task under the supervisor (docs/operations.md), reads the database with the
-process's pool, and times out on the injected clock. prometheus_client still does the
+background task under the supervisor (docs/operations.md), reads the database on a
+connection of its own, and times out on the injected clock. prometheus_client still does the
 exposition (``generate_latest``), served as the text format 0.0.4, which every
 Prometheus reads (the names here need nothing newer).
 
