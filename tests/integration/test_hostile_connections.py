@@ -142,7 +142,7 @@ async def test_a_scrape_flood_with_a_short_lease_neither_starves_the_workers_nor
         for _ in range(int(4 * LEASE_SECONDS / 0.25)):
             await clock.advance(0.25)
             now = clock.now()
-            await until(lambda now=now: lease_at(now))  # type: ignore[misc]
+            await until(lambda now=now: lease_at(now))
         assert not run.done()
         item = await store.get(item_id)
         assert item is not None and (item.status, item.attempt) == (Status.RUNNING, 1)

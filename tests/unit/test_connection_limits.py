@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import resource
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,8 @@ def test_the_servers_limits_come_from_the_settings() -> None:
 )
 def test_a_limit_of_nothing_is_refused_naming_its_setting(name: str) -> None:
     with pytest.raises(SettingsError, match=f"^{name} must be greater than 0, not 0"):
-        Settings(**{name: 0})
+        changes: dict[str, Any] = {name: 0}
+        Settings(**changes)
     env = {f"SAFELIGHT_{name.upper()}": "-1"}
     with pytest.raises(SettingsError, match=f"^{name} must be greater than 0"):
         Settings.load(env=env)
