@@ -28,13 +28,14 @@ from safelight.core.journal import Journal, attempt_scope
 from safelight.db.database import Database, DatabaseUnavailable, open_database
 from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.db.migrate import check_schema
+from safelight.db.pool import Connections, OneConnection
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_proxy_root
 from safelight.library.decoding import ImageDecoder
 from safelight.library.paths import describe_os_error
 from safelight.observe.metrics import Metrics
 from safelight.observe.presence import Presence
-from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer
+from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.settings import Settings, SettingsError
 from safelight.work.backoff import Backoff
 from safelight.work.context import Handler, HandlerContext
@@ -59,6 +60,8 @@ T = TypeVar("T")
 # period however often this runs; this only bounds how late a period starts.
 SCHEDULER_TICK_SECONDS = 30.0
 EXIT_INTERRUPTED = 130
+# How the metrics port's connection shows in pg_stat_activity.
+METRICS_APPLICATION_NAME = "safelight-metrics"
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +429,8 @@ async def run_workers(
         settings, database, clock, options, on_progress=on_progress, on_finished=on_finished
     )
     gone = False  # the database stopped under the Workers: no presence to delete
+    # The metrics port's own connection, made at its first scrape: never the Workers'.
+    scrapes = OneConnection(database.url, METRICS_APPLICATION_NAME)
     try:
         # Before anything is claimed: nothing this process writes or deletes may land in
         # any registered library (whoever's, whatever its state), and its proxy root must
@@ -440,7 +445,9 @@ async def run_workers(
         )
         background = engine.background
         if options.serve_metrics and settings.metrics_port is not None:
-            server = await serve_metrics(engine, settings.metrics_host, settings.metrics_port)
+            server = await serve_metrics(
+                engine, settings.metrics_host, settings.metrics_port, scrapes
+            )
             background = (*background, Background("metrics", server.serve))
         stopped = await supervise(
             engine.workers,
@@ -456,6 +463,7 @@ async def run_workers(
         engine.lifecycle.flush()
         if not gone:
             await leave(engine)
+        await scrapes.close()
         await engine.close()
     return RunReport(
         exit_code=EXIT_INTERRUPTED if stopped.at_once else 0,
@@ -464,11 +472,23 @@ async def run_workers(
     )
 
 
-async def serve_metrics(engine: Engine, host: str, port: int) -> MetricsServer:
-    """The metrics server of ``engine``, bound (not serving yet). A port it cannot listen
-    on is a setting safelight cannot use: a :class:`SettingsError`, before any claim."""
-    health = Health(engine.database.pool, engine.clock, engine.listener.connected.is_set)
-    server = MetricsServer(engine.metrics, health, engine.database.pool, engine.clock)
+async def serve_metrics(
+    engine: Engine, host: str, port: int, connection: Connections
+) -> MetricsServer:
+    """The metrics server of ``engine``, bound (not serving yet), reading the database
+    through ``connection`` (its own, never the Workers' pool). A port it cannot listen
+    on is a setting safelight cannot use: a :class:`SettingsError`, before any claim.
+    Logs a warning when the port is open beyond this machine."""
+    settings = engine.settings
+    health = Health(connection, engine.clock, engine.listener.connected.is_set)
+    server = MetricsServer(
+        engine.metrics,
+        health,
+        connection,
+        engine.clock,
+        settings.metrics_limits(),
+        refresh_seconds=settings.metrics_refresh_seconds,
+    )
     try:
         bound_host, bound_port = await server.bind(host, port)
     except OSError as exc:
@@ -477,6 +497,9 @@ async def serve_metrics(engine: Engine, host: str, port: int) -> MetricsServer:
             f"{describe_os_error(exc)}"
         ) from None
     _log.info("metrics on http://%s:%d/metrics, health on /healthz", bound_host, bound_port)
+    warning = exposure_warning(host)
+    if warning is not None:
+        _log.warning("%s", warning)
     return server
 
 

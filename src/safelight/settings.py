@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from safelight.core.connections import ConnectionLimits
 from safelight.db.urls import database_key, mask_url, url_problem
 from safelight.library.images import ProxySpec
 from safelight.library.limits import (
@@ -101,6 +102,18 @@ class Settings:
     # the loopback address; 0.0.0.0 (or ::) opens it to the network.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # A scrape is answered from the queue as the metrics port last read it, on a
+    # database connection of its own (never the Workers' pool), read again at most this
+    # often however many scrapes come: Prometheus scrapes every 15 s by default.
+    metrics_refresh_seconds: float = 5.0
+    # Connections each server holds at once; one more is closed as it is accepted (each
+    # is a descriptor of the process: a Worker's must go to its photos). A scraper and a
+    # probe need a few; the dashboard's browsers open about six each.
+    metrics_max_connections: int = 64
+    web_max_connections: int = 128
+    # Both servers close a connection that has not sent a whole request head this long
+    # after it opened, or after its last answer (a slow-header client, "slowloris").
+    request_head_seconds: float = 5.0
     # ``safelight health`` fails when no Worker process has written its presence for
     # this long; each writes it every recovery_interval_seconds.
     health_worker_seen_seconds: float = 120.0
@@ -164,6 +177,10 @@ class Settings:
             "retry_max_attempts",
             "retry_delay_seconds",
             "max_concurrent_files",
+            "metrics_refresh_seconds",
+            "metrics_max_connections",
+            "web_max_connections",
+            "request_head_seconds",
         ):
             positive(name)
         if self.shutdown_grace_seconds < 0:
@@ -260,6 +277,14 @@ class Settings:
             until_idle=until_idle,
             backoff_max_seconds=self.outage_backoff_max_seconds,
         )
+
+    def metrics_limits(self) -> ConnectionLimits:
+        """What the metrics port allows its clients."""
+        return ConnectionLimits(self.metrics_max_connections, self.request_head_seconds)
+
+    def web_limits(self) -> ConnectionLimits:
+        """What the dashboard allows its clients."""
+        return ConnectionLimits(self.web_max_connections, self.request_head_seconds)
 
     def proxy_spec(self) -> ProxySpec:
         """Sizes and qualities of a photo's (and a video poster's) proxies."""

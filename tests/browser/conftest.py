@@ -122,7 +122,9 @@ class _Served:
             database = await open_app_database(self._settings, concurrency=2)
             try:
                 app = create_app(database, self._settings, token=self._token)
-                server = WebServer(app, "127.0.0.1", 0, access_log=False)
+                server = WebServer(
+                    app, "127.0.0.1", 0, self._settings.web_limits(), access_log=False
+                )
                 self._started.put(server)
                 await server.serve()
             finally:

@@ -274,6 +274,8 @@ async def test_healthz_says_why_while_the_database_is_away(
         running(config, Database(url=url, pool=pool), clock)
 
         async def healthy() -> bool:
+            # Past the refresh interval: /healthz says what a new probe finds.
+            await clock.advance(config.metrics_refresh_seconds)
             try:
                 return (await fetch(port, "/healthz"))[0] == 200
             except OSError:
@@ -283,6 +285,7 @@ async def test_healthz_says_why_while_the_database_is_away(
         assert await fetch(port, "/healthz") == (200, "text/plain; charset=utf-8", "ok\n")
 
         proxy.cut()  # silence: no error, no close, as behind a dead switch
+        await clock.advance(config.metrics_refresh_seconds)
         answer = asyncio.ensure_future(fetch(port, "/healthz"))
         while not answer.done():
             await clock.advance(0.5)

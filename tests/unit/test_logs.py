@@ -11,10 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from safelight.logs import (
+    ACCEPT_ERROR_LOG_SECONDS,
     CHATTY_LIBRARIES,
     MaskingFilter,
     SecretMasker,
     StderrHandler,
+    ThrottleFilter,
+    accept_error_filter,
     configure_logging,
     masker,
     secrets_of_url,
@@ -202,3 +205,48 @@ def test_json_lines_keep_the_exact_text_without_raw_controls(stderr: Stderr) -> 
     (line,) = stderr.getvalue().splitlines()
     assert json.loads(line)["message"] == f"skipped {HOSTILE_NAME}"
     assert not any(c in line for c in "\x1b\r\x9b\u202e")
+
+
+def accept_error(number: int) -> logging.LogRecord:
+    """The record asyncio's default exception handler logs when accept() fails."""
+    error = OSError(24, "Too many open files")
+    return logging.LogRecord(
+        "asyncio",
+        logging.ERROR,
+        __file__,
+        1,
+        "socket.accept() out of system resource\nsocket: <socket %d>",
+        (number,),
+        (OSError, error, None),
+    )
+
+
+def test_accept_errors_are_logged_once_an_interval_with_how_many_were_left_out() -> None:
+    now = [1000.0]
+    throttle = accept_error_filter(lambda: now[0])
+    other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "another error", None, None)
+    passed = []
+    for second in range(181):  # asyncio tries again every second, three minutes long
+        now[0] = 1000.0 + second
+        record = accept_error(second)
+        if throttle.filter(record):
+            passed.append((second, record.getMessage()))
+        assert throttle.filter(other)  # other lines pass untouched
+    assert [second for second, _ in passed] == [0, 60, 120, 180]
+    assert passed[0][1] == "socket.accept() out of system resource\nsocket: <socket 0>"
+    assert passed[1][1] == (
+        "socket.accept() out of system resource (59 more like it in the last 60 s, "
+        "left out)\nsocket: <socket 60>"
+    )
+    assert ACCEPT_ERROR_LOG_SECONDS == 60
+
+
+def test_the_accept_error_throttle_guards_asyncios_logger_once(stderr: Stderr) -> None:
+    configure_logging("text", "info")
+    configure_logging("text", "info")
+    loop_logger = logging.getLogger("asyncio")
+    throttles = [f for f in loop_logger.filters if isinstance(f, ThrottleFilter)]
+    assert len(throttles) == 1
+    for number in range(5):
+        loop_logger.handle(accept_error(number))
+    assert stderr.getvalue().count("socket.accept() out of system resource") == 1

@@ -14,8 +14,9 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from safelight.core.connections import ConnectionLimits
 from safelight.observe.metrics import Metrics, QueueSnapshot
-from safelight.observe.server import PROBE_SECONDS, REQUEST_SECONDS, Health, MetricsServer
+from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import RecoveryReport, Status
 from safelight.work.supervisor import Background, BackgroundFailed, supervise
@@ -23,6 +24,9 @@ from tests.unit.test_supervisor import Executor, Store, item, worker
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
+HEAD_SECONDS = 5.0
+REFRESH_SECONDS = 5.0
+LIMITS = ConnectionLimits(max_connections=8, head_seconds=HEAD_SECONDS)
 C1 = UUID("00000000-0000-4000-8000-0000000000c1")
 SECRET = "s3cret-Passw0rd"
 
@@ -143,7 +147,7 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
         stalled_attempts=5,
     )
     metrics = Metrics(["noop", "crawl"], listening=lambda: True)
-    assert await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    assert await metrics.refresh(pool, clock, PROBE_SECONDS)
     scraped = scrape(metrics)
     assert get(scraped, "safelight_database_up") == 1
     depth = "safelight_queue_items"
@@ -166,12 +170,12 @@ async def test_a_scrape_the_database_does_not_answer_drops_the_queue_gauges(
 ) -> None:
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
-    assert await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    assert await metrics.refresh(pool, clock, PROBE_SECONDS)
     pool.error = psycopg.OperationalError("server closed the connection")
-    assert not await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+    assert not await metrics.refresh(pool, clock, PROBE_SECONDS)
     assert get(scrape(metrics), "safelight_database_up") == 0
     pool.error, pool.hang = None, True
-    refresh = asyncio.ensure_future(metrics.refresh(pool, clock, PROBE_SECONDS))  # type: ignore[arg-type]
+    refresh = asyncio.ensure_future(metrics.refresh(pool, clock, PROBE_SECONDS))
     await clock.advance(PROBE_SECONDS - 0.001)
     assert not refresh.done()
     await clock.advance(0.001)
@@ -183,7 +187,7 @@ async def test_a_bug_in_the_reading_is_not_mistaken_for_an_outage(clock: FakeClo
     pool.error = KeyError("a bug")
     metrics = Metrics(["noop"], listening=lambda: True)
     with pytest.raises(KeyError):
-        await metrics.refresh(pool, clock, PROBE_SECONDS)  # type: ignore[arg-type]
+        await metrics.refresh(pool, clock, PROBE_SECONDS)
 
 
 # --- /healthz ----------------------------------------------------------------------------
@@ -192,7 +196,7 @@ async def test_a_bug_in_the_reading_is_not_mistaken_for_an_outage(clock: FakeClo
 async def test_health_says_why_in_one_line_without_a_password(clock: FakeClock) -> None:
     pool = Pool()
     listening = [True]
-    health = Health(pool, clock, lambda: listening[0])  # type: ignore[arg-type]
+    health = Health(pool, clock, lambda: listening[0])
     assert await health.check() is None
     listening[0] = False
     assert await health.check() == (
@@ -214,12 +218,18 @@ async def test_health_says_why_in_one_line_without_a_password(clock: FakeClock) 
 # --- the server --------------------------------------------------------------------------
 
 
+def metrics_server(
+    metrics: Metrics, pool: Pool, clock: FakeClock, limits: ConnectionLimits = LIMITS
+) -> MetricsServer:
+    health = Health(pool, clock, lambda: True)
+    return MetricsServer(metrics, health, pool, clock, limits, refresh_seconds=REFRESH_SECONDS)
+
+
 @pytest.fixture
 async def served(clock: FakeClock) -> AsyncIterator[tuple[MetricsServer, int, Pool, Metrics]]:
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
-    health = Health(pool, clock, lambda: True)  # type: ignore[arg-type]
-    server = MetricsServer(metrics, health, pool, clock)  # type: ignore[arg-type]
+    server = metrics_server(metrics, pool, clock)
     host, port = await server.bind("127.0.0.1", 0)
     assert host == "127.0.0.1" and port > 0
     serving = asyncio.create_task(server.serve())
@@ -244,7 +254,7 @@ def status_and_body(answer: bytes) -> tuple[str, bytes]:
 
 
 async def test_the_server_answers_metrics_health_and_nothing_else(
-    served: tuple[MetricsServer, int, Pool, Metrics],
+    served: tuple[MetricsServer, int, Pool, Metrics], clock: FakeClock
 ) -> None:
     _, port, pool, _ = served
     line, body = status_and_body(await request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
@@ -254,6 +264,10 @@ async def test_the_server_answers_metrics_health_and_nothing_else(
     assert b"Content-Type: text/plain; charset=utf-8\r\n" in answer
     assert b"Connection: close\r\n" in answer
     pool.error = psycopg.OperationalError("the database system is shutting down")
+    # What the last probe found, until the refresh interval has passed.
+    ok = await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")
+    assert status_and_body(ok) == ("HTTP/1.1 200 OK", b"ok\n")
+    await clock.advance(REFRESH_SECONDS)
     assert status_and_body(await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")) == (
         "HTTP/1.1 503 Service Unavailable",
         b"the database does not answer: OperationalError: the database system is shutting down\n",
@@ -301,7 +315,7 @@ async def test_a_client_that_sends_nothing_is_dropped_after_the_request_timeout(
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"GET /metr")  # and then nothing
     await writer.drain()
-    await clock.advance(REQUEST_SECONDS - 0.001)
+    await clock.advance(HEAD_SECONDS - 0.001)
     closed = asyncio.ensure_future(reader.read())
     await asyncio.sleep(0.05)
     assert not closed.done()
@@ -317,7 +331,7 @@ async def test_stopping_the_server_ends_the_connections_it_was_answering(
     pool = Pool()
     pool.hang = True  # every scrape waits for the database
     metrics = Metrics(["noop"], listening=lambda: True)
-    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    server = metrics_server(metrics, pool, clock)
     _, port = await server.bind("127.0.0.1", 0)
     serving = asyncio.create_task(server.serve())
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -340,7 +354,7 @@ async def test_a_metrics_server_that_ends_ends_the_run(
     is a bug; the Workers stop, their items released, and the run fails."""
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
-    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    server = metrics_server(metrics, pool, clock)
     await server.bind("127.0.0.1", 0)
     busy = Executor()
     bug = OSError("the listening socket went away")
@@ -368,6 +382,134 @@ async def test_a_metrics_server_that_ends_ends_the_run(
 async def test_serving_needs_a_bound_server(clock: FakeClock) -> None:
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
-    server = MetricsServer(metrics, Health(pool, clock, lambda: True), pool, clock)  # type: ignore[arg-type]
+    server = metrics_server(metrics, pool, clock)
     with pytest.raises(RuntimeError, match="bind"):
         await server.serve()
+
+
+# --- a hostile client (issue #27) -------------------------------------------------------
+
+
+class CountingPool(Pool):
+    """The scripted pool, counting the connections asked of it: one per reading of the
+    queue (three queries) or ping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses = 0
+        self.release = asyncio.Event()
+        self.held = False
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        self.uses += 1
+        if self.held:
+            await self.release.wait()  # the slow database, for this reader only
+        async with super().connection() as conn:
+            yield conn
+
+
+async def test_a_flood_of_scrapes_reads_the_queue_once_per_refresh_interval(
+    clock: FakeClock,
+) -> None:
+    pool = CountingPool()
+    pool.held = True
+    metrics = Metrics(["noop"], listening=lambda: True)
+    limits = ConnectionLimits(max_connections=200, head_seconds=HEAD_SECONDS)
+    server = metrics_server(metrics, pool, clock, limits)
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    try:
+        flood = [asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))]
+        # The first scrape has started the one reading (a socket's doing: polled).
+        while pool.uses == 0:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        flood += [
+            asyncio.ensure_future(request(port, b"GET /metrics HTTP/1.1\r\n\r\n"))
+            for _ in range(150)
+        ]
+        while len(server._connections) < len(flood):  # noqa: ASYNC110 (all waiting)
+            await asyncio.sleep(0.01)
+        assert (pool.uses, server.refreshes) == (1, 1)
+        pool.release.set()
+        answers = await asyncio.gather(*flood)
+        assert {status_and_body(a)[0] for a in answers} == {"HTTP/1.1 200 OK"}
+        assert all(b"safelight_database_up 1.0" in a for a in answers)
+        # Within the interval: answered from the snapshot, nothing read.
+        await clock.advance(REFRESH_SECONDS - 0.001)
+        again = await asyncio.gather(
+            *(request(port, b"GET /metrics HTTP/1.1\r\n\r\n") for _ in range(50))
+        )
+        assert {status_and_body(a)[0] for a in again} == {"HTTP/1.1 200 OK"}
+        assert (pool.uses, server.refreshes) == (1, 1)
+        await clock.advance(0.001)
+        await asyncio.gather(*(request(port, b"GET /metrics HTTP/1.1\r\n\r\n") for _ in range(50)))
+        assert (pool.uses, server.refreshes) == (2, 2)
+    finally:
+        pool.release.set()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+async def closed_unanswered(port: int) -> bool:
+    """Whether a connection to ``port`` is closed (or reset) before any answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        return await reader.read() == b""
+    except ConnectionResetError:
+        return True
+    finally:
+        writer.close()
+
+
+async def test_connections_past_the_cap_are_closed_as_they_are_accepted(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = metrics_server(metrics, pool, clock, ConnectionLimits(2, HEAD_SECONDS))
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+    try:
+        while len(server._connections) < 2:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        # Three more, each closed at once without an answer; one line says so.
+        for _ in range(3):
+            assert await asyncio.wait_for(closed_unanswered(port), 5)
+        assert len(server._connections) == 2
+        refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert refusals == [
+            "metrics server: a connection refused, 2 held already "
+            "(SAFELIGHT_METRICS_MAX_CONNECTIONS)"
+        ]
+        # The idle ones are dropped after the head timeout, and a scrape gets in again.
+        await clock.advance(HEAD_SECONDS)
+        for reader, _ in idle:
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+        answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert status_and_body(answer)[0] == "HTTP/1.1 200 OK"
+    finally:
+        for _, writer in idle:
+            writer.close()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [
+        ("127.0.0.1", False),
+        ("::1", False),
+        ("localhost", False),
+        ("127.0.0.53", False),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.0.2.7", True),
+    ],
+)
+def test_a_metrics_port_beyond_loopback_is_warned_about(host: str, warned: bool) -> None:
+    warning = exposure_warning(host)
+    assert (warning is not None) == warned
+    if warning is not None:
+        assert warning.startswith(f"the metrics port listens on {host}, beyond this machine")

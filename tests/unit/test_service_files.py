@@ -130,6 +130,14 @@ def test_a_stop_leaves_the_worker_its_grace_period() -> None:
     assert seconds(value("TimeoutStopSec")) >= grace + 10
 
 
+def test_the_unit_gives_the_worker_room_for_its_descriptors() -> None:
+    """The soft and hard open files limit: the Worker raises its soft limit to the hard
+    one, and a service's default hard limit is not what this unit relies on."""
+    limit = int(value("LimitNOFILE"))
+    assert limit >= 16 * Settings().metrics_max_connections
+    assert limit >= 65536
+
+
 @pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here"
 )

@@ -27,6 +27,7 @@ from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
 from safelight.library.configs import StorageConfigs
+from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status
@@ -178,8 +179,17 @@ def worker(
 
     # Started with its database (a reboot, `docker compose up`), a Worker waits for it
     # to be ready rather than exit and be restarted in a loop.
+    settings = state.settings(default_log_level="info")
+    if settings.metrics_port is not None:
+        warning = exposure_warning(settings.metrics_host)
+        if warning is not None:
+            click.echo(f"warning: {warning}", err=True)
     report = state.with_database(
-        body, default_log_level="info", concurrency=concurrency, wait_until_ready=True
+        body,
+        default_log_level="info",
+        concurrency=concurrency,
+        wait_until_ready=True,
+        long_running=True,
     )
     # A Worker stopped by its first signal released its items and stopped cleanly: 0, as a
     # service manager expects. A second signal stops it at once: 130.

@@ -152,7 +152,7 @@ def run_folder(
             summary.update(await extra(database, settings, config.id))
         return summary
 
-    summary = state.with_database(body, concurrency=workers)
+    summary = state.with_database(body, concurrency=workers, long_running=True)
     if as_json:
         print_json(summary)
     else:

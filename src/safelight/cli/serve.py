@@ -49,7 +49,7 @@ def serve(state: CliState, host: str | None, port: int | None, read_only: bool) 
             masker.add(token)  # never in a log line
         app = create_app(database, settings, clock=state.clock, token=token)
         try:
-            server = WebServer(app, settings.web_host, settings.web_port)
+            server = WebServer(app, settings.web_host, settings.web_port, settings.web_limits())
         except OSError as error:
             raise Failure(
                 f"cannot listen on {settings.web_host} port {settings.web_port}: "
@@ -59,7 +59,7 @@ def serve(state: CliState, host: str | None, port: int | None, read_only: bool) 
             announce(server.url, token, given=settings.web_token is not None)
             await server.serve()
 
-    state.with_database(body, default_log_level="info")
+    state.with_database(body, default_log_level="info", long_running=True)
 
 
 def announce(url: str, token: str | None, *, given: bool) -> None:

@@ -13,6 +13,7 @@ import psycopg
 
 from safelight.app import open_app_database, open_when_ready
 from safelight.core.clock import Clock, SystemClock
+from safelight.core.openfiles import raise_open_files_limit
 from safelight.db.availability import is_connection_lost
 from safelight.db.database import Database, DatabaseUnavailable, resolve_url
 from safelight.db.urls import mask_url
@@ -57,6 +58,7 @@ class CliState:
         concurrency: int = 1,
         run_migrations: bool = True,
         wait_until_ready: bool = False,
+        long_running: bool = False,
     ) -> T:
         """Run ``body`` on an open, migrated database in a fresh event loop, and close it.
 
@@ -66,8 +68,12 @@ class CliState:
         Every command opens its database here, so they all fail the same way: one line,
         within the connect timeout. ``wait_until_ready`` (``safelight worker``): a
         database that is still starting is waited for instead (``app.open_when_ready``).
+        ``long_running``: a command that serves or works for long (``worker``, ``run``,
+        ``serve``) first raises its open files limit to the hard one (``core.openfiles``).
         """
         settings = self.settings(default_log_level=default_log_level)
+        if long_running:
+            raise_open_files_limit()
         if settings.database_url is None:
             make_folder("home", settings.home)
         # Before the event loop, so that a Ctrl-C during the embedded server's first

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -75,3 +79,45 @@ async def connect(
     return await AsyncConnection.connect(
         application_conninfo(url, application_name), autocommit=True
     )
+
+
+class Connections(Protocol):
+    """What lends connections: a pool, or :class:`OneConnection`."""
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]: ...
+
+
+class OneConnection:
+    """A single connection of its own that stands in for a pool (``connection()``), for
+    a reader that must never take one of the Workers' (the metrics port's scrapes).
+
+    Made on first use, one user at a time; a use that fails or is cancelled (a timeout
+    abandoned it) drops it, and the next use connects afresh: a connection cut off
+    mid-query is never reused.
+    """
+
+    def __init__(self, url: str, application_name: str) -> None:
+        self._url = url
+        self._application_name = application_name
+        self._conn: AsyncConnection[Any] | None = None
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        async with self._lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = await connect(self._url, self._application_name)
+            try:
+                yield self._conn
+            except BaseException:
+                await self._drop()
+                raise
+
+    async def close(self) -> None:
+        await self._drop()
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -24,10 +23,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessColl
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock, wait_with_timeout
 from safelight.core.sql import load_queries
+from safelight.db.pool import Connections
 from safelight.work.model import RecoveryReport, Status
 
 __all__ = ["DURATION_BUCKETS", "UNSCOPED", "Metrics", "QueueSnapshot"]
@@ -51,7 +50,7 @@ class QueueSnapshot:
     stalled_attempts: int = 0
 
 
-async def read_queue(pool: AsyncConnectionPool[Any]) -> QueueSnapshot:
+async def read_queue(pool: Connections) -> QueueSnapshot:
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(QUERIES["items_by_kind_and_status"])
@@ -218,9 +217,7 @@ class Metrics:
 
     # --- a scrape --------------------------------------------------------------------
 
-    async def refresh(
-        self, pool: AsyncConnectionPool[Any], clock: Clock, timeout_seconds: float
-    ) -> bool:
+    async def refresh(self, pool: Connections, clock: Clock, timeout_seconds: float) -> bool:
         """Read the queue for the next :meth:`render`; False (and no queue gauges) if
         the database did not answer within ``timeout_seconds``."""
         try:

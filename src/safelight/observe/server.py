@@ -6,16 +6,26 @@ scrapes would have to reach back into the event loop for the async pool and the
 listener's state, and which nothing can supervise or stop with the Workers;
 ``make_asgi_app`` needs an ASGI server (uvicorn), one more dependency, whose ``serve()``
 installs signal handlers over the supervisor's. On the loop, the server is one more
-background task under the supervisor (docs/operations.md), reads the database with the
-process's pool, and times out on the injected clock. prometheus_client still does the
+background task under the supervisor (docs/operations.md), reads the database on a
+connection of its own, and times out on the injected clock. prometheus_client still does the
 exposition (``generate_latest``), served as the text format 0.0.4, which every
 Prometheus reads (the names here need nothing newer).
 
 Each request is answered and the connection closed (``Connection: close``): a scraper
-every 15 s and a health probe need nothing more. A request that does not arrive within
-:data:`REQUEST_SECONDS`, or is malformed, is dropped; an error while answering one is
-logged with its traceback and answered 500, and the server goes on: one bad scrape must
-not stop the photos. The server itself ending is the supervisor's business.
+every 15 s and a health probe need nothing more. A request whose head does not arrive
+within the limits' ``head_seconds``, or is malformed, is dropped; an error while
+answering one is logged with its traceback and answered 500, and the server goes on:
+one bad scrape must not stop the photos. The server itself ending is the supervisor's
+business.
+
+The port is open to every local user, and a Worker's descriptors and connections are
+its photos' (issue #27, ``docs/security.md``): the server holds at most
+``max_connections`` connections, closing any more as it accepts them, and it answers
+from what it last read of the database, read again at most once per
+``refresh_seconds`` by one read at a time on a connection of its own
+(:class:`~safelight.db.pool.OneConnection`), never the Workers' pool. A flood of
+scrapes costs one query a refresh interval, and a database slow to answer holds only
+that connection.
 """
 
 from __future__ import annotations
@@ -28,22 +38,24 @@ from typing import Any
 
 import psycopg
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock, wait_with_timeout
-from safelight.logs import masker
+from safelight.core.connections import ConnectionLimits, beyond_loopback
+from safelight.db.pool import Connections
+from safelight.logs import Throttle, masker
+from safelight.observe.fresh import Fresh
 from safelight.observe.metrics import QUERIES, Metrics
 from safelight.work.errors import describe_briefly
 
-__all__ = ["PROBE_SECONDS", "REQUEST_SECONDS", "Health", "MetricsServer"]
+__all__ = ["PROBE_SECONDS", "REFUSALS_LOG_SECONDS", "Health", "MetricsServer", "exposure_warning"]
 
 _log = logging.getLogger(__name__)
 
 # How long a scrape or a health probe waits for the database: well inside Prometheus's
 # default scrape timeout (10 s) and a container runtime's health-check timeout.
 PROBE_SECONDS = 3.0
-# How long a client has to send its request's head.
-REQUEST_SECONDS = 5.0
+# At most one line in this long about connections refused at the cap.
+REFUSALS_LOG_SECONDS = 60.0
 _MAX_HEAD_BYTES = 8192
 _PHRASES = {
     200: "OK",
@@ -60,7 +72,7 @@ class Health:
 
     def __init__(
         self,
-        pool: AsyncConnectionPool[Any],
+        pool: Connections,
         clock: Clock,
         listening: Callable[[], bool],
         *,
@@ -89,17 +101,37 @@ class Health:
 
 
 class MetricsServer:
-    """Serves ``/metrics`` and ``/healthz``; :meth:`bind` first, then :meth:`serve`."""
+    """Serves ``/metrics`` and ``/healthz``; :meth:`bind` first, then :meth:`serve`.
+
+    ``health`` and ``metrics.refresh`` read the database through ``connection``, the
+    server's own (a pool stand-in of one connection); their results are kept for
+    ``refresh_seconds``."""
 
     def __init__(
-        self, metrics: Metrics, health: Health, pool: AsyncConnectionPool[Any], clock: Clock
+        self,
+        metrics: Metrics,
+        health: Health,
+        connection: Any,
+        clock: Clock,
+        limits: ConnectionLimits,
+        *,
+        refresh_seconds: float,
     ) -> None:
         self._metrics = metrics
-        self._health = health
-        self._pool = pool
         self._clock = clock
+        self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
+        self._scrapes = Fresh(
+            clock, refresh_seconds, lambda: metrics.refresh(connection, clock, PROBE_SECONDS)
+        )
+        self._probes = Fresh(clock, refresh_seconds, health.check)
+        self._refusals = Throttle(REFUSALS_LOG_SECONDS, clock.monotonic)
+
+    @property
+    def refreshes(self) -> int:
+        """How many times the server has read the queue (its scrapes' refreshes)."""
+        return self._scrapes.runs
 
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Listen on ``host``:``port`` (0: any free port) and return the address bound.
@@ -121,10 +153,17 @@ class MetricsServer:
             server.close()
             for connection in list(self._connections):
                 connection.cancel()
+            self._scrapes.cancel()
+            self._probes.cancel()
             await asyncio.gather(*self._connections, return_exceptions=True)
             await server.wait_closed()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= self._limits.max_connections:
+            # Closed now, not queued: each connection held is a descriptor of the Worker.
+            writer.transport.abort()
+            self._refused()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -140,10 +179,22 @@ class MetricsServer:
                 await writer.wait_closed()
             self._connections.discard(task)
 
+    def _refused(self) -> None:
+        suppressed = self._refusals.admit()
+        if suppressed is None:
+            return
+        more = f" ({suppressed} more since the last such line)" if suppressed else ""
+        _log.warning(
+            "metrics server: a connection refused, %d held already "
+            "(SAFELIGHT_METRICS_MAX_CONNECTIONS)%s",
+            self._limits.max_connections,
+            more,
+        )
+
     async def _answer_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await wait_with_timeout(
-                self._clock, reader.readuntil(b"\r\n\r\n"), REQUEST_SECONDS
+                self._clock, reader.readuntil(b"\r\n\r\n"), self._limits.head_seconds
             )
             method, path = _request_line(head)
         except (
@@ -170,12 +221,25 @@ class MetricsServer:
         if method not in ("GET", "HEAD"):
             return 405, text, b"only GET and HEAD\n"
         if path == "/healthz":
-            reason = await self._health.check()
+            reason = await self._probes.get()
             if reason is None:
                 return 200, text, b"ok\n"
             return 503, text, reason.encode("utf-8", "replace") + b"\n"
-        await self._metrics.refresh(self._pool, self._clock, PROBE_SECONDS)
+        await self._scrapes.get()
         return 200, CONTENT_TYPE_PLAIN_0_0_4, self._metrics.render()
+
+
+def exposure_warning(host: str) -> str | None:
+    """The warning for a metrics port that listens on ``host``, when other machines can
+    reach it: it has no authentication, and what it shows (the queue, the configs' ids)
+    is the owner's. None on a loopback address."""
+    if not beyond_loopback(host):
+        return None
+    return (
+        f"the metrics port listens on {host}, beyond this machine: anyone who can reach it "
+        "reads the queue and the configs' ids, without a password; keep it on 127.0.0.1 "
+        "(SAFELIGHT_METRICS_HOST) behind a proxy of yours, or firewall it"
+    )
 
 
 def _request_line(head: bytes) -> tuple[str, str]:

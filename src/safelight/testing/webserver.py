@@ -44,7 +44,7 @@ def dashboard_in_thread(
         database = await open_database(settings.database_url, settings.home, max_size=4)
         try:
             app = create_app(database, settings, clock=clock, token=token, zone=zone)
-            server = WebServer(app, host, port, access_log=False)
+            server = WebServer(app, host, port, settings.web_limits(), access_log=False)
             state["server"], state["loop"] = server, asyncio.get_running_loop()
             ready.set()
             await server.serve()

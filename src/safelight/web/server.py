@@ -7,19 +7,40 @@ the URL, or a test that has it, may connect at once. ``serve`` returns after
 SIGTERM: unlike uvicorn's own signal handling, that one is in place before the URL is
 printed, and does not raise the signal again on the way out, so ``safelight serve``
 closes its database and exits 0.
+
+Every connection is a descriptor of the process, and the port is open to every local
+user at least (issue #27, ``docs/security.md``). uvicorn's h11 protocol holds a
+connection that never sends a request forever (its keep-alive timer starts only after a
+first answer), and its ``limit_concurrency`` answers 503 only once a request's head has
+arrived. :class:`_GuardedH11` closes a connection past the limits' ``max_connections`` as
+it is accepted, and one whose request head has not arrived ``head_seconds`` after it
+opened or after its last answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import signal
 import socket
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from safelight.core.clock import SystemClock
+from safelight.core.connections import ConnectionLimits
+from safelight.logs import Throttle
+
+_log = logging.getLogger(__name__)
 
 BACKLOG = 128
+# At most one line in this long about connections refused at the cap.
+REFUSALS_LOG_SECONDS = 60.0
 # Requests still running when the server stops get this long to finish.
 GRACEFUL_SECONDS = 5
 
@@ -40,6 +61,74 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Guard:
+    """What every connection of one server shares: the limits, and the throttle of the
+    line that says connections are being refused."""
+
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self._refusals = Throttle(REFUSALS_LOG_SECONDS, SystemClock().monotonic)
+
+    def refused(self) -> None:
+        suppressed = self._refusals.admit()
+        if suppressed is None:
+            return
+        more = f" ({suppressed} more since the last such line)" if suppressed else ""
+        _log.warning(
+            "dashboard: a connection refused, %d held already (SAFELIGHT_WEB_MAX_CONNECTIONS)%s",
+            self.limits.max_connections,
+            more,
+        )
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol, with the connection cap and the request-head deadline."""
+
+    def __init__(self, *args: Any, guard: _Guard, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard = guard
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # self.connections holds this one too now, and every other open one.
+        if len(self.connections) > self._guard.limits.max_connections:
+            transport.abort()  # at once: no answer, no lingering descriptor
+            self._guard.refused()
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm_head_timer()  # a whole head arrived: the app's business now
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # The next request's head has the same time to arrive; uvicorn's keep-alive
+        # timer stops at its first byte.
+        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            self._arm_head_timer()
+
+    def _arm_head_timer(self) -> None:
+        self._disarm_head_timer()
+        self._head_timer = self.loop.call_later(self._guard.limits.head_seconds, self._head_late)
+
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.abort()
+
+
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -53,7 +142,15 @@ class WebServer:
     """uvicorn serving ``app`` on ``host``:``port``; bound when made, serving once
     :meth:`serve` runs."""
 
-    def __init__(self, app: Any, host: str, port: int, *, access_log: bool = True) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str,
+        port: int,
+        limits: ConnectionLimits,
+        *,
+        access_log: bool = True,
+    ) -> None:
         self.socket = bind(host, port)
         self.host = host
         self.port: int = self.socket.getsockname()[1]
@@ -65,6 +162,7 @@ class WebServer:
             server_header=False,
             proxy_headers=False,
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            http=partial(_GuardedH11, guard=_Guard(limits)),  # type: ignore[arg-type]
         )
         self._server = _Server(config)
 
