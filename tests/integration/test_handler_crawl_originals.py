@@ -18,6 +18,7 @@ from PIL import Image, ImageStat
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import crawl as crawl_handler
+from safelight.handlers import guards
 from safelight.library.decoding import ImageDecoder
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
@@ -396,13 +397,18 @@ async def test_a_video_swapped_for_a_link_under_ffprobe_is_read_from_the_opened_
 async def test_the_walk_never_enters_the_proxy_root_or_the_home(
     pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Even in a configuration the root checks should refuse: a library holding the
-    proxy root and the home. Its proxies are never ingested as photos."""
+    """Even in a configuration the root checks refuse (the crawl's and every registered
+    root's, both bypassed here): a library holding the proxy root and the home. Its
+    proxies are never ingested as photos."""
 
     async def no_root_check(services: object, root: Path) -> None:
         pass  # as if the overlap got past the checks (a bind mount, say)
 
+    async def no_registered_roots_check(services: object) -> None:
+        pass
+
     monkeypatch.setattr(crawl_handler, "check_config_root", no_root_check)
+    monkeypatch.setattr(guards, "check_every_root", no_registered_roots_check)
     root = tmp_path / "library"
     write(root, "photo.jpg", jpeg(70))
     h = make_harness(pool, root)  # the home is <root>/home, the proxy root <root>/proxies
