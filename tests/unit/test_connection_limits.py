@@ -210,8 +210,10 @@ def test_opening_the_database_raises_the_open_files_limit_only_when_long_running
     monkeypatch.setattr("safelight.cli.state.resolve_url", lambda url, home: (url, None))
     monkeypatch.setattr("safelight.cli.state.open_app_database", open_app_database)
     state = CliState(overrides={"home": tmp_path, "database_url": URL})
-    options = {"long_running": True} if long_running else {}
-    assert state.with_database(body, **options) == "done"
+    if long_running:
+        assert state.with_database(body, long_running=True) == "done"
+    else:
+        assert state.with_database(body) == "done"  # the default
     assert raised == ([True] if long_running else [])
 
 
