@@ -90,6 +90,8 @@ def test_connection_limits_refuse_nonsense() -> None:
         ("127.1.2.3", False),
         ("::1", False),
         ("[::1]", False),
+        ("::1%1", False),
+        ("fe80::1%1", True),
         ("localhost", False),
         ("0.0.0.0", True),
         ("::", True),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
@@ -73,8 +74,8 @@ class Connection:
     async def fetchall(self) -> list[dict[str, Any]]:
         return self.rows
 
-    async def fetchone(self) -> dict[str, Any]:
-        return self.rows[0]
+    async def fetchone(self) -> dict[str, Any] | None:
+        return self.rows[0] if self.rows else None
 
     def _answer(self, sql: str) -> list[dict[str, Any]]:
         if "FROM work_attempts" in sql:
@@ -278,17 +279,25 @@ async def test_the_server_answers_metrics_health_and_nothing_else(
     ok = await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")
     assert status_and_body(ok) == ("HTTP/1.1 200 OK", b"ok\n")
     await clock.advance(REFRESH_SECONDS)
+    reason = (
+        b"the database does not answer: OperationalError: the database system is shutting down\n"
+    )
     assert status_and_body(await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")) == (
         "HTTP/1.1 503 Service Unavailable",
-        b"the database does not answer: OperationalError: the database system is shutting down\n",
+        reason,
     )
     head = await request(port, b"HEAD /healthz HTTP/1.1\r\n\r\n")
-    assert status_and_body(head)[1] == b"" and b"Content-Length: " in head
-    assert status_and_body(await request(port, b"GET / HTTP/1.1\r\n\r\n"))[0] == (
-        "HTTP/1.1 404 Not Found"
+    assert status_and_body(head) == ("HTTP/1.1 503 Service Unavailable", b"")
+    assert f"Content-Length: {len(reason)}\r\n".encode() in head  # the body a GET gets
+    head = await request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+    assert status_and_body(head) == ("HTTP/1.1 200 OK", b"")
+    assert status_and_body(await request(port, b"GET / HTTP/1.1\r\n\r\n")) == (
+        "HTTP/1.1 404 Not Found",
+        b"not found: try /metrics or /healthz\n",
     )
-    assert status_and_body(await request(port, b"POST /metrics HTTP/1.1\r\n\r\n"))[0] == (
-        "HTTP/1.1 405 Method Not Allowed"
+    assert status_and_body(await request(port, b"POST /metrics HTTP/1.1\r\n\r\n")) == (
+        "HTTP/1.1 405 Method Not Allowed",
+        b"only GET and HEAD\n",
     )
     # Not HTTP at all: dropped without an answer, and the server goes on.
     assert await request(port, b"hello\r\n\r\n") == b""
@@ -310,6 +319,7 @@ async def test_a_bug_while_answering_is_a_500_with_its_traceback_and_the_server_
     monkeypatch.setattr(metrics, "render", broken)
     answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
     assert status_and_body(answer) == ("HTTP/1.1 500 Internal Server Error", b"internal error\n")
+    assert b"\r\nContent-Type: text/plain; charset=utf-8\r\n" in answer
     (record,) = [r for r in caplog.records if r.name == "safelight.observe.server"]
     assert record.levelno == logging.ERROR
     assert record.getMessage() == "metrics server: answering GET /metrics failed"
@@ -393,7 +403,7 @@ async def test_serving_needs_a_bound_server(clock: FakeClock) -> None:
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
     server = metrics_server(metrics, pool, clock)
-    with pytest.raises(RuntimeError, match="bind"):
+    with pytest.raises(RuntimeError, match=r"^bind\(\) the metrics server before serving$"):
         await server.serve()
 
 
@@ -522,7 +532,11 @@ def test_a_metrics_port_beyond_loopback_is_warned_about(host: str, warned: bool)
     warning = exposure_warning(host)
     assert (warning is not None) == warned
     if warning is not None:
-        assert warning.startswith(f"the metrics port listens on {host}, beyond this machine")
+        assert warning == (
+            f"the metrics port listens on {host}, beyond this machine: anyone who can reach "
+            "it reads the queue and the configs' ids, without a password; keep it on "
+            "127.0.0.1 (SAFELIGHT_METRICS_HOST) behind a proxy of yours, or firewall it"
+        )
 
 
 async def test_refusals_past_the_cap_are_said_once_a_minute_with_how_many_were_left_out(
@@ -650,3 +664,64 @@ async def test_a_metrics_host_that_does_not_resolve_says_why(clock: FakeClock) -
         f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port 0: "
         f"{lookup.value.strerror}"
     )
+
+
+async def test_a_reason_that_is_not_valid_text_is_still_answered(
+    served: tuple[MetricsServer, int, Pool, Metrics],
+) -> None:
+    """A driver's message may carry bytes it could not decode (a lone surrogate)."""
+    _, port, pool, _ = served
+    pool.error = psycopg.OperationalError("FATAL: r\udcf4le inconnu")
+    answer = await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")
+    assert status_and_body(answer) == (
+        "HTTP/1.1 503 Service Unavailable",
+        b"the database does not answer: OperationalError: FATAL: r?le inconnu\n",
+    )
+
+
+async def test_a_client_that_resets_its_connection_before_the_answer_is_no_error(
+    clock: FakeClock,
+) -> None:
+    """The answer finds the connection reset: nothing to send it to, and nothing for
+    the event loop to report (the ``loop_errors`` fixture)."""
+    pool = CountingPool()
+    pool.held = True
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = metrics_server(metrics, pool, clock)
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    try:
+        client = socket.create_connection(("127.0.0.1", port))
+        client.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        while pool.uses == 0:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        # Closed with SO_LINGER 0: a reset, not an orderly close.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        await asyncio.sleep(0.05)  # the server's transport has seen the reset
+        pool.release.set()
+
+        async def answered() -> None:
+            while server._connections:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(answered(), 5)  # a bound on a hang
+    finally:
+        pool.release.set()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+async def test_a_queue_without_a_count_of_stalled_attempts_has_none(clock: FakeClock) -> None:
+    class NoStalledRow(Connection):
+        def _answer(self, sql: str) -> list[dict[str, Any]]:
+            return [] if "FROM work_attempts" in sql else super()._answer(sql)
+
+    class NoStalledPool(Pool):
+        @asynccontextmanager
+        async def connection(self) -> AsyncIterator[Any]:
+            yield NoStalledRow(self.snapshot)
+
+    metrics = Metrics(["noop"], listening=lambda: True)
+    assert await metrics.refresh(NoStalledPool(), clock, PROBE_SECONDS)
+    assert get(scrape(metrics), "safelight_stalled_attempts") == 0
