@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,9 +33,12 @@ class App:
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.started = asyncio.Event()
+        self.scopes: list[str] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert scope["type"] == "http"
+        self.scopes.append(scope["type"])
+        if scope["type"] != "http":
+            return
         if scope["path"] == "/slow":
             self.started.set()
             await self.release.wait()
@@ -226,3 +230,47 @@ async def test_stopping_gives_a_request_in_flight_the_grace_period_and_no_more(
     assert server.socket.fileno() == -1  # closed on the way out
     stream[1].close()
     app.release.set()
+
+
+@pytest.fixture
+def access_logger() -> Iterator[logging.Logger]:
+    """uvicorn's access logger as a fresh process has it (a server made with
+    ``access_log=False`` turns it off for the whole process)."""
+    logger = logging.getLogger("uvicorn.access")
+    handlers, propagate = list(logger.handlers), logger.propagate
+    logger.handlers, logger.propagate = [], True
+    yield logger
+    logger.handlers, logger.propagate = handlers, propagate
+
+
+@pytest.mark.parametrize("access_log", [True, False, None])
+async def test_uvicorn_serves_as_configured_here_with_its_access_log_as_asked(
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    access_logger: logging.Logger,
+    access_log: bool | None,
+) -> None:
+    caplog.set_level(logging.INFO, logger="uvicorn.access")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = App()
+    options = {} if access_log is None else {"access_log": access_log}
+    server = WebServer(
+        app, "127.0.0.1", port, ConnectionLimits(8, HEAD_SECONDS), clock=clock, **options
+    )
+    # Its own port and address; no logging of uvicorn's own (safelight's is set up).
+    assert server.socket.getsockname() == ("127.0.0.1", port) and server.port == port
+    assert logging.getLogger("uvicorn").handlers == []
+    task = asyncio.create_task(server.serve())
+    try:
+        stream = await connect(server)
+        send(stream, b"GET /photo HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await asyncio.wait_for(answer(stream), GUARD_SECONDS)).startswith(b"HTTP/1.1 200")
+        stream[1].close()
+    finally:
+        server.stop()
+        await task
+    assert app.scopes == ["http"]  # no lifespan: the app has none
+    accesses = [r for r in caplog.records if r.name == "uvicorn.access"]
+    assert len(accesses) == (0 if access_log is False else 1)  # on unless asked off
