@@ -10,6 +10,7 @@ they like, and run its parts themselves.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import random
@@ -492,9 +493,12 @@ async def serve_metrics(
         bound_host, bound_port = await server.bind(host, port)
     except OSError as exc:
         # As the dashboard says it ("Address already in use"): asyncio's own message
-        # repeats the address. A name that does not resolve has a negative errno.
-        errno = exc.errno if isinstance(exc.errno, int) else 0
-        reason = os.strerror(errno) if errno > 0 else (exc.strerror or str(exc))
+        # repeats the address. A name that does not resolve has no errno of the system's.
+        code = exc.errno
+        if code is not None and code in errno.errorcode:
+            reason = os.strerror(code)
+        else:
+            reason = exc.strerror or str(exc)
         raise SettingsError(
             f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port {port}: {reason}"
         ) from None

@@ -725,3 +725,18 @@ async def test_a_queue_without_a_count_of_stalled_attempts_has_none(clock: FakeC
     metrics = Metrics(["noop"], listening=lambda: True)
     assert await metrics.refresh(NoStalledPool(), clock, PROBE_SECONDS)
     assert get(scrape(metrics), "safelight_stalled_attempts") == 0
+
+
+async def test_a_metrics_port_refused_without_a_reason_of_the_systems_says_what_it_was_told(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def bind(self: MetricsServer, host: str, port: int) -> tuple[str, int]:
+        raise OSError("no address of this family here")
+
+    monkeypatch.setattr(MetricsServer, "bind", bind)
+    with pytest.raises(SettingsError) as refused:
+        await serve_metrics(engine_of(clock, Settings()), "127.0.0.1", 9100, Pool())
+    assert str(refused.value) == (
+        "metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on 127.0.0.1 port 9100: "
+        "no address of this family here"
+    )
