@@ -10,6 +10,7 @@ they like, and run its parts themselves.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import random
@@ -32,7 +33,6 @@ from safelight.db.pool import Connections, OneConnection
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_proxy_root
 from safelight.library.decoding import ImageDecoder
-from safelight.library.paths import describe_os_error
 from safelight.observe.metrics import Metrics
 from safelight.observe.presence import Presence
 from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
@@ -492,9 +492,15 @@ async def serve_metrics(
     try:
         bound_host, bound_port = await server.bind(host, port)
     except OSError as exc:
+        # As the dashboard says it ("Address already in use"): asyncio's own message
+        # repeats the address. A name that does not resolve has no errno of the system's.
+        code = exc.errno
+        if code is not None and code in errno.errorcode:
+            reason = os.strerror(code)
+        else:
+            reason = exc.strerror or str(exc)
         raise SettingsError(
-            f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port {port}: "
-            f"{describe_os_error(exc)}"
+            f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port {port}: {reason}"
         ) from None
     _log.info("metrics on http://%s:%d/metrics, health on /healthz", bound_host, bound_port)
     warning = exposure_warning(host)

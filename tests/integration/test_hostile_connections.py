@@ -16,9 +16,15 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.app import RunReport, WorkerOptions, app_store, run_workers
+from safelight.app import (
+    METRICS_APPLICATION_NAME,
+    RunReport,
+    WorkerOptions,
+    app_store,
+    run_workers,
+)
 from safelight.db.database import Database
-from safelight.db.pool import Connections
+from safelight.db.pool import Connections, OneConnection
 from safelight.observe import metrics as metrics_module
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
@@ -235,3 +241,14 @@ async def test_the_dashboard_closes_connections_past_its_cap_as_they_come(
         assert status == 200 and b"decode83" in body
         for sock in held:
             sock.close()
+
+
+async def test_the_metrics_port_connection_shows_under_its_own_name(database_url: str) -> None:
+    """An operator tells the scrapes' connection from the Workers' in pg_stat_activity."""
+    scrapes = OneConnection(database_url, METRICS_APPLICATION_NAME)
+    try:
+        async with scrapes.connection() as conn:
+            cur = await conn.execute("SELECT current_setting('application_name')")
+            assert await cur.fetchone() == ("safelight-metrics",)
+    finally:
+        await scrapes.close()

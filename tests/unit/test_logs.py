@@ -29,7 +29,12 @@ def restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     chatty = {name: logging.getLogger(name).level for name in CHATTY_LIBRARIES}
+    # asyncio's logger as a fresh process has it: no throttle of an earlier configuring.
+    loop_logger = logging.getLogger("asyncio")
+    loop_filters = list(loop_logger.filters)
+    loop_logger.filters = [f for f in loop_filters if not isinstance(f, ThrottleFilter)]
     yield
+    loop_logger.filters = loop_filters
     for name, chatty_level in chatty.items():
         logging.getLogger(name).setLevel(chatty_level)
     for handler in list(root.handlers):
@@ -156,10 +161,26 @@ def test_the_filter_merges_arguments_and_survives_a_bad_format_string() -> None:
     assert "pw1234" not in bad.getMessage() and "postgresql://u:***@h/x" in bad.getMessage()
 
 
-@pytest.mark.parametrize(("fmt", "level"), [("xml", "info"), ("text", "loud")])
-def test_unknown_formats_and_levels_are_refused(fmt: str, level: str) -> None:
-    with pytest.raises(ValueError, match="must be one of"):
+@pytest.mark.parametrize(
+    ("fmt", "level", "message"),
+    [
+        ("xml", "info", "log format must be one of text, json, not 'xml'"),
+        ("text", "loud", "log level must be one of debug, info, warning, error, not 'loud'"),
+    ],
+)
+def test_unknown_formats_and_levels_are_refused(fmt: str, level: str, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
         configure_logging(fmt, level)
+    assert str(refused.value) == message
+
+
+def test_by_default_lines_are_text_from_info_up(stderr: Stderr) -> None:
+    configure_logging()
+    log = logging.getLogger("safelight.test")
+    log.debug("not shown")
+    log.info("shown")
+    (line,) = stderr.getvalue().splitlines()
+    assert line.endswith(" INFO safelight.test: shown")
 
 
 def test_the_process_masker_learns_the_configured_secrets(stderr: Stderr) -> None:
@@ -239,6 +260,21 @@ def test_accept_errors_are_logged_once_an_interval_with_how_many_were_left_out()
         "left out)\nsocket: <socket 60>"
     )
     assert ACCEPT_ERROR_LOG_SECONDS == 60
+
+
+def test_the_count_of_lines_left_out_ends_the_first_line_of_a_longer_message() -> None:
+    now = [1000.0]
+    throttle = accept_error_filter(lambda: now[0])
+    assert throttle.filter(accept_error(0))
+    assert not throttle.filter(accept_error(1))
+    now[0] += ACCEPT_ERROR_LOG_SECONDS
+    record = accept_error(2)
+    record.msg += "\nprotocol: <Protocol>"
+    assert throttle.filter(record)
+    assert record.getMessage() == (
+        "socket.accept() out of system resource (1 more like it in the last 60 s, left out)"
+        "\nsocket: <socket 2>\nprotocol: <Protocol>"
+    )
 
 
 def test_the_accept_error_throttle_guards_asyncios_logger_once(stderr: Stderr) -> None:

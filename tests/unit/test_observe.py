@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -14,9 +17,17 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from safelight.app import serve_metrics
 from safelight.core.connections import ConnectionLimits
 from safelight.observe.metrics import Metrics, QueueSnapshot
-from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
+from safelight.observe.server import (
+    PROBE_SECONDS,
+    REFUSALS_LOG_SECONDS,
+    Health,
+    MetricsServer,
+    exposure_warning,
+)
+from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import RecoveryReport, Status
 from safelight.work.supervisor import Background, BackgroundFailed, supervise
@@ -63,8 +74,8 @@ class Connection:
     async def fetchall(self) -> list[dict[str, Any]]:
         return self.rows
 
-    async def fetchone(self) -> dict[str, Any]:
-        return self.rows[0]
+    async def fetchone(self) -> dict[str, Any] | None:
+        return self.rows[0] if self.rows else None
 
     def _answer(self, sql: str) -> list[dict[str, Any]]:
         if "FROM work_attempts" in sql:
@@ -268,17 +279,25 @@ async def test_the_server_answers_metrics_health_and_nothing_else(
     ok = await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")
     assert status_and_body(ok) == ("HTTP/1.1 200 OK", b"ok\n")
     await clock.advance(REFRESH_SECONDS)
+    reason = (
+        b"the database does not answer: OperationalError: the database system is shutting down\n"
+    )
     assert status_and_body(await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")) == (
         "HTTP/1.1 503 Service Unavailable",
-        b"the database does not answer: OperationalError: the database system is shutting down\n",
+        reason,
     )
     head = await request(port, b"HEAD /healthz HTTP/1.1\r\n\r\n")
-    assert status_and_body(head)[1] == b"" and b"Content-Length: " in head
-    assert status_and_body(await request(port, b"GET / HTTP/1.1\r\n\r\n"))[0] == (
-        "HTTP/1.1 404 Not Found"
+    assert status_and_body(head) == ("HTTP/1.1 503 Service Unavailable", b"")
+    assert f"Content-Length: {len(reason)}\r\n".encode() in head  # the body a GET gets
+    head = await request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+    assert status_and_body(head) == ("HTTP/1.1 200 OK", b"")
+    assert status_and_body(await request(port, b"GET / HTTP/1.1\r\n\r\n")) == (
+        "HTTP/1.1 404 Not Found",
+        b"not found: try /metrics or /healthz\n",
     )
-    assert status_and_body(await request(port, b"POST /metrics HTTP/1.1\r\n\r\n"))[0] == (
-        "HTTP/1.1 405 Method Not Allowed"
+    assert status_and_body(await request(port, b"POST /metrics HTTP/1.1\r\n\r\n")) == (
+        "HTTP/1.1 405 Method Not Allowed",
+        b"only GET and HEAD\n",
     )
     # Not HTTP at all: dropped without an answer, and the server goes on.
     assert await request(port, b"hello\r\n\r\n") == b""
@@ -300,6 +319,7 @@ async def test_a_bug_while_answering_is_a_500_with_its_traceback_and_the_server_
     monkeypatch.setattr(metrics, "render", broken)
     answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
     assert status_and_body(answer) == ("HTTP/1.1 500 Internal Server Error", b"internal error\n")
+    assert b"\r\nContent-Type: text/plain; charset=utf-8\r\n" in answer
     (record,) = [r for r in caplog.records if r.name == "safelight.observe.server"]
     assert record.levelno == logging.ERROR
     assert record.getMessage() == "metrics server: answering GET /metrics failed"
@@ -383,7 +403,7 @@ async def test_serving_needs_a_bound_server(clock: FakeClock) -> None:
     pool = Pool()
     metrics = Metrics(["noop"], listening=lambda: True)
     server = metrics_server(metrics, pool, clock)
-    with pytest.raises(RuntimeError, match="bind"):
+    with pytest.raises(RuntimeError, match=r"^bind\(\) the metrics server before serving$"):
         await server.serve()
 
 
@@ -512,4 +532,211 @@ def test_a_metrics_port_beyond_loopback_is_warned_about(host: str, warned: bool)
     warning = exposure_warning(host)
     assert (warning is not None) == warned
     if warning is not None:
-        assert warning.startswith(f"the metrics port listens on {host}, beyond this machine")
+        assert warning == (
+            f"the metrics port listens on {host}, beyond this machine: anyone who can reach "
+            "it reads the queue and the configs' ids, without a password; keep it on "
+            "127.0.0.1 (SAFELIGHT_METRICS_HOST) behind a proxy of yours, or firewall it"
+        )
+
+
+async def test_refusals_past_the_cap_are_said_once_a_minute_with_how_many_were_left_out(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = Pool()
+    metrics = Metrics(["noop"], listening=lambda: True)
+    # A head deadline far beyond the minute this test moves on: only the cap acts.
+    limits = ConnectionLimits(1, REFUSALS_LOG_SECONDS * 10)
+    server = metrics_server(metrics, pool, clock, limits)
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    held = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while len(server._connections) < 1:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        for _ in range(3):
+            assert await asyncio.wait_for(closed_unanswered(port), 5)
+        await clock.advance(REFUSALS_LOG_SECONDS)
+        assert await asyncio.wait_for(closed_unanswered(port), 5)
+        refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        line = (
+            "metrics server: a connection refused, 1 held already "
+            "(SAFELIGHT_METRICS_MAX_CONNECTIONS)"
+        )
+        assert refusals == [line, line + " (2 more since the last such line)"]
+    finally:
+        held[1].close()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+# --- the Worker's wiring of its metrics port (app.serve_metrics) ------------------------
+
+
+def engine_of(clock: FakeClock, settings: Settings) -> Any:
+    """The parts of an Engine that serve_metrics reads."""
+    listener = SimpleNamespace(connected=asyncio.Event())
+    listener.connected.set()
+    metrics = Metrics(["noop"], listening=listener.connected.is_set)
+    return SimpleNamespace(settings=settings, clock=clock, listener=listener, metrics=metrics)
+
+
+@asynccontextmanager
+async def metrics_port(
+    clock: FakeClock, settings: Settings, pool: Pool, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[int]:
+    server = await serve_metrics(engine_of(clock, settings), host, port, pool)
+    serving = asyncio.create_task(server.serve())
+    try:
+        assert server._server is not None
+        yield int(server._server.sockets[0].getsockname()[1])
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+async def test_the_worker_serves_its_metrics_port_from_its_own_connection_and_settings(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="safelight.app")
+    settings = Settings(metrics_refresh_seconds=30.0, metrics_max_connections=1)
+    pool = CountingPool()
+    async with metrics_port(clock, settings, pool) as port:
+        assert [r.getMessage() for r in caplog.records if r.name == "safelight.app"] == [
+            f"metrics on http://127.0.0.1:{port}/metrics, health on /healthz"
+        ]
+        answer = await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert b"safelight_database_up 1.0" in answer
+        assert status_and_body(await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")) == (
+            "HTTP/1.1 200 OK",
+            b"ok\n",
+        )
+        assert pool.uses == 2  # one reading of the queue, one ping: the given connection
+        # The settings' refresh interval, not another.
+        await clock.advance(29.999)
+        await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert pool.uses == 2
+        await clock.advance(0.001)
+        await request(port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert pool.uses == 3
+        # The settings' cap: one held, the next closed unanswered.
+        held = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.sleep(0.05)
+        assert await asyncio.wait_for(closed_unanswered(port), 5)
+        held[1].close()
+    # No warning about where it listens; the one refusal names the settings' cap.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "metrics server: a connection refused, 1 held already (SAFELIGHT_METRICS_MAX_CONNECTIONS)"
+    ]
+
+
+async def test_a_metrics_port_open_beyond_this_machine_is_warned_about_in_the_log(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with metrics_port(clock, Settings(), Pool(), host="0.0.0.0"):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [exposure_warning("0.0.0.0")]
+
+
+async def test_a_metrics_port_it_cannot_listen_on_is_a_setting_it_cannot_use(
+    clock: FakeClock,
+) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+    try:
+        with pytest.raises(SettingsError) as refused:
+            await serve_metrics(engine_of(clock, Settings()), "127.0.0.1", port, Pool())
+    finally:
+        taken.close()
+    assert str(refused.value) == (
+        f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on 127.0.0.1 port {port}: "
+        "Address already in use"
+    )
+
+
+async def test_a_metrics_host_that_does_not_resolve_says_why(clock: FakeClock) -> None:
+    host = "no-such-host.invalid"
+    with pytest.raises(socket.gaierror) as lookup:
+        socket.getaddrinfo(host, 0)
+    with pytest.raises(SettingsError) as refused:
+        await serve_metrics(engine_of(clock, Settings()), host, 0, Pool())
+    assert str(refused.value) == (
+        f"metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on {host} port 0: "
+        f"{lookup.value.strerror}"
+    )
+
+
+async def test_a_reason_that_is_not_valid_text_is_still_answered(
+    served: tuple[MetricsServer, int, Pool, Metrics],
+) -> None:
+    """A driver's message may carry bytes it could not decode (a lone surrogate)."""
+    _, port, pool, _ = served
+    pool.error = psycopg.OperationalError("FATAL: r\udcf4le inconnu")
+    answer = await request(port, b"GET /healthz HTTP/1.1\r\n\r\n")
+    assert status_and_body(answer) == (
+        "HTTP/1.1 503 Service Unavailable",
+        b"the database does not answer: OperationalError: FATAL: r?le inconnu\n",
+    )
+
+
+async def test_a_client_that_resets_its_connection_before_the_answer_is_no_error(
+    clock: FakeClock,
+) -> None:
+    """The answer finds the connection reset: nothing to send it to, and nothing for
+    the event loop to report (the ``loop_errors`` fixture)."""
+    pool = CountingPool()
+    pool.held = True
+    metrics = Metrics(["noop"], listening=lambda: True)
+    server = metrics_server(metrics, pool, clock)
+    _, port = await server.bind("127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    try:
+        client = socket.create_connection(("127.0.0.1", port))
+        client.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        while pool.uses == 0:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        # Closed with SO_LINGER 0: a reset, not an orderly close.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        await asyncio.sleep(0.05)  # the server's transport has seen the reset
+        pool.release.set()
+
+        async def answered() -> None:
+            while server._connections:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(answered(), 5)  # a bound on a hang
+    finally:
+        pool.release.set()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
+async def test_a_queue_without_a_count_of_stalled_attempts_has_none(clock: FakeClock) -> None:
+    class NoStalledRow(Connection):
+        def _answer(self, sql: str) -> list[dict[str, Any]]:
+            return [] if "FROM work_attempts" in sql else super()._answer(sql)
+
+    class NoStalledPool(Pool):
+        @asynccontextmanager
+        async def connection(self) -> AsyncIterator[Any]:
+            yield NoStalledRow(self.snapshot)
+
+    metrics = Metrics(["noop"], listening=lambda: True)
+    assert await metrics.refresh(NoStalledPool(), clock, PROBE_SECONDS)
+    assert get(scrape(metrics), "safelight_stalled_attempts") == 0
+
+
+async def test_a_metrics_port_refused_without_a_reason_of_the_systems_says_what_it_was_told(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def bind(self: MetricsServer, host: str, port: int) -> tuple[str, int]:
+        raise OSError("no address of this family here")
+
+    monkeypatch.setattr(MetricsServer, "bind", bind)
+    with pytest.raises(SettingsError) as refused:
+        await serve_metrics(engine_of(clock, Settings()), "127.0.0.1", 9100, Pool())
+    assert str(refused.value) == (
+        "metrics_port (SAFELIGHT_METRICS_PORT): cannot listen on 127.0.0.1 port 9100: "
+        "no address of this family here"
+    )

@@ -361,3 +361,51 @@ def test_a_bad_metrics_or_health_setting_is_named(env: dict[str, str], message: 
     with pytest.raises(SettingsError) as raised:
         Settings.load({}, env)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"retry_delay_seconds": 30.0, "retry_max_delay_seconds": 30.0},
+        {"retry_jitter": 0.0},
+        {"retry_jitter": 1.0},
+        {"web_port": 0},
+        {"web_port": 65535},
+        {"web_token": "x" * 16},
+        {"recovery_interval_seconds": 15.0, "health_worker_seen_seconds": 40.0},
+    ],
+)
+def test_the_edges_of_what_the_settings_allow_are_allowed(changes: dict[str, Any]) -> None:
+    settings = Settings(**changes)
+    assert all(getattr(settings, name) == value for name, value in changes.items())
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"retry_delay_seconds": 30.0, "retry_max_delay_seconds": 29.5},
+            "retry_max_delay_seconds (29.5) must not be less than retry_delay_seconds (30)",
+        ),
+        ({"retry_jitter": 1.5}, "retry_jitter must be between 0 and 1, not 1.5"),
+        ({"web_port": 65536}, "web_port must be a TCP port, 0 to 65535, not 65536"),
+        ({"web_host": " "}, "web_host must name an address to listen on, not nothing"),
+        (
+            {"web_token": "x" * 15},
+            "web_token (SAFELIGHT_WEB_TOKEN) must be at least 16 characters, not 15; or leave "
+            "it unset for one made at start",
+        ),
+        (
+            {"database_url": "mysql://u@h/db"},
+            "database_url (SAFELIGHT_DATABASE_URL) is not a PostgreSQL connection string: "
+            f"{url_problem('mysql://u@h/db')}; give postgresql://user@host:port/dbname, or "
+            "leave it unset for the embedded PostgreSQL",
+        ),
+    ],
+)
+def test_past_the_edges_the_settings_say_exactly_what_is_wrong(
+    changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings(**changes)
+    assert str(refused.value) == message

@@ -38,5 +38,6 @@ def beyond_loopback(host: str) -> bool:
             infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except OSError:
             return True
-        addresses = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos}
+        # A link-local address comes with its scope ("fe80::1%eth0"), which ipaddress reads.
+        addresses = {ipaddress.ip_address(str(info[4][0])) for info in infos}
     return not addresses or not all(address.is_loopback for address in addresses)

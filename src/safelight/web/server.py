@@ -32,7 +32,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from safelight.core.clock import SystemClock
+from safelight.core.clock import Clock, SystemClock, TimerHandle
 from safelight.core.connections import ConnectionLimits
 from safelight.logs import Throttle
 
@@ -62,12 +62,13 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 class _Guard:
-    """What every connection of one server shares: the limits, and the throttle of the
-    line that says connections are being refused."""
+    """What every connection of one server shares: the limits, the clock of their head
+    deadlines, and the throttle of the line that says connections are being refused."""
 
-    def __init__(self, limits: ConnectionLimits) -> None:
+    def __init__(self, limits: ConnectionLimits, clock: Clock) -> None:
         self.limits = limits
-        self._refusals = Throttle(REFUSALS_LOG_SECONDS, SystemClock().monotonic)
+        self.clock = clock
+        self._refusals = Throttle(REFUSALS_LOG_SECONDS, clock.monotonic)
 
     def refused(self) -> None:
         suppressed = self._refusals.admit()
@@ -87,7 +88,7 @@ class _GuardedH11(H11Protocol):
     def __init__(self, *args: Any, guard: _Guard, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._guard = guard
-        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_timer: TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -106,6 +107,11 @@ class _GuardedH11(H11Protocol):
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._disarm_head_timer()  # a whole head arrived: the app's business now
+        elif self._head_timer is None and not self.transport.is_closing():
+            # Back to waiting for a head with no answer just completed: the end of a body
+            # the app answered before reading it. Its bytes stopped uvicorn's keep-alive
+            # timer, and no other would close the connection.
+            self._arm_head_timer()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -116,7 +122,9 @@ class _GuardedH11(H11Protocol):
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
-        self._head_timer = self.loop.call_later(self._guard.limits.head_seconds, self._head_late)
+        self._head_timer = self._guard.clock.call_later(
+            self._guard.limits.head_seconds, self._head_late
+        )
 
     def _disarm_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -140,7 +148,8 @@ class _Server(uvicorn.Server):
 
 class WebServer:
     """uvicorn serving ``app`` on ``host``:``port``; bound when made, serving once
-    :meth:`serve` runs."""
+    :meth:`serve` runs. ``clock`` times the connections' head deadlines (tests pass a
+    fake one)."""
 
     def __init__(
         self,
@@ -150,6 +159,7 @@ class WebServer:
         limits: ConnectionLimits,
         *,
         access_log: bool = True,
+        clock: Clock | None = None,
     ) -> None:
         self.socket = bind(host, port)
         self.host = host
@@ -162,7 +172,7 @@ class WebServer:
             server_header=False,
             proxy_headers=False,
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
-            http=partial(_GuardedH11, guard=_Guard(limits)),  # type: ignore[arg-type]
+            http=partial(_GuardedH11, guard=_Guard(limits, clock or SystemClock())),  # type: ignore[arg-type]
         )
         self._server = _Server(config)
 
