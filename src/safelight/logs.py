@@ -245,6 +245,37 @@ class Throttle:
         return suppressed
 
 
+# At most one line in this long about a server's connections refused at its cap.
+REFUSALS_LOG_SECONDS = 60.0
+
+
+class RefusalLine:
+    """The warning a server gives when it closes a connection past its cap: at most one
+    line per :data:`REFUSALS_LOG_SECONDS`, saying how many were left out since the last,
+    so a flood of connections does not become a flood of log lines."""
+
+    def __init__(
+        self, log: logging.Logger, server: str, setting: str, monotonic: Callable[[], float]
+    ) -> None:
+        self._log = log
+        self._server = server
+        self._setting = setting
+        self._throttle = Throttle(REFUSALS_LOG_SECONDS, monotonic)
+
+    def refused(self, max_connections: int) -> None:
+        suppressed = self._throttle.admit()
+        if suppressed is None:
+            return
+        more = f" ({suppressed} more since the last such line)" if suppressed else ""
+        self._log.warning(
+            "%s: a connection refused, %d held already (%s)%s",
+            self._server,
+            max_connections,
+            self._setting,
+            more,
+        )
+
+
 class ThrottleFilter(logging.Filter):
     """Lets through at most one record that ``matches`` per interval (other records
     pass untouched); the one let through after some were left out ends with their

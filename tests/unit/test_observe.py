@@ -19,14 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from safelight.app import serve_metrics
 from safelight.core.connections import ConnectionLimits
+from safelight.logs import REFUSALS_LOG_SECONDS
 from safelight.observe.metrics import Metrics, QueueSnapshot
-from safelight.observe.server import (
-    PROBE_SECONDS,
-    REFUSALS_LOG_SECONDS,
-    Health,
-    MetricsServer,
-    exposure_warning,
-)
+from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import RecoveryReport, Status

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from safelight.core.connections import ConnectionLimits
+from safelight.logs import REFUSALS_LOG_SECONDS
 from safelight.testing.fakeclock import FakeClock
 from safelight.web import server as web_server
-from safelight.web.server import REFUSALS_LOG_SECONDS, WebServer
+from safelight.web.server import WebServer
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

@@ -42,20 +42,18 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from safelight.core.clock import Clock, wait_with_timeout
 from safelight.core.connections import ConnectionLimits, beyond_loopback
 from safelight.db.pool import Connections
-from safelight.logs import Throttle, masker
+from safelight.logs import RefusalLine, masker
 from safelight.observe.fresh import Fresh
 from safelight.observe.metrics import QUERIES, Metrics
 from safelight.work.errors import describe_briefly
 
-__all__ = ["PROBE_SECONDS", "REFUSALS_LOG_SECONDS", "Health", "MetricsServer", "exposure_warning"]
+__all__ = ["PROBE_SECONDS", "Health", "MetricsServer", "exposure_warning"]
 
 _log = logging.getLogger(__name__)
 
 # How long a scrape or a health probe waits for the database: well inside Prometheus's
 # default scrape timeout (10 s) and a container runtime's health-check timeout.
 PROBE_SECONDS = 3.0
-# At most one line in this long about connections refused at the cap.
-REFUSALS_LOG_SECONDS = 60.0
 _MAX_HEAD_BYTES = 8192
 _PHRASES = {
     200: "OK",
@@ -126,7 +124,9 @@ class MetricsServer:
             clock, refresh_seconds, lambda: metrics.refresh(connection, clock, PROBE_SECONDS)
         )
         self._probes = Fresh(clock, refresh_seconds, health.check)
-        self._refusals = Throttle(REFUSALS_LOG_SECONDS, clock.monotonic)
+        self._refusals = RefusalLine(
+            _log, "metrics server", "SAFELIGHT_METRICS_MAX_CONNECTIONS", clock.monotonic
+        )
 
     @property
     def refreshes(self) -> int:
@@ -162,7 +162,7 @@ class MetricsServer:
         if len(self._connections) >= self._limits.max_connections:
             # Closed now, not queued: each connection held is a descriptor of the Worker.
             writer.transport.abort()
-            self._refused()
+            self._refusals.refused(self._limits.max_connections)
             return
         task = asyncio.current_task()
         assert task is not None
@@ -178,18 +178,6 @@ class MetricsServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
             self._connections.discard(task)
-
-    def _refused(self) -> None:
-        suppressed = self._refusals.admit()
-        if suppressed is None:
-            return
-        more = f" ({suppressed} more since the last such line)" if suppressed else ""
-        _log.warning(
-            "metrics server: a connection refused, %d held already "
-            "(SAFELIGHT_METRICS_MAX_CONNECTIONS)%s",
-            self._limits.max_connections,
-            more,
-        )
 
     async def _answer_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -34,13 +34,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from safelight.core.clock import Clock, SystemClock, TimerHandle
 from safelight.core.connections import ConnectionLimits
-from safelight.logs import Throttle
+from safelight.logs import RefusalLine
 
 _log = logging.getLogger(__name__)
 
 BACKLOG = 128
-# At most one line in this long about connections refused at the cap.
-REFUSALS_LOG_SECONDS = 60.0
 # Requests still running when the server stops get this long to finish.
 GRACEFUL_SECONDS = 5
 
@@ -68,18 +66,12 @@ class _Guard:
     def __init__(self, limits: ConnectionLimits, clock: Clock) -> None:
         self.limits = limits
         self.clock = clock
-        self._refusals = Throttle(REFUSALS_LOG_SECONDS, clock.monotonic)
+        self._refusals = RefusalLine(
+            _log, "dashboard", "SAFELIGHT_WEB_MAX_CONNECTIONS", clock.monotonic
+        )
 
     def refused(self) -> None:
-        suppressed = self._refusals.admit()
-        if suppressed is None:
-            return
-        more = f" ({suppressed} more since the last such line)" if suppressed else ""
-        _log.warning(
-            "dashboard: a connection refused, %d held already (SAFELIGHT_WEB_MAX_CONNECTIONS)%s",
-            self.limits.max_connections,
-            more,
-        )
+        self._refusals.refused(self.limits.max_connections)
 
 
 class _GuardedH11(H11Protocol):
