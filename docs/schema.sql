@@ -159,7 +159,8 @@ CREATE TABLE public.auth_tokens (
     user_name text NOT NULL,
     token_hash text NOT NULL,
     created_at timestamp with time zone NOT NULL,
-    expires_at timestamp with time zone NOT NULL
+    expires_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone
 );
 
 ALTER TABLE public.auth_tokens ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -228,6 +229,35 @@ CREATE TABLE public.storage_configs (
     running_item_id bigint,
     CONSTRAINT storage_configs_owner_check CHECK ((owner <> ''::text)),
     CONSTRAINT storage_configs_root_path_check CHECK ((root_path <> ''::text))
+);
+
+CREATE TABLE public.users (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    is_admin boolean DEFAULT false NOT NULL,
+    password_hash text,
+    created_at timestamp with time zone NOT NULL,
+    password_changed_at timestamp with time zone,
+    CONSTRAINT users_name_check CHECK ((name <> ''::text))
+);
+
+ALTER TABLE public.users ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.users_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.web_sessions (
+    id_digest bytea NOT NULL,
+    user_id bigint NOT NULL,
+    origin text NOT NULL,
+    csrf_digest bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL
 );
 
 CREATE TABLE public.work_attempts (
@@ -332,6 +362,15 @@ ALTER TABLE ONLY public.storage_configs
 ALTER TABLE ONLY public.storage_configs
     ADD CONSTRAINT storage_configs_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_name_key UNIQUE (name);
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.web_sessions
+    ADD CONSTRAINT web_sessions_pkey PRIMARY KEY (id_digest);
+
 ALTER TABLE ONLY public.work_attempts
     ADD CONSTRAINT work_attempts_pkey PRIMARY KEY (work_item_id, attempt);
 
@@ -366,11 +405,15 @@ CREATE INDEX ix_assets_stack_primary ON public.assets USING btree (stack_primary
 
 CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at);
 
+CREATE INDEX ix_auth_tokens_user ON public.auth_tokens USING btree (user_name);
+
 CREATE INDEX ix_proxy_files_legacy_name ON public.proxy_files USING btree (asset_id, proxy_type) WHERE (path ~ '/[^/.]+\.[^/.]+$'::text);
 
 CREATE INDEX ix_proxy_files_path ON public.proxy_files USING btree (path) WHERE (path IS NOT NULL);
 
 CREATE INDEX ix_storage_configs_idle ON public.storage_configs USING btree (id) WHERE (active AND (running_item_id IS NULL));
+
+CREATE INDEX ix_web_sessions_user ON public.web_sessions USING btree (user_id);
 
 CREATE INDEX ix_work_attempts_config ON public.work_attempts USING btree (storage_config_id, claimed_at);
 
@@ -423,6 +466,9 @@ ALTER TABLE ONLY public.assets
 ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.auth_tokens
+    ADD CONSTRAINT auth_tokens_user_name_fkey FOREIGN KEY (user_name) REFERENCES public.users(name) ON UPDATE CASCADE ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.bursts
     ADD CONSTRAINT bursts_primary_asset_fk FOREIGN KEY (primary_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
 
@@ -431,6 +477,9 @@ ALTER TABLE ONLY public.bursts
 
 ALTER TABLE ONLY public.proxy_files
     ADD CONSTRAINT proxy_files_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.web_sessions
+    ADD CONSTRAINT web_sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.work_attempts
     ADD CONSTRAINT work_attempts_work_item_id_fkey FOREIGN KEY (work_item_id) REFERENCES public.work_items(id) ON DELETE CASCADE;
