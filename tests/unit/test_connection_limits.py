@@ -211,6 +211,11 @@ def test_opening_the_database_raises_the_open_files_limit_only_when_long_running
     monkeypatch.setattr("safelight.cli.state.raise_open_files_limit", lambda: raised.append(True))
     monkeypatch.setattr("safelight.cli.state.resolve_url", lambda url, home: (url, None))
     monkeypatch.setattr("safelight.cli.state.open_app_database", open_app_database)
+
+    async def make_private(database: Any, settings: Settings) -> None:
+        pass  # no database here to check the proxy root against
+
+    monkeypatch.setattr("safelight.cli.state.make_private", make_private)
     state = CliState(overrides={"home": tmp_path, "database_url": URL})
     if long_running:
         assert state.with_database(body, long_running=True) == "done"
