@@ -102,7 +102,7 @@ def test_without_fchmodat_nofollow_the_mode_is_set_through_a_descriptor(
     target.chmod(0o644)
     link = tmp_path / "l"
     link.symlink_to(target)
-    monkeypatch.setattr(filemodes.os, "chmod", no_nofollow)
+    monkeypatch.setattr(os, "chmod", no_nofollow)
     filemodes._chmod(file, 0o600, None)
     filemodes._chmod(link, 0o600, None)
     assert mode(file) == 0o600 and mode(target) == 0o644
