@@ -176,10 +176,13 @@ def test_a_named_group_may_read_the_home_and_the_proxies(
 def test_a_group_that_does_not_exist_is_refused_without_repeating_the_name(
     invoke: Invoke,
 ) -> None:
-    result = invoke("status", env={"SAFELIGHT_READ_GROUP": "no-such-group-xq7"})
-    assert result.exit_code == 2
-    assert "read_group (SAFELIGHT_READ_GROUP) must name a group of this machine" in result.output
-    assert "no-such-group-xq7" not in result.output
+    by_env = invoke("status", env={"SAFELIGHT_READ_GROUP": "no-such-group-xq7"})
+    by_flag = invoke("--read-group", "no-such-group-xq7", "status")
+    for result in (by_env, by_flag):
+        assert result.exit_code == 2
+        said = result.output
+        assert "read_group (SAFELIGHT_READ_GROUP) must name a group of this machine" in said
+        assert "no-such-group-xq7" not in said
 
 
 def run_as_nobody(command: list[str], group: int) -> subprocess.CompletedProcess[str]:
