@@ -64,6 +64,14 @@ async def _check_every_root(pool: AsyncConnectionPool[Any], settings: Settings) 
     await asyncio.to_thread(check_registered_roots, registered, settings_own_folders(settings))
 
 
+async def _check_folders(pool: AsyncConnectionPool[Any], settings: Settings) -> None:
+    """safelight's folders are none of the system's, and no registered folder overlaps
+    them: raise ``RootOverlap``."""
+    for folder in settings_own_folders(settings):
+        check_own_folder(folder)
+    await _check_every_root(pool, settings)
+
+
 async def check_proxy_root(services: Services) -> None:
     """Before anything is written or deleted under the proxy root: no registered folder
     overlaps safelight's folders (so the marker is never written in a library, nor
@@ -71,9 +79,7 @@ async def check_proxy_root(services: Services) -> None:
     ``RootOverlap`` or ``ProxyRootTaken``. A root it makes is private, and one an
     earlier release made is tightened first (``library.proxymodes``, ADR 0043; one
     warning line when anything changed)."""
-    for folder in services_own_folders(services):
-        check_own_folder(folder)
-    await check_every_root(services)
+    await _check_folders(services.pool, services.settings)
     async with services.pool.connection() as conn:
         identity = await database_identity(conn)
     settings = services.settings
@@ -112,9 +118,7 @@ async def tighten_proxy_root_if_ours(
     if not root.is_dir():
         return Tightened()
     try:
-        for folder in settings_own_folders(settings):
-            check_own_folder(folder)
-        await _check_every_root(pool, settings)
+        await _check_folders(pool, settings)
     except RootOverlap:
         return Tightened()
     async with pool.connection() as conn:
