@@ -257,3 +257,12 @@ def test_the_embedded_database_starts_from_a_tightened_home(
     handle.cleanup()
     assert answer == 1 and mode(home) == HOME_MODE
     assert mode(home / "pgdata") == 0o700
+    # With a read group too (0751 as root: the server's user is not in the group).
+    grouped = CliState(overrides={"home": home, "read_group": PRIMARY_GROUP.gr_name})
+    answer, handle = grouped.with_database(one, long_running=True)
+    assert answer == 1 and mode(home) == GROUP_HOME_MODE
+    handle.cleanup()
+    again = CliState(overrides={"home": home, "read_group": PRIMARY_GROUP.gr_name})
+    answer, handle = again.with_database(one, long_running=True)
+    handle.cleanup()
+    assert answer == 1
