@@ -32,6 +32,12 @@ _log = logging.getLogger(__name__)
     "only]. 0.0.0.0 or :: opens it to the network, with --allow-host.",
 )
 @click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Listen on this port, 0 for any free one [env SAFELIGHT_WEB_PORT; default 8470].",
+)
+@click.option(
     "--allow-host",
     "allow_hosts",
     metavar="NAME",
@@ -63,12 +69,6 @@ _log = logging.getLogger(__name__)
     help="The address (or network) of a reverse proxy whose X-Forwarded-Proto and "
     "X-Forwarded-For are believed; repeatable [env SAFELIGHT_WEB_BEHIND_PROXY, "
     "comma-separated]. The proxy must pass the Host it was sent.",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=None,
-    help="Listen on this port, 0 for any free one [env SAFELIGHT_WEB_PORT; default 8470].",
 )
 @click.option(
     "--read-only",
@@ -165,10 +165,11 @@ def reach_warnings(settings: Settings, port: int) -> list[str]:
 
 def announce(url: str, token: str | None, *, given: bool, warnings: Sequence[str] = ()) -> None:
     """The first line is the ready signal: the socket listens from here on. Each
-    warning is printed, and logged once."""
+    warning goes to stderr, as a Worker's of its metrics port do, and to the log once
+    (where a service's output is kept)."""
     click.echo(f"safelight serve: {url} (Ctrl-C stops)")
     for warning in warnings:
-        click.echo(f"warning: {warning}")
+        click.echo(f"warning: {warning}", err=True)
         _log.warning("%s", warning)
     if token is None:
         click.echo("read-only: started with --read-only, nobody can act")
