@@ -18,6 +18,7 @@ __all__ = [
     "LOOPBACK_NAMES",
     "canonical_host",
     "host_name_problem",
+    "is_ip_literal",
     "proxy_address_problem",
     "url_of",
 ]
@@ -39,6 +40,11 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(text)
     except ValueError:
         return None
+
+
+def is_ip_literal(text: str) -> bool:
+    """Whether ``text`` is an IPv4 or IPv6 address (without brackets)."""
+    return _ip(text) is not None
 
 
 def canonical_host(name: str) -> str:

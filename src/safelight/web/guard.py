@@ -21,13 +21,12 @@ URLs out of other sites' logs.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from safelight.core.hostnames import ANY_ADDRESS, LOOPBACK_NAMES, canonical_host
+from safelight.core.hostnames import ANY_ADDRESS, LOOPBACK_NAMES, canonical_host, is_ip_literal
 from safelight.settings import Settings
 
 __all__ = ["SECURITY_HEADERS", "Guard", "answered_hosts", "host_name"]
@@ -56,14 +55,6 @@ MISDIRECTED = (
 )
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
 def host_name(host_header: str) -> str | None:
     """The name of a ``Host`` header, in :func:`canonical_host`'s spelling:
     ``NAS.local:8470`` -> ``nas.local``, ``[::1]:8470`` -> ``::1``; None when it is not
@@ -78,7 +69,7 @@ def host_name(host_header: str) -> str | None:
             return None
     elif text.count(":") > 1:
         # An IPv6 literal without brackets, as some clients send; else not a Host.
-        return canonical_host(text) if _is_ip(text) else None
+        return canonical_host(text) if is_ip_literal(text) else None
     else:
         name, _, after = text.partition(":")
         port = after if ":" in text else None
