@@ -97,8 +97,6 @@ def invoke(cli_env: dict[str, str | None]) -> Invoke:
         *args: str, env: Mapping[str, str | None] | None = None, input: str | None = None
     ) -> Result:
         merged = {**cli_env, **(env or {})}
-        return CliRunner().invoke(
-            cli, list(args), env=merged, input=input, catch_exceptions=False
-        )
+        return CliRunner().invoke(cli, list(args), env=merged, input=input, catch_exceptions=False)
 
     return run

@@ -149,9 +149,7 @@ def test_passwd_changes_the_password_and_signs_the_browsers_out(
     )
 
 
-def test_a_token_is_printed_once_and_works_until_revoked(
-    invoke: Invoke, database_url: str
-) -> None:
+def test_a_token_is_printed_once_and_works_until_revoked(invoke: Invoke, database_url: str) -> None:
     assert invoke("user", "add", "alice", "--password-stdin", input=PASSWORD).exit_code == 0
 
     made = invoke("user", "token", "alice", "--days", "2")
