@@ -63,7 +63,6 @@ class _Key:
     last_event: float = 0.0  # the last failure, or the end of the last lockout
     lockouts: int = 0  # lockouts so far: the next lasts FIRST * 2**lockouts
     locked_until: float | None = None  # set while a lockout runs or is unreported
-    lockout_seconds: float = 0.0
     refused: int = 0  # tries refused during the current lockout
 
 
@@ -172,7 +171,6 @@ class Guesses:
         failures = len(key.failures)
         key.lockouts += 1
         key.locked_until = now + seconds
-        key.lockout_seconds = seconds
         key.refused = 0
         key.failures.clear()
         self._log.warning(
