@@ -208,6 +208,10 @@ def test_remove_asks_and_keeps_the_configs(
     assert declined.stderr.endswith("safelight: error: user 'alice' not removed\n")
     assert db_rows(database_url, "SELECT name FROM users") == [("alice",)]
 
+    unanswered = invoke("user", "remove", "alice", input="")
+    assert unanswered.exit_code == 1
+    assert unanswered.stderr.endswith("[y/N]: \nsafelight: error: user 'alice' not removed\n")
+
     removed = invoke("user", "remove", "alice", input="y\n")
     assert removed.exit_code == 0, removed.output
     assert removed.stdout == (

@@ -204,7 +204,8 @@ def user_remove(state: CliState, name: str, yes: bool) -> None:
             confirmed = click.confirm(
                 f"Remove user {_shown(name)} (their configs are kept)?", err=True
             )
-        except click.Abort:
+        except click.Abort:  # stdin ended (or Ctrl-C): the question's line ends here
+            click.echo(err=True)
             confirmed = False
         if not confirmed:
             raise Failure(f"user {_shown(name)} not removed", EXIT_WORK_FAILED)
