@@ -45,8 +45,10 @@ from safelight.cli.main import cli
 from safelight.logs import CHATTY_LIBRARIES
 from safelight.settings import Settings
 from safelight.testing.samplegen import Manifest, generate_day_library
+from safelight.testing.viewing import AsViewer
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
+from safelight.web.viewer import Viewer
 from tests.dbserver import PgTestServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,8 +124,10 @@ class _Served:
             database = await open_app_database(self._settings, concurrency=2)
             try:
                 app = create_app(database, self._settings, token=self._token)
+                # Read as an admin until the tests sign in for themselves (issue #28).
+                admin = AsViewer(app, Viewer(user_id=0, name="admin", is_admin=True))
                 server = WebServer(
-                    app, "127.0.0.1", 0, self._settings.web_limits(), access_log=False
+                    admin, "127.0.0.1", 0, self._settings.web_limits(), access_log=False
                 )
                 self._started.put(server)
                 await server.serve()

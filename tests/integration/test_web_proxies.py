@@ -1,7 +1,8 @@
 """Proxies served by asset id and type only from the proxy root (never a path from the
 URL, never through a link, never a row's path outside the asset's own folder), with
-their content types, long-lived cache headers, ETags and byte ranges; and what every
-response carries: the security headers, a Host check, no secret."""
+their content types, private revalidated cache headers, ETags and byte ranges; and what
+every response carries: the security headers, a Host check, no secret. (Whose proxies
+are served, and which not: test_web_scope.py.)"""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
 from safelight.web.app import MAX_BODY_BYTES
-from safelight.web.proxies import IMMUTABLE
-from safelight.web.security import SECURITY_HEADERS
+from safelight.web.caching import PROXY
+from safelight.web.guard import SECURITY_HEADERS
+from safelight.web.proxies import NO_PROXY
 from tests.integration.webfixtures import (
     BASE_URL,
     FORM,
@@ -56,13 +58,16 @@ async def proxy_path_of(web: Web, asset_id: int, proxy_type: str) -> Path:
     return web.settings.proxies / str(row[0])
 
 
-async def test_a_thumbnail_is_served_with_its_type_and_cached_for_a_year(web: Web) -> None:
+async def test_a_thumbnail_is_served_with_its_type_kept_privately_and_revalidated(
+    web: Web,
+) -> None:
     library = await library_of(web)
     url = (await tile(web, library, "photo-1y"))["thumbnail"]
     response = await web.client.get(url)
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/jpeg"
-    assert response.headers["cache-control"] == IMMUTABLE == "public, max-age=31536000, immutable"
+    # The browser alone keeps it, and asks each time (ADR 0044): never public, never a year.
+    assert response.headers["cache-control"] == PROXY == "private, no-cache"
     path = await proxy_path_of(web, library.ids["photo-1y"], "thumbnail")
     assert response.content == path.read_bytes()
     assert response.headers["content-length"] == str(len(response.content))
@@ -70,6 +75,7 @@ async def test_a_thumbnail_is_served_with_its_type_and_cached_for_a_year(web: We
     assert etag == '"' + url.rsplit("/", 1)[1] + '"'
     cached = await web.client.get(url, headers={"If-None-Match": etag})
     assert (cached.status_code, cached.content) == (304, b"")
+    assert cached.headers["cache-control"] == PROXY and cached.headers["etag"] == etag
 
 
 async def test_a_video_is_served_in_byte_ranges(web: Web) -> None:
@@ -94,13 +100,16 @@ async def test_a_video_is_served_in_byte_ranges(web: Web) -> None:
     assert (several.status_code, several.content) == (200, FAKE_MP4)
 
 
-async def test_an_old_version_is_sent_to_the_current_one(web: Web) -> None:
+async def test_an_old_version_is_a_404_never_a_redirect_to_the_current_one(web: Web) -> None:
+    """A redirect would name the current URL to whoever walks ids with any version."""
     library = await library_of(web)
     current = (await tile(web, library, "photo-1y"))["preview"]
     old = current.rsplit("/", 1)[0] + "/0123456789abcdef"
     response = await web.client.get(old)
-    assert (response.status_code, response.headers["location"]) == (307, current)
-    assert response.headers["cache-control"] == "no-cache"
+    assert response.status_code == 404 and "location" not in response.headers
+    assert response.json()["error"] == NO_PROXY
+    assert response.headers["cache-control"] == "no-store"
+    assert (await web.client.get(current)).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -208,6 +217,7 @@ async def test_the_answers_starlette_gives_itself_carry_the_security_headers_too
         failed = await client.get("/api/status")
     assert failed.status_code == 500
     assert security_headers(failed) == expected
+    assert failed.headers["cache-control"] == "no-store"  # an API answer (ADR 0044)
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8470", "192.168.1.5"])
@@ -222,13 +232,19 @@ async def test_the_loopback_names_are_answered(web: Web, host: str) -> None:
     assert response.status_code == 200
 
 
-async def test_bound_to_every_address_any_host_is_answered(
+async def test_bound_to_every_address_its_allowed_names_are_answered(
     pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
 ) -> None:
-    settings = web_settings(database_url, tmp_path, web_host="0.0.0.0")
+    # Bound to every address, only the names it was given join the loopback's (ADR 0042).
+    settings = web_settings(
+        database_url, tmp_path, web_host="0.0.0.0", web_allowed_hosts=("photos.lan",)
+    )
     async with open_web(pool, settings, clock=clock_on(TODAY)) as web:
-        response = await web.client.get("/api/status", headers={"Host": "photos.lan:8470"})
+        response = await web.client.get("/api/status", headers={"Host": "Photos.LAN:8470"})
         assert response.status_code == 200
+        for foreign in ("evil.example", "192.168.1.5", "0.0.0.0:8470"):
+            response = await web.client.get("/api/status", headers={"Host": foreign})
+            assert response.status_code == 421
 
 
 async def test_no_secret_appears_in_any_page_or_document(

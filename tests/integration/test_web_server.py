@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.weblibrary import make_web_library
 from safelight.testing.webserver import dashboard_in_thread
-from tests.integration.webfixtures import TODAY, TOKEN, clock_on, web_settings
+from tests.integration.webfixtures import ADMIN, TODAY, TOKEN, clock_on, web_settings
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ async def test_the_dashboard_serves_on_a_real_port(
 ) -> None:
     settings = web_settings(database_url, tmp_path)
     library = await make_web_library(pool, settings.proxies, TODAY)
-    with dashboard_in_thread(settings, clock=clock_on(TODAY), token=TOKEN) as url:
+    with dashboard_in_thread(settings, clock=clock_on(TODAY), token=TOKEN, viewer=ADMIN) as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
         status, kind, body = await asyncio.to_thread(fetch, url + "api/on-this-day")
         assert (status, kind) == (200, "application/json")

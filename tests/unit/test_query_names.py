@@ -65,8 +65,12 @@ _SUBJECTS = frozenset(
         "proxy",
         "schedule",
         "server",
+        "sessions",
         "status",
+        "token",
         "tokens",
+        "user",
+        "users",
         "workers",
     }
 )

@@ -14,7 +14,7 @@ from safelight.settings import Settings, SettingsError
 from safelight.web.api import parse_cursor, parse_day, parse_limit
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor, DaySpan, span_of
 from safelight.web.proxies import byte_range, proxy_url, proxy_version
-from safelight.web.security import Access, allowed_hosts, host_name, new_token
+from safelight.web.security import Access, new_token
 
 TODAY = date(2026, 6, 15)
 
@@ -42,9 +42,8 @@ def test_a_day_is_parsed_in_its_one_form_or_refused_with_the_form() -> None:
         with pytest.raises(HTTPException) as raised:
             parse_day(text, TODAY)
         assert raised.value.status_code == 400
-        assert raised.value.detail == (
-            f"date must be a day as YYYY-MM-DD, such as 2026-06-15: not {text!r}"
-        )
+        # What is expected, nothing of what was sent (issue #28).
+        assert raised.value.detail == "date must be a day as YYYY-MM-DD, such as 2026-06-15"
 
 
 def test_a_cursor_comes_back_as_it_was_given_and_the_first_one_is_before_every_tile() -> None:
@@ -72,9 +71,7 @@ def test_a_malformed_cursor_is_a_400_that_says_what_is_expected(text: str) -> No
     with pytest.raises(HTTPException) as raised:
         parse_cursor(text)
     assert raised.value.status_code == 400
-    assert raised.value.detail == (
-        f"after must be the next cursor of a page of this API, as given: not {text!r}"
-    )
+    assert raised.value.detail == "after must be the next cursor of a page of this API, as given"
 
 
 def test_a_page_size_is_a_bounded_whole_number() -> None:
@@ -84,9 +81,7 @@ def test_a_page_size_is_a_bounded_whole_number() -> None:
         with pytest.raises(HTTPException) as raised:
             parse_limit(text)
         assert raised.value.status_code == 400
-        assert raised.value.detail == (
-            f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
-        )
+        assert raised.value.detail == f"limit must be a whole number from 1 to {MAX_PAGE_TILES}"
 
 
 @pytest.mark.parametrize(
@@ -121,30 +116,6 @@ def test_a_proxy_url_changes_with_the_file_its_row_names() -> None:
     assert proxy_url(5, "thumbnail", one) == f"/proxies/5/thumbnail/{proxy_version(one)}"
     assert len(proxy_version(one)) == 16 and proxy_version(one) != proxy_version(two)
     assert proxy_url(5, "thumbnail", None) is None
-
-
-@pytest.mark.parametrize(
-    ("header", "name"),
-    [
-        ("127.0.0.1:8470", "127.0.0.1"),
-        ("localhost", "localhost"),
-        ("[::1]:8470", "::1"),
-        ("[::1]", "::1"),
-        ("::1", "::1"),
-        ("", ""),
-    ],
-)
-def test_host_names(header: str, name: str) -> None:
-    assert host_name(header) == name
-
-
-def test_allowed_hosts() -> None:
-    assert allowed_hosts("127.0.0.1") == frozenset({"127.0.0.1", "localhost", "::1"})
-    assert allowed_hosts("192.168.1.5") == frozenset(
-        {"127.0.0.1", "localhost", "::1", "192.168.1.5"}
-    )
-    assert allowed_hosts("[::1]") == frozenset({"127.0.0.1", "localhost", "::1"})
-    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("::") is None
 
 
 def test_sessions_need_the_token_and_the_oldest_goes_first() -> None:

@@ -19,8 +19,10 @@ from typing import Any
 from safelight.core.clock import Clock
 from safelight.db.database import open_database
 from safelight.settings import Settings
+from safelight.testing.viewing import AsViewer
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
+from safelight.web.viewer import Viewer
 
 READY_SECONDS = 60.0
 
@@ -34,9 +36,11 @@ def dashboard_in_thread(
     zone: tzinfo | None = UTC,
     host: str = "127.0.0.1",
     port: int = 0,
+    viewer: Viewer | None = None,
 ) -> Iterator[str]:
     """Serve the dashboard of ``settings``' database (opened, and migrated, in the
-    thread's own event loop) until the block ends; yields its URL once it listens."""
+    thread's own event loop) until the block ends; yields its URL once it listens.
+    ``viewer``: every request is read for it, without a sign-in (:class:`AsViewer`)."""
     ready = threading.Event()
     state: dict[str, Any] = {}
 
@@ -44,7 +48,8 @@ def dashboard_in_thread(
         database = await open_database(settings.database_url, settings.home, max_size=4)
         try:
             app = create_app(database, settings, clock=clock, token=token, zone=zone)
-            server = WebServer(app, host, port, settings.web_limits(), access_log=False)
+            served = app if viewer is None else AsViewer(app, viewer)
+            server = WebServer(served, host, port, settings.web_limits(), access_log=False)
             state["server"], state["loop"] = server, asyncio.get_running_loop()
             ready.set()
             await server.serve()

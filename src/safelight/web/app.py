@@ -25,8 +25,10 @@ from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
 from safelight.web import api, pages
+from safelight.web.caching import NoStoreApi
+from safelight.web.guard import Guard, answered_hosts
 from safelight.web.proxies import serve_proxy
-from safelight.web.security import Access, Guard, allowed_hosts
+from safelight.web.security import Access
 from safelight.work.store import WorkStore
 
 HERE = Path(__file__).resolve().parent
@@ -86,14 +88,16 @@ class Dashboard(Starlette):
     """Starlette with the :class:`Guard` outside everything else. Starlette puts its own
     middleware (the 500 of an error, the 413 of a body over ``max_body_size``) outside
     any it is given: there, their answers would lack the security headers. Outermost,
-    the Guard also refuses a foreign ``Host`` before any of them reads the request."""
+    the Guard also refuses a foreign ``Host`` before any of them reads the request.
+    Outside it, :class:`NoStoreApi` marks every API answer, the Guard's too, not to be
+    stored."""
 
-    def __init__(self, *, hosts: Iterable[str] | None, **options: Any) -> None:
+    def __init__(self, *, hosts: Iterable[str], **options: Any) -> None:
         self._hosts = hosts
         super().__init__(**options)
 
     def build_middleware_stack(self) -> ASGIApp:
-        return Guard(super().build_middleware_stack(), self._hosts)
+        return NoStoreApi(Guard(super().build_middleware_stack(), self._hosts))
 
 
 def create_app(
@@ -105,7 +109,8 @@ def create_app(
     zone: tzinfo | None = None,
 ) -> Starlette:
     """The dashboard on ``database`` (open, migrated), its proxies read from the
-    settings' proxy root and its ``Host`` names from ``web_host``. ``token``: what
+    settings' proxy root and the ``Host`` names it answers to from ``web_host`` and
+    ``web_allowed_hosts`` (``guard.answered_hosts``). ``token``: what
     signs in and authorizes actions; None makes the app read-only for everyone."""
     clock = clock or SystemClock()
     context = WebContext(
@@ -118,7 +123,7 @@ def create_app(
         proxy_root=settings.proxies,
     )
     app = Dashboard(
-        hosts=allowed_hosts(settings.web_host),
+        hosts=answered_hosts(settings),
         routes=routes(),
         exception_handlers={HTTPException: _http_error},
         max_body_size=MAX_BODY_BYTES,
