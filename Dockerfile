@@ -10,7 +10,7 @@ RUN apt-get update \
 
 RUN useradd --system --user-group --uid 10001 --home-dir /var/lib/safelight \
         --shell /usr/sbin/nologin safelight \
-    && install -d -o safelight -g safelight -m 0750 /var/lib/safelight
+    && install -d -o safelight -g safelight -m 0700 /var/lib/safelight
 
 # The dependencies first, so that a change of safelight's code reuses this layer.
 WORKDIR /opt/safelight

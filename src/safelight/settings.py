@@ -9,6 +9,7 @@ anything starts.
 from __future__ import annotations
 
 import dataclasses
+import grp
 import os
 import stat
 from collections.abc import Mapping
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from safelight.core.connections import ConnectionLimits, beyond_loopback
+from safelight.core.filemodes import FileModes
+from safelight.core.filemodes import make_folder as make_private_folder
 from safelight.core.hostnames import (
     ANY_ADDRESS,
     LOOPBACK_ADDRESS,
@@ -83,6 +86,10 @@ class Settings:
     home: Path = field(default_factory=_default_home)
     # Proxies go here, and only here. None: ``<home>/proxies``.
     proxy_root: Path | None = None
+    # The group a separate web server or reverse proxy runs as, which may read the home
+    # and the proxies (folders 0750, files 0640, of this group); None: only safelight's
+    # user reads them (0700, 0600). ADR 0043, core.filemodes.
+    read_group: str | None = None
 
     lease_seconds: float = 60.0
     heartbeat_seconds: float = 10.0
@@ -270,6 +277,8 @@ class Settings:
                 "more than twice recovery_interval_seconds "
                 f"({self.recovery_interval_seconds:g}), how often a Worker says it is alive"
             )
+        if self.read_group is not None:
+            _check_read_group(self.read_group)
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
         if self.database_url is not None:
@@ -368,6 +377,11 @@ class Settings:
             decode_memory_mib=self.decode_memory_mib,
         )
 
+    def file_modes(self) -> FileModes:
+        """The modes of the home, the proxy root and what is written in them."""
+        gid = None if self.read_group is None else grp.getgrnam(self.read_group).gr_gid
+        return FileModes.of_process(gid)
+
     @property
     def proxies(self) -> Path:
         """The proxy root, resolved. By default ``<home>/proxies`` for the embedded
@@ -460,17 +474,36 @@ def check_folder(name: str, path: Path) -> None:
         )
 
 
-def make_folder(name: str, path: Path) -> None:
-    """Make the folder of setting ``name`` (and its parents) if it is missing; an error
-    (a file in the way, a read-only or virtual file system) is a :class:`SettingsError`
-    naming the setting."""
+def make_folder(name: str, path: Path, modes: FileModes) -> None:
+    """Make the folder of setting ``name`` (and its parents) if it is missing, private
+    (``modes.home``: ADR 0043); an error (a file in the way, a read-only or virtual file
+    system) is a :class:`SettingsError` naming the setting."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_private_folder(path, modes.home, modes.gid)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise SettingsError(
             f"{name} ({ENV_PREFIX}{name.upper()}) {path} cannot be made: {reason}"
         ) from None
+
+
+def _check_read_group(name: str) -> None:
+    """The read group exists and this process may give its files to it (root, or a
+    member). The name is not repeated: it came from the command line or environment."""
+    setting = f"read_group ({ENV_PREFIX}READ_GROUP)"
+    try:
+        gid = grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise SettingsError(
+            f"{setting} must name a group of this machine (getent group lists them), "
+            "and no group has that name"
+        ) from None
+    if os.geteuid() != 0 and gid != os.getegid() and gid not in os.getgroups():
+        raise SettingsError(
+            f"{setting} must be a group this user is in, so that safelight may give its "
+            "files to it: add the user to it (usermod -aG GROUP USER, then sign in again), "
+            "or run as root"
+        )
 
 
 def _convert(name: str, annotation: Any, raw: Any) -> Any:

@@ -161,7 +161,8 @@ def test_the_command_opens_the_database_its_settings_name_and_hands_it_to_its_bo
         lambda log_format, level, secrets: calls.append(("logging", level)),
     )
     monkeypatch.setattr(
-        "safelight.cli.state.make_folder", lambda name, path: calls.append(("folder", (name, path)))
+        "safelight.cli.state.make_folder",
+        lambda name, path, modes: calls.append(("folder", (name, path))),
     )
 
     def resolve_url(url: str | None, home: Path) -> Any:

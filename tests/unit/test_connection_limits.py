@@ -211,12 +211,22 @@ def test_opening_the_database_raises_the_open_files_limit_only_when_long_running
     monkeypatch.setattr("safelight.cli.state.raise_open_files_limit", lambda: raised.append(True))
     monkeypatch.setattr("safelight.cli.state.resolve_url", lambda url, home: (url, None))
     monkeypatch.setattr("safelight.cli.state.open_app_database", open_app_database)
+
+    private: list[Any] = []
+
+    async def make_private(database: Any, settings: Settings) -> None:
+        private.append(database)  # the home and proxy root tightened (ADR 0043)
+
+    monkeypatch.setattr("safelight.cli.state.make_private", make_private)
     state = CliState(overrides={"home": tmp_path, "database_url": URL})
     if long_running:
         assert state.with_database(body, long_running=True) == "done"
+        assert state.with_database(body, long_running=True) == "done"
     else:
         assert state.with_database(body) == "done"  # the default
-    assert raised == ([True] if long_running else [])
+    assert raised == ([True, True] if long_running else [])
+    # Once per process, by the long-running commands only.
+    assert len(private) == (1 if long_running else 0)
 
 
 class Closable:

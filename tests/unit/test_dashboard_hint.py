@@ -3,6 +3,8 @@ reaches the same home and database, and the URL a browser on this machine opens.
 
 from __future__ import annotations
 
+import grp
+import os
 from datetime import date
 from pathlib import Path
 
@@ -120,3 +122,16 @@ def test_the_hint_is_a_command_to_paste_and_where_to_go() -> None:
         "  then open http://127.0.0.1:8470/",
     ]
     assert hint(["safelight", "serve"], None)[1] == "  then open the URL it prints"
+
+
+def test_the_command_repeats_the_read_group_it_was_given() -> None:
+    """Else serve would make the proxies its user's alone again (ADR 0043)."""
+    group = grp.getgrgid(os.getegid()).gr_name
+    given = settings(read_group=group)
+    assert serve_argv(given, {"read_group": group}, env={}, argv0="x") == [
+        "safelight",
+        "--read-group",
+        group,
+        "serve",
+    ]
+    assert serve_argv(settings(), {}, env={}, argv0="x") == ["safelight", "serve"]

@@ -180,7 +180,10 @@ def test_write_atomically_publishes_bytes_and_writer(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b" / "thumbnail.jpg"
     write_atomically(target, b"hello", alive, tmp_path / ".staging")
     assert target.read_bytes() == b"hello"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    # Private as the folder it was made in (pytest's are 0700): ADR 0043.
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o700
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(target.parent.stat().st_mode) == 0o700
     write_atomically(target, lambda out: out.write(b"again"), alive, tmp_path / ".staging")
     assert target.read_bytes() == b"again"
     assert leftovers(target.parent) == []
@@ -358,3 +361,26 @@ def test_a_staged_file_gone_before_publishing_raises_its_own_error(tmp_path: Pat
         move_into_place(temp, target, lambda: None)
     assert caught.value.__context__ is None
     assert not target.exists()
+
+
+def test_what_is_made_below_a_folder_takes_its_mode_never_more_than_0750_and_0640(
+    tmp_path: Path,
+) -> None:
+    """ADR 0043: the proxy root's mode is the one fact; its folders and proxies follow
+    it (the setgid bit carries the group), and nothing is ever open to others."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2750)
+    target = shared / "cfg" / "ab" / "thumbnail.jpg"
+    write_atomically(target, b"x", alive, shared / ".staging")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    for folder in (shared / "cfg", shared / "cfg" / "ab", shared / ".staging"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o2750, folder
+
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    wide.chmod(0o777)
+    other = wide / "cfg" / "thumbnail.jpg"
+    write_atomically(other, b"x", alive, wide / ".staging")
+    assert stat.S_IMODE(other.stat().st_mode) == 0o640
+    assert stat.S_IMODE((wide / "cfg").stat().st_mode) == 0o750

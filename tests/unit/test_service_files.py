@@ -105,7 +105,9 @@ def test_only_the_home_is_writable_and_the_libraries_are_read_only() -> None:
     assert f"SAFELIGHT_HOME={ROOT_HOME}" in values("Environment")
     assert values("ReadOnlyPaths"), "the libraries are named read-only"
     assert values("ReadWritePaths") == [], "nothing but the state directory is writable"
-    assert value("UMask") == "0027"
+    # Private on disk (ADR 0043): what the Worker makes is its user's alone.
+    assert value("UMask") == "0077"
+    assert value("StateDirectoryMode") == "0700"
 
 
 def test_the_password_comes_from_a_file_never_from_the_unit() -> None:

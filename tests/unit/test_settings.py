@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from safelight.core.filemodes import FileModes
 from safelight.db.urls import url_problem
 from safelight.library.images import ProxySpec
 from safelight.library.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
@@ -299,11 +300,11 @@ def test_a_home_in_a_folder_this_user_may_not_write_is_named(tmp_path: Path) -> 
 
 def test_making_a_folder_that_cannot_be_made_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as raised:
-        make_folder("home", Path("/proc/safelight-test-home"))
+        make_folder("home", Path("/proc/safelight-test-home"), FileModes())
     assert str(raised.value).startswith(
         "home (SAFELIGHT_HOME) /proc/safelight-test-home cannot be made: "
     )
-    make_folder("home", tmp_path / "a" / "b")
+    make_folder("home", tmp_path / "a" / "b", FileModes())
     assert (tmp_path / "a" / "b").is_dir()
 
 

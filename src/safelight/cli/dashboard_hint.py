@@ -49,7 +49,8 @@ def serve_argv(
     env: Mapping[str, str] | None = None,
     argv0: str | None = None,
 ) -> list[str]:
-    """``safelight [--database-url URL] [--home H] [--proxy-root P] serve``: the global
+    """``safelight [--database-url URL] [--home H] [--proxy-root P] [--read-group G]
+    serve``: the global
     settings this run was given, and no others."""
     env = os.environ if env is None else env
 
@@ -63,6 +64,9 @@ def serve_argv(
         argv += ["--home", str(settings.home)]
     if given("proxy_root"):
         argv += ["--proxy-root", str(settings.proxies)]
+    if given("read_group") and settings.read_group is not None:
+        # Else serve would tighten the proxies back to its own user's (ADR 0043).
+        argv += ["--read-group", settings.read_group]
     return [*argv, "serve"]
 
 

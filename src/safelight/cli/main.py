@@ -77,6 +77,13 @@ class SafelightGroup(click.Group):
     help="Where proxies are written [env SAFELIGHT_PROXY_ROOT; default HOME/proxies].",
 )
 @click.option(
+    "--read-group",
+    metavar="GROUP",
+    default=None,
+    help="A group that may read the home and the proxies (a web server's): folders 0750, "
+    "files 0640 [env SAFELIGHT_READ_GROUP; default none: 0700, 0600].",
+)
+@click.option(
     "--log-format",
     type=click.Choice(LOG_FORMATS),
     default=None,

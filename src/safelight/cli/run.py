@@ -38,7 +38,7 @@ from safelight.db.database import Database
 from safelight.handlers import CRAWL
 from safelight.library.configs import StorageConfigs, resolve_root
 from safelight.library.roots import DEMO_FOLDER, check_storage_root, own_folders
-from safelight.settings import Settings
+from safelight.settings import Settings, make_folder
 from safelight.terminal import printable
 from safelight.views.queries import asset_errors, busiest_day, library_counts
 from safelight.work.model import Status
@@ -193,7 +193,7 @@ def ensure_demo_library(home: Path) -> tuple[Path, Any]:
         return root, None
     from safelight.testing.samplegen import generate_library
 
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # demo made it private first
     scratch = Path(tempfile.mkdtemp(prefix=f".{DEMO_FOLDER}-", dir=home))
     try:
         manifest = generate_library(scratch, seed=DEMO_SEED)
@@ -220,6 +220,7 @@ def demo(state: CliState, as_json: bool) -> None:
     job, and how failures are reported, before pointing safelight at your own photos.
     Ends with the `safelight serve` command that shows it in a browser, and its URL."""
     settings = state.settings()
+    make_folder("home", settings.home, settings.file_modes())  # private from the start
     root, manifest = ensure_demo_library(settings.home)
     if not as_json:
         if manifest is None:

@@ -18,6 +18,7 @@ from safelight.db.availability import is_connection_lost
 from safelight.db.database import Database, DatabaseUnavailable, resolve_url
 from safelight.db.urls import mask_url
 from safelight.logs import configure_logging, secrets_of_url
+from safelight.ondisk import make_private
 from safelight.settings import Settings, make_folder
 from safelight.terminal import first_line
 
@@ -36,6 +37,7 @@ class CliState:
     log_level: str | None = None
     clock: Clock = field(default_factory=SystemClock)
     _settings: Settings | None = None
+    _made_private: bool = False
 
     def settings(self, *, default_log_level: str = "warning") -> Settings:
         """The validated settings; logging is set up on the first call. Raises
@@ -69,13 +71,15 @@ class CliState:
         within the connect timeout. ``wait_until_ready`` (``safelight worker``): a
         database that is still starting is waited for instead (``app.open_when_ready``).
         ``long_running``: a command that serves or works for long (``worker``, ``run``,
-        ``serve``) first raises its open files limit to the hard one (``core.openfiles``).
+        ``serve``) first raises its open files limit to the hard one (``core.openfiles``),
+        and makes the home and the proxy root private once the database is open, if an
+        earlier release left them open (``ondisk``; once per process).
         """
         settings = self.settings(default_log_level=default_log_level)
         if long_running:
             raise_open_files_limit()
         if settings.database_url is None:
-            make_folder("home", settings.home)
+            make_folder("home", settings.home, settings.file_modes())
         # Before the event loop, so that a Ctrl-C during the embedded server's first
         # initdb stops it at once (db.database.resolve_url).
         resolved = resolve_url(settings.database_url, settings.home)
@@ -94,6 +98,9 @@ class CliState:
             else:
                 database = await open_once()
             try:
+                if long_running and not self._made_private:
+                    await make_private(database, settings)
+                    self._made_private = True
                 return await body(database, settings)
             except psycopg.Error as exc:
                 if not is_connection_lost(exc):

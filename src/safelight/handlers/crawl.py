@@ -91,7 +91,7 @@ from safelight.library.mediatypes import is_raw
 from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.originals import Original, StorageRoot
-from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error
+from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error, make_folders
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
 from safelight.library.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.video import (
@@ -1128,7 +1128,7 @@ def _as_hashed(asset: KnownAsset, version: FileIdentity) -> HashedFile:
 
 
 def _make_temp_folder(parent: Path) -> str:
-    parent.mkdir(parents=True, exist_ok=True)
+    make_folders(parent)
     return tempfile.mkdtemp(dir=parent, prefix=".video-", suffix=".tmp")
 
 

@@ -21,6 +21,11 @@ Invariants:
   that a newer attempt wrote. Only the row says which file an asset's proxy is; readers
   follow it and never compute a name. Names of the legacy form ``<type>.<ext>`` (written
   before ADR 0016) are still valid, and are never written again.
+- Below the proxy root, what is made takes its modes from the folder it is made in
+  (ADR 0043): a new folder that folder's mode (its setgid bit too, so the read group
+  follows), a proxy file its read bits; never more than 0750 and 0640. The root's own
+  mode, set from the settings where it is made and tightened at start
+  (``proxymodes``), is the one fact.
 """
 
 from __future__ import annotations
@@ -43,8 +48,12 @@ from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFi
 CONTENT_HASH_HEX_LENGTH = 16
 """Length of a content hash in hex digits (XXH3-64, see ``hashing``)."""
 
-PROXY_FILE_MODE = 0o644
-"""Proxies are served by other processes (the web app), possibly as another user."""
+INHERITED_FOLDER_BITS = stat.S_ISGID | 0o750
+"""What a folder under the proxy root takes of the folder it is made in: the owner's
+bits, the group's read and execute, the setgid bit; never anything for others."""
+PROXY_FILE_BITS = 0o640
+"""What a proxy takes of its folder's mode: read and write for the owner, read for the
+group (when the folder lets the group in); never anything for others."""
 
 _CONTENT_HASH = re.compile(rf"[0-9a-f]{{{CONTENT_HASH_HEX_LENGTH}}}")
 _PROXY_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
@@ -307,7 +316,7 @@ def write_atomically(
     # Checked before the first byte is written: a stopped attempt writes no temporary
     # file either.
     ensure_alive()
-    staging.mkdir(parents=True, exist_ok=True)
+    make_folders(staging)
     fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=".tmp")
     temp = Path(temp_name)
     try:
@@ -337,7 +346,7 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
         ensure_alive()
         fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            os.fchmod(fd, PROXY_FILE_MODE)
+            os.fchmod(fd, proxy_file_mode(path.parent))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -347,7 +356,7 @@ def move_into_place(temp: Path, path: Path, ensure_alive: Callable[[], None]) ->
             # to rename on waking without a fresh check. The rename's own step is then
             # its one syscall.
             with side_effect("mkdir", path.parent, ensure_alive):
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_folders(path.parent)
         with side_effect("write", path, ensure_alive):
             os.replace(temp, path)
     except BaseException:
@@ -363,3 +372,38 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def inherited_mode(folder: Path) -> int:
+    """The mode a new folder at ``folder`` gets: that of the nearest folder above it that
+    exists (``folder`` itself if it does), within ``INHERITED_FOLDER_BITS``."""
+    for candidate in (folder, *folder.parents):
+        try:
+            return stat.S_IMODE(os.stat(candidate).st_mode) & INHERITED_FOLDER_BITS
+        except FileNotFoundError:
+            continue
+    return 0o700
+
+
+def proxy_file_mode(folder: Path) -> int:
+    """The mode of a proxy published in ``folder``: its folder's read bits (0600, or
+    0640 where the read group may enter)."""
+    return inherited_mode(folder) & PROXY_FILE_BITS
+
+
+def make_folders(folder: Path) -> None:
+    """Make ``folder`` and its missing parents, each with the mode of the folder it is
+    made in (``inherited_mode``); the setgid bit of a folder gives its group to what is
+    made in it. A folder made meanwhile by another attempt is fine."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.is_dir():
+            break
+        missing.append(candidate)
+    for new in reversed(missing):
+        mode = inherited_mode(new.parent)
+        try:
+            new.mkdir(mode & 0o700)  # never more open than that before its mode is set
+        except FileExistsError:
+            continue
+        os.chmod(new, mode, follow_symlinks=False)  # exactly: the umask takes bits off mkdir's mode

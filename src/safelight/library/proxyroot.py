@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from safelight.library.assets import QUERIES
-from safelight.library.paths import PROXY_ROOT_MARKER
+from safelight.library.paths import PROXY_ROOT_MARKER, proxy_file_mode
 
 
 class ProxyRootTaken(ValueError):
@@ -48,7 +48,7 @@ async def database_identity(conn: psycopg.AsyncConnection[Any]) -> DatabaseIdent
 def claim_proxy_root(root: Path, identity: DatabaseIdentity) -> None:
     """Mark ``root`` as ``identity``'s on first use; raise :class:`ProxyRootTaken` if it
     is another database's. Blocking (a few file operations): run it in a thread."""
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)  # the guard made it with its modes
     marker = root / PROXY_ROOT_MARKER
     body = json.dumps(
         {"system_identifier": identity.system_identifier, "database": identity.database}
@@ -60,6 +60,7 @@ def claim_proxy_root(root: Path, identity: DatabaseIdentity) -> None:
         fd, temp = tempfile.mkstemp(dir=root, prefix=f"{PROXY_ROOT_MARKER}.", suffix=".tmp")
         try:
             with open(fd, "w", encoding="utf-8") as out:
+                os.fchmod(out.fileno(), proxy_file_mode(root))
                 out.write(body + "\n")
                 out.flush()
                 os.fsync(out.fileno())
@@ -80,6 +81,12 @@ def claim_proxy_root(root: Path, identity: DatabaseIdentity) -> None:
 
 
 _UNREADABLE = DatabaseIdentity("?", "?")
+
+
+def read_marker(root: Path) -> DatabaseIdentity | None:
+    """The database ``root``'s marker names; None if it has none, and an identity no
+    database has if it cannot be read."""
+    return _read(root / PROXY_ROOT_MARKER)
 
 
 def _read(marker: Path) -> DatabaseIdentity | None:

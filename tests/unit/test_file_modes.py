@@ -1,0 +1,217 @@
+"""The modes of safelight's files (``core.filemodes``), the proxy root's tightening
+(``library.proxymodes``) and the read group setting, on real files (ADR 0043)."""
+
+from __future__ import annotations
+
+import grp
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from safelight.core import filemodes
+from safelight.core.filemodes import FileModes, Tightened, apply, make_folder, tighten_folder
+from safelight.library.paths import PROXY_ROOT_MARKER
+from safelight.library.proxymodes import is_settled, make_proxy_root, tighten_proxy_root
+from safelight.settings import Settings, SettingsError
+
+GROUP = grp.getgrgid(os.getegid())
+CONFIG = UUID("6f1c9a52-3b1e-4d43-9c55-0d6a3f3e2b10")
+HASH = "0123456789abcdef"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+@pytest.fixture
+def umask_077() -> Iterator[None]:
+    """The umask systemd's ``UMask=0077`` gives: modes must not depend on it."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize(
+    ("gid", "as_root", "home", "folder", "file"),
+    [
+        (None, False, 0o700, 0o700, 0o600),
+        (GROUP.gr_gid, False, 0o750, 0o2750, 0o640),
+        # As root the embedded server's own user passes through the home, nobody lists it.
+        (None, True, 0o701, 0o700, 0o600),
+        (GROUP.gr_gid, True, 0o751, 0o2750, 0o640),
+    ],
+)
+def test_the_modes_for_each_case(
+    gid: int | None, as_root: bool, home: int, folder: int, file: int
+) -> None:
+    modes = FileModes(gid=gid, as_root=as_root)
+    assert (modes.home, modes.folder, modes.file) == (home, folder, file)
+    assert not modes.home & 0o006 and not modes.folder & 0o007 and not modes.file & 0o007
+
+
+def test_a_folder_is_made_with_exactly_its_mode_and_group_whatever_the_umask(
+    tmp_path: Path, umask_077: None
+) -> None:
+    shared = tmp_path / "a" / "home"
+    assert make_folder(shared, 0o750, GROUP.gr_gid)
+    assert mode(shared) == 0o750 and shared.stat().st_gid == GROUP.gr_gid
+    shared.chmod(0o755)
+    assert not make_folder(shared, 0o700, None)  # one that exists is left as it is
+    assert mode(shared) == 0o755
+
+
+def test_apply_sets_the_mode_and_group_and_never_follows_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    target.write_text("x")
+    target.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    tightened = Tightened()
+    apply(link, os.lstat(link), 0o600, None, tightened)
+    assert mode(target) == 0o644 and not tightened
+
+    apply(target, os.lstat(target), 0o600, GROUP.gr_gid, tightened)
+    assert mode(target) == 0o600
+    assert tightened.changed == {("file", 0o644, 0o600): 1}
+
+
+def test_without_fchmodat_nofollow_the_mode_is_set_through_a_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ``fchmodat(AT_SYMLINK_NOFOLLOW)`` is missing (Python raises
+    NotImplementedError), the entry is opened with O_NOFOLLOW and fchmod'ed: a file is
+    changed, a link is left alone."""
+    real_chmod = os.chmod
+
+    def no_nofollow(path: object, mode: int, *, dir_fd: int | None = None, **kw: object) -> None:
+        if kw.get("follow_symlinks") is False:
+            raise NotImplementedError("chmod: follow_symlinks unavailable on this platform")
+        real_chmod(path, mode, dir_fd=dir_fd)  # type: ignore[arg-type]
+
+    file = tmp_path / "f"
+    file.write_text("x")
+    file.chmod(0o644)
+    target = tmp_path / "t"
+    target.write_text("x")
+    target.chmod(0o644)
+    link = tmp_path / "l"
+    link.symlink_to(target)
+    monkeypatch.setattr(os, "chmod", no_nofollow)
+    filemodes._chmod(file, 0o600, None)
+    filemodes._chmod(link, 0o600, None)
+    assert mode(file) == 0o600 and mode(target) == 0o644
+
+
+def test_the_line_says_how_many_from_what_to_what() -> None:
+    tightened = Tightened()
+    tightened.changed[("folder", 0o755, 0o700)] += 1204
+    tightened.changed[("folder", 0o775, 0o700)] += 1
+    tightened.changed[("file", 0o644, 0o600)] += 20113
+    assert tightened.describe() == (
+        "1,205 folders from 0755, 0775 to 0700, 20,113 files from 0644 to 0600"
+    )
+    one = Tightened()
+    one.changed[("folder", 0o755, 0o701)] += 1
+    one.regrouped = 2
+    assert one.describe() == "1 folder from 0755 to 0701, 2 given to the read group"
+
+
+def layout(root: Path) -> tuple[Path, Path, Path]:
+    """An open proxy root of an earlier release: a proxy, a staged file, the marker."""
+    folder = root / str(CONFIG) / HASH[:2] / HASH
+    folder.mkdir(parents=True)
+    (root / ".staging").mkdir()
+    proxy = folder / "thumbnail.12-1.jpg"
+    staged = root / ".staging" / ".thumbnail.12-1.jpg.abcd1234.tmp"
+    marker = root / PROXY_ROOT_MARKER
+    for file in (proxy, staged, marker):
+        file.write_text("x")
+        file.chmod(0o644)
+    for path in (root, folder, folder.parent, folder.parent.parent, root / ".staging"):
+        path.chmod(0o755)
+    return proxy, staged, marker
+
+
+def test_the_proxy_root_is_tightened_once_and_only_its_layout(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    proxy, staged, marker = layout(root)
+    # Not the layout's: a foreign folder and file, and a config-like link to a folder
+    # outside, whose files must not change.
+    foreign = root / "Photos"
+    foreign.mkdir()
+    foreign.chmod(0o755)
+    (foreign / "IMG_1.jpg").write_text("x")
+    (foreign / "IMG_1.jpg").chmod(0o644)
+    outside = tmp_path / "outside"
+    (outside / "ab").mkdir(parents=True)
+    (outside / "ab" / "thumbnail.1-1.jpg").write_text("x")
+    (outside / "ab" / "thumbnail.1-1.jpg").chmod(0o644)
+    (root / "00000000-0000-0000-0000-000000000001").symlink_to(outside)
+
+    modes = FileModes()
+    tightened = tighten_proxy_root(root, modes)
+    assert tightened.changed == {("folder", 0o755, 0o700): 5, ("file", 0o644, 0o600): 3}
+    assert {mode(p) for p in (proxy, staged, marker)} == {0o600}
+    assert mode(root) == 0o700 and mode(proxy.parent) == 0o700
+    assert mode(foreign) == 0o755 and mode(foreign / "IMG_1.jpg") == 0o644
+    assert mode(outside / "ab" / "thumbnail.1-1.jpg") == 0o644
+    assert is_settled(root, modes)
+
+    # Once: a settled root is not walked again (a file loosened since stays so).
+    proxy.chmod(0o644)
+    assert not tighten_proxy_root(root, modes)
+    assert mode(proxy) == 0o644
+
+
+def test_with_a_group_the_proxy_root_is_the_group_s_and_setgid(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    proxy, _, _ = layout(root)
+    modes = FileModes(gid=GROUP.gr_gid)
+    assert tighten_proxy_root(root, modes)
+    assert mode(root) == mode(proxy.parent) == 0o2750
+    assert mode(proxy) == 0o640 and proxy.stat().st_gid == GROUP.gr_gid
+    # A new root is made so from the start.
+    fresh = tmp_path / "fresh"
+    assert make_proxy_root(fresh, modes)
+    assert mode(fresh) == 0o2750 and is_settled(fresh, modes)
+
+
+def test_the_home_itself_is_tightened(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    (home / "demo-library").mkdir(mode=0o755)
+    (home / "demo-library").chmod(0o755)
+    tightened = tighten_folder(home, 0o700, None)
+    assert tightened.describe() == "1 folder from 0755 to 0700"
+    assert mode(home) == 0o700
+    assert mode(home / "demo-library") == 0o755  # a storage root: never changed
+    assert not tighten_folder(home, 0o700, None)
+
+
+def test_the_read_group_must_exist_and_is_not_repeated() -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings(read_group="no-such-group-q9z")
+    assert "no-such-group-q9z" not in str(raised.value)
+    assert str(raised.value).startswith(
+        "read_group (SAFELIGHT_READ_GROUP) must name a group of this machine"
+    )
+    assert Settings(read_group=GROUP.gr_name).file_modes().gid == GROUP.gr_gid
+    assert Settings().file_modes().gid is None
+
+
+def test_the_read_group_must_be_one_this_user_is_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only root, or a member, may give a file to a group (chown): said at start."""
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    monkeypatch.setattr(os, "getegid", lambda: 4242)
+    monkeypatch.setattr(os, "getgroups", lambda: [4243])
+    with pytest.raises(SettingsError, match="must be a group this user is in"):
+        Settings(read_group=GROUP.gr_name)
+    monkeypatch.setattr(os, "getgroups", lambda: [GROUP.gr_gid])
+    assert Settings(read_group=GROUP.gr_name).read_group == GROUP.gr_name
