@@ -65,6 +65,8 @@ _SUBJECTS = frozenset(
         "proxy",
         "schedule",
         "server",
+        "session",
+        "sessions",
         "status",
         "tokens",
         "workers",
