@@ -68,7 +68,10 @@ _SUBJECTS = frozenset(
         "session",
         "sessions",
         "status",
+        "token",
         "tokens",
+        "user",
+        "users",
         "workers",
     }
 )

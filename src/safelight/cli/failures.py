@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import click
 
+from safelight.accounts.users import AccountError
 from safelight.cli.exits import (
     EXIT_DATABASE,
     EXIT_INTERNAL,
@@ -97,6 +98,7 @@ def from_usage_error(error: click.UsageError) -> Failure:
 USER_ERRORS: Mapping[type[BaseException], int] = {
     SettingsError: EXIT_USAGE,
     ConfigError: EXIT_USAGE,
+    AccountError: EXIT_USAGE,
     RootOverlap: EXIT_USAGE,
     ProxyRootTaken: EXIT_USAGE,
     InvalidWorkItem: EXIT_USAGE,
