@@ -7,7 +7,8 @@ For every request, the :class:`~safelight.web.viewer.Viewer` comes from one of:
   in. Refused over plain HTTP from a client that is not on this machine, rate-limited
   per client (``Guesses``), a wrong one a 401 and a locked client a 429, with
   ``Retry-After``; never echoed. When the header is there, no cookie is looked at.
-- the session cookie of the request's origin (``sessions``): a browser's.
+- the session cookie of the request's origin (``sessions``): a browser's. Refused, as a
+  token is, over plain HTTP from another machine: no session is opened that way.
 
 Open without a viewer: the sign-in page and its POST, sign-out, the first-admin link
 (``/welcome``), the static files and the health probe. Anything else without one: the
@@ -159,6 +160,9 @@ class SignIn:
         session_id = request.cookies.get(cookie_name(request))
         if not session_id:
             return None
+        # No session is opened over plain HTTP from another machine, so a cookie that
+        # comes that way was carried off (by a server on another port, say): refused.
+        refuse_plain_http(request)
         sessions: Sessions = api.web(request).sessions
         session = await sessions.find(session_id, origin_of(request))
         if session is None:
