@@ -279,11 +279,13 @@ async def test_plain_http_sign_in_from_another_machine_is_refused(anonymous: Web
     token = {"Authorization": f"Bearer {await web.accounts.new_token('alice')}"}
     form = login_form("alice", PASSWORD)
     async with web.client_at(address=ELSEWHERE) as elsewhere:
+        before = await elsewhere.get("/login")
         page = await elsewhere.post("/login", content=form, headers=FORM)
         script = await elsewhere.post("/login", content=form, headers={**FORM, **JSON})
         api = await elsewhere.get("/api/status", headers=token)
         assert not elsewhere.cookies
     assert page.status_code == 403 and PLAIN_HTTP in page.text
+    assert before.status_code == 200 and PLAIN_HTTP in before.text  # said before trying
     assert "--tls-cert" in PLAIN_HTTP and "--behind-proxy" in PLAIN_HTTP and "\n" not in PLAIN_HTTP
     assert (script.status_code, script.json()["error"]) == (403, PLAIN_HTTP)
     assert (api.status_code, api.json()["error"]) == (403, PLAIN_HTTP)
@@ -291,6 +293,7 @@ async def test_plain_http_sign_in_from_another_machine_is_refused(anonymous: Web
     # From this machine (IPv4 or IPv6 loopback): accepted.
     for address in (("127.0.0.1", 50000), ("::1", 50000)):
         async with web.client_at(address=address) as here:
+            assert PLAIN_HTTP not in (await here.get("/login")).text
             assert (await here.post("/login", content=form, headers=FORM)).status_code == 303
             assert (await here.get("/api/status", headers=token)).status_code == 200
     # From another machine over HTTPS: accepted, and the cookie is __Host- and Secure.

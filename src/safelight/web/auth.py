@@ -20,7 +20,6 @@ answered 401 (any other method).
 from __future__ import annotations
 
 import ipaddress
-import logging
 import math
 from urllib.parse import quote
 
@@ -34,8 +33,6 @@ from safelight.web import api, pages
 from safelight.web.proxies import NO_PROXY
 from safelight.web.sessions import SESSION_KEY, Sessions, cookie_name, origin_of
 from safelight.web.viewer import SCOPE_KEY, Viewer
-
-_log = logging.getLogger(__name__)
 
 # Paths answered to anyone: exact paths by method, and the static files below /static/.
 OPEN = frozenset(
@@ -80,10 +77,16 @@ def on_this_machine(conn: HTTPConnection) -> bool:
         return False
 
 
+def in_clear(conn: HTTPConnection) -> bool:
+    """Whether a secret sent on this connection crossed the network in clear: plain
+    HTTP from a client that is not on this machine."""
+    return conn.url.scheme != "https" and not on_this_machine(conn)
+
+
 def refuse_plain_http(conn: HTTPConnection) -> None:
-    """Raise 403 if a secret (a password, a token) would cross the network in clear:
-    plain HTTP from a client that is not on this machine."""
-    if conn.url.scheme != "https" and not on_this_machine(conn):
+    """Raise 403 if a secret (a password, a token, a session id) crossed the network in
+    clear."""
+    if in_clear(conn):
         raise HTTPException(403, PLAIN_HTTP)
 
 
