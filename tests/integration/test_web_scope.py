@@ -288,13 +288,9 @@ async def test_crawl_and_purge_only_of_ones_own_configs_or_as_an_admin(
 
     own = await family.as_bob.post(f"/api/configs/{bob_config}/{action}")
     assert (own.status_code, own.json()["outcome"]) == (200, "queued")
-    admin = await family.as_admin.post(
-        f"/api/configs/{family.alice.config_id}/{action}"
-    )
+    admin = await family.as_admin.post(f"/api/configs/{family.alice.config_id}/{action}")
     assert (admin.status_code, admin.json()["outcome"]) == (200, "queued")
-    disabled = await family.as_alice.post(
-        f"/api/configs/{family.alice_old.config_id}/{action}"
-    )
+    disabled = await family.as_alice.post(f"/api/configs/{family.alice_old.config_id}/{action}")
     assert (disabled.status_code, disabled.json()["outcome"]) == (409, "refused")
 
 
