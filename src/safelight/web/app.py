@@ -73,7 +73,7 @@ def routes() -> list[Route | Mount]:
         Route("/login", signin.login_form, methods=["GET"], name="login"),
         Route("/login", signin.login, methods=["POST"]),
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
-        Route("/healthz", auth.healthz, name="healthz"),
+        Route(auth.HEALTH_PATH, auth.healthz, name="healthz"),
         Route("/api/status", api.status),
         Route("/api/items", api.items),
         Route("/api/items/{item_id:int}", api.item),
