@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from safelight.core.connections import ConnectionLimits
+from safelight.core.connections import ConnectionLimits, beyond_loopback
+from safelight.core.hostnames import (
+    ANY_ADDRESS,
+    LOOPBACK_ADDRESS,
+    host_name_problem,
+    proxy_address_problem,
+    url_of,
+)
 from safelight.db.urls import database_key, mask_url, url_problem
 from safelight.library.images import ProxySpec
 from safelight.library.limits import (
@@ -124,6 +131,20 @@ class Settings:
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     web_token: str | None = None
+    # Listening beyond the loopback address, the names the dashboard answers to (ADR
+    # 0042): host names or IP literals; a request whose Host names anything else (a
+    # DNS-rebinding page's name) is answered 421. The loopback names, and the one
+    # address it listens on (unless every address), are answered as well. ``serve``
+    # refuses to listen beyond loopback without one (check_web_reach).
+    web_allowed_hosts: tuple[str, ...] = ()
+    # HTTPS, served by uvicorn: a PEM certificate (chain) and its unencrypted key; both
+    # or neither (safelight.web.tls reads them at start).
+    web_tls_cert: Path | None = None
+    web_tls_key: Path | None = None
+    # Reverse proxies (IP addresses or networks) whose X-Forwarded-Proto and
+    # X-Forwarded-For are believed: behind one, a request's scheme and client are the
+    # ones the proxy saw. From any other peer those headers are ignored.
+    web_behind_proxy: tuple[str, ...] = ()
 
     max_concurrent_files: int = 4
     # A symbolic link in a library is never followed, only listed in the crawl's
@@ -223,6 +244,24 @@ class Settings:
                 f"web_token ({ENV_PREFIX}WEB_TOKEN) must be at least {MIN_WEB_TOKEN_LENGTH} "
                 f"characters, not {len(self.web_token)}; or leave it unset for one made at start"
             )
+        for setting, flag, entries, problem_of in (
+            ("web_allowed_hosts", "--allow-host", self.web_allowed_hosts, host_name_problem),
+            ("web_behind_proxy", "--behind-proxy", self.web_behind_proxy, proxy_address_problem),
+        ):
+            for number, entry in enumerate(entries, 1):
+                problem = problem_of(entry)
+                if problem is not None:
+                    # Not the entry itself: say which one, and what is expected.
+                    raise SettingsError(
+                        f"{setting} ({ENV_PREFIX}{setting.upper()}, {flag}): entry {number} "
+                        f"{problem}"
+                    )
+        if (self.web_tls_cert is None) != (self.web_tls_key is None):
+            raise SettingsError(
+                f"web_tls_cert and web_tls_key ({ENV_PREFIX}WEB_TLS_CERT and "
+                f"{ENV_PREFIX}WEB_TLS_KEY, --tls-cert and --tls-key) go together: give both "
+                "for HTTPS, or neither"
+            )
         if self.health_worker_seen_seconds <= 2 * self.recovery_interval_seconds:
             # A Worker writes its presence each recovery interval: a window of fewer than
             # two of them would call a live Worker gone after one late write.
@@ -285,6 +324,39 @@ class Settings:
     def web_limits(self) -> ConnectionLimits:
         """What the dashboard allows its clients."""
         return ConnectionLimits(self.web_max_connections, self.request_head_seconds)
+
+    @property
+    def web_scheme(self) -> str:
+        """``https`` when the dashboard serves TLS itself, else ``http``."""
+        return "http" if self.web_tls_cert is None else "https"
+
+    def web_beyond_loopback(self) -> bool:
+        """Whether the dashboard's address lets other machines reach it."""
+        return beyond_loopback(self.web_host)
+
+    def check_web_reach(self) -> None:
+        """Raise :class:`SettingsError` when the dashboard would listen beyond loopback
+        without the names it answers to: it would answer none but the loopback's
+        (``safelight serve`` checks before it starts; other commands never listen)."""
+        if self.web_allowed_hosts or not self.web_beyond_loopback():
+            return
+        raise SettingsError(
+            "listening beyond this machine (web_host) needs the names the dashboard answers "
+            "to: add --allow-host NAME (one per name, like nas.local or 192.168.1.5) or set "
+            f"{ENV_PREFIX}WEB_ALLOWED_HOSTS=NAME,NAME"
+        )
+
+    def web_url(self, port: int) -> str:
+        """The dashboard's URL as a person opens it, on ``port``: at the first allowed
+        name when it listens beyond loopback, else at its loopback address (never at
+        0.0.0.0); ``https`` with TLS."""
+        if self.web_allowed_hosts and self.web_beyond_loopback():
+            host = self.web_allowed_hosts[0].strip()
+        elif self.web_host.strip("[]") in ANY_ADDRESS:
+            host = LOOPBACK_ADDRESS
+        else:
+            host = self.web_host
+        return url_of(self.web_scheme, host, port)
 
     def proxy_spec(self) -> ProxySpec:
         """Sizes and qualities of a photo's (and a video poster's) proxies."""
@@ -404,6 +476,10 @@ def make_folder(name: str, path: Path) -> None:
 def _convert(name: str, annotation: Any, raw: Any) -> Any:
     kind = str(annotation)
     try:
+        if kind == "tuple[str, ...]":
+            # A list from a flag given more than once, or comma-separated text.
+            items = str(raw).split(",") if isinstance(raw, str) else [str(item) for item in raw]
+            return tuple(item.strip() for item in items if item.strip())
         if "Path" in kind:
             return Path(str(raw)).expanduser()
         if kind == "bool":

@@ -18,8 +18,8 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
 from safelight.web.app import MAX_BODY_BYTES
 from safelight.web.caching import PROXY
+from safelight.web.guard import SECURITY_HEADERS
 from safelight.web.proxies import NO_PROXY
-from safelight.web.security import SECURITY_HEADERS
 from tests.integration.webfixtures import (
     BASE_URL,
     COOKIE,
@@ -234,13 +234,20 @@ async def test_the_loopback_names_are_answered(web: Web, host: str) -> None:
     assert response.status_code == 200
 
 
-async def test_bound_to_every_address_any_host_is_answered(
+async def test_bound_to_every_address_its_allowed_names_are_answered(
     pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
 ) -> None:
-    settings = web_settings(database_url, tmp_path, web_host="0.0.0.0")
+    # Bound to every address, only the names it was given join the loopback's (ADR 0042).
+    settings = web_settings(
+        database_url, tmp_path, web_host="0.0.0.0", web_allowed_hosts=("photos.lan",)
+    )
     async with open_web(pool, settings, clock=clock_on(TODAY)) as web:
-        response = await web.client.get("/healthz", headers={"Host": "photos.lan:8470"})
+        # The health probe: a session is bound to its origin, which the Host header names.
+        response = await web.client.get("/healthz", headers={"Host": "Photos.LAN:8470"})
         assert response.status_code == 200
+        for foreign in ("evil.example", "192.168.1.5", "0.0.0.0:8470"):
+            response = await web.client.get("/api/status", headers={"Host": foreign})
+            assert response.status_code == 421
 
 
 async def test_no_secret_appears_in_any_page_or_document(

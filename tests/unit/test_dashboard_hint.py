@@ -94,6 +94,14 @@ def test_the_url_is_the_one_a_browser_here_opens(host: str, port: int, url: str 
     assert dashboard_url(settings(web_host=host, web_port=port)) == url
 
 
+def test_the_url_is_the_one_serve_prints_on_the_home_network(tmp_path: Path) -> None:
+    # Beyond loopback, serve prints its first allowed name (never 0.0.0.0); https with TLS.
+    home = settings(web_host="0.0.0.0", web_allowed_hosts=("nas.local", "192.168.1.5"))
+    assert dashboard_url(home) == "http://nas.local:8470/" == home.web_url(8470)
+    tls = settings(web_tls_cert=tmp_path / "c.pem", web_tls_key=tmp_path / "k.pem")
+    assert dashboard_url(tls, date(2026, 12, 1)) == "https://127.0.0.1:8470/?date=2026-12-01"
+
+
 def test_the_url_opens_on_the_day_asked_for() -> None:
     assert dashboard_url(settings(), date(2026, 12, 1)) == "http://127.0.0.1:8470/?date=2026-12-01"
 

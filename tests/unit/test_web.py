@@ -13,7 +13,6 @@ from safelight.settings import Settings, SettingsError
 from safelight.web.api import parse_cursor, parse_day, parse_limit
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor, DaySpan, span_of
 from safelight.web.proxies import byte_range, proxy_url, proxy_version
-from safelight.web.security import allowed_hosts, host_name
 
 TODAY = date(2026, 6, 15)
 
@@ -117,28 +116,6 @@ def test_a_proxy_url_changes_with_the_file_its_row_names() -> None:
     assert proxy_url(5, "thumbnail", None) is None
 
 
-@pytest.mark.parametrize(
-    ("header", "name"),
-    [
-        ("127.0.0.1:8470", "127.0.0.1"),
-        ("localhost", "localhost"),
-        ("[::1]:8470", "::1"),
-        ("[::1]", "::1"),
-        ("::1", "::1"),
-        ("", ""),
-    ],
-)
-def test_host_names(header: str, name: str) -> None:
-    assert host_name(header) == name
-
-
-def test_allowed_hosts() -> None:
-    assert allowed_hosts("127.0.0.1") == frozenset({"127.0.0.1", "localhost", "::1"})
-    assert allowed_hosts("192.168.1.5") == frozenset(
-        {"127.0.0.1", "localhost", "::1", "192.168.1.5"}
-    )
-    assert allowed_hosts("[::1]") == frozenset({"127.0.0.1", "localhost", "::1"})
-    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("::") is None
 
 
 def test_the_web_settings_and_the_token_kept_out_of_the_repr() -> None:

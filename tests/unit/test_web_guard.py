@@ -256,7 +256,7 @@ async def test_uvicorn_serves_as_configured_here_with_its_access_log_as_asked(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     app = App()
-    options = {} if access_log is None else {"access_log": access_log}
+    options: dict[str, Any] = {} if access_log is None else {"access_log": access_log}
     server = WebServer(
         app, "127.0.0.1", port, ConnectionLimits(8, HEAD_SECONDS), clock=clock, **options
     )

@@ -19,10 +19,6 @@ from typing import Any
 
 from safelight.db.urls import mask_url
 from safelight.settings import ENV_PREFIX, Settings
-from safelight.web.security import ANY_ADDRESS
-
-# What a browser on this machine opens for a dashboard bound to every address.
-LOOPBACK = "127.0.0.1"
 
 
 def program(argv0: str | None = None, cwd: Path | None = None) -> str:
@@ -71,14 +67,12 @@ def serve_argv(
 
 
 def dashboard_url(settings: Settings, day: date | None = None) -> str | None:
-    """The URL of ``safelight serve`` for a browser on this machine (on ``day``, when
-    given); None when it listens on any free port (it prints the one it took)."""
+    """The URL ``safelight serve`` prints (``Settings.web_url``), on ``day`` when given;
+    None when it listens on any free port (it prints the one it took)."""
     if settings.web_port == 0:
         return None
-    host = LOOPBACK if settings.web_host in ANY_ADDRESS else settings.web_host.strip("[]")
-    shown = f"[{host}]" if ":" in host else host
     query = "" if day is None else f"?date={day.isoformat()}"
-    return f"http://{shown}:{settings.web_port}/{query}"
+    return settings.web_url(settings.web_port) + query
 
 
 def day_showing(month: int, day: int, year: int) -> date:

@@ -1,6 +1,11 @@
-"""``safelight serve``: the web dashboard (``safelight.web``, ADR 0031)."""
+"""``safelight serve``: the web dashboard (``safelight.web``, ADR 0031; on the home
+network, ADR 0042)."""
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
@@ -8,8 +13,12 @@ from safelight.cli.failures import Failure
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.settings import Settings
+from safelight.terminal import printable
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
+from safelight.web.tls import key_readable_by_others, server_context
+
+_log = logging.getLogger(__name__)
 
 
 @click.command("serve")
@@ -18,7 +27,7 @@ from safelight.web.server import WebServer
     metavar="ADDRESS",
     default=None,
     help="Listen on this address [env SAFELIGHT_WEB_HOST; default 127.0.0.1: this machine "
-    "only]. 0.0.0.0 or :: opens it to the network.",
+    "only]. 0.0.0.0 or :: opens it to the network, with --allow-host.",
 )
 @click.option(
     "--port",
@@ -27,39 +36,132 @@ from safelight.web.server import WebServer
     help="Listen on this port, 0 for any free one [env SAFELIGHT_WEB_PORT; default 8470].",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="A name the dashboard answers to beyond this machine, as browsers will open it "
+    "(nas.local, 192.168.1.5); repeatable, the first is the printed URL's; needed with a "
+    "--host other than loopback [env SAFELIGHT_WEB_ALLOWED_HOSTS, comma-separated].",
+)
+@click.option(
+    "--tls-cert",
+    metavar="FILE",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Serve HTTPS with this PEM certificate (chain), with --tls-key "
+    "[env SAFELIGHT_WEB_TLS_CERT].",
+)
+@click.option(
+    "--tls-key",
+    metavar="FILE",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The certificate's unencrypted private key [env SAFELIGHT_WEB_TLS_KEY].",
+)
+@click.option(
+    "--behind-proxy",
+    "behind_proxies",
+    metavar="ADDRESS",
+    multiple=True,
+    help="The address (or network) of a reverse proxy whose X-Forwarded-Proto and "
+    "X-Forwarded-For are believed; repeatable [env SAFELIGHT_WEB_BEHIND_PROXY, "
+    "comma-separated]. The proxy must pass the Host it was sent.",
+)
+@click.option(
     "--read-only",
     is_flag=True,
     help="Nobody can cancel, retry or queue anything from the dashboard; users still sign in "
     "to read.",
 )
 @pass_state
-def serve(state: CliState, host: str | None, port: int | None, read_only: bool) -> None:
+def serve(
+    state: CliState,
+    host: str | None,
+    port: int | None,
+    allow_hosts: tuple[str, ...],
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    behind_proxies: tuple[str, ...],
+    read_only: bool,
+) -> None:
     """Serve the web dashboard: On this day, the queue (live), the configs, and a JSON API.
 
     Everything needs a signed-in user (safelight user add NAME); a user sees and acts on
-    their own configs, an admin on all. Runs until Ctrl-C or SIGTERM.
+    their own configs, an admin on all. Runs until Ctrl-C or SIGTERM. On the home
+    network: --host 0.0.0.0 --allow-host nas.local, and --tls-cert/--tls-key or
+    --behind-proxy (docs/web.md).
     """
-    state.overrides = {**state.overrides, "web_host": host, "web_port": port}
+    state.overrides = {
+        **state.overrides,
+        "web_host": host,
+        "web_port": port,
+        "web_allowed_hosts": allow_hosts or None,
+        "web_tls_cert": tls_cert,
+        "web_tls_key": tls_key,
+        "web_behind_proxy": behind_proxies or None,
+    }
+    # Before the database opens: a setting that cannot serve is one line at once.
+    checked = state.settings(default_log_level="info")
+    checked.check_web_reach()
+    tls = server_context(checked)
 
     async def body(database: Database, settings: Settings) -> None:
         app = create_app(database, settings, clock=state.clock, read_only=read_only)
         try:
-            server = WebServer(app, settings.web_host, settings.web_port, settings.web_limits())
+            server = WebServer(
+                app,
+                settings.web_host,
+                settings.web_port,
+                settings.web_limits(),
+                tls=tls,
+                trusted_proxies=settings.web_behind_proxy,
+            )
         except OSError as error:
             raise Failure(
                 f"cannot listen on {settings.web_host} port {settings.web_port}: "
                 f"{error.strerror or error}"
             ) from None
+        url = settings.web_url(server.port)
         with server.stopped_by_signals():
-            announce(server.url, read_only=read_only)
+            announce(url, read_only=read_only, warnings=reach_warnings(settings, server.port))
             await server.serve()
 
     state.with_database(body, default_log_level="info", long_running=True)
 
 
-def announce(url: str, *, read_only: bool) -> None:
-    """The first line is the ready signal: the socket listens from here on."""
+def reach_warnings(settings: Settings, port: int) -> list[str]:
+    """What an operator must know of how far the dashboard reaches, one line each."""
+    found = []
+    if settings.web_beyond_loopback():
+        names = ", ".join(settings.web_allowed_hosts)
+        reach = (
+            f"the dashboard listens on {settings.web_host} port {port}, beyond "
+            f"this machine: every machine that can reach it may open its pages at {names}"
+        )
+        if settings.web_tls_cert is None and not settings.web_behind_proxy:
+            reach += (
+                "; without TLS, passwords cannot be used from other machines: give "
+                "--tls-cert and --tls-key, or --behind-proxy ADDRESS of a reverse proxy "
+                "serving HTTPS (docs/web.md)"
+            )
+        found.append(reach)
+    if key_readable_by_others(settings):
+        found.append(
+            f"the TLS key {settings.web_tls_key} is readable by every user of this machine: "
+            "make it readable by its owner only (chmod 600)"
+        )
+    return [printable(line) for line in found]
+
+
+def announce(url: str, *, read_only: bool, warnings: Sequence[str] = ()) -> None:
+    """The first line is the ready signal: the socket listens from here on. Each
+    warning goes to stderr, as a Worker's of its metrics port do, and to the log once
+    (where a service's output is kept)."""
     click.echo(f"safelight serve: {url} (Ctrl-C stops)")
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+        _log.warning("%s", warning)
     if read_only:
         click.echo("read-only: started with --read-only, nobody can act")
     else:

@@ -31,8 +31,8 @@ from safelight.settings import Settings
 from safelight.web import api, auth, pages, signin
 from safelight.web.auth import SignIn
 from safelight.web.caching import NoStoreApi
+from safelight.web.guard import Guard, answered_hosts
 from safelight.web.proxies import serve_proxy
-from safelight.web.security import Guard, allowed_hosts
 from safelight.web.sessions import Sessions
 from safelight.work.store import WorkStore
 
@@ -101,7 +101,7 @@ class Dashboard(Starlette):
     Outside it, :class:`NoStoreApi` marks every API answer, the Guard's too, not to be
     stored."""
 
-    def __init__(self, *, hosts: Iterable[str] | None, **options: Any) -> None:
+    def __init__(self, *, hosts: Iterable[str], **options: Any) -> None:
         self._hosts = hosts
         super().__init__(**options)
 
@@ -118,8 +118,9 @@ def create_app(
     read_only: bool = False,
 ) -> Starlette:
     """The dashboard on ``database`` (open, migrated), its proxies read from the
-    settings' proxy root and its ``Host`` names from ``web_host``. Users sign in
-    (``safelight user add``); ``read_only``: nobody acts, whoever signs in."""
+    settings' proxy root and the ``Host`` names it answers to from ``web_host`` and
+    ``web_allowed_hosts`` (``guard.answered_hosts``). Users sign in (``safelight user
+    add``); ``read_only``: nobody acts, whoever signs in."""
     clock = clock or SystemClock()
     context = WebContext(
         pool=database.pool,
@@ -134,7 +135,7 @@ def create_app(
         read_only=read_only,
     )
     app = Dashboard(
-        hosts=allowed_hosts(settings.web_host),
+        hosts=answered_hosts(settings),
         routes=routes(),
         # Inside Starlette's own error middleware: a failure here is its 500, with the
         # Guard's headers; outside the routes' exception handlers, so it answers its own.

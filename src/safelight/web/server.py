@@ -15,15 +15,23 @@ first answer), and its ``limit_concurrency`` answers 503 only once a request's h
 arrived. :class:`_GuardedH11` closes a connection past the limits' ``max_connections`` as
 it is accepted, and one whose request head has not arrived ``head_seconds`` after it
 opened or after its last answer.
+
+With a TLS context it serves HTTPS on that same socket (uvicorn wraps the connections it
+accepts). Given trusted proxies, uvicorn's proxy headers middleware, outside the app,
+takes a request's scheme from ``X-Forwarded-Proto`` and its client from
+``X-Forwarded-For``, only when the connection comes from one of them (ADR 0042); from
+any other peer they are ignored, and without trusted proxies they always are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 import socket
+import ssl
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -34,6 +42,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from safelight.core.clock import Clock, SystemClock, TimerHandle
 from safelight.core.connections import ConnectionLimits
+from safelight.core.hostnames import ANY_ADDRESS, LOOPBACK_ADDRESS, url_of
 from safelight.logs import RefusalLine
 
 _log = logging.getLogger(__name__)
@@ -138,10 +147,25 @@ class _Server(uvicorn.Server):
         yield
 
 
+def trusted_peers(proxies: tuple[str, ...]) -> list[str]:
+    """The peers uvicorn trusts for proxy headers: ``proxies`` (addresses, networks),
+    each IPv4 one also as the IPv6-mapped address a dual-stack socket (bound to ``::``)
+    reports it as."""
+    peers: list[str] = []
+    for proxy in proxies:
+        peers.append(proxy)
+        network = ipaddress.ip_network(proxy, strict=False)
+        if isinstance(network, ipaddress.IPv4Network):
+            mapped = ipaddress.IPv6Address(f"::ffff:{network.network_address}")
+            peers.append(f"{mapped}/{96 + network.prefixlen}")
+    return peers
+
+
 class WebServer:
     """uvicorn serving ``app`` on ``host``:``port``; bound when made, serving once
     :meth:`serve` runs. ``clock`` times the connections' head deadlines (tests pass a
-    fake one)."""
+    fake one). ``tls``: serve HTTPS with it (``safelight.web.tls``). ``trusted_proxies``:
+    the addresses (or networks) whose forwarded scheme and client are believed."""
 
     def __init__(
         self,
@@ -152,26 +176,35 @@ class WebServer:
         *,
         access_log: bool = True,
         clock: Clock | None = None,
+        tls: ssl.SSLContext | None = None,
+        trusted_proxies: tuple[str, ...] = (),
     ) -> None:
-        self.socket = bind(host, port)
         self.host = host
-        self.port: int = self.socket.getsockname()[1]
+        self.scheme = "http" if tls is None else "https"
         config = uvicorn.Config(
             app,
             log_config=None,  # safelight's logging (masked, its format) is already set up
             access_log=access_log,
             lifespan="off",
             server_header=False,
-            proxy_headers=False,
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=trusted_peers(trusted_proxies),
+            # uvicorn's own certificate loading would fail inside serve(); the context
+            # is made, and checked, before (safelight.web.tls).
+            ssl_context_factory=None if tls is None else (lambda _config, _default: tls),
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             http=partial(_GuardedH11, guard=_Guard(limits, clock or SystemClock())),  # type: ignore[arg-type]
         )
         self._server = _Server(config)
+        self.socket = bind(host, port)
+        self.port: int = self.socket.getsockname()[1]
 
     @property
     def url(self) -> str:
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{shown}:{self.port}/"
+        """Where a client on this machine connects: the loopback address for a server
+        bound to every address."""
+        host = LOOPBACK_ADDRESS if self.host.strip("[]") in ANY_ADDRESS else self.host
+        return url_of(self.scheme, host, self.port)
 
     @contextlib.contextmanager
     def stopped_by_signals(self) -> Iterator[None]:
