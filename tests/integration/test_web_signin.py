@@ -6,6 +6,7 @@ limits and their lockouts on the fake clock, and error texts that echo nothing."
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -28,8 +29,10 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.testing.webserver import dashboard_in_thread
+from safelight.web.app import create_app
 from safelight.web.auth import PLAIN_HTTP, SIGN_IN_FIRST, is_open
 from safelight.web.proxies import proxy_url
+from safelight.web.server import WebServer
 from safelight.work.model import Status
 from tests.integration.webfixtures import (
     COOKIE,
@@ -452,3 +455,42 @@ async def _status(pool: AsyncConnectionPool[Any], item_id: int) -> str:
         row = await cur.fetchone()
     assert row is not None
     return str(row[0])
+
+
+async def test_behind_a_trusted_proxy_the_browsers_scheme_and_address_decide(
+    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
+) -> None:
+    """``--behind-proxy``: what the proxy says of the browser (``X-Forwarded-Proto``,
+    ``X-Forwarded-For``) is what the plain-HTTP refusal judges, over a real socket."""
+    settings = web_settings(database_url, tmp_path)
+    clock = clock_on(TODAY)
+    await Accounts(pool, clock).add("alice", password=PASSWORD, admin=False)
+    app = create_app(Database(url=str(settings.database_url), pool=pool), settings, clock=clock)
+    server = WebServer(
+        app,
+        "127.0.0.1",
+        0,
+        settings.web_limits(),
+        access_log=False,
+        trusted_proxies=("127.0.0.1",),
+    )
+    serving = asyncio.create_task(server.serve())
+    phone = {"X-Forwarded-For": "192.168.1.20"}
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as proxy:
+            form = login_form("alice", PASSWORD)
+            plain = await proxy.post(
+                "/login", content=form, headers={**FORM, **phone, "X-Forwarded-Proto": "http"}
+            )
+            assert plain.status_code == 403 and PLAIN_HTTP in plain.text
+            assert "set-cookie" not in plain.headers
+            secure = await proxy.post(
+                "/login", content=form, headers={**FORM, **phone, "X-Forwarded-Proto": "https"}
+            )
+            assert secure.status_code == 303
+            cookie = secure.headers["set-cookie"]
+            assert cookie.startswith(f"__Host-safelight_session_{server.port}=")
+            assert "; secure" in cookie.lower()
+    finally:
+        server.stop()
+        await asyncio.wait_for(serving, 30)

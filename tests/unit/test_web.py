@@ -116,8 +116,6 @@ def test_a_proxy_url_changes_with_the_file_its_row_names() -> None:
     assert proxy_url(5, "thumbnail", None) is None
 
 
-
-
 def test_the_web_settings_and_the_token_kept_out_of_the_repr() -> None:
     defaults = Settings.load({}, {})
     assert (defaults.web_host, defaults.web_port, defaults.web_token) == ("127.0.0.1", 8470, None)
