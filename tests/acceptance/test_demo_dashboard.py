@@ -14,15 +14,32 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 
+from safelight.accounts.tokens import new_token, token_digest
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import json_of, start_safelight
 
 pytestmark = pytest.mark.acceptance
 
 
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as response:
+def get_json(url: str, token: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
+
+
+def reader_token(database_url: str) -> str:
+    """An admin and a personal token of theirs: the dashboard answers only a user."""
+    token = new_token()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO users (name, is_admin, created_at) VALUES ('reader', true, now())"
+        )
+        conn.execute(
+            "INSERT INTO auth_tokens (user_name, token_hash, created_at, expires_at)"
+            " VALUES ('reader', %s, now(), now() + interval '1 day')",
+            (token_digest(token),),
+        )
+    return token
 
 
 def test_demo_prints_the_dashboard_of_its_library_and_that_command_serves_it(
@@ -56,6 +73,7 @@ def test_demo_prints_the_dashboard_of_its_library_and_that_command_serves_it(
     assert counts[day.replace(year=2000)] == max(counts.values())
 
     # Run as printed (on any free port: 8470 may be taken here), it serves that library.
+    token = reader_token(database_url)
     process = start_safelight(
         *serve["command"][1:], "--port", "0", env={"SAFELIGHT_DATABASE_URL": database_url}
     )
@@ -64,9 +82,9 @@ def test_demo_prints_the_dashboard_of_its_library_and_that_command_serves_it(
         first = process.stdout.readline()
         assert first.startswith("safelight serve: http://127.0.0.1:"), first
         base = first.split()[2]
-        configs = get_json(base + "api/configs")
+        configs = get_json(base + "api/configs", token)
         assert [c["root"] for c in configs] == [str((home / "demo-library").resolve())]
-        on_the_day = get_json(f"{base}api/on-this-day?date={day.isoformat()}")
+        on_the_day = get_json(f"{base}api/on-this-day?date={day.isoformat()}", token)
         assert on_the_day["count"] >= 1
         assert sum(len(y["assets"]) for y in on_the_day["years"]) == on_the_day["count"]
     finally:

@@ -25,7 +25,7 @@ from safelight.web.app import create_app
 from safelight.web.guard import MISDIRECTED
 from safelight.web.server import WebServer
 from safelight.web.tls import server_context
-from tests.integration.webfixtures import TODAY, TOKEN, clock_on, web_settings
+from tests.integration.webfixtures import TODAY, clock_on, web_settings
 from tests.selfsigned import NAME, make_certificate
 
 pytestmark = pytest.mark.integration
@@ -86,7 +86,6 @@ def dashboard(pool: AsyncConnectionPool[Any], settings: Settings, **options: Any
         Database(url=str(settings.database_url), pool=pool),
         settings,
         clock=clock_on(TODAY),
-        token=TOKEN,
     )
     return WebServer(app, settings.web_host, 0, LIMITS, access_log=False, **options)
 

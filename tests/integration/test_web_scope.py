@@ -21,11 +21,10 @@ from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web import api, pages, reads
 from safelight.web.proxies import NO_PROXY, proxy_url
 from safelight.work.model import Status
-from tests.integration.webfixtures import TODAY, TOKEN, Web, as_viewer, store_of
+from tests.integration.webfixtures import TODAY, Web, as_viewer, store_of
 
 pytestmark = pytest.mark.integration
 
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 # What "On this day" shows of a generated library (test_web_on_this_day.py says why).
 SHOWN = {
     "photo-1y",
@@ -256,19 +255,19 @@ async def test_actions_on_another_owners_items_answer_as_on_absent_ones(web: Web
     bob_item = await CRAWL.enqueue_for(store, family.bob.config_id)
     loose = await store.enqueue(NOOP.name)
     for action in ("cancel", "retry"):
-        absent = await family.as_alice.post(f"/api/items/999999/{action}", headers=BEARER)
+        absent = await family.as_alice.post(f"/api/items/999999/{action}")
         for unseen in (bob_item, loose):
-            refused = await family.as_alice.post(f"/api/items/{unseen}/{action}", headers=BEARER)
+            refused = await family.as_alice.post(f"/api/items/{unseen}/{action}")
             absent_like(refused, absent, unseen)
-    by_bob = await family.as_bob.post(f"/api/items/{loose}/cancel", headers=BEARER)
+    by_bob = await family.as_bob.post(f"/api/items/{loose}/cancel")
     assert by_bob.status_code == 404
     for item_id in (bob_item, loose):
         item = await store.get(item_id)
         assert item is not None and item.status is Status.QUEUED
 
-    own = await family.as_bob.post(f"/api/items/{bob_item}/cancel", headers=BEARER)
+    own = await family.as_bob.post(f"/api/items/{bob_item}/cancel")
     assert (own.status_code, own.json()["outcome"]) == (200, "cancelled")
-    admin = await family.as_admin.post(f"/api/items/{loose}/cancel", headers=BEARER)
+    admin = await family.as_admin.post(f"/api/items/{loose}/cancel")
     assert (admin.status_code, admin.json()["outcome"]) == (200, "cancelled")
 
 
@@ -278,8 +277,8 @@ async def test_crawl_and_purge_only_of_ones_own_configs_or_as_an_admin(
 ) -> None:
     family = await family_of(web)
     bob_config = family.bob.config_id
-    absent = await family.as_alice.post(f"/api/configs/{NO_SUCH_CONFIG}/{action}", headers=BEARER)
-    refused = await family.as_alice.post(f"/api/configs/{bob_config}/{action}", headers=BEARER)
+    absent = await family.as_alice.post(f"/api/configs/{NO_SUCH_CONFIG}/{action}")
+    refused = await family.as_alice.post(f"/api/configs/{bob_config}/{action}")
     absent_like(refused, absent)
     assert refused.json()["error"] == api.NO_CONFIG
     async with web.pool.connection() as conn:
@@ -287,15 +286,11 @@ async def test_crawl_and_purge_only_of_ones_own_configs_or_as_an_admin(
         row = await cur.fetchone()
     assert row is not None and row[0] == 0
 
-    own = await family.as_bob.post(f"/api/configs/{bob_config}/{action}", headers=BEARER)
+    own = await family.as_bob.post(f"/api/configs/{bob_config}/{action}")
     assert (own.status_code, own.json()["outcome"]) == (200, "queued")
-    admin = await family.as_admin.post(
-        f"/api/configs/{family.alice.config_id}/{action}", headers=BEARER
-    )
+    admin = await family.as_admin.post(f"/api/configs/{family.alice.config_id}/{action}")
     assert (admin.status_code, admin.json()["outcome"]) == (200, "queued")
-    disabled = await family.as_alice.post(
-        f"/api/configs/{family.alice_old.config_id}/{action}", headers=BEARER
-    )
+    disabled = await family.as_alice.post(f"/api/configs/{family.alice_old.config_id}/{action}")
     assert (disabled.status_code, disabled.json()["outcome"]) == (409, "refused")
 
 
@@ -391,7 +386,10 @@ async def test_what_may_be_kept_by_a_browser_or_a_cache(web: Web) -> None:
         await family.as_alice.get("/api/items/999999"),
         await family.as_alice.get("/api/nowhere"),
         await family.as_alice.post("/api/items/999999/cancel"),
-        await family.as_alice.post("/api/items/999999/cancel", headers=BEARER),
+        await family.as_alice.post(
+            "/api/items/999999/cancel",
+            headers={"Authorization": f"Bearer {await web.accounts.new_token('alice')}"},
+        ),
         await family.as_alice.get("/api/status", headers={"Host": "evil.example"}),
         await family.as_alice.get("/proxies/999999/thumbnail/0123456789abcdef"),
         await family.as_alice.get("/"),
@@ -436,6 +434,6 @@ async def test_no_error_text_repeats_what_was_sent(
 
 @pytest.mark.parametrize("action", ["crawl", "purge"])
 async def test_no_action_error_repeats_the_config_it_was_given(web: Web, action: str) -> None:
-    response = await web.client.post(f"/api/configs/{SECRET}/{action}", headers=BEARER)
+    response = await web.client.post(f"/api/configs/{SECRET}/{action}")
     assert (response.status_code, response.json()["error"]) == (404, api.NO_CONFIG)
     assert SECRET not in response.text

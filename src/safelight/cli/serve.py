@@ -12,11 +12,9 @@ import click
 from safelight.cli.failures import Failure
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
-from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
 from safelight.web.app import create_app
-from safelight.web.security import new_token
 from safelight.web.server import WebServer
 from safelight.web.tls import key_readable_by_others, server_context
 
@@ -73,7 +71,8 @@ _log = logging.getLogger(__name__)
 @click.option(
     "--read-only",
     is_flag=True,
-    help="No token at all: nobody can cancel, retry or queue anything from the dashboard.",
+    help="Nobody can cancel, retry or queue anything from the dashboard; users still sign in "
+    "to read.",
 )
 @pass_state
 def serve(
@@ -88,10 +87,10 @@ def serve(
 ) -> None:
     """Serve the web dashboard: On this day, the queue (live), the configs, and a JSON API.
 
-    Reading needs nothing; acting (cancel, retry, queue a crawl or a purge) needs the
-    token: SAFELIGHT_WEB_TOKEN, or one made at start and printed once, in a sign-in URL.
-    Runs until Ctrl-C or SIGTERM. On the home network: --host 0.0.0.0 --allow-host
-    nas.local, and --tls-cert/--tls-key or --behind-proxy (docs/web.md).
+    Everything needs a signed-in user (safelight user add NAME); a user sees and acts on
+    their own configs, an admin on all. Runs until Ctrl-C or SIGTERM. On the home
+    network: --host 0.0.0.0 --allow-host nas.local, and --tls-cert/--tls-key or
+    --behind-proxy (docs/web.md).
     """
     state.overrides = {
         **state.overrides,
@@ -108,10 +107,7 @@ def serve(
     tls = server_context(checked)
 
     async def body(database: Database, settings: Settings) -> None:
-        token = None if read_only else (settings.web_token or new_token())
-        if token is not None:
-            masker.add(token)  # never in a log line
-        app = create_app(database, settings, clock=state.clock, token=token)
+        app = create_app(database, settings, clock=state.clock, read_only=read_only)
         try:
             server = WebServer(
                 app,
@@ -128,12 +124,7 @@ def serve(
             ) from None
         url = settings.web_url(server.port)
         with server.stopped_by_signals():
-            announce(
-                url,
-                token,
-                given=settings.web_token is not None,
-                warnings=reach_warnings(settings, server.port),
-            )
+            announce(url, read_only=read_only, warnings=reach_warnings(settings, server.port))
             await server.serve()
 
     state.with_database(body, default_log_level="info", long_running=True)
@@ -163,7 +154,7 @@ def reach_warnings(settings: Settings, port: int) -> list[str]:
     return [printable(line) for line in found]
 
 
-def announce(url: str, token: str | None, *, given: bool, warnings: Sequence[str] = ()) -> None:
+def announce(url: str, *, read_only: bool, warnings: Sequence[str] = ()) -> None:
     """The first line is the ready signal: the socket listens from here on. Each
     warning goes to stderr, as a Worker's of its metrics port do, and to the log once
     (where a service's output is kept)."""
@@ -171,10 +162,7 @@ def announce(url: str, token: str | None, *, given: bool, warnings: Sequence[str
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
         _log.warning("%s", warning)
-    if token is None:
+    if read_only:
         click.echo("read-only: started with --read-only, nobody can act")
-    elif given:
-        click.echo("sign in to act with SAFELIGHT_WEB_TOKEN")
     else:
-        click.echo(f"sign in to act: {url}login#token={token}")
-        click.echo("(a new token at each start, printed only here; SAFELIGHT_WEB_TOKEN keeps one)")
+        click.echo(f"sign in at {url}login as a user of safelight user add")

@@ -1,9 +1,9 @@
 """The web dashboard served for a test on a real port, in a thread of its own: for a
-browser test (Playwright drives it from the test's thread), with the test's clock and
-token. ``safelight serve`` itself is the same :class:`~safelight.web.server.WebServer`
-on the same :func:`~safelight.web.app.create_app`.
+browser test (Playwright drives it from the test's thread), with the test's clock.
+``safelight serve`` itself is the same :class:`~safelight.web.server.WebServer` on the
+same :func:`~safelight.web.app.create_app`.
 
-    with dashboard_in_thread(settings, clock=FakeClock(...), token="...") as url:
+    with dashboard_in_thread(settings, clock=FakeClock(...)) as url:
         page.goto(url)   # "http://127.0.0.1:PORT/"
 """
 
@@ -19,10 +19,8 @@ from typing import Any
 from safelight.core.clock import Clock
 from safelight.db.database import open_database
 from safelight.settings import Settings
-from safelight.testing.viewing import AsViewer
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
-from safelight.web.viewer import Viewer
 
 READY_SECONDS = 60.0
 
@@ -32,24 +30,21 @@ def dashboard_in_thread(
     settings: Settings,
     *,
     clock: Clock,
-    token: str | None,
+    read_only: bool = False,
     zone: tzinfo | None = UTC,
     host: str = "127.0.0.1",
     port: int = 0,
-    viewer: Viewer | None = None,
 ) -> Iterator[str]:
     """Serve the dashboard of ``settings``' database (opened, and migrated, in the
-    thread's own event loop) until the block ends; yields its URL once it listens.
-    ``viewer``: every request is read for it, without a sign-in (:class:`AsViewer`)."""
+    thread's own event loop) until the block ends; yields its URL once it listens."""
     ready = threading.Event()
     state: dict[str, Any] = {}
 
     async def main() -> None:
         database = await open_database(settings.database_url, settings.home, max_size=4)
         try:
-            app = create_app(database, settings, clock=clock, token=token, zone=zone)
-            served = app if viewer is None else AsViewer(app, viewer)
-            server = WebServer(served, host, port, settings.web_limits(), access_log=False)
+            app = create_app(database, settings, clock=clock, zone=zone, read_only=read_only)
+            server = WebServer(app, host, port, settings.web_limits(), access_log=False)
             state["server"], state["loop"] = server, asyncio.get_running_loop()
             ready.set()
             await server.serve()

@@ -1,5 +1,7 @@
 """The JSON API (docs/web.md): what the pages show, as documents; the pages' live parts
-and buttons call it. Every POST needs the token (``security``).
+and buttons call it. Every route needs a signed-in viewer (``auth``); every POST may act
+(``acting``: not read-only, not from another site, a session's CSRF token) only on what
+the viewer may see.
 
 Each read is of the viewer's own (``viewer_of(request).owner``: an admin's is every
 owner's), and an item or config the viewer may not see answers exactly as one that does
@@ -24,6 +26,7 @@ from safelight.terminal import printable
 from safelight.views.documents import item_document, json_default
 from safelight.views.queries import item_owner, library_counts, list_items, queue_status
 from safelight.web import actions, reads
+from safelight.web.acting import may_act
 from safelight.web.caching import NO_STORE
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document
@@ -273,7 +276,7 @@ def _act(request: Request, done: actions.Done) -> Response:
 
 
 async def cancel(request: Request) -> Response:
-    web(request).access.authorize(request)
+    may_act(request)
     item_id = request.path_params["item_id"]
     if not await may_see_item(request, item_id):
         return _act(request, actions.cancel_unseen(item_id))
@@ -281,7 +284,7 @@ async def cancel(request: Request) -> Response:
 
 
 async def retry(request: Request) -> Response:
-    web(request).access.authorize(request)
+    may_act(request)
     item_id = request.path_params["item_id"]
     if not await may_see_item(request, item_id):
         return _act(request, actions.retry_unseen(item_id))
@@ -291,9 +294,8 @@ async def retry(request: Request) -> Response:
 async def _config_for_action(request: Request) -> UUID:
     """The config the path names, if the viewer may act on it: their own, or any for an
     admin; a 404 as for no config otherwise."""
-    web(request).access.authorize(request)
+    viewer = may_act(request)
     config_id = parse_config_id(request.path_params["config_id"])
-    viewer = viewer_of(request)
     found = await reads.configs_overview(web(request).pool, config_id, owner=viewer.owner)
     if not found or not viewer.may_see(found[0]["owner"]):
         raise HTTPException(404, NO_CONFIG)

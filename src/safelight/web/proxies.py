@@ -45,7 +45,8 @@ _log = logging.getLogger(__name__)
 # The proxy types a page shows, and the content type of each extension written.
 SERVED_TYPES = frozenset({"thumbnail", "full_preview", "web_video"})
 CONTENT_TYPES = {"jpg": "image/jpeg", "mp4": "video/mp4"}
-# The one answer for every proxy not served, whatever the reason.
+# The one answer for every proxy not served, whatever the reason (no such asset, not the
+# viewer's, no signed-in user: ``auth``): none says which ids exist.
 NO_PROXY = "there is no such proxy"
 CHUNK_BYTES = 256 * 1024
 _VERSION = re.compile(r"[0-9a-f]{16}")
