@@ -44,11 +44,19 @@ def test_every_kind_has_its_scope_and_a_handler() -> None:
     }
 
 
-async def test_token_cleanup_deletes_expired_tokens_only(
+async def test_token_cleanup_deletes_expired_tokens_and_sessions_only(
     pool: AsyncConnectionPool[Any], tmp_path: Path
 ) -> None:
     h = make_harness(pool, tmp_path)
     now = h.clock.now()
+    # Since migration 0019 a token and a session belong to a user.
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO users (name, created_at) VALUES ('alice', %s) RETURNING id", (now,)
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        user_id = row[0]
     for name, expires in (("old", -10), ("just", -1), ("later", 1), ("future", 3600)):
         async with pool.connection() as conn:
             await conn.execute(
@@ -56,14 +64,31 @@ async def test_token_cleanup_deletes_expired_tokens_only(
                 " VALUES ('alice', %s, %s, %s)",
                 (name, now - timedelta(days=1), now + timedelta(seconds=expires)),
             )
+            await conn.execute(
+                "INSERT INTO web_sessions (id_digest, user_id, origin, csrf_digest,"
+                " created_at, last_seen_at, expires_at)"
+                " VALUES (%s, %s, 'http://127.0.0.1:8080', %s, %s, %s, %s)",
+                (
+                    name.encode(),
+                    user_id,
+                    b"csrf",
+                    now - timedelta(days=1),
+                    now - timedelta(days=1),
+                    now + timedelta(seconds=expires),
+                ),
+            )
 
     item = await h.run("token_cleanup")
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result == {"deleted": 2}
+    assert item.result == {"deleted": 2, "sessions_deleted": 2}
     assert [r[0] for r in await h.rows("SELECT token_hash FROM auth_tokens ORDER BY 1")] == [
         "future",
         "later",
+    ]
+    assert [bytes(r[0]) for r in await h.rows("SELECT id_digest FROM web_sessions ORDER BY 1")] == [
+        b"future",
+        b"later",
     ]
 
 

@@ -65,6 +65,7 @@ _SUBJECTS = frozenset(
         "proxy",
         "schedule",
         "server",
+        "session",
         "sessions",
         "status",
         "token",

@@ -1,4 +1,10 @@
-"""``token_cleanup`` (unscoped): delete the auth tokens that have expired."""
+"""``token_cleanup`` (unscoped): delete the personal API tokens and the dashboard's web
+sessions that have expired.
+
+Its result is ``{"deleted": tokens, "sessions_deleted": sessions}``: ``deleted`` kept
+its meaning (tokens) from before sessions existed, so a script reading it still reads
+the same number.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +21,11 @@ from safelight.work.kinds import Scope
 async def run_token_cleanup(
     ctx: HandlerContext, services: Services, payload: NoPayload
 ) -> dict[str, Any]:
+    now = ctx.clock.now()
     async with ctx.fenced() as conn:
-        deleted = await assets.delete_expired_tokens(conn, ctx.clock.now())
-    return {"deleted": deleted}
+        deleted = await assets.delete_expired_tokens(conn, now)
+        sessions = await assets.delete_expired_sessions(conn, now)
+    return {"deleted": deleted, "sessions_deleted": sessions}
 
 
 TOKEN_CLEANUP = Kind(

@@ -404,3 +404,10 @@ async def errors_of_config(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
 async def delete_expired_tokens(conn: Conn, now: datetime) -> int:
     cur = await conn.execute(QUERIES["tokens_delete_expired"], {"now": now})
     return cur.rowcount
+
+
+async def delete_expired_sessions(conn: Conn, now: datetime) -> int:
+    """Delete the dashboard's sign-ins that expired: a session no longer signs anyone
+    in after its expiry, and its row is kept no longer than the next clean-up."""
+    cur = await conn.execute(QUERIES["sessions_delete_expired"], {"now": now})
+    return cur.rowcount

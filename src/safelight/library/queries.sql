@@ -325,3 +325,7 @@ RETURNING r.old_path
 -- tokens_delete_expired --
 -- Delete the auth tokens that expired before now.
 DELETE FROM auth_tokens WHERE expires_at < %(now)s
+
+-- sessions_delete_expired --
+-- Delete the web sessions that expired before now (a small table, scanned once a run).
+DELETE FROM web_sessions WHERE expires_at < %(now)s

@@ -42,6 +42,9 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 CHUNK_BYTES = 256 * 1024
 _VERSION = re.compile(r"[0-9a-f]{16}")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# The one answer for a proxy that is not there, whatever the reason: no such asset, no
+# such proxy, or no signed-in user (``auth``): none says which ids exist.
+NO_PROXY = "there is no such proxy"
 
 
 def proxy_version(path: str) -> str:
@@ -87,10 +90,10 @@ async def serve_proxy(request: Request) -> Response:
     proxy_type: str = request.path_params["proxy_type"]
     version: str = request.path_params["version"]
     if proxy_type not in SERVED_TYPES or not _VERSION.fullmatch(version):
-        raise HTTPException(404, f"asset {asset_id} has no proxy {proxy_type!r}")
+        raise HTTPException(404, NO_PROXY)
     found = await reads.proxy_of_asset(pool, asset_id, proxy_type)
     if found is None:
-        raise HTTPException(404, f"asset {asset_id} has no {proxy_type} proxy")
+        raise HTTPException(404, NO_PROXY)
     name = parse_proxy_name(found.path)
     extension = found.path.rsplit(".", 1)[-1]
     if (
@@ -106,7 +109,7 @@ async def serve_proxy(request: Request) -> Response:
             proxy_type,
             found.path,
         )
-        raise HTTPException(404, f"asset {asset_id} has no {proxy_type} proxy")
+        raise HTTPException(404, NO_PROXY)
     current = proxy_version(found.path)
     if version != current:
         return RedirectResponse(
@@ -125,7 +128,7 @@ async def serve_proxy(request: Request) -> Response:
         raise HTTPException(404, f"asset {asset_id}'s {proxy_type} file is missing") from None
     except UnsafeProxyPath as error:
         _log.warning("asset %s: not served: %s", asset_id, error)
-        raise HTTPException(404, f"asset {asset_id} has no {proxy_type} proxy") from None
+        raise HTTPException(404, NO_PROXY) from None
     try:
         size = os.fstat(file.fileno()).st_size
         if_range = request.headers.get("if-range")
