@@ -90,10 +90,13 @@ Invoke = Callable[..., Result]
 
 @pytest.fixture
 def invoke(cli_env: dict[str, str | None]) -> Invoke:
-    """``invoke("items", "--json", env={...})``: run a command in this process."""
+    """``invoke("items", "--json", env={...}, input="...")``: run a command in this
+    process (``input``: what it reads on stdin)."""
 
-    def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
+    def run(
+        *args: str, env: Mapping[str, str | None] | None = None, input: str | None = None
+    ) -> Result:
         merged = {**cli_env, **(env or {})}
-        return CliRunner().invoke(cli, list(args), env=merged, catch_exceptions=False)
+        return CliRunner().invoke(cli, list(args), env=merged, input=input, catch_exceptions=False)
 
     return run

@@ -4,12 +4,14 @@
 library (``generate_day_library``), crawls it with ``safelight run`` (real proxies,
 BlurHashes, bursts and Live Photos), and serves the dashboard with uvicorn on a free
 port of 127.0.0.1, in a thread of this process with an event loop of its own, exactly
-as ``safelight serve`` builds it (``create_app``, ``WebServer``).
+as ``safelight serve`` builds it (``create_app``, ``WebServer``), with an admin user
+(``ADMIN``, ``PASSWORD``).
 
 ``browser`` is the system's Chromium (``chromium`` or ``chromium-browser`` on PATH, or
 ``SAFELIGHT_TEST_CHROMIUM``; ``scripts/setup --dev`` installs Debian's) driven by
 Playwright, which never downloads a browser of its own here; without one, the browser
-tests skip with the reason. ``page`` is a fresh browser context's page on the site;
+tests skip with the reason. ``page`` is a fresh browser context's page on the site,
+signed in as the admin through the sign-in page (``anonymous_page``: signed in as nobody);
 when its test ends, a screenshot of the whole page goes to
 ``tests/artifacts/browser/<module>/<test>.png`` (``SAFELIGHT_TEST_ARTIFACTS`` moves
 ``tests/artifacts``), failed or not, and a script error or a refused resource (the
@@ -26,7 +28,6 @@ import logging
 import os
 import queue
 import re
-import secrets
 import shutil
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -40,8 +41,11 @@ import pytest
 from click.testing import CliRunner
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from safelight.accounts.store import Accounts
 from safelight.app import open_app_database
 from safelight.cli.main import cli
+from safelight.core.clock import SystemClock
+from safelight.db.pool import open_pool
 from safelight.logs import CHATTY_LIBRARIES
 from safelight.settings import Settings
 from safelight.testing.samplegen import Manifest, generate_day_library
@@ -59,6 +63,8 @@ YEARS = (2016, 2019, 2021, 2024)
 # The whole run waits on the page, never on a clock: a generous bound for a busy machine.
 EXPECT_TIMEOUT_MS = 15_000
 START_TIMEOUT_SECONDS = 60
+ADMIN = "admin"
+PASSWORD = "a long family password, 28 June"
 
 T = TypeVar("T")
 
@@ -100,7 +106,6 @@ class Site:
     """``http://127.0.0.1:<port>/``"""
     database_url: str
     settings: Settings
-    token: str
     manifest: Manifest
 
     def connect(self) -> psycopg.Connection[Any]:
@@ -110,9 +115,8 @@ class Site:
 class _Served:
     """The dashboard in a thread: its own event loop, database pool and uvicorn."""
 
-    def __init__(self, settings: Settings, token: str) -> None:
+    def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._token = token
         self._started: queue.Queue[WebServer | BaseException] = queue.Queue()
         self._thread = threading.Thread(target=self._main, name="browser-test-site")
         self.server: WebServer | None = None
@@ -121,7 +125,7 @@ class _Served:
         async def serve() -> None:
             database = await open_app_database(self._settings, concurrency=2)
             try:
-                app = create_app(database, self._settings, token=self._token)
+                app = create_app(database, self._settings)
                 server = WebServer(
                     app, "127.0.0.1", 0, self._settings.web_limits(), access_log=False
                 )
@@ -176,6 +180,24 @@ def _crawl(root: Path, database_url: str, home: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+async def add_user(database_url: str, name: str, password: str, *, admin: bool) -> None:
+    pool = await open_pool(database_url, min_size=1, max_size=1)
+    try:
+        await Accounts(pool, SystemClock()).add(name, password=password, admin=admin)
+    finally:
+        await pool.close()
+
+
+def sign_in(page: Page, name: str = ADMIN, password: str = PASSWORD, next_path: str = "/") -> None:
+    """Sign ``page`` in through the sign-in page, as a person does; it ends on ``next_path``."""
+    page.goto(f"/login?next={next_path}")
+    page.locator("#login-username").fill(name)
+    page.locator("#login-password").fill(password)
+    page.locator("#login-submit").click()
+    expect(page).to_have_url(re.compile(re.escape(next_path) + "$"))
+    expect(page.locator("#access")).to_have_attribute("data-access", "signed-in")
+
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """The Chromium to drive; without one every browser test skips, before anything is
@@ -201,10 +223,10 @@ def site(
         manifest = generate_day_library(library, ASKED_DAY.month, ASKED_DAY.day, YEARS)
         _crawl(library, database_url, home)
         settings = Settings.load({"database_url": database_url, "home": home}, env={})
-        token = secrets.token_urlsafe(32)
-        served = _Served(settings, token)
+        run_async(lambda: add_user(database_url, ADMIN, PASSWORD, admin=True))
+        served = _Served(settings)
         url = served.start()
-        yield Site(url, database_url, settings, token, manifest)
+        yield Site(url, database_url, settings, manifest)
     finally:
         if served is not None:
             served.stop()
@@ -242,7 +264,7 @@ def page_problems() -> list[str]:
 
 
 @pytest.fixture
-def page(
+def anonymous_page(
     site: Site, browser: Browser, page_problems: list[str], request: pytest.FixtureRequest
 ) -> Iterator[Page]:
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
@@ -269,3 +291,10 @@ def page(
             opened.screenshot(path=str(path), full_page=True)
         finally:
             context.close()
+
+
+@pytest.fixture
+def page(anonymous_page: Page) -> Page:
+    """A fresh page signed in as the admin."""
+    sign_in(anonymous_page)
+    return anonymous_page

@@ -1,5 +1,6 @@
 """The queue page in Chromium: a running item's end shows without a reload, and cancel
-works for a person signed in with the token and is refused to anyone without it."""
+works for a person signed in (with the CSRF token the sign-in page kept) and is refused
+to anyone else."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from safelight.core.clock import SystemClock
 from safelight.db.database import Database
 from safelight.db.pool import open_pool
 from safelight.handlers import CRAWL
-from tests.browser.conftest import Site, run_async
+from tests.browser.conftest import ADMIN, PASSWORD, Site, run_async
 
 pytestmark = pytest.mark.browser
 
@@ -111,14 +112,6 @@ def running_row(page: Page, item: Running) -> Any:
     return page.locator(f"#running tbody tr[data-item-id='{item.item_id}']")
 
 
-def sign_in(page: Page, token: str) -> None:
-    page.goto("/login?next=/queue")
-    page.locator("#login-token").fill(token)
-    page.locator("#login-submit").click()
-    expect(page).to_have_url(re.compile(r"/queue$"))
-    expect(page.locator("#access")).to_have_attribute("data-access", "signed-in")
-
-
 def test_the_queue_page_shows_an_items_end_without_a_reload(page: Page, work: Queue) -> None:
     finishing, failing = work.running(), work.running()
     page.goto("/queue")
@@ -141,11 +134,9 @@ def test_the_queue_page_shows_an_items_end_without_a_reload(page: Page, work: Qu
     assert int(page.locator("#queue").get_attribute("data-refreshed") or "0") > refreshed
 
 
-def test_cancel_works_for_a_person_signed_in_with_the_token(
-    page: Page, site: Site, work: Queue
-) -> None:
+def test_cancel_works_for_a_person_signed_in(page: Page, site: Site, work: Queue) -> None:
     item = work.running()
-    sign_in(page, site.token)
+    page.goto("/queue")
     row = running_row(page, item)
     expect(row).to_be_visible()
 
@@ -157,16 +148,16 @@ def test_cancel_works_for_a_person_signed_in_with_the_token(
     assert work.status(item) == ("running", True)
 
 
-def test_cancel_is_refused_without_the_token(
-    page: Page, site: Site, work: Queue, page_problems: list[str]
+def test_signed_out_the_queue_is_not_shown_and_cancel_is_refused(
+    anonymous_page: Page, site: Site, work: Queue, page_problems: list[str]
 ) -> None:
+    page = anonymous_page
     item = work.running()
     page.goto("/queue")
-    row = running_row(page, item)
-    expect(row).to_be_visible()
-    expect(page.locator("#access")).to_have_attribute("data-access", "signed-out")
-    # Signed out, the page offers no cancel at all ...
-    expect(row.get_by_role("button", name="cancel")).to_have_count(0)
+    # Signed out, the queue is the sign-in page ...
+    expect(page).to_have_url(re.compile(r"/login\?next=/queue$"))
+    expect(page.locator("#login-form")).to_be_visible()
+    expect(page.locator("#running")).to_have_count(0)
 
     # ... and the API refuses the request the button would send, with or without a
     # made-up CSRF token or a wrong bearer token.
@@ -177,7 +168,7 @@ def test_cancel_is_refused_without_the_token(
             return [
                 await post({}),
                 await post({ "X-CSRF-Token": "made-up" }),
-                await post({ Authorization: "Bearer not-the-dashboards-token" }),
+                await post({ Authorization: "Bearer sl_not-a-token" }),
             ];
         }""",
         f"/api/items/{item.item_id}/cancel",
@@ -195,7 +186,7 @@ def test_a_signed_in_action_without_its_csrf_token_is_refused(
     page: Page, site: Site, work: Queue, page_problems: list[str]
 ) -> None:
     item = work.running()
-    sign_in(page, site.token)
+    page.goto("/queue")
     expect(running_row(page, item)).to_be_visible()
 
     # The session cookie goes with the request, but not the page's CSRF token.
@@ -207,3 +198,26 @@ def test_a_signed_in_action_without_its_csrf_token_is_refused(
     assert status == 403
     assert work.status(item) == ("running", False)
     page_problems[:] = [p for p in page_problems if "403" not in p]
+
+
+def test_a_page_without_the_csrf_token_says_to_sign_in_again_to_act(
+    page: Page, site: Site, work: Queue
+) -> None:
+    """The token lives only in the origin's storage, where the sign-in page's script put
+    it: a page without it (storage cleared, or a sign-in with no script) cannot act, says
+    so, and its button leads to the sign-in page, which gives a new one."""
+    item = work.running()
+    page.goto("/queue")
+    page.evaluate("() => window.localStorage.clear()")
+    page.reload()
+    button = running_row(page, item).locator("button[data-action]")
+    expect(button).to_have_text("sign in again to act")
+    assert "csrf" not in page.content().lower()  # never in the page
+
+    button.click()
+    expect(page).to_have_url(re.compile(r"/login\?next=%2Fqueue$"))
+    page.locator("#login-username").fill(ADMIN)
+    page.locator("#login-password").fill(PASSWORD)
+    page.locator("#login-submit").click()
+    expect(page).to_have_url(re.compile(r"/queue$"))
+    expect(running_row(page, item).get_by_role("button", name="cancel")).to_be_visible()

@@ -31,7 +31,7 @@ from safelight.testing.fakeclock import FakeClock
 from safelight.testing.webserver import dashboard_in_thread
 from safelight.work.model import Status
 from tests.faults.cluster import free_port
-from tests.integration.webfixtures import TODAY, TOKEN, clock_on, web_settings
+from tests.integration.webfixtures import TODAY, clock_on, web_settings
 
 pytestmark = pytest.mark.integration
 
@@ -191,7 +191,7 @@ def port_of(url: str) -> int:
 
 async def test_the_dashboard_drops_a_slow_header_client(database_url: str, tmp_path: Path) -> None:
     settings = web_settings(database_url, tmp_path, request_head_seconds=0.2)
-    with dashboard_in_thread(settings, clock=clock_on(TODAY), token=TOKEN) as url:
+    with dashboard_in_thread(settings, clock=clock_on(TODAY)) as url:
         port = port_of(url)
         # A head that never ends, and a client that never sends: both dropped.
         slow = socket.create_connection(("127.0.0.1", port), timeout=GUARD_SECONDS)
@@ -218,7 +218,7 @@ async def test_the_dashboard_closes_connections_past_its_cap_as_they_come(
     database_url: str, tmp_path: Path
 ) -> None:
     settings = web_settings(database_url, tmp_path, web_max_connections=4)
-    with dashboard_in_thread(settings, clock=clock_on(TODAY), token=TOKEN) as url:
+    with dashboard_in_thread(settings, clock=clock_on(TODAY)) as url:
         port = port_of(url)
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
         for sock in held:

@@ -17,7 +17,15 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web.onthisday import on_this_day
 from safelight.web.reads import QUERIES
-from tests.integration.webfixtures import TODAY, Web, clock_on, library_of, open_web, web_settings
+from tests.integration.webfixtures import (
+    TODAY,
+    Web,
+    clock_on,
+    library_of,
+    open_web,
+    session_for,
+    web_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -99,8 +107,10 @@ async def test_today_is_the_injected_clocks_date_in_the_given_zone(
     # 22:00 UTC on the 15th is already the 16th in Tokyo: the next day's photo.
     late = clock_on(TODAY, hour=22)
     async with open_web(pool, settings, clock=late) as web:
+        await session_for(web)
         assert (await web.client.get("/api/on-this-day")).json()["date"] == "2026-06-15"
     async with open_web(pool, settings, clock=late, zone=timezone(timedelta(hours=9))) as web:
+        await session_for(web)
         document = (await web.client.get("/api/on-this-day")).json()
         page = await web.client.get("/")
     assert document["date"] == "2026-06-16"
@@ -182,6 +192,7 @@ async def test_28_february_of_a_common_year_also_shows_the_leap_days(
     # the others on the 28th of common years.
     leap_days = {leap.ids["this-year"], leap.ids["tokyo-4y"]}
     async with open_web(pool, settings, clock=clock_on(date(2027, 2, 28))) as web:
+        await session_for(web)
         common = (await web.client.get("/api/on-this-day")).json()
         in_a_leap_year = (await web.client.get("/api/on-this-day?date=2028-02-28")).json()
         on_the_leap_day = (await web.client.get("/api/on-this-day?date=2028-02-29")).json()
@@ -323,6 +334,7 @@ async def test_the_leap_days_in_pages_are_one_order_of_both_days(
     await make_web_library(pool, settings.proxies, date(2024, 2, 29))
     await make_web_library(pool, settings.proxies, date(2024, 2, 28), owner="bob", root="/b")
     async with open_web(pool, settings, clock=clock_on(date(2027, 2, 28))) as web:
+        await session_for(web)
         whole = tiles_of(await pages_of(web, "2027-02-28", 500))
         days = {a["captured_local"][5:10] for _, a in whole}
         assert days == {"02-28", "02-29"}

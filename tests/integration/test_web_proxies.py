@@ -20,14 +20,14 @@ from safelight.web.proxies import IMMUTABLE
 from safelight.web.security import SECURITY_HEADERS
 from tests.integration.webfixtures import (
     BASE_URL,
+    COOKIE,
     FORM,
     TODAY,
-    TOKEN,
     Web,
     clock_on,
     library_of,
     open_web,
-    signed_in,
+    session_for,
     web_settings,
 )
 
@@ -204,7 +204,8 @@ async def test_the_answers_starlette_gives_itself_carry_the_security_headers_too
 
     monkeypatch.setattr(web.app.state, "web", None)  # every route now fails of a bug
     transport = httpx.ASGITransport(app=web.app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
+    cookies = web.client.cookies  # signed in: the request gets past the sign-in
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL, cookies=cookies) as client:
         failed = await client.get("/api/status")
     assert failed.status_code == 500
     assert security_headers(failed) == expected
@@ -218,7 +219,8 @@ async def test_a_foreign_host_is_refused(web: Web, host: str) -> None:
 
 @pytest.mark.parametrize("host", ["localhost:8470", "127.0.0.1", "[::1]:8470"])
 async def test_the_loopback_names_are_answered(web: Web, host: str) -> None:
-    response = await web.client.get("/api/status", headers={"Host": host})
+    # The health probe: a session is bound to its origin, which the Host header names.
+    response = await web.client.get("/healthz", headers={"Host": host})
     assert response.status_code == 200
 
 
@@ -227,7 +229,7 @@ async def test_bound_to_every_address_any_host_is_answered(
 ) -> None:
     settings = web_settings(database_url, tmp_path, web_host="0.0.0.0")
     async with open_web(pool, settings, clock=clock_on(TODAY)) as web:
-        response = await web.client.get("/api/status", headers={"Host": "photos.lan:8470"})
+        response = await web.client.get("/healthz", headers={"Host": "photos.lan:8470"})
         assert response.status_code == 200
 
 
@@ -256,10 +258,11 @@ async def test_no_secret_appears_in_any_page_or_document(
             "/api/on-this-day",
         ]
         bodies = [(await web.client.get(p)).text for p in signed_out]
-        await signed_in(web)
+        csrf = await session_for(web)
+        session_id = web.client.cookies[COOKIE]
         bodies += [(await web.client.get(p)).text for p in signed_out]
     assert library.config_id
     for body in bodies:
-        assert TOKEN not in body
+        assert csrf not in body and session_id not in body
         assert PASSWORD not in body
         assert "db.example" not in body

@@ -6,7 +6,6 @@ lifetime, while it is not idle too long."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from safelight.accounts.store import Accounts
+from safelight.accounts.users import User
 from safelight.testing.fakeclock import FakeClock
 from safelight.web.sessions import IDLE, LIFETIME, Sessions
 from safelight.web.signin import signed_in
@@ -26,23 +27,11 @@ from safelight.web.signin import signed_in
 pytestmark = pytest.mark.integration
 
 
-@dataclass(frozen=True)
-class Account:
-    id: int
+async def new_user(pool: AsyncConnectionPool[Any], name: str) -> User:
+    return await Accounts(pool, FakeClock()).add(name, password=None, admin=False)
 
 
-async def new_user(pool: AsyncConnectionPool[Any], name: str) -> Account:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "INSERT INTO users (name, is_admin, created_at) VALUES (%s, false, now()) RETURNING id",
-            (name,),
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return Account(int(row[0]))
-
-
-def app_signing_in(sessions: Sessions, account: Account) -> Starlette:
+def app_signing_in(sessions: Sessions, account: User) -> Starlette:
     """A route that signs ``account`` in, as the sign-in and the first-admin link do."""
 
     async def sign_in(request: Request) -> Response:

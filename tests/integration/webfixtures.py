@@ -1,5 +1,7 @@
 """The web dashboard on a test's own database: the app on httpx's ASGI transport, with a
-fake clock ("today" is its date, in UTC) and a generated library."""
+fake clock ("today" is its date, in UTC) and a generated library; and signing in, as
+the sign-in page does (:func:`sign_in_as`) or, for a test about something else, with a
+session opened directly (:func:`session_for`)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 from psycopg_pool import AsyncConnectionPool
 from starlette.applications import Starlette
 
+from safelight.accounts.store import Accounts
+from safelight.accounts.users import User
 from safelight.db.database import Database
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
@@ -21,9 +26,12 @@ from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web.app import create_app
 from safelight.work.store import WorkStore
 
-TOKEN = "a-test-token-of-the-dashboard"
 TODAY = date(2026, 6, 15)
 BASE_URL = "http://127.0.0.1:8470"
+ORIGIN = "http://127.0.0.1:8470"
+COOKIE = "safelight_session_8470"
+PASSWORD = "a long family password, 28 June"
+ADMIN = "admin"
 
 
 def web_settings(database_url: str, tmp_path: Path, **changes: Any) -> Settings:
@@ -44,6 +52,18 @@ class Web:
     settings: Settings
     pool: AsyncConnectionPool[Any]
 
+    @property
+    def accounts(self) -> Accounts:
+        accounts: Accounts = self.app.state.web.accounts
+        return accounts
+
+    def client_at(
+        self, base_url: str = BASE_URL, address: tuple[str, int] = ("127.0.0.1", 50000)
+    ) -> httpx.AsyncClient:
+        """Another client of the same app: no cookies, its own URL and address."""
+        transport = httpx.ASGITransport(app=self.app, client=address)
+        return httpx.AsyncClient(transport=transport, base_url=base_url)
+
 
 def clock_on(day: date, hour: int = 9) -> FakeClock:
     return FakeClock(start=datetime(day.year, day.month, day.day, hour, tzinfo=UTC))
@@ -55,14 +75,15 @@ async def open_web(
     settings: Settings,
     *,
     clock: FakeClock,
-    token: str | None = TOKEN,
+    read_only: bool = False,
     zone: tzinfo = UTC,
 ) -> AsyncIterator[Web]:
+    """The app, and a client that has no session yet."""
     app = create_app(
         Database(url=str(settings.database_url), pool=pool),
         settings,
         clock=clock,
-        token=token,
+        read_only=read_only,
         zone=zone,
     )
     transport = httpx.ASGITransport(app=app)
@@ -74,14 +95,46 @@ async def library_of(web: Web, day: date = TODAY) -> WebLibrary:
     return await make_web_library(web.pool, web.settings.proxies, day)
 
 
-async def signed_in(web: Web) -> str:
-    """Sign the client in with the token; the session's CSRF token, from a page's meta."""
-    response = await web.client.post("/login", content=f"token={TOKEN}&next=/queue", headers=FORM)
-    assert response.status_code == 303, response.text
-    page = await web.client.get("/queue")
-    marker = '<meta name="csrf-token" content="'
-    start = page.text.index(marker) + len(marker)
-    return page.text[start : page.text.index('"', start)]
+async def user_named(web: Web, name: str, *, admin: bool = False, password: str | None) -> User:
+    """The user ``name``, added (with ``password``) if there is none yet."""
+    found = await web.accounts.get(name)
+    if found is not None:
+        return found
+    return await web.accounts.add(name, password=password, admin=admin)
+
+
+async def sign_in_as(
+    web: Web,
+    name: str,
+    *,
+    admin: bool = False,
+    password: str = PASSWORD,
+    client: httpx.AsyncClient | None = None,
+) -> str:
+    """Sign ``client`` (the web's own by default) in as ``name`` (added if needed) as the
+    sign-in page's script does; the session's CSRF token. The client keeps the cookie."""
+    await user_named(web, name, admin=admin, password=password)
+    client = client or web.client
+    response = await client.post(
+        "/login",
+        content=urlencode({"username": name, "password": password, "next": "/queue"}),
+        headers={**FORM, "Accept": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["next"] == "/queue"
+    csrf: str = response.json()["csrf"]
+    return csrf
+
+
+async def session_for(web: Web, name: str = ADMIN, *, admin: bool = True) -> str:
+    """A session of ``name`` (added, without a password, if needed) opened directly and
+    its cookie given to the web's client, for a test about what a signed-in user sees:
+    no password hashed. The session's CSRF token."""
+    user = await user_named(web, name, admin=admin, password=None)
+    opened = await web.app.state.web.sessions.open(user.id, ORIGIN)
+    web.client.cookies.set(COOKIE, opened.id, domain="127.0.0.1", path="/")
+    csrf: str = opened.csrf
+    return csrf
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}

@@ -108,6 +108,9 @@ FORBIDDEN = {
     # Beside the CLI, never on it: the CLI imports the dashboard for ``serve``, and what
     # both read is ``views``.
     "web": {"cli"},
+    # The dashboard's users: on the library (a user's name is an owner's name), below
+    # the web's sign-in and the CLI's user commands, which both use it.
+    "accounts": {"work", "handlers", "cli", "app", "observe", "web", "views"},
 }
 
 # The one import of safelight.testing outside testing/: ``safelight demo`` generates its
@@ -133,6 +136,7 @@ def test_the_walk_sees_every_package() -> None:
         "observe",
         "web",
         "views",
+        "accounts",
     } <= importers
 
 

@@ -1,6 +1,5 @@
 """The web dashboard's pure parts: the day a date shows, byte ranges, Host names, the
-sign-in sessions, the proxy URL's version, On this day's page cursor and size, and its
-settings."""
+proxy URL's version, On this day's page cursor and size, and its settings."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from safelight.settings import Settings, SettingsError
 from safelight.web.api import parse_cursor, parse_day, parse_limit
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor, DaySpan, span_of
 from safelight.web.proxies import byte_range, proxy_url, proxy_version
-from safelight.web.security import Access, allowed_hosts, host_name, new_token
+from safelight.web.security import allowed_hosts, host_name
 
 TODAY = date(2026, 6, 15)
 
@@ -145,25 +144,6 @@ def test_allowed_hosts() -> None:
     )
     assert allowed_hosts("[::1]") == frozenset({"127.0.0.1", "localhost", "::1"})
     assert allowed_hosts("0.0.0.0") is None and allowed_hosts("::") is None
-
-
-def test_sessions_need_the_token_and_the_oldest_goes_first() -> None:
-    access = Access("the-token-of-sixteen")
-    assert access.can_act
-    assert access.sign_in("the-token-of-sixteeN") is None
-    assert access.sign_in("") is None
-    first = access.sign_in("the-token-of-sixteen")
-    assert first is not None and first.id != first.csrf
-    for _ in range(64):
-        assert access.sign_in("the-token-of-sixteen") is not None
-    assert first.id not in access._sessions
-    read_only = Access(None)
-    assert not read_only.can_act and read_only.sign_in("") is None
-
-
-def test_a_made_token_is_256_random_bits() -> None:
-    token = new_token()
-    assert len(token) == 43 and token != new_token()
 
 
 def test_the_web_settings_and_the_token_kept_out_of_the_repr() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from safelight import __version__
-from safelight.cli import admin, assets, health, queue, run, serve
+from safelight.cli import admin, assets, health, queue, run, serve, users
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -152,6 +152,7 @@ cli.add_command(run.run)
 cli.add_command(run.demo)
 cli.add_command(admin.db_group)
 cli.add_command(admin.config_group)
+cli.add_command(users.user_group)
 cli.add_command(queue.enqueue)
 cli.add_command(queue.worker)
 cli.add_command(queue.items)

@@ -7,10 +7,8 @@ import click
 from safelight.cli.failures import Failure
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
-from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.web.app import create_app
-from safelight.web.security import new_token
 from safelight.web.server import WebServer
 
 
@@ -31,23 +29,20 @@ from safelight.web.server import WebServer
 @click.option(
     "--read-only",
     is_flag=True,
-    help="No token at all: nobody can cancel, retry or queue anything from the dashboard.",
+    help="Nobody can cancel, retry or queue anything from the dashboard; users still sign in "
+    "to read.",
 )
 @pass_state
 def serve(state: CliState, host: str | None, port: int | None, read_only: bool) -> None:
     """Serve the web dashboard: On this day, the queue (live), the configs, and a JSON API.
 
-    Reading needs nothing; acting (cancel, retry, queue a crawl or a purge) needs the
-    token: SAFELIGHT_WEB_TOKEN, or one made at start and printed once, in a sign-in URL.
-    Runs until Ctrl-C or SIGTERM.
+    Everything needs a signed-in user (safelight user add NAME); a user sees and acts on
+    their own configs, an admin on all. Runs until Ctrl-C or SIGTERM.
     """
     state.overrides = {**state.overrides, "web_host": host, "web_port": port}
 
     async def body(database: Database, settings: Settings) -> None:
-        token = None if read_only else (settings.web_token or new_token())
-        if token is not None:
-            masker.add(token)  # never in a log line
-        app = create_app(database, settings, clock=state.clock, token=token)
+        app = create_app(database, settings, clock=state.clock, read_only=read_only)
         try:
             server = WebServer(app, settings.web_host, settings.web_port, settings.web_limits())
         except OSError as error:
@@ -56,19 +51,16 @@ def serve(state: CliState, host: str | None, port: int | None, read_only: bool) 
                 f"{error.strerror or error}"
             ) from None
         with server.stopped_by_signals():
-            announce(server.url, token, given=settings.web_token is not None)
+            announce(server.url, read_only=read_only)
             await server.serve()
 
     state.with_database(body, default_log_level="info", long_running=True)
 
 
-def announce(url: str, token: str | None, *, given: bool) -> None:
+def announce(url: str, *, read_only: bool) -> None:
     """The first line is the ready signal: the socket listens from here on."""
     click.echo(f"safelight serve: {url} (Ctrl-C stops)")
-    if token is None:
+    if read_only:
         click.echo("read-only: started with --read-only, nobody can act")
-    elif given:
-        click.echo("sign in to act with SAFELIGHT_WEB_TOKEN")
     else:
-        click.echo(f"sign in to act: {url}login#token={token}")
-        click.echo("(a new token at each start, printed only here; SAFELIGHT_WEB_TOKEN keeps one)")
+        click.echo(f"sign in at {url}login as a user of safelight user add")

@@ -1,9 +1,9 @@
 """The web dashboard served for a test on a real port, in a thread of its own: for a
-browser test (Playwright drives it from the test's thread), with the test's clock and
-token. ``safelight serve`` itself is the same :class:`~safelight.web.server.WebServer`
-on the same :func:`~safelight.web.app.create_app`.
+browser test (Playwright drives it from the test's thread), with the test's clock.
+``safelight serve`` itself is the same :class:`~safelight.web.server.WebServer` on the
+same :func:`~safelight.web.app.create_app`.
 
-    with dashboard_in_thread(settings, clock=FakeClock(...), token="...") as url:
+    with dashboard_in_thread(settings, clock=FakeClock(...)) as url:
         page.goto(url)   # "http://127.0.0.1:PORT/"
 """
 
@@ -30,7 +30,7 @@ def dashboard_in_thread(
     settings: Settings,
     *,
     clock: Clock,
-    token: str | None,
+    read_only: bool = False,
     zone: tzinfo | None = UTC,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -43,7 +43,7 @@ def dashboard_in_thread(
     async def main() -> None:
         database = await open_database(settings.database_url, settings.home, max_size=4)
         try:
-            app = create_app(database, settings, clock=clock, token=token, zone=zone)
+            app = create_app(database, settings, clock=clock, zone=zone, read_only=read_only)
             server = WebServer(app, host, port, settings.web_limits(), access_log=False)
             state["server"], state["loop"] = server, asyncio.get_running_loop()
             ready.set()

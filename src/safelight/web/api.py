@@ -1,5 +1,6 @@
 """The JSON API (docs/web.md): what the pages show, as documents; the pages' live parts
-and buttons call it. Reads are open; every POST needs the token (``security``)."""
+and buttons call it. Every route needs a signed-in viewer (``auth``) and reads only
+what it may see; every POST may act (``acting``) only on what the viewer may see."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from safelight.terminal import printable
 from safelight.views.documents import item_document, json_default
 from safelight.views.queries import library_counts, list_items, queue_status
 from safelight.web import actions, reads
+from safelight.web.acting import may_act
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.work.model import Status
@@ -240,22 +242,40 @@ def _act(request: Request, done: actions.Done) -> Response:
     return json_response(done.document(), done.status_code)
 
 
+async def _config_owner(request: Request, config_id: UUID | None) -> str | None:
+    """The owner of config ``config_id``; None for no config (or none of that id)."""
+    if config_id is None:
+        return None
+    rows = await reads.configs_overview(web(request).pool, config_id)
+    return str(rows[0]["owner"]) if rows else None
+
+
+async def _item_for_action(request: Request) -> int:
+    """The item of the URL, if the viewer may act on it; another user's item is a 404
+    exactly as an absent one."""
+    viewer = may_act(request)
+    item_id: int = request.path_params["item_id"]
+    found = await web(request).store.get(item_id)
+    if found is None or not viewer.may_see(await _config_owner(request, found.storage_config_id)):
+        raise HTTPException(404, f"there is no work item {item_id}")
+    return item_id
+
+
 async def cancel(request: Request) -> Response:
-    web(request).access.authorize(request)
-    done = await actions.cancel_item(web(request).store, request.path_params["item_id"])
-    return _act(request, done)
+    item_id = await _item_for_action(request)
+    return _act(request, await actions.cancel_item(web(request).store, item_id))
 
 
 async def retry(request: Request) -> Response:
-    web(request).access.authorize(request)
-    done = await actions.retry_item(web(request).store, request.path_params["item_id"])
-    return _act(request, done)
+    item_id = await _item_for_action(request)
+    return _act(request, await actions.retry_item(web(request).store, item_id))
 
 
 async def _config_for_action(request: Request) -> UUID:
-    web(request).access.authorize(request)
+    viewer = may_act(request)
     config_id = parse_config_id(request.path_params["config_id"])
-    if not await reads.configs_overview(web(request).pool, config_id):
+    rows = await reads.configs_overview(web(request).pool, config_id)
+    if not rows or not viewer.may_see(rows[0]["owner"]):
         raise HTTPException(404, f"there is no storage config {config_id}")
     return config_id
 

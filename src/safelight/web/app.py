@@ -1,10 +1,11 @@
 """The composition root of the web dashboard: :func:`create_app` builds the Starlette
-app on an open database, with the clock "today" and leases are read from, and the
-token actions need (None: read-only). Nothing is started: uvicorn serves it
+app on an open database, with the clock "today", leases and sessions are read from.
+Every request is signed in first (``auth``). Nothing is started: uvicorn serves it
 (``safelight.web.server``), a test drives it through httpx's ASGI transport."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, tzinfo
@@ -14,19 +15,24 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from safelight.accounts.guessing import Guesses
+from safelight.accounts.store import Accounts
 from safelight.app import app_store
 from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
-from safelight.web import api, pages
+from safelight.web import api, auth, pages, signin
+from safelight.web.auth import SignIn
 from safelight.web.proxies import serve_proxy
-from safelight.web.security import Access, Guard, allowed_hosts
+from safelight.web.security import Guard, allowed_hosts
+from safelight.web.sessions import Sessions
 from safelight.work.store import WorkStore
 
 HERE = Path(__file__).resolve().parent
@@ -44,8 +50,13 @@ class WebContext:
     clock: Clock
     zone: tzinfo | None
     """The zone "today" is read in; None: this machine's local zone."""
-    access: Access
     proxy_root: Path
+    accounts: Accounts
+    sessions: Sessions
+    guesses: Guesses
+    """Wrong passwords and tokens counted per client and per account."""
+    read_only: bool
+    """Started ``--read-only``: signed-in users read, nobody acts."""
 
     def today(self) -> date:
         """The clock's date where the dashboard runs (a test's fake clock decides)."""
@@ -58,9 +69,10 @@ def routes() -> list[Route | Mount]:
         Route("/queue", pages.queue, name="queue"),
         Route("/items/{item_id:int}", pages.item, name="item"),
         Route("/configs", pages.configs, name="configs"),
-        Route("/login", pages.login_form, methods=["GET"], name="login"),
-        Route("/login", pages.login, methods=["POST"]),
-        Route("/logout", pages.logout, methods=["POST"], name="logout"),
+        Route("/login", signin.login_form, methods=["GET"], name="login"),
+        Route("/login", signin.login, methods=["POST"]),
+        Route("/logout", signin.logout, methods=["POST"], name="logout"),
+        Route("/healthz", auth.healthz, name="healthz"),
         Route("/api/status", api.status),
         Route("/api/items", api.items),
         Route("/api/items/{item_id:int}", api.item),
@@ -77,9 +89,7 @@ def routes() -> list[Route | Mount]:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    if request.url.path.startswith("/api/") or request.url.path.startswith("/proxies/"):
-        return api.error(exc)
-    return pages.error(request, exc)
+    return auth.error_response(request, exc)
 
 
 class Dashboard(Starlette):
@@ -101,12 +111,12 @@ def create_app(
     settings: Settings,
     *,
     clock: Clock | None = None,
-    token: str | None = None,
     zone: tzinfo | None = None,
+    read_only: bool = False,
 ) -> Starlette:
     """The dashboard on ``database`` (open, migrated), its proxies read from the
-    settings' proxy root and its ``Host`` names from ``web_host``. ``token``: what
-    signs in and authorizes actions; None makes the app read-only for everyone."""
+    settings' proxy root and its ``Host`` names from ``web_host``. Users sign in
+    (``safelight user add``); ``read_only``: nobody acts, whoever signs in."""
     clock = clock or SystemClock()
     context = WebContext(
         pool=database.pool,
@@ -114,12 +124,18 @@ def create_app(
         settings=settings,
         clock=clock,
         zone=zone,
-        access=Access(token),
         proxy_root=settings.proxies,
+        accounts=Accounts(database.pool, clock),
+        sessions=Sessions(database.pool, clock),
+        guesses=Guesses(clock.monotonic, logging.getLogger("safelight.web.signin")),
+        read_only=read_only,
     )
     app = Dashboard(
         hosts=allowed_hosts(settings.web_host),
         routes=routes(),
+        # Inside Starlette's own error middleware: a failure here is its 500, with the
+        # Guard's headers; outside the routes' exception handlers, so it answers its own.
+        middleware=[Middleware(SignIn)],
         exception_handlers={HTTPException: _http_error},
         max_body_size=MAX_BODY_BYTES,
     )

@@ -1,6 +1,7 @@
-"""The HTML pages: On this day (the home page), the queue, an item, the configs, and
-signing in. Each renders the document its API route returns (``api``), so a page and
-its JSON never say different things; the live parts then poll that API."""
+"""The HTML pages: On this day (the home page), the queue, an item, the configs (the
+sign-in page is ``signin``'s). Each renders the document its API route returns
+(``api``), so a page and its JSON never say different things; the live parts then poll
+that API."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ import json
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 from markupsafe import Markup, escape
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from safelight import __version__
@@ -22,7 +22,7 @@ from safelight.terminal import printable, printable_lines
 from safelight.views.documents import progress_line
 from safelight.web import api
 from safelight.web.onthisday import on_this_day as day_document
-from safelight.web.security import SESSION_COOKIE, refuse_cross_site
+from safelight.web.viewer import SCOPE_KEY, Viewer
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 
@@ -99,13 +99,18 @@ TEMPLATES.env.globals["version"] = __version__
 def render(
     request: Request, name: str, context: dict[str, Any], status_code: int = 200
 ) -> Response:
-    web = api.web(request)
-    session = web.access.session_of(request)
-    access = "read-only" if not web.access.can_act else ("signed-in" if session else "signed-out")
+    """A page, with who is looking in its header. ``access`` says what the page offers:
+    ``signed-in`` (its buttons act), ``read-only`` (signed in to a dashboard started
+    ``--read-only``), ``signed-out`` (the sign-in page, an error before sign-in)."""
+    viewer = request.scope.get(SCOPE_KEY)
+    if not isinstance(viewer, Viewer):
+        viewer, access = None, "signed-out"
+    else:
+        access = "read-only" if api.web(request).read_only else "signed-in"
     return TEMPLATES.TemplateResponse(
         request,
         name,
-        {"access": access, "csrf": session.csrf if session else None, **context},
+        {"access": access, "viewer": viewer, **context},
         status_code=status_code,
         headers={"Cache-Control": "no-store"},
     )
@@ -177,54 +182,3 @@ async def configs(request: Request) -> Response:
     return render(
         request, "configs.html", {"page": "configs", "configs": await api.configs_document(request)}
     )
-
-
-def _next_path(text: str | None) -> str:
-    """Where to go after signing in: a path of this site only."""
-    if text and text.startswith("/") and not text.startswith("//") and "\\" not in text:
-        return text
-    return "/"
-
-
-async def login_form(request: Request) -> Response:
-    return render(
-        request,
-        "login.html",
-        {"page": "login", "next": _next_path(request.query_params.get("next")), "failed": False},
-    )
-
-
-async def login(request: Request) -> Response:
-    web = api.web(request)
-    refuse_cross_site(request)
-    if not web.access.can_act:
-        raise HTTPException(403, "this dashboard is read-only: it was started without a token")
-    try:
-        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
-    except ValueError:  # more fields than a sign-in has
-        raise HTTPException(400, "a sign-in sends its token and where to go next") from None
-    given = (form.get("token") or [""])[0].strip()
-    next_path = _next_path((form.get("next") or ["/"])[0])
-    session = web.access.sign_in(given)
-    if session is None:
-        return render(
-            request, "login.html", {"page": "login", "next": next_path, "failed": True}, 401
-        )
-    response = RedirectResponse(next_path, status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE,
-        session.id,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path="/",
-    )
-    return response
-
-
-async def logout(request: Request) -> Response:
-    refuse_cross_site(request)
-    api.web(request).access.sign_out(request)
-    response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
-    return response

@@ -12,13 +12,14 @@ the script signs in again.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 from urllib.parse import parse_qs
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from safelight.accounts.store import Accounts
+from safelight.accounts.users import User
 from safelight.web import api, pages
 from safelight.web.auth import client_of, refuse_plain_http, too_many
 from safelight.web.security import refuse_cross_site
@@ -28,13 +29,6 @@ _log = logging.getLogger(__name__)
 
 WRONG = "wrong user name or password"
 MAX_FIELDS = 4  # username, password, next; one spare
-
-
-class SignedInUser(Protocol):
-    """What a session needs of an account (``accounts.User`` is one)."""
-
-    @property
-    def id(self) -> int: ...
 
 
 def wants_json(request: Request) -> bool:
@@ -48,7 +42,7 @@ def safe_next(text: str | None) -> str:
     return "/"
 
 
-async def signed_in(request: Request, user: SignedInUser, next_path: str) -> Response:
+async def signed_in(request: Request, user: User, next_path: str) -> Response:
     """Open a session for ``user`` bound to the request's origin, set its cookie, and
     answer: ``{"next", "csrf"}`` to a script that asked for JSON (the only place the
     CSRF token is ever given), else 303 to ``next_path`` (a path of this site)."""
@@ -117,20 +111,20 @@ async def login(request: Request) -> Response:
     return await signed_in(request, user, next_path)
 
 
-async def _check(request: Request, name: str, password: str) -> SignedInUser:
+async def _check(request: Request, name: str, password: str) -> User:
     web = api.web(request)
     client = client_of(request)
     account = name or None
     wait = web.guesses.wait_for(client, account)
     if wait > 0:
         raise too_many(wait)  # the password is not checked
-    user = await web.accounts.sign_in(name, password) if name and password else None
+    accounts: Accounts = web.accounts
+    user = await accounts.sign_in(name, password) if name and password else None
     if user is None:
         web.guesses.failed(client, account)
         raise HTTPException(401, WRONG)
     web.guesses.succeeded(client, account)
-    signed: SignedInUser = user
-    return signed
+    return user
 
 
 async def logout(request: Request) -> Response:

@@ -33,7 +33,7 @@
       const b = document.createElement("button");
       b.type = "button";
       b.dataset.action = url;
-      b.textContent = label;
+      b.textContent = window.safelight.actionLabel(label);
       td.appendChild(b);
     }
     return td;
