@@ -64,6 +64,8 @@ from common import (
     write_result,
 )
 
+from safelight.accounts.store import Accounts
+from safelight.core.clock import SystemClock
 from safelight.core.sql import parse_queries
 from safelight.db.pool import open_pool
 from safelight.testing.samplegen import marker_picture
@@ -205,7 +207,26 @@ def served(library: Library, home: Path, processes: Processes) -> Iterator[str]:
         child.wait(30)
 
 
-def time_api(url: str, path: str, requests: int) -> tuple[list[float], int, int]:
+def reader_headers(library: Library) -> dict[str, str]:
+    """The dashboard needs a signed-in user: an admin of the bench's library and a
+    personal token of theirs, as a script sends it (for the API, the page and its
+    thumbnails alike)."""
+
+    async def main() -> str:
+        pool = await open_pool(library.url, min_size=1, max_size=1)
+        try:
+            accounts = Accounts(pool, SystemClock())
+            await accounts.add("bench", password=None, admin=True)
+            return await accounts.new_token("bench")
+        finally:
+            await pool.close()
+
+    return {"Authorization": f"Bearer {asyncio.run(main())}"}
+
+
+def time_api(
+    url: str, path: str, requests: int, headers: dict[str, str]
+) -> tuple[list[float], int, int]:
     """``requests`` GETs of ``path`` on one kept-alive connection after 20 unmeasured:
     each one's milliseconds, the tiles the document holds and its size in bytes."""
     parts = urlsplit(url)
@@ -215,7 +236,7 @@ def time_api(url: str, path: str, requests: int) -> tuple[list[float], int, int]
     try:
         for n in range(20 + requests):
             started = time.perf_counter()
-            conn.request("GET", path, headers={"Accept": "application/json"})
+            conn.request("GET", path, headers={"Accept": "application/json", **headers})
             response = conn.getresponse()
             body = response.read()
             elapsed = (time.perf_counter() - started) * 1000
@@ -229,7 +250,7 @@ def time_api(url: str, path: str, requests: int) -> tuple[list[float], int, int]
     return times, int(document["count"]), len(body)
 
 
-def walk_pages(url: str, path: str) -> list[str | None]:
+def walk_pages(url: str, path: str, headers: dict[str, str]) -> list[str | None]:
     """Every page of the day, following ``next``: each page's ``after`` (None for the
     first), and a check that the pages hold each tile once."""
     parts = urlsplit(url)
@@ -239,7 +260,9 @@ def walk_pages(url: str, path: str) -> list[str | None]:
     try:
         while True:
             after = afters[-1]
-            conn.request("GET", path + ("" if after is None else f"&after={after}"))
+            conn.request(
+                "GET", path + ("" if after is None else f"&after={after}"), headers=headers
+            )
             response = conn.getresponse()
             document = json.loads(response.read())
             ids = [a["id"] for y in document["years"] for a in y["assets"]]
@@ -303,7 +326,7 @@ PAGE_TIMES = """() => {
 }"""
 
 
-def time_page(url: str, loads: int) -> dict[str, list[float]]:
+def time_page(url: str, loads: int, headers: dict[str, str]) -> dict[str, list[float]]:
     """``loads`` loads of the page, each in a fresh browser context (nothing cached):
     navigation to the first thumbnail loaded, on the client's clock and the page's."""
     from playwright.sync_api import sync_playwright
@@ -313,7 +336,9 @@ def time_page(url: str, loads: int) -> dict[str, list[float]]:
         browser = playwright.chromium.launch(executable_path=chromium_executable())
         try:
             for n in range(loads + 1):
-                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                context = browser.new_context(
+                    viewport={"width": 1280, "height": 900}, extra_http_headers=headers
+                )
                 page = context.new_page()
                 started = time.perf_counter()
                 page.goto(url, wait_until="commit")
@@ -378,16 +403,17 @@ def main() -> None:
         print(f"  {library}", flush=True)
         path = f"/api/on-this-day?date={day.isoformat()}"
         rounds: list[dict[str, Any]] = []
+        headers = reader_headers(library)
         with served(library, scratch / "home", processes) as base:
-            afters = walk_pages(base, path)
+            afters = walk_pages(base, path, headers)
             # A page from the middle of the day, as a reader far down the grid asks it.
             halfway = afters[len(afters) // 2]
             middle = path if halfway is None else f"{path}&after={halfway}"
             result["pages"] = len(afters)
             print(f"  {len(afters)} pages of {PAGE_TILES} tiles", flush=True)
             for number in range(args.rounds):
-                api, tiles, size = time_api(base, path, args.requests)
-                later, _, _ = time_api(base, middle, args.requests)
+                api, tiles, size = time_api(base, path, args.requests, headers)
+                later, _, _ = time_api(base, middle, args.requests, headers)
                 query, document = time_document(library, day, max(10, args.requests // 5))
                 rounds.append(
                     {
@@ -409,7 +435,7 @@ def main() -> None:
                 )
             page: dict[str, list[float]] | None = None
             if not args.no_page:
-                page = time_page(base + f"?date={day.isoformat()}", args.page_loads)
+                page = time_page(base + f"?date={day.isoformat()}", args.page_loads, headers)
                 result["page"] = {name: summary(values) for name, values in page.items()}
         result["rounds"] = rounds
         result["load_after"] = load_average()

@@ -129,6 +129,22 @@ async def test_a_session_acts_only_with_its_csrf_token(anonymous: Web) -> None:
     assert after.status_code == 401
 
 
+async def test_signing_in_again_ends_the_browsers_previous_session(anonymous: Web) -> None:
+    web = anonymous
+    await sign_in_as(web, "alice")
+    first = web.client.cookies[COOKIE]
+    await sign_in_as(web, "bob")
+    assert web.client.cookies[COOKIE] != first
+    page = await web.client.get("/queue")
+    assert '<span id="viewer" data-admin="false">bob</span>' in page.text
+    async with web.client_at() as other:
+        other.cookies.set(COOKIE, first, domain="127.0.0.1", path="/")
+        assert (await other.get("/api/status")).status_code == 401
+    async with web.pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) FROM web_sessions")
+        assert await cur.fetchone() == (1,)
+
+
 async def test_sign_out_ends_the_session_on_the_server(anonymous: Web) -> None:
     """The cookie kept after sign-out (a copy an attacker took) names no session."""
     web = anonymous

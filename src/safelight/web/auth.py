@@ -7,7 +7,8 @@ For every request, the :class:`~safelight.web.viewer.Viewer` comes from one of:
   in. Refused over plain HTTP from a client that is not on this machine, rate-limited
   per client (``Guesses``), a wrong one a 401 and a locked client a 429, with
   ``Retry-After``; never echoed. When the header is there, no cookie is looked at.
-- the session cookie of the request's origin (``sessions``): a browser's.
+- the session cookie of the request's origin (``sessions``): a browser's. Refused, as a
+  token is, over plain HTTP from another machine: no session is opened that way.
 
 Open without a viewer: the sign-in page and its POST, sign-out, the first-admin link
 (``/welcome``), the static files and the health probe. Anything else without one: the
@@ -19,7 +20,6 @@ answered 401 (any other method).
 from __future__ import annotations
 
 import ipaddress
-import logging
 import math
 from urllib.parse import quote
 
@@ -33,8 +33,6 @@ from safelight.web import api, pages
 from safelight.web.proxies import NO_PROXY
 from safelight.web.sessions import SESSION_KEY, Sessions, cookie_name, origin_of
 from safelight.web.viewer import SCOPE_KEY, Viewer
-
-_log = logging.getLogger(__name__)
 
 # Paths answered to anyone: exact paths by method, and the static files below /static/.
 OPEN = frozenset(
@@ -79,10 +77,16 @@ def on_this_machine(conn: HTTPConnection) -> bool:
         return False
 
 
+def in_clear(conn: HTTPConnection) -> bool:
+    """Whether a secret sent on this connection crossed the network in clear: plain
+    HTTP from a client that is not on this machine."""
+    return conn.url.scheme != "https" and not on_this_machine(conn)
+
+
 def refuse_plain_http(conn: HTTPConnection) -> None:
-    """Raise 403 if a secret (a password, a token) would cross the network in clear:
-    plain HTTP from a client that is not on this machine."""
-    if conn.url.scheme != "https" and not on_this_machine(conn):
+    """Raise 403 if a secret (a password, a token, a session id) crossed the network in
+    clear."""
+    if in_clear(conn):
         raise HTTPException(403, PLAIN_HTTP)
 
 
@@ -159,6 +163,9 @@ class SignIn:
         session_id = request.cookies.get(cookie_name(request))
         if not session_id:
             return None
+        # No session is opened over plain HTTP from another machine, so a cookie that
+        # comes that way was carried off (by a server on another port, say): refused.
+        refuse_plain_http(request)
         sessions: Sessions = api.web(request).sessions
         session = await sessions.find(session_id, origin_of(request))
         if session is None:

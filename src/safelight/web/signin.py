@@ -11,7 +11,6 @@ the script signs in again.
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import parse_qs
 
 from starlette.exceptions import HTTPException
@@ -21,11 +20,16 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from safelight.accounts.store import Accounts
 from safelight.accounts.users import User
 from safelight.web import api, pages
-from safelight.web.auth import client_of, refuse_plain_http, too_many
+from safelight.web.auth import PLAIN_HTTP, client_of, in_clear, refuse_plain_http, too_many
 from safelight.web.security import refuse_cross_site
-from safelight.web.sessions import SESSION_KEY, Session, clear_cookie, origin_of, set_cookie
-
-_log = logging.getLogger(__name__)
+from safelight.web.sessions import (
+    SESSION_KEY,
+    Session,
+    Sessions,
+    clear_cookie,
+    origin_of,
+    set_cookie,
+)
 
 WRONG = "wrong user name or password"
 MAX_FIELDS = 4  # username, password, next; one spare
@@ -45,8 +49,13 @@ def safe_next(text: str | None) -> str:
 async def signed_in(request: Request, user: User, next_path: str) -> Response:
     """Open a session for ``user`` bound to the request's origin, set its cookie, and
     answer: ``{"next", "csrf"}`` to a script that asked for JSON (the only place the
-    CSRF token is ever given), else 303 to ``next_path`` (a path of this site)."""
-    opened = await api.web(request).sessions.open(user.id, origin_of(request))
+    CSRF token is ever given), else 303 to ``next_path`` (a path of this site). The
+    request's own session, if it had one, ends: one browser, one session."""
+    sessions: Sessions = api.web(request).sessions
+    previous = request.scope.get(SESSION_KEY)
+    if isinstance(previous, Session):
+        await sessions.end(previous)
+    opened = await sessions.open(user.id, origin_of(request))
     next_path = safe_next(next_path)
     response: Response
     if wants_json(request):
@@ -59,17 +68,18 @@ async def signed_in(request: Request, user: User, next_path: str) -> Response:
     return response
 
 
-def _login_page(request: Request, next_path: str, status_code: int = 200) -> Response:
+async def login_form(request: Request) -> Response:
+    """The sign-in page; over plain HTTP from another machine it says at once that
+    signing in is refused there, and how to serve HTTPS."""
     return pages.render(
         request,
         "login.html",
-        {"page": "login", "next": next_path, "failed": None},
-        status_code,
+        {
+            "page": "login",
+            "next": safe_next(request.query_params.get("next")),
+            "failed": PLAIN_HTTP if in_clear(request) else None,
+        },
     )
-
-
-async def login_form(request: Request) -> Response:
-    return _login_page(request, safe_next(request.query_params.get("next")))
 
 
 def _refused(request: Request, exc: HTTPException, next_path: str) -> Response:
