@@ -106,9 +106,9 @@ def test_a_taken_or_bad_name_and_two_lines_on_stdin_are_usage_errors(
     invoke: Invoke, database_url: str
 ) -> None:
     assert invoke("user", "add", "alice", "--password-stdin", input=PASSWORD).exit_code == 0
-    taken = invoke("user", "add", "alice", "--password-stdin", input=NEW)
+    taken = invoke("user", "add", "alice", input=f"{NEW}\n{NEW}\n")
     assert taken.exit_code == 2
-    assert taken.stderr == (
+    assert taken.stderr == (  # said before a password is asked for
         "safelight: error: a user of that name already exists (see 'safelight user list')\n"
     )
     bad = invoke("user", "add", "ev\x1bil", input=f"{PASSWORD}\n{PASSWORD}\n")
@@ -142,7 +142,7 @@ def test_passwd_changes_the_password_and_signs_the_browsers_out(
 
     weak = invoke("user", "passwd", "alice", "--password-stdin", input="short")
     assert weak.exit_code == 2 and "at least 10 characters" in weak.stderr
-    unknown = invoke("user", "passwd", "nobody", "--password-stdin", input=PASSWORD)
+    unknown = invoke("user", "passwd", "nobody", input=f"{PASSWORD}\n{PASSWORD}\n")
     assert unknown.exit_code == 2
     assert unknown.stderr == (
         "safelight: error: there is no user of that name (see 'safelight user list')\n"
@@ -207,6 +207,10 @@ def test_remove_asks_and_keeps_the_configs(
     assert "Remove user 'alice' (their configs are kept)?" in declined.stderr
     assert declined.stderr.endswith("safelight: error: user 'alice' not removed\n")
     assert db_rows(database_url, "SELECT name FROM users") == [("alice",)]
+
+    unanswered = invoke("user", "remove", "alice", input="")
+    assert unanswered.exit_code == 1
+    assert unanswered.stderr.endswith("[y/N]: \nsafelight: error: user 'alice' not removed\n")
 
     removed = invoke("user", "remove", "alice", input="y\n")
     assert removed.exit_code == 0, removed.output

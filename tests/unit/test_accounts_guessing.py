@@ -188,3 +188,11 @@ def test_the_keys_kept_are_bounded_and_a_running_lockout_is_not_pushed_out(
     assert guesses.tracked() <= 50
     assert guesses.wait_for("10.9.9.9", "alice") == FIRST_LOCKOUT_SECONDS
     assert guesses.wait_for("10.1.0.199", None) == 0.0
+
+
+def test_a_long_name_is_kept_cut_short(guesses: Guesses) -> None:
+    long = "x" * 1_000_000
+    fail(guesses, ACCOUNT_FAILURES, account=long)
+    assert guesses.wait_for("10.0.0.2", long) == FIRST_LOCKOUT_SECONDS
+    assert guesses.wait_for("10.0.0.2", long[: guessing.MAX_KEY_CHARACTERS]) > 0
+    assert all(len(name) <= guessing.MAX_KEY_CHARACTERS for _, name in guesses._keys)

@@ -46,6 +46,10 @@ WINDOW_SECONDS = 15 * 60.0
 FIRST_LOCKOUT_SECONDS = 60.0
 MAX_LOCKOUT_SECONDS = 15 * 60.0
 MAX_KEYS = 10_000
+MAX_KEY_CHARACTERS = 256
+"""A key is a name or an address as typed: longer ones are cut here, so 10,000 keys stay
+a few megabytes whatever is typed. No user's name (64 at most) nor address is longer,
+so only names of no account share a key."""
 
 Kind = Literal["account", "client"]
 
@@ -59,7 +63,6 @@ class _Key:
     last_event: float = 0.0  # the last failure, or the end of the last lockout
     lockouts: int = 0  # lockouts so far: the next lasts FIRST * 2**lockouts
     locked_until: float | None = None  # set while a lockout runs or is unreported
-    lockout_seconds: float = 0.0
     refused: int = 0  # tries refused during the current lockout
 
 
@@ -120,9 +123,9 @@ class Guesses:
 
     @staticmethod
     def _pairs(client: str, account: str | None) -> list[tuple[Kind, str]]:
-        pairs: list[tuple[Kind, str]] = [("client", client)]
+        pairs: list[tuple[Kind, str]] = [("client", client[:MAX_KEY_CHARACTERS])]
         if account is not None:
-            pairs.append(("account", account))
+            pairs.append(("account", account[:MAX_KEY_CHARACTERS]))
         return pairs
 
     def _current(self, kind: Kind, name: str, now: float, *, touch: bool = True) -> _Key | None:
@@ -168,7 +171,6 @@ class Guesses:
         failures = len(key.failures)
         key.lockouts += 1
         key.locked_until = now + seconds
-        key.lockout_seconds = seconds
         key.refused = 0
         key.failures.clear()
         self._log.warning(

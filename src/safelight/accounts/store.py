@@ -1,6 +1,6 @@
 """Accounts on PostgreSQL: users, their passwords, their personal API tokens.
 
-Every name that enters is an owner name (``library.owners.owner_name_problem``) and
+Every name that enters is an owner name (``users.user_name_problem``) and
 every new password meets :func:`~safelight.accounts.passwords.password_problem`; both
 refusals, a taken name and an unknown user raise :class:`AccountError`. Hashing and
 verifying run in a thread (argon2id takes tens of milliseconds of one core) and at most
@@ -30,10 +30,9 @@ from safelight.accounts.passwords import (
     verify_password,
 )
 from safelight.accounts.tokens import is_token_shaped, new_token, token_digest
-from safelight.accounts.users import AccountError, User
+from safelight.accounts.users import AccountError, User, user_name_problem
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries
-from safelight.library.owners import owner_name_problem
 
 QUERIES = load_queries("safelight.accounts", "queries.sql")
 
@@ -47,7 +46,8 @@ KDF_AT_ONCE = 2
 DEFAULT_TOKEN_DAYS = 365
 MAX_TOKEN_DAYS = 3650
 
-_UNKNOWN_USER = "there is no user of that name (see 'safelight user list')"
+UNKNOWN_USER = "there is no user of that name (see 'safelight user list')"
+NAME_TAKEN = "a user of that name already exists (see 'safelight user list')"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +69,9 @@ def _user(row: Mapping[str, Any]) -> User:
 
 
 def _check_name(name: str) -> None:
-    problem = owner_name_problem(name)
+    problem = user_name_problem(name)
     if problem is not None:
-        # A user's name is an owner's name: say so, in the owner rule's own words.
-        raise AccountError(problem.replace("an owner name", "a user's name (an owner name)", 1))
+        raise AccountError(problem)
 
 
 def _check_password(name: str, password: str) -> None:
@@ -119,7 +118,7 @@ class Accounts:
             )
             row = await cur.fetchone()
         if row is None:
-            raise AccountError("a user of that name already exists (see 'safelight user list')")
+            raise AccountError(NAME_TAKEN)
         return _user(row)
 
     async def add_first_admin(self, name: str) -> User | None:
@@ -191,7 +190,7 @@ class Accounts:
             )
             row = await cur.fetchone()
             if row is None:
-                raise AccountError(_UNKNOWN_USER)
+                raise AccountError(UNKNOWN_USER)
             await conn.execute(QUERIES["sessions_delete_of_user"], {"user_id": row[0]})
 
     async def remove(self, name: str) -> bool:
@@ -219,13 +218,13 @@ class Accounts:
                 },
             )
             if await cur.fetchone() is None:
-                raise AccountError(_UNKNOWN_USER)
+                raise AccountError(UNKNOWN_USER)
         return token
 
     async def revoke_tokens(self, name: str) -> int:
         """Delete every personal token of ``name``; how many there were."""
         if await self.get(name) is None:
-            raise AccountError(_UNKNOWN_USER)
+            raise AccountError(UNKNOWN_USER)
         async with self._pool.connection() as conn:
             cur = await conn.execute(QUERIES["tokens_delete_of_user"], {"name": name})
             return int(cur.rowcount)

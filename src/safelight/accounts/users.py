@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from safelight.library.owners import owner_name_problem
+
 
 @dataclass(frozen=True, slots=True)
 class User:
@@ -23,3 +25,10 @@ class User:
 class AccountError(Exception):
     """An account cannot be made, found or changed. The message is one sentence for the
     user, saying what is expected; it never quotes a password, a token or the name."""
+
+
+def user_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a user's name (a sentence for the user), or None. A user's
+    name is an owner's name: the owner rule, in its own words, said of a user."""
+    problem = owner_name_problem(name)
+    return None if problem is None else problem.replace("an owner name", "a user's name", 1)

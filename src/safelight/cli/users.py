@@ -16,8 +16,15 @@ from typing import Any
 import click
 
 from safelight.accounts.passwords import MAX_PASSWORD_LENGTH, password_problem
-from safelight.accounts.store import DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, Accounts, TokenSummary
-from safelight.accounts.users import User
+from safelight.accounts.store import (
+    DEFAULT_TOKEN_DAYS,
+    MAX_TOKEN_DAYS,
+    NAME_TAKEN,
+    UNKNOWN_USER,
+    Accounts,
+    TokenSummary,
+)
+from safelight.accounts.users import AccountError, User, user_name_problem
 from safelight.cli.admin import json_option
 from safelight.cli.exits import EXIT_USAGE, EXIT_WORK_FAILED
 from safelight.cli.failures import Failure
@@ -25,7 +32,6 @@ from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.library.configs import StorageConfigs
-from safelight.library.owners import owner_name_problem
 from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
@@ -34,8 +40,8 @@ from safelight.terminal import printable
 def _user_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A NAME argument's callback: a user's name is an owner's name; refused before any
     password is asked for (a usage error, 2)."""
-    if (problem := owner_name_problem(value)) is not None:
-        raise click.BadParameter(problem.replace("an owner name", "a user's name", 1))
+    if (problem := user_name_problem(value)) is not None:
+        raise click.BadParameter(problem)
     return value
 
 
@@ -95,10 +101,13 @@ def user_group() -> None:
 @pass_state
 def user_add(state: CliState, name: str, admin: bool, password_stdin: bool) -> None:
     """Add the user NAME with a password (asked for twice, or read from stdin)."""
-    password = _read_password(name, password_stdin)
 
     async def body(database: Database, settings: Settings) -> tuple[User, int]:
-        user = await Accounts(database.pool, state.clock).add(name, password=password, admin=admin)
+        accounts = Accounts(database.pool, state.clock)
+        if await accounts.get(name) is not None:  # said before a password is asked for
+            raise AccountError(NAME_TAKEN)
+        password = _read_password(name, password_stdin)
+        user = await accounts.add(name, password=password, admin=admin)
         owned = await StorageConfigs(database.pool, state.clock).list_configs(owner=name)
         return user, len(owned)
 
@@ -169,10 +178,12 @@ def user_passwd(state: CliState, name: str, password_stdin: bool) -> None:
 
     Personal tokens stay valid: 'safelight user token NAME --revoke' ends them.
     """
-    password = _read_password(name, password_stdin)
 
     async def body(database: Database, settings: Settings) -> None:
-        await Accounts(database.pool, state.clock).set_password(name, password)
+        accounts = Accounts(database.pool, state.clock)
+        if await accounts.get(name) is None:  # said before a password is asked for
+            raise AccountError(UNKNOWN_USER)
+        await accounts.set_password(name, _read_password(name, password_stdin))
 
     state.with_database(body)
     click.echo(f"changed the password of {_shown(name)}; their browsers are signed out")
@@ -193,7 +204,8 @@ def user_remove(state: CliState, name: str, yes: bool) -> None:
             confirmed = click.confirm(
                 f"Remove user {_shown(name)} (their configs are kept)?", err=True
             )
-        except click.Abort:
+        except click.Abort:  # stdin ended (or Ctrl-C): the question's line ends here
+            click.echo(err=True)
             confirmed = False
         if not confirmed:
             raise Failure(f"user {_shown(name)} not removed", EXIT_WORK_FAILED)
@@ -202,7 +214,7 @@ def user_remove(state: CliState, name: str, yes: bool) -> None:
         return await Accounts(database.pool, state.clock).remove(name)
 
     if not state.with_database(body):
-        raise Failure("there is no user of that name (see 'safelight user list')", EXIT_USAGE)
+        raise Failure(UNKNOWN_USER, EXIT_USAGE)
     click.echo(
         f"removed user {_shown(name)}; their storage configs are kept, and stay theirs "
         f"(owner {_shown(name)})"
