@@ -296,9 +296,10 @@ def time_document(library: Library, day: date, calls: int) -> tuple[list[float],
                     before_year=span.before_year,
                     after=(start.year, start.local, start.id),
                     limit=PAGE_TILES + 1,
+                    owner=None,
                 )
                 middle = time.perf_counter()
-                await day_document(pool, day)
+                await day_document(pool, day, owner=None)
                 ended = time.perf_counter()
                 if n >= 5:
                     query.append((middle - started) * 1000)

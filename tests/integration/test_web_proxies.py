@@ -1,7 +1,8 @@
 """Proxies served by asset id and type only from the proxy root (never a path from the
 URL, never through a link, never a row's path outside the asset's own folder), with
-their content types, long-lived cache headers, ETags and byte ranges; and what every
-response carries: the security headers, a Host check, no secret."""
+their content types, private revalidated cache headers, ETags and byte ranges; and what
+every response carries: the security headers, a Host check, no secret. (Whose proxies
+are served, and which not: test_web_scope.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
 from safelight.web.app import MAX_BODY_BYTES
-from safelight.web.proxies import IMMUTABLE
+from safelight.web.caching import PROXY
+from safelight.web.proxies import NO_PROXY
 from safelight.web.security import SECURITY_HEADERS
 from tests.integration.webfixtures import (
     BASE_URL,
@@ -56,13 +58,16 @@ async def proxy_path_of(web: Web, asset_id: int, proxy_type: str) -> Path:
     return web.settings.proxies / str(row[0])
 
 
-async def test_a_thumbnail_is_served_with_its_type_and_cached_for_a_year(web: Web) -> None:
+async def test_a_thumbnail_is_served_with_its_type_kept_privately_and_revalidated(
+    web: Web,
+) -> None:
     library = await library_of(web)
     url = (await tile(web, library, "photo-1y"))["thumbnail"]
     response = await web.client.get(url)
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/jpeg"
-    assert response.headers["cache-control"] == IMMUTABLE == "public, max-age=31536000, immutable"
+    # The browser alone keeps it, and asks each time (ADR 0044): never public, never a year.
+    assert response.headers["cache-control"] == PROXY == "private, no-cache"
     path = await proxy_path_of(web, library.ids["photo-1y"], "thumbnail")
     assert response.content == path.read_bytes()
     assert response.headers["content-length"] == str(len(response.content))
@@ -70,6 +75,7 @@ async def test_a_thumbnail_is_served_with_its_type_and_cached_for_a_year(web: We
     assert etag == '"' + url.rsplit("/", 1)[1] + '"'
     cached = await web.client.get(url, headers={"If-None-Match": etag})
     assert (cached.status_code, cached.content) == (304, b"")
+    assert cached.headers["cache-control"] == PROXY and cached.headers["etag"] == etag
 
 
 async def test_a_video_is_served_in_byte_ranges(web: Web) -> None:
@@ -94,13 +100,16 @@ async def test_a_video_is_served_in_byte_ranges(web: Web) -> None:
     assert (several.status_code, several.content) == (200, FAKE_MP4)
 
 
-async def test_an_old_version_is_sent_to_the_current_one(web: Web) -> None:
+async def test_an_old_version_is_a_404_never_a_redirect_to_the_current_one(web: Web) -> None:
+    """A redirect would name the current URL to whoever walks ids with any version."""
     library = await library_of(web)
     current = (await tile(web, library, "photo-1y"))["preview"]
     old = current.rsplit("/", 1)[0] + "/0123456789abcdef"
     response = await web.client.get(old)
-    assert (response.status_code, response.headers["location"]) == (307, current)
-    assert response.headers["cache-control"] == "no-cache"
+    assert response.status_code == 404 and "location" not in response.headers
+    assert response.json()["error"] == NO_PROXY
+    assert response.headers["cache-control"] == "no-store"
+    assert (await web.client.get(current)).status_code == 200
 
 
 @pytest.mark.parametrize(

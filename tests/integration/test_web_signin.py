@@ -29,6 +29,7 @@ from safelight.testing.fakeclock import FakeClock
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.testing.webserver import dashboard_in_thread
 from safelight.web.auth import PLAIN_HTTP, SIGN_IN_FIRST, is_open
+from safelight.web.proxies import proxy_url
 from safelight.work.model import Status
 from tests.integration.webfixtures import (
     COOKIE,
@@ -142,30 +143,42 @@ async def session_in(web: Web, client: httpx.AsyncClient, name: str, *, admin: b
     return await sign_in_as(web, name, admin=admin, client=client)
 
 
-async def test_a_user_acts_only_on_their_own_configs_and_items(anonymous: Web) -> None:
+async def test_a_user_reads_and_acts_only_on_their_own_configs_and_items(anonymous: Web) -> None:
     web = anonymous
     found = await family(web)
     csrf = await sign_in_as(web, "alice")
     headers = {"X-CSRF-Token": csrf}
-    # bob's: exactly as absent ones.
-    for path, expected in (
-        (f"/api/items/{found.bob_item}/retry", f"there is no work item {found.bob_item}"),
-        (f"/api/items/{found.bob_item}/cancel", f"there is no work item {found.bob_item}"),
-        (
-            f"/api/configs/{found.bob.config_id}/crawl",
-            f"there is no storage config {found.bob.config_id}",
-        ),
-        (
-            f"/api/configs/{found.bob.config_id}/purge",
-            f"there is no storage config {found.bob.config_id}",
-        ),
-    ):
-        response = await web.client.post(path, headers=headers)
-        assert response.status_code == 404, path
-        assert response.json()["error"] == expected
-    absent = await web.client.post("/api/items/999999/retry", headers=headers)
-    assert absent.json()["error"] == "there is no work item 999999"
+    # bob's: exactly as absent ones (the same answer, but for the id asked for).
+    for action in ("retry", "cancel"):
+        absent = await web.client.post(f"/api/items/999999/{action}", headers=headers)
+        bobs = await web.client.post(f"/api/items/{found.bob_item}/{action}", headers=headers)
+        assert (absent.status_code, bobs.status_code) == (404, 404)
+        assert bobs.text == absent.text.replace("999999", str(found.bob_item))
+    for action in ("crawl", "purge"):
+        no_config = "00000000-0000-0000-0000-000000000000"
+        absent = await web.client.post(f"/api/configs/{no_config}/{action}", headers=headers)
+        bobs = await web.client.post(
+            f"/api/configs/{found.bob.config_id}/{action}", headers=headers
+        )
+        assert (absent.status_code, bobs.status_code) == (404, 404)
+        assert bobs.text == absent.text
     assert await _status(web.pool, found.bob_item) == Status.FAILED.value
+    # What alice reads of bob's: nothing, and his ids answer as absent ones.
+    assert {c["owner"] for c in (await web.client.get("/api/configs")).json()} == {"alice"}
+    assert [i["id"] for i in (await web.client.get("/api/items")).json()] == [found.alice_item]
+    day = (await web.client.get("/api/on-this-day")).json()
+    shown = {a["id"] for y in day["years"] for a in y["assets"]}
+    assert found.alice.ids["photo-1y"] in shown
+    assert shown.isdisjoint(found.bob.ids.values())
+    for path in (f"/api/items/{found.bob_item}", f"/items/{found.bob_item}"):
+        bobs = await web.client.get(path)
+        absent = await web.client.get(path.replace(str(found.bob_item), "999999"))
+        assert (bobs.status_code, absent.status_code) == (404, 404), path
+    theirs = await web.client.get(await thumbnail_url(web, found.bob.ids["photo-1y"]))
+    mine = await web.client.get(await thumbnail_url(web, found.alice.ids["photo-1y"]))
+    assert mine.status_code == 200
+    nowhere = await web.client.get("/proxies/999999/thumbnail/0123456789abcdef")
+    assert (theirs.status_code, theirs.content) == (404, nowhere.content)
     # An item of no config is an admin's alone.
     unscoped = await store_of(web).enqueue(NOOP.name)
     refused = await web.client.post(f"/api/items/{unscoped}/cancel", headers=headers)
@@ -391,6 +404,20 @@ async def test_no_sign_in_answer_echoes_what_was_sent(anonymous: Web) -> None:
     assert re.search(r'id="login-failed"[^>]*>wrong user name or password<', answers[0].text)
     assert re.search(r'id="login-failed"[^>]*>wrong user name or password<', answers[1].text)
     assert answers[2].json() == {"error": "wrong user name or password", "status": 401}
+
+
+async def thumbnail_url(web: Web, asset_id: int) -> str:
+    """The URL of an asset's thumbnail, its version the current one."""
+    async with web.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT path FROM proxy_files WHERE asset_id = %s AND proxy_type = 'thumbnail'",
+            (asset_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    url = proxy_url(asset_id, "thumbnail", str(row[0]))
+    assert url is not None
+    return url
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> Callable[[], int]:

@@ -1,13 +1,15 @@
 """The web dashboard on a test's own database: the app on httpx's ASGI transport, with a
 fake clock ("today" is its date, in UTC) and a generated library; and signing in, as
 the sign-in page does (:func:`sign_in_as`) or, for a test about something else, with a
-session opened directly (:func:`session_for`)."""
+session opened directly (:func:`session_for` for the web's own client, :func:`as_viewer`
+for a client of another user's). A client signed in with a session opened directly
+sends its CSRF token with every request, as the pages' script does."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from safelight.db.database import Database
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.weblibrary import WebLibrary, make_web_library
+from safelight.web.acting import CSRF_HEADER
 from safelight.web.app import create_app
 from safelight.work.store import WorkStore
 
@@ -51,6 +54,8 @@ class Web:
     clock: FakeClock
     settings: Settings
     pool: AsyncConnectionPool[Any]
+    clients: AsyncExitStack = field(default_factory=AsyncExitStack)
+    """Clients made for the test (:func:`as_viewer`), closed with the dashboard."""
 
     @property
     def accounts(self) -> Accounts:
@@ -88,7 +93,9 @@ async def open_web(
     )
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
-        yield Web(app, client, clock, settings, pool)
+        web = Web(app, client, clock, settings, pool)
+        async with web.clients:
+            yield web
 
 
 async def library_of(web: Web, day: date = TODAY) -> WebLibrary:
@@ -126,15 +133,29 @@ async def sign_in_as(
     return csrf
 
 
-async def session_for(web: Web, name: str = ADMIN, *, admin: bool = True) -> str:
+async def session_for(
+    web: Web, name: str = ADMIN, *, admin: bool = True, client: httpx.AsyncClient | None = None
+) -> str:
     """A session of ``name`` (added, without a password, if needed) opened directly and
-    its cookie given to the web's client, for a test about what a signed-in user sees:
-    no password hashed. The session's CSRF token."""
+    given to ``client`` (the web's own by default) with its CSRF token as a header of
+    every request, for a test about what a signed-in user sees and does: no password
+    hashed. The session's CSRF token."""
     user = await user_named(web, name, admin=admin, password=None)
     opened = await web.app.state.web.sessions.open(user.id, ORIGIN)
-    web.client.cookies.set(COOKIE, opened.id, domain="127.0.0.1", path="/")
+    client = client or web.client
+    client.cookies.set(COOKIE, opened.id, domain="127.0.0.1", path="/")
+    client.headers[CSRF_HEADER] = opened.csrf
     csrf: str = opened.csrf
     return csrf
+
+
+async def as_viewer(web: Web, name: str, *, is_admin: bool = False) -> httpx.AsyncClient:
+    """A client of the dashboard signed in as the user ``name`` (made if absent): the
+    owner of the configs of that name, or an admin. Its cookies are its own; it sends its
+    session's CSRF token with every request. Closed with the dashboard."""
+    client = await web.clients.enter_async_context(web.client_at())
+    await session_for(web, name, admin=is_admin, client=client)
+    return client
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}

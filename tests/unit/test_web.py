@@ -41,9 +41,8 @@ def test_a_day_is_parsed_in_its_one_form_or_refused_with_the_form() -> None:
         with pytest.raises(HTTPException) as raised:
             parse_day(text, TODAY)
         assert raised.value.status_code == 400
-        assert raised.value.detail == (
-            f"date must be a day as YYYY-MM-DD, such as 2026-06-15: not {text!r}"
-        )
+        # What is expected, nothing of what was sent (issue #28).
+        assert raised.value.detail == "date must be a day as YYYY-MM-DD, such as 2026-06-15"
 
 
 def test_a_cursor_comes_back_as_it_was_given_and_the_first_one_is_before_every_tile() -> None:
@@ -71,9 +70,7 @@ def test_a_malformed_cursor_is_a_400_that_says_what_is_expected(text: str) -> No
     with pytest.raises(HTTPException) as raised:
         parse_cursor(text)
     assert raised.value.status_code == 400
-    assert raised.value.detail == (
-        f"after must be the next cursor of a page of this API, as given: not {text!r}"
-    )
+    assert raised.value.detail == "after must be the next cursor of a page of this API, as given"
 
 
 def test_a_page_size_is_a_bounded_whole_number() -> None:
@@ -83,9 +80,7 @@ def test_a_page_size_is_a_bounded_whole_number() -> None:
         with pytest.raises(HTTPException) as raised:
             parse_limit(text)
         assert raised.value.status_code == 400
-        assert raised.value.detail == (
-            f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
-        )
+        assert raised.value.detail == f"limit must be a whole number from 1 to {MAX_PAGE_TILES}"
 
 
 @pytest.mark.parametrize(

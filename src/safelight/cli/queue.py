@@ -231,7 +231,7 @@ def items(
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
         return await list_items(
-            database.pool, status=status, config_id=config_id, kind=kind, limit=limit
+            database.pool, status=status, config_id=config_id, kind=kind, limit=limit, owner=None
         )
 
     rows = state.with_database(body)
@@ -419,7 +419,7 @@ def status(state: CliState, as_json: bool) -> None:
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
         document = await queue_status(
-            database.pool, state.clock.transition_time(), limit=STATUS_LIMIT
+            database.pool, state.clock.transition_time(), limit=STATUS_LIMIT, owner=None
         )
         return {"database": settings.database_display, **document}
 

@@ -1,9 +1,14 @@
 """The operator's read-only views of the queue and the library (``queries.sql``): the
-CLI's commands and ``safelight serve`` read the same ones."""
+CLI's commands and ``safelight serve`` read the same ones.
+
+The queue's views take ``owner``, keyword-only and without a default so no caller can
+forget it: the CLI passes None (every item), the dashboard its viewer's ``owner``
+(ADR 0044), which shows only the items of that owner's configs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -44,20 +49,37 @@ async def list_items(
     config_id: UUID | None = None,
     kind: str | None = None,
     limit: int | None = None,
+    owner: str | None,
 ) -> list[Row]:
     return await _rows(
         pool,
         "items_list",
-        {"status": status, "config_id": config_id, "kind": kind, "limit": limit},
+        {"status": status, "config_id": config_id, "kind": kind, "limit": limit, "owner": owner},
     )
 
 
-async def queue_status(pool: AsyncConnectionPool[Any], now: datetime | None, *, limit: int) -> Row:
-    """Everything ``safelight status`` shows, as one document.
+@dataclass(frozen=True, slots=True)
+class ItemOwner:
+    owner: str | None
+    """The owner of the item's config; None for an item of no config (an admin's alone)."""
+
+
+async def item_owner(pool: AsyncConnectionPool[Any], item_id: int) -> ItemOwner | None:
+    """Whose the item is, for a route to answer an item its viewer may not see exactly
+    as one that does not exist (None)."""
+    rows = await _rows(pool, "item_owner", {"item_id": item_id})
+    return ItemOwner(rows[0]["owner"]) if rows else None
+
+
+async def queue_status(
+    pool: AsyncConnectionPool[Any], now: datetime | None, *, limit: int, owner: str | None
+) -> Row:
+    """Everything ``safelight status`` shows, as one document, of ``owner``'s items
+    (None: all).
 
     ``now`` is the clock's ``transition_time()``: None judges leases by the database's
     clock, as lease recovery does."""
-    counts = await _rows(pool, "status_counts")
+    counts = await _rows(pool, "status_counts", {"owner": owner})
     totals: dict[str, int] = {}
     for row in counts:
         totals[row["status"]] = totals.get(row["status"], 0) + int(row["count"])
@@ -65,14 +87,16 @@ async def queue_status(pool: AsyncConnectionPool[Any], now: datetime | None, *, 
         **await _row(pool, "server_version"),
         "totals": totals,
         "counts": counts,
-        "running": await _rows(pool, "status_running", {"now": now}),
+        "running": await _rows(pool, "status_running", {"now": now, "owner": owner}),
         "stalls": {
-            **await _row(pool, "status_stall_count"),
-            "recent": await _rows(pool, "status_stalls", {"limit": limit}),
+            **await _row(pool, "status_stall_count", {"owner": owner}),
+            "recent": await _rows(pool, "status_stalls", {"limit": limit, "owner": owner}),
         },
-        "failures": await _rows(pool, "status_failures", {"limit": limit}),
+        "failures": await _rows(pool, "status_failures", {"limit": limit, "owner": owner}),
         "retries": _retries(
-            await _rows(pool, "status_retries_waiting", {"now": now, "limit": limit})
+            await _rows(
+                pool, "status_retries_waiting", {"now": now, "limit": limit, "owner": owner}
+            )
         ),
     }
 

@@ -6,9 +6,13 @@
 -- singular for one row and plural for a set, then what it does or returns, then any
 -- qualifier (`items_list`, `status_failures`).
 -- tests/unit/test_query_names.py checks that each is used and each name used exists.
+-- The queue's views take %(owner)s, the dashboard viewer's filter (ADR 0044): NULL (the
+-- CLI, an admin) for every item, else only the items of that owner's configs, so never an
+-- item of no config. A config's id set of one owner is a handful of rows: the filter is a
+-- hashed subplan (or an index probe of storage_configs) per item row, no join to plan.
 
 -- items_list --
--- Work items, newest first, filtered by status, config and kind.
+-- Work items, newest first, filtered by status, config, kind and owner.
 SELECT w.id, w.kind, w.status::text AS status, w.storage_config_id, w.dedup_key,
        w.attempt, w.stalls, w.retries, w.worker_id, w.requested_at, w.not_before,
        w.started_at, w.finished_at, w.lease_expires_at, w.cancel_requested, w.error
@@ -16,64 +20,95 @@ FROM work_items w
 WHERE (%(status)s::text IS NULL OR w.status = %(status)s::text::work_status)
   AND (%(config_id)s::uuid IS NULL OR w.storage_config_id = %(config_id)s::uuid)
   AND (%(kind)s::text IS NULL OR w.kind = %(kind)s::text)
+  AND (%(owner)s::text IS NULL
+       OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                  WHERE c.owner = %(owner)s::text))
 ORDER BY w.id DESC
 LIMIT %(limit)s
+
+-- item_owner --
+-- The owner of a work item's config: no row for no item, a NULL owner for an item of no config.
+SELECT w.id, c.owner
+FROM work_items w
+LEFT JOIN storage_configs c ON c.id = w.storage_config_id
+WHERE w.id = %(item_id)s
 
 -- server_version --
 -- The server's PostgreSQL version, as "PostgreSQL 16.2" (a build may add its own words).
 SELECT 'PostgreSQL ' || current_setting('server_version') AS server_version
 
 -- status_counts --
--- How many items there are of each kind in each status.
-SELECT kind, status::text AS status, count(*) AS count
-FROM work_items
-GROUP BY kind, status
+-- How many items of an owner (NULL: all) there are of each kind in each status.
+SELECT w.kind, w.status::text AS status, count(*) AS count
+FROM work_items w
+WHERE (%(owner)s::text IS NULL
+       OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                  WHERE c.owner = %(owner)s::text))
+GROUP BY w.kind, w.status
 ORDER BY kind, status
 
 -- status_running --
--- Running items with their config, Worker and lease; lease_expired: recovery may take it back.
+-- Running items of an owner (NULL: all) with their config, Worker and lease; lease_expired: recovery may take it back.
 SELECT w.id, w.kind, w.storage_config_id, c.owner, c.root_path, w.worker_id, w.attempt,
        w.stalls, w.started_at, w.heartbeat_at, w.lease_expires_at, w.cancel_requested,
        w.lease_expires_at < coalesce(%(now)s::timestamptz, clock_timestamp()) AS lease_expired
 FROM work_items w
 LEFT JOIN storage_configs c ON c.id = w.storage_config_id
 WHERE w.status = 'running'
+  AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 ORDER BY c.root_path NULLS LAST, w.id
 
 -- status_stalls --
--- The most recent stalled attempts (leases that expired and were recovered).
+-- The most recent stalled attempts of an owner's items (NULL: all): leases that expired and were recovered.
 SELECT a.work_item_id AS id, w.kind, a.storage_config_id, a.attempt, a.worker_id,
        a.claimed_at, a.ended_at, w.status::text AS status, w.stalls
 FROM work_attempts a
 JOIN work_items w ON w.id = a.work_item_id
 WHERE a.outcome = 'stalled'
+  AND (%(owner)s::text IS NULL
+       OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                  WHERE c.owner = %(owner)s::text))
 ORDER BY a.ended_at DESC, a.work_item_id DESC
 LIMIT %(limit)s
 
 -- status_stall_count --
--- How many attempts have ever stalled, and how many items waiting or running have stalled.
+-- How many attempts of an owner's items (NULL: all) have ever stalled, and how many of its items waiting or running have stalled.
 SELECT
-    (SELECT count(*) FROM work_attempts WHERE outcome = 'stalled') AS stalled_attempts,
-    (SELECT count(*) FROM work_items
-     WHERE status IN ('queued', 'running') AND stalls > 0) AS unfinished_items_with_stalls
+    (SELECT count(*) FROM work_attempts a
+     WHERE a.outcome = 'stalled'
+       AND (%(owner)s::text IS NULL
+            OR a.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                       WHERE c.owner = %(owner)s::text))) AS stalled_attempts,
+    (SELECT count(*) FROM work_items w
+     WHERE w.status IN ('queued', 'running') AND w.stalls > 0
+       AND (%(owner)s::text IS NULL
+            OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                       WHERE c.owner = %(owner)s::text))
+    ) AS unfinished_items_with_stalls
 
 -- status_retries_waiting --
--- Queued items that wait for their retry time (ADR 0024): how many, and the soonest due
+-- Queued items of an owner (NULL: all) that wait for their retry time (ADR 0024): how many, and the soonest due
 -- first. "now" is the clock's transition time, NULL meaning the database's clock.
 SELECT w.id, w.kind, w.storage_config_id, w.attempt, w.retries, w.not_before, w.error,
        count(*) OVER () AS waiting
 FROM work_items w
 WHERE w.status = 'queued'
   AND w.not_before > coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND (%(owner)s::text IS NULL
+       OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                  WHERE c.owner = %(owner)s::text))
 ORDER BY w.not_before, w.id
 LIMIT %(limit)s
 
 -- status_failures --
--- The most recently failed items, with their error.
-SELECT id, kind, storage_config_id, attempt, stalls, finished_at, error
-FROM work_items
-WHERE status = 'failed'
-ORDER BY finished_at DESC, id DESC
+-- The most recently failed items of an owner (NULL: all), with their error.
+SELECT w.id, w.kind, w.storage_config_id, w.attempt, w.stalls, w.finished_at, w.error
+FROM work_items w
+WHERE w.status = 'failed'
+  AND (%(owner)s::text IS NULL
+       OR w.storage_config_id IN (SELECT c.id FROM storage_configs c
+                                  WHERE c.owner = %(owner)s::text))
+ORDER BY w.finished_at DESC, w.id DESC
 LIMIT %(limit)s
 
 -- assets_list --

@@ -70,6 +70,16 @@ async def retry_item(store: WorkStore, item_id: int) -> Done:
     return _answer(_RETRIED, await store.retry_failed(item_id), item_id)
 
 
+# An item the viewer may not see is answered as the store answers one that does not
+# exist, from the same table: nothing tells the two apart (ADR 0044).
+def cancel_unseen(item_id: int) -> Done:
+    return _answer(_CANCELLED, CancelResult.NOT_FOUND, item_id)
+
+
+def retry_unseen(item_id: int) -> Done:
+    return _answer(_RETRIED, RetryResult.NOT_FOUND, item_id)
+
+
 async def _queue(store: WorkStore, kind: Kind[Any], config_id: UUID, what: str) -> Done:
     try:
         item_id = await kind.enqueue_for(store, config_id)

@@ -1,6 +1,13 @@
 """The JSON API (docs/web.md): what the pages show, as documents; the pages' live parts
-and buttons call it. Every route needs a signed-in viewer (``auth``) and reads only
-what it may see; every POST may act (``acting``) only on what the viewer may see."""
+and buttons call it. Every route needs a signed-in viewer (``auth``); every POST may act
+(``acting``: not read-only, not from another site, a session's CSRF token) only on what
+the viewer may see.
+
+Each read is of the viewer's own (``viewer_of(request).owner``: an admin's is every
+owner's), and an item or config the viewer may not see answers exactly as one that does
+not exist: the same status, the same text (ADR 0044). No error text repeats what the
+request said: masked or not, an echo would confirm a guess (issue #28); each says what
+is expected instead."""
 
 from __future__ import annotations
 
@@ -17,11 +24,13 @@ from starlette.responses import Response
 from safelight.logs import masker
 from safelight.terminal import printable
 from safelight.views.documents import item_document, json_default
-from safelight.views.queries import library_counts, list_items, queue_status
+from safelight.views.queries import item_owner, library_counts, list_items, queue_status
 from safelight.web import actions, reads
 from safelight.web.acting import may_act
+from safelight.web.caching import NO_STORE
 from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document
+from safelight.web.viewer import viewer_of
 from safelight.work.model import Status
 
 STATUS_LIMIT = 10
@@ -29,6 +38,8 @@ ITEMS_LIMIT = 50
 MAX_ITEMS_LIMIT = 1000
 # Only the extended calendar form: Python would also read 20261201 and 2026-W49-2.
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# The one answer for a config that does not exist and for one the viewer may not see.
+NO_CONFIG = "there is no such storage config"
 
 
 def to_web_json(document: Any, *, masked: bool = True) -> str:
@@ -73,6 +84,9 @@ def json_response(document: Any, status_code: int = 200, *, masked: bool = True)
 def error(exc: HTTPException) -> Response:
     response = json_response({"error": exc.detail, "status": exc.status_code}, exc.status_code)
     response.headers.update(exc.headers or {})
+    # An error of a proxy's URL too: a 404 is cacheable by default, and the same URL can
+    # be one the viewer may see later (or no longer).
+    response.headers["Cache-Control"] = NO_STORE
     return response
 
 
@@ -90,7 +104,7 @@ def parse_day(text: str | None, today: date) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise HTTPException(
-            400, f"date must be a day as YYYY-MM-DD, such as {today.isoformat()}: not {text!r}"
+            400, f"date must be a day as YYYY-MM-DD, such as {today.isoformat()}"
         ) from None
 
 
@@ -102,7 +116,7 @@ def parse_cursor(text: str | None) -> Cursor | None:
         return Cursor.decode(text)
     except ValueError:
         raise HTTPException(
-            400, f"after must be the next cursor of a page of this API, as given: not {text!r}"
+            400, "after must be the next cursor of a page of this API, as given"
         ) from None
 
 
@@ -112,16 +126,14 @@ def parse_limit(text: str | None) -> int:
         return PAGE_TILES
     if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE_TILES:
         return int(text)
-    raise HTTPException(
-        400, f"limit must be a whole number from 1 to {MAX_PAGE_TILES}: not {text!r}"
-    )
+    raise HTTPException(400, f"limit must be a whole number from 1 to {MAX_PAGE_TILES}")
 
 
 def parse_config_id(text: str) -> UUID:
     try:
         return UUID(text)
     except ValueError:
-        raise HTTPException(404, f"there is no storage config {text!r}") from None
+        raise HTTPException(404, NO_CONFIG) from None
 
 
 def lease_seconds_left(lease_expires_at: datetime | None, now: datetime) -> float | None:
@@ -134,7 +146,12 @@ async def status_document(request: Request) -> dict[str, Any]:
     """``safelight status --json`` (but the database's name), each running item with
     the seconds its lease has left by the dashboard's clock."""
     context = web(request)
-    document = await queue_status(context.pool, context.clock.transition_time(), limit=STATUS_LIMIT)
+    document = await queue_status(
+        context.pool,
+        context.clock.transition_time(),
+        limit=STATUS_LIMIT,
+        owner=viewer_of(request).owner,
+    )
     now = context.clock.now()
     for row in document["running"]:
         row["lease_seconds_left"] = lease_seconds_left(row["lease_expires_at"], now)
@@ -175,6 +192,7 @@ async def items_document(request: Request) -> list[dict[str, Any]]:
         config_id=config_id,
         kind=query.get("kind") or None,
         limit=_limit(query.get("limit")),
+        owner=viewer_of(request).owner,
     )
 
 
@@ -182,11 +200,25 @@ async def items(request: Request) -> Response:
     return json_response(await items_document(request))
 
 
+def no_item(item_id: int) -> HTTPException:
+    """The 404 of an item that does not exist, and of one the viewer may not see."""
+    return HTTPException(404, f"there is no work item {item_id}")
+
+
+async def may_see_item(request: Request, item_id: int) -> bool:
+    """Whether the item exists and is the viewer's (of one of their configs; an admin's:
+    any). An item never changes its config, so the answer holds for what follows."""
+    found = await item_owner(web(request).pool, item_id)
+    return found is not None and viewer_of(request).may_see(found.owner)
+
+
 async def item_with_attempts(request: Request, item_id: int) -> dict[str, Any]:
     store = web(request).store
+    if not await may_see_item(request, item_id):
+        raise no_item(item_id)
     found = await store.get(item_id)
-    if found is None:
-        raise HTTPException(404, f"there is no work item {item_id}")
+    if found is None:  # purged between the two reads
+        raise no_item(item_id)
     return {**item_document(found), "attempts": await store.attempts(item_id)}
 
 
@@ -207,7 +239,7 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
     pool = web(request).pool
     now = web(request).clock.now()
     documents = []
-    for row in await reads.configs_overview(pool):
+    for row in await reads.configs_overview(pool, owner=viewer_of(request).owner):
         running = _part(row, "running_")
         if running is not None:
             running["lease_seconds_left"] = lease_seconds_left(running["lease_expires_at"], now)
@@ -235,48 +267,38 @@ async def on_this_day(request: Request) -> Response:
     params = request.query_params
     day = parse_day(params.get("date"), context.today())
     after, limit = parse_cursor(params.get("after")), parse_limit(params.get("limit"))
-    return json_response(await day_document(context.pool, day, after, limit), masked=False)
+    document = await day_document(context.pool, day, after, limit, owner=viewer_of(request).owner)
+    return json_response(document, masked=False)
 
 
 def _act(request: Request, done: actions.Done) -> Response:
     return json_response(done.document(), done.status_code)
 
 
-async def _config_owner(request: Request, config_id: UUID | None) -> str | None:
-    """The owner of config ``config_id``; None for no config (or none of that id)."""
-    if config_id is None:
-        return None
-    rows = await reads.configs_overview(web(request).pool, config_id)
-    return str(rows[0]["owner"]) if rows else None
-
-
-async def _item_for_action(request: Request) -> int:
-    """The item of the URL, if the viewer may act on it; another user's item is a 404
-    exactly as an absent one."""
-    viewer = may_act(request)
-    item_id: int = request.path_params["item_id"]
-    found = await web(request).store.get(item_id)
-    if found is None or not viewer.may_see(await _config_owner(request, found.storage_config_id)):
-        raise HTTPException(404, f"there is no work item {item_id}")
-    return item_id
-
-
 async def cancel(request: Request) -> Response:
-    item_id = await _item_for_action(request)
+    may_act(request)
+    item_id = request.path_params["item_id"]
+    if not await may_see_item(request, item_id):
+        return _act(request, actions.cancel_unseen(item_id))
     return _act(request, await actions.cancel_item(web(request).store, item_id))
 
 
 async def retry(request: Request) -> Response:
-    item_id = await _item_for_action(request)
+    may_act(request)
+    item_id = request.path_params["item_id"]
+    if not await may_see_item(request, item_id):
+        return _act(request, actions.retry_unseen(item_id))
     return _act(request, await actions.retry_item(web(request).store, item_id))
 
 
 async def _config_for_action(request: Request) -> UUID:
+    """The config the path names, if the viewer may act on it: their own, or any for an
+    admin; a 404 as for no config otherwise."""
     viewer = may_act(request)
     config_id = parse_config_id(request.path_params["config_id"])
-    rows = await reads.configs_overview(web(request).pool, config_id)
-    if not rows or not viewer.may_see(rows[0]["owner"]):
-        raise HTTPException(404, f"there is no storage config {config_id}")
+    found = await reads.configs_overview(web(request).pool, config_id, owner=viewer.owner)
+    if not found or not viewer.may_see(found[0]["owner"]):
+        raise HTTPException(404, NO_CONFIG)
     return config_id
 
 

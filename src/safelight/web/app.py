@@ -30,6 +30,7 @@ from safelight.db.database import Database
 from safelight.settings import Settings
 from safelight.web import account, api, auth, pages, signin, welcome
 from safelight.web.auth import SignIn
+from safelight.web.caching import NoStoreApi
 from safelight.web.proxies import serve_proxy
 from safelight.web.security import Guard, allowed_hosts
 from safelight.web.sessions import Sessions
@@ -75,7 +76,7 @@ def routes() -> list[Route | Mount]:
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
         *welcome.routes(),
         *account.routes(),
-        Route("/healthz", auth.healthz, name="healthz"),
+        Route(auth.HEALTH_PATH, auth.healthz, name="healthz"),
         Route("/api/status", api.status),
         Route("/api/items", api.items),
         Route("/api/items/{item_id:int}", api.item),
@@ -99,14 +100,16 @@ class Dashboard(Starlette):
     """Starlette with the :class:`Guard` outside everything else. Starlette puts its own
     middleware (the 500 of an error, the 413 of a body over ``max_body_size``) outside
     any it is given: there, their answers would lack the security headers. Outermost,
-    the Guard also refuses a foreign ``Host`` before any of them reads the request."""
+    the Guard also refuses a foreign ``Host`` before any of them reads the request.
+    Outside it, :class:`NoStoreApi` marks every API answer, the Guard's too, not to be
+    stored."""
 
     def __init__(self, *, hosts: Iterable[str] | None, **options: Any) -> None:
         self._hosts = hosts
         super().__init__(**options)
 
     def build_middleware_stack(self) -> ASGIApp:
-        return Guard(super().build_middleware_stack(), self._hosts)
+        return NoStoreApi(Guard(super().build_middleware_stack(), self._hosts))
 
 
 def create_app(

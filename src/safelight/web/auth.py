@@ -34,6 +34,7 @@ from safelight.web.proxies import NO_PROXY
 from safelight.web.sessions import SESSION_KEY, Sessions, cookie_name, origin_of
 from safelight.web.viewer import SCOPE_KEY, Viewer
 
+HEALTH_PATH = "/healthz"
 # Paths answered to anyone: exact paths by method, and the static files below /static/.
 OPEN = frozenset(
     {
@@ -44,8 +45,8 @@ OPEN = frozenset(
         ("GET", "/welcome"),
         ("HEAD", "/welcome"),
         ("POST", "/welcome"),
-        ("GET", "/healthz"),
-        ("HEAD", "/healthz"),
+        ("GET", HEALTH_PATH),
+        ("HEAD", HEALTH_PATH),
     }
 )
 OPEN_PREFIXES = ("/static/",)
@@ -144,6 +145,10 @@ class SignIn:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        if request.url.path.startswith(OPEN_PREFIXES) or request.url.path == HEALTH_PATH:
+            # The same answer for everyone: no session looked up, no token checked.
+            await self.app(scope, receive, send)
+            return
         try:
             viewer = await self._viewer(request, scope)
         except HTTPException as exc:

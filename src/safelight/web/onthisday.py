@@ -62,7 +62,7 @@ class Cursor:
             year, local, asset_id = raw.split("|")
             return cls(int(year), datetime.fromisoformat(local), int(asset_id))
         except (binascii.Error, UnicodeDecodeError, ValueError):
-            raise ValueError(f"not a cursor of this API: {token!r}") from None
+            raise ValueError("not a cursor of this API") from None
 
     @classmethod
     def of(cls, row: Row) -> Cursor:
@@ -152,15 +152,22 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def on_this_day(
-    pool: reads.Pool, day: date, after: Cursor | None = None, limit: int = PAGE_TILES
+    pool: reads.Pool,
+    day: date,
+    after: Cursor | None = None,
+    limit: int = PAGE_TILES,
+    *,
+    owner: str | None,
 ) -> dict[str, Any]:
     """A page of the document of ``day``: ``{"date", "count", "years": [{"year",
     "years_ago", "assets": [...]}], "next"}``, the years newest first, each year's assets
     newest first (the JSON of ``/api/on-this-day`` and what the home page shows): the
     ``limit`` tiles after ``after`` (from the first, without it), ``count`` of them, and
     ``next`` the cursor of the following page, or None after the day's last tile. A
-    year can go on into the next page. Two queries: the page's assets (one more than
-    ``limit``, to know whether a next page exists), then the members of its bursts."""
+    year can go on into the next page. Only the live assets of ``owner``'s enabled
+    configs (None: every owner's, an admin's view; ADR 0044). Two queries: the page's
+    assets (one more than ``limit``, to know whether a next page exists), then the
+    members of its bursts."""
     span = span_of(day)
     start = after or Cursor.start(span)
     rows = await reads.assets_on_day(
@@ -170,12 +177,13 @@ async def on_this_day(
         before_year=span.before_year,
         after=(start.year, start.local, start.id),
         limit=limit + 1,
+        owner=owner,
     )
     more = len(rows) > limit
     rows = rows[:limit]
     burst_ids = sorted({r["burst_id"] for r in rows if r["burst_id"] is not None})
     members: dict[int, list[dict[str, Any]]] = {}
-    for member in await reads.assets_of_bursts(pool, burst_ids):
+    for member in await reads.assets_of_bursts(pool, burst_ids, owner=owner):
         members.setdefault(member["burst_id"], []).append(_member(member))
     years: list[dict[str, Any]] = []
     for row in rows:

@@ -21,9 +21,10 @@ from safelight.logs import masker
 from safelight.terminal import printable, printable_lines
 from safelight.views.documents import progress_line
 from safelight.web import api
+from safelight.web.caching import NO_STORE
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.web.sessions import SESSION_KEY, Session
-from safelight.web.viewer import SCOPE_KEY, Viewer
+from safelight.web.viewer import SCOPE_KEY, Viewer, viewer_of
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 
@@ -117,7 +118,7 @@ def render(
         name,
         {"access": access, "viewer": viewer, "needs_password": needs_password, **context},
         status_code=status_code,
-        headers={"Cache-Control": "no-store"},
+        headers={"Cache-Control": NO_STORE},
     )
 
 
@@ -135,7 +136,7 @@ async def on_this_day(request: Request) -> Response:
     day = api.parse_day(request.query_params.get("date"), today)
     # The day's first page; the page's script asks the API for the next ones.
     limit = api.parse_limit(request.query_params.get("limit"))
-    document = await day_document(web.pool, day, limit=limit)
+    document = await day_document(web.pool, day, limit=limit, owner=viewer_of(request).owner)
     return render(
         request,
         "on_this_day.html",

@@ -6,10 +6,15 @@ path is the one its row names, which must be a name of the proxy layout
 opened below the proxy root without following a link at any level
 (``proxytree.open_file``). Originals are never served: no route reads a storage root.
 
+Only what its viewer may see is served (ADR 0044): a live asset of one of the viewer's
+enabled configs (any owner's, for an admin). An asset soft-deleted, of a disabled config
+or of another owner, a proxy type not served, a version not the current one: each is the
+same 404 as an asset that does not exist, so ids cannot be walked.
+
 The ``version`` is a digest of the row's path, which changes whenever an attempt
-writes the proxy again (a proxy's name carries its attempt, ADR 0016): the URL names
-one file's bytes for ever, so it is cached for a year (``immutable``). A stale version
-is redirected to the current one.
+writes the proxy again (a proxy's name carries its attempt, ADR 0016), and is the
+ETag. The browser alone keeps the bytes (``private``) and asks again each time
+(``no-cache``): a 304 while the photo may still be seen, a 404 once it may not.
 """
 
 from __future__ import annotations
@@ -27,24 +32,25 @@ import anyio.to_thread
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from safelight.library.paths import parse_proxy_name
 from safelight.library.proxytree import UnsafeProxyPath, open_file
 from safelight.web import reads
+from safelight.web.caching import PROXY
+from safelight.web.viewer import viewer_of
 
 _log = logging.getLogger(__name__)
 
 # The proxy types a page shows, and the content type of each extension written.
 SERVED_TYPES = frozenset({"thumbnail", "full_preview", "web_video"})
 CONTENT_TYPES = {"jpg": "image/jpeg", "mp4": "video/mp4"}
-IMMUTABLE = "public, max-age=31536000, immutable"
+# The one answer for every proxy not served, whatever the reason (no such asset, not the
+# viewer's, no signed-in user: ``auth``): none says which ids exist.
+NO_PROXY = "there is no such proxy"
 CHUNK_BYTES = 256 * 1024
 _VERSION = re.compile(r"[0-9a-f]{16}")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-# The one answer for a proxy that is not there, whatever the reason: no such asset, no
-# such proxy, or no signed-in user (``auth``): none says which ids exist.
-NO_PROXY = "there is no such proxy"
 
 
 def proxy_version(path: str) -> str:
@@ -89,9 +95,10 @@ async def serve_proxy(request: Request) -> Response:
     asset_id: int = request.path_params["asset_id"]
     proxy_type: str = request.path_params["proxy_type"]
     version: str = request.path_params["version"]
+    owner = viewer_of(request).owner
     if proxy_type not in SERVED_TYPES or not _VERSION.fullmatch(version):
         raise HTTPException(404, NO_PROXY)
-    found = await reads.proxy_of_asset(pool, asset_id, proxy_type)
+    found = await reads.proxy_of_asset(pool, asset_id, proxy_type, owner=owner)
     if found is None:
         raise HTTPException(404, NO_PROXY)
     name = parse_proxy_name(found.path)
@@ -112,13 +119,10 @@ async def serve_proxy(request: Request) -> Response:
         raise HTTPException(404, NO_PROXY)
     current = proxy_version(found.path)
     if version != current:
-        return RedirectResponse(
-            f"/proxies/{asset_id}/{proxy_type}/{current}",
-            status_code=307,
-            headers={"Cache-Control": "no-cache"},
-        )
+        # Never a redirect to the current one: that would name it to whoever guessed.
+        raise HTTPException(404, NO_PROXY)
     etag = f'"{current}"'
-    headers = {"ETag": etag, "Cache-Control": IMMUTABLE, "Accept-Ranges": "bytes"}
+    headers = {"ETag": etag, "Cache-Control": PROXY, "Accept-Ranges": "bytes"}
     if etag in (request.headers.get("if-none-match") or ""):
         return Response(status_code=304, headers=headers)
     stack = contextlib.ExitStack()

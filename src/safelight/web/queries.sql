@@ -3,6 +3,9 @@
 -- counts) is read through safelight.views.queries, once. Named blocks ("-- name --" then
 -- a line that says what it does), loaded by safelight.web.reads; names read subject
 -- first (ADR 0020). Nothing here writes; every value is a parameter.
+-- Each read takes %(owner)s, the viewer's filter (ADR 0044): NULL for an admin (every
+-- owner), else only that owner's configs and what belongs to them. What is shown or served
+-- of the library (a day, a burst, a proxy) is also only of enabled configs' live assets.
 
 -- assets_on_day --
 -- A page of the live assets captured on a month and days before a year, as the library shows them (a RAW through its JPEG, a Live Photo's video through its image, a burst through its primary), newest first, after a keyset cursor, with their proxies.
@@ -35,6 +38,11 @@ FROM (
           AND (a.captured_year, a.captured_local, a.id)
               < (%(after_year)s::smallint, %(after_local)s::timestamp, %(after_id)s::bigint)
           AND a.stack_primary_id IS NULL
+          -- The viewer's enabled configs (an InitPlan, read once): a filter on the walk,
+          -- so a page of one owner of n reads about n times its rows, never the day.
+          AND a.storage_config_id = ANY(ARRAY(
+                  SELECT c.id FROM storage_configs c
+                  WHERE c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)))
           -- Each test below is one index probe of a row the walk reaches, written so
           -- that it stays one and the planner sees that most rows pass: OR keeps it a
           -- filter, not an anti join (whose misestimate made the planner read and sort
@@ -72,11 +80,13 @@ CROSS JOIN LATERAL (
 ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 
 -- assets_of_bursts --
--- The live members of bursts, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
+-- The live members of bursts of the viewer's enabled configs, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
 SELECT a.id, a.burst_id, a.media_type, a.file_name, a.captured_local, a.width, a.height,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a
 JOIN bursts b ON b.id = a.burst_id
+JOIN storage_configs c ON c.id = a.storage_config_id
+     AND c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 LEFT JOIN proxy_files th ON th.asset_id = a.id AND th.proxy_type = 'thumbnail'
 LEFT JOIN proxy_files pv ON pv.asset_id = a.id AND pv.proxy_type = 'full_preview'
 LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
@@ -85,14 +95,18 @@ ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.seque
          a.id
 
 -- proxy_of_asset --
--- One proxy file of an asset: where it is under the proxy root, and the asset's config and content hash it must lie under.
+-- One proxy file of a live asset of the viewer's enabled configs: where it is under the proxy root, and the asset's config and content hash it must lie under.
+-- No row for a soft-deleted asset, a disabled config's or another owner's: the route
+-- answers each exactly as an asset that does not exist.
 SELECT p.path, p.size_bytes, a.storage_config_id, a.content_hash
 FROM proxy_files p
-JOIN assets a ON a.id = p.asset_id
+JOIN assets a ON a.id = p.asset_id AND NOT a.is_deleted
+JOIN storage_configs c ON c.id = a.storage_config_id
+     AND c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 WHERE p.asset_id = %(asset_id)s AND p.proxy_type = %(proxy_type)s AND p.path IS NOT NULL
 
 -- configs_overview --
--- Every storage config with its running item (Worker, attempt, lease) and its last finished crawl.
+-- Every storage config of the viewer (or the one asked for, if the viewer's) with its running item (Worker, attempt, lease) and its last finished crawl; disabled ones too.
 SELECT c.id, c.owner, c.root_path, c.active, c.created_at,
        r.id AS running_id, r.kind AS running_kind, r.worker_id AS running_worker_id,
        r.attempt AS running_attempt, r.started_at AS running_started_at,
@@ -110,4 +124,5 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) l ON true
 WHERE (%(config_id)s::uuid IS NULL OR c.id = %(config_id)s::uuid)
+  AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 ORDER BY c.owner, c.root_path, c.id

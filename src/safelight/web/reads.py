@@ -1,5 +1,8 @@
 """The web dashboard's own reads (``queries.sql``); the queue's and a config's counts
-are the operator's views (``safelight.views.queries``), which the CLI reads too."""
+are the operator's views (``safelight.views.queries``), which the CLI reads too.
+
+Every read takes ``owner``, keyword-only and without a default, so no route can forget
+it: the viewer's ``Viewer.owner`` (None for an admin: every owner; ADR 0044)."""
 
 from __future__ import annotations
 
@@ -29,8 +32,10 @@ async def assets_on_day(
     before_year: int,
     after: tuple[int, datetime, int],
     limit: int,
+    owner: str | None,
 ) -> list[Row]:
-    """Up to ``limit`` of the day's tiles after ``after`` (year, local time, id)."""
+    """Up to ``limit`` of the day's tiles after ``after`` (year, local time, id), of the
+    enabled configs of ``owner``."""
     year, local, asset_id = after
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
@@ -44,17 +49,20 @@ async def assets_on_day(
                 "after_local": local,
                 "after_id": asset_id,
                 "limit": limit,
+                "owner": owner,
             },
         )
         return list(await cur.fetchall())
 
 
-async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int]) -> list[Row]:
+async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int], *, owner: str | None) -> list[Row]:
     if not burst_ids:
         return []
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(QUERIES["assets_of_bursts"], {"burst_ids": list(burst_ids)})
+        await cur.execute(
+            QUERIES["assets_of_bursts"], {"burst_ids": list(burst_ids), "owner": owner}
+        )
         return list(await cur.fetchall())
 
 
@@ -67,21 +75,30 @@ class ProxyFile:
     content_hash: str
 
 
-async def proxy_of_asset(pool: Pool, asset_id: int, proxy_type: str) -> ProxyFile | None:
+async def proxy_of_asset(
+    pool: Pool, asset_id: int, proxy_type: str, *, owner: str | None
+) -> ProxyFile | None:
+    """The proxy, or None for an asset that is absent, soft-deleted, of a disabled config
+    or of another owner than ``owner``: the same None, so all answer alike."""
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["proxy_of_asset"], {"asset_id": asset_id, "proxy_type": proxy_type}
+            QUERIES["proxy_of_asset"],
+            {"asset_id": asset_id, "proxy_type": proxy_type, "owner": owner},
         )
         row = await cur.fetchone()
     return None if row is None else ProxyFile(**row)
 
 
-async def configs_overview(pool: Pool, config_id: UUID | None = None) -> list[Row]:
-    """Each config (or the one asked for) with its running item and its last crawl."""
+async def configs_overview(
+    pool: Pool, config_id: UUID | None = None, *, owner: str | None
+) -> list[Row]:
+    """Each config of ``owner`` (or the one asked for, if it is one of them) with its
+    running item and its last crawl."""
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["configs_overview"], {"crawl_kind": CRAWL.name, "config_id": config_id}
+            QUERIES["configs_overview"],
+            {"crawl_kind": CRAWL.name, "config_id": config_id, "owner": owner},
         )
         return list(await cur.fetchall())
