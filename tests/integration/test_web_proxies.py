@@ -218,6 +218,7 @@ async def test_the_answers_starlette_gives_itself_carry_the_security_headers_too
         failed = await client.get("/api/status")
     assert failed.status_code == 500
     assert security_headers(failed) == expected
+    assert failed.headers["cache-control"] == "no-store"  # an API answer (ADR 0044)
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8470", "192.168.1.5"])

@@ -333,6 +333,26 @@ async def test_a_soft_deleted_asset_is_neither_shown_nor_served(web: Web) -> Non
     assert again.status_code == 404 and again.content != b""
 
 
+async def test_a_live_photos_deleted_video_is_not_shown(web: Web) -> None:
+    family = await family_of(web)
+
+    async def live_video(client: httpx.AsyncClient) -> Any:
+        document = (await client.get("/api/on-this-day")).json()
+        wanted = family.alice.ids["live-2y"]
+        (tile,) = [a for y in document["years"] for a in y["assets"] if a["id"] == wanted]
+        return tile["video"]
+
+    video = await live_video(family.as_alice)
+    assert video is not None and (await family.as_alice.get(video)).status_code == 200
+    async with web.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE assets SET is_deleted = true, deleted_at = now() WHERE id = %s",
+            (family.alice.ids["live-2y-video"],),
+        )
+    assert await live_video(family.as_alice) is None
+    assert (await family.as_alice.get(video)).status_code == 404
+
+
 async def test_a_disabled_configs_assets_are_neither_shown_nor_served(web: Web) -> None:
     family = await family_of(web)
     old = await proxy_of(web, family.alice_old.ids["photo-1y"])

@@ -24,7 +24,11 @@ SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
            (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
        END AS burst_count,
        px.thumbnail_path, px.preview_path, px.blurhash,
-       coalesce(px.own_video_path, px.paired_video_path) AS video_path
+       -- A Live Photo's video only while it is live itself: what is shown is served.
+       coalesce(px.own_video_path,
+                CASE WHEN EXISTS (SELECT 1 FROM assets v
+                                  WHERE v.id = a.paired_asset_id AND NOT v.is_deleted)
+                     THEN px.paired_video_path END) AS video_path
 FROM (
     SELECT d.*
     FROM unnest(%(days)s::smallint[]) AS day_of(day)
