@@ -50,9 +50,26 @@ class SettingsError(ValueError):
 
 ROOT_HOME = Path("/var/lib/safelight")
 
-# A token anyone may act with must not be guessable from the network: a given one is
-# at least this long (one made at start is 43 characters, 256 random bits).
-MIN_WEB_TOKEN_LENGTH = 16
+# SAFELIGHT_WEB_TOKEN, when given, is the token of serve's first-admin link (ADR 0045):
+# whoever holds it becomes the admin, so it must not be guessable from the network. A
+# given one is at least this long, of at least this many different characters (one made
+# at start is 43 characters, 256 random bits; `openssl rand -hex 16` is 32 characters of
+# about 14 different ones). No rule measures randomness; these refuse the obvious
+# non-secrets ("aaaa...", "abab...", a short word).
+MIN_WEB_TOKEN_LENGTH = 32
+MIN_WEB_TOKEN_DISTINCT = 8
+
+
+def web_token_problem(token: str) -> str | None:
+    """Why ``token`` is too weak to be SAFELIGHT_WEB_TOKEN, as the end of a sentence that
+    names neither the token nor how it fell short (a count of its characters would help
+    a guess); None if it will do."""
+    if len(token) < MIN_WEB_TOKEN_LENGTH or len(set(token)) < MIN_WEB_TOKEN_DISTINCT:
+        return (
+            f"must be a random secret of at least {MIN_WEB_TOKEN_LENGTH} characters, at least "
+            f"{MIN_WEB_TOKEN_DISTINCT} of them different (`openssl rand -hex 32` makes one)"
+        )
+    return None
 
 
 def _default_home() -> Path:
@@ -132,9 +149,10 @@ class Settings:
     # this long; each writes it every recovery_interval_seconds.
     health_worker_seen_seconds: float = 120.0
     # ``safelight serve``: the web dashboard (safelight.web, ADR 0031), on the loopback
-    # address unless told otherwise (0: any free port, printed). Its actions need the
-    # token; None: one made at each start and printed once with the URL. Never printed
-    # again, never logged, and not in this object's repr.
+    # address unless told otherwise (0: any free port, printed). web_token: the token of
+    # the one-time link that makes the first admin while no user exists (ADR 0045); None:
+    # one made at each start and printed once in that link. Never logged, and not in
+    # this object's repr.
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     web_token: str | None = None
@@ -245,11 +263,11 @@ class Settings:
             raise SettingsError(f"web_port must be a TCP port, 0 to 65535, not {self.web_port}")
         if not self.web_host.strip():
             raise SettingsError("web_host must name an address to listen on, not nothing")
-        if self.web_token is not None and len(self.web_token) < MIN_WEB_TOKEN_LENGTH:
-            # Not the token itself: a setting error is printed.
+        if self.web_token is not None and (problem := web_token_problem(self.web_token)):
+            # Says what is expected, never the token: a setting error is printed.
             raise SettingsError(
-                f"web_token ({ENV_PREFIX}WEB_TOKEN) must be at least {MIN_WEB_TOKEN_LENGTH} "
-                f"characters, not {len(self.web_token)}; or leave it unset for one made at start"
+                f"web_token ({ENV_PREFIX}WEB_TOKEN) {problem}; or leave it unset for one "
+                "made at start"
             )
         for setting, flag, entries, problem_of in (
             ("web_allowed_hosts", "--allow-host", self.web_allowed_hosts, host_name_problem),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import select
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +44,14 @@ def process_env(extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def safelight_process(
-    *args: str, env: Mapping[str, str], timeout: float = 90
+    *args: str, env: Mapping[str, str], timeout: float = 90, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m safelight`` to the end, as a user would, and capture both streams."""
+    """Run ``python -m safelight`` to the end, as a user would, and capture both streams
+    (``input``: what it reads on stdin)."""
     return subprocess.run(
         [sys.executable, "-m", "safelight", *args],
         env=process_env(env),
+        input=input,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -80,3 +84,41 @@ def paused_at(fd: int, process: subprocess.Popen[str], seconds: float) -> str:
         if ready:
             data += os.read(fd, 4096)
     return data.decode().strip()
+
+
+@dataclass
+class Browsing:
+    """A client signed in by serve's printed link, as the welcome page's script signs in:
+    the token from the link's fragment POSTed to /welcome as JSON; the session cookie kept
+    by its jar, the CSRF token from the answer."""
+
+    opener: urllib.request.OpenerDirector
+    base: str
+    next_path: str
+    csrf: str
+
+    def get_json(self, path: str) -> Any:
+        with self.opener.open(self.base + path.lstrip("/"), timeout=30) as response:
+            return json.loads(response.read())
+
+
+def link_in(line: str) -> str:
+    """The ``.../welcome#token=...`` link in a line serve printed."""
+    [link] = [word for word in line.split() if "/welcome#token=" in word]
+    return link
+
+
+def follow_welcome_link(link: str) -> Browsing:
+    base, _, token = link.partition("welcome#token=")
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+    request = urllib.request.Request(
+        base + "welcome",
+        data=json.dumps({"token": token}).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
+    with opener.open(request, timeout=30) as response:
+        answer = json.loads(response.read())
+    return Browsing(opener, base, answer["next"], answer["csrf"])

@@ -1,11 +1,14 @@
 """Browser tests: the real dashboard, driven by a real Chromium.
 
-``site`` (once per session) makes a database of its own, generates an "On this day"
-library (``generate_day_library``), crawls it with ``safelight run`` (real proxies,
-BlurHashes, bursts and Live Photos), and serves the dashboard with uvicorn on a free
-port of 127.0.0.1, in a thread of this process with an event loop of its own, exactly
-as ``safelight serve`` builds it (``create_app``, ``WebServer``), with an admin user
-(``ADMIN``, ``PASSWORD``).
+``site`` (once per session) makes a database of its own, generates two "On this day"
+libraries (``generate_day_library``) of two owners (``OWNER``'s of ``ASKED_DAY``
+in ``YEARS``, ``OTHER_OWNER``'s of ``OTHER_DAY`` in ``OTHER_YEARS``: the admin's
+page of either day shows one owner's photos), crawls each with ``safelight run
+--user NAME`` (real proxies, BlurHashes, bursts and Live Photos), adds a user of each
+owner's name and an admin (``ADMIN``; passwords in ``PASSWORDS``), and serves the
+dashboard with uvicorn on a free port of 127.0.0.1, in a thread of this process with
+an event loop of its own, exactly as ``safelight serve`` builds it (``create_app``,
+``WebServer``).
 
 ``browser`` is the system's Chromium (``chromium`` or ``chromium-browser`` on PATH, or
 ``SAFELIGHT_TEST_CHROMIUM``; ``scripts/setup --dev`` installs Debian's) driven by
@@ -24,6 +27,8 @@ sleep.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import os
 import queue
@@ -45,26 +50,38 @@ from safelight.accounts.store import Accounts
 from safelight.app import open_app_database
 from safelight.cli.main import cli
 from safelight.core.clock import SystemClock
-from safelight.db.pool import open_pool
 from safelight.logs import CHATTY_LIBRARIES
 from safelight.settings import Settings
 from safelight.testing.samplegen import Manifest, generate_day_library
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
+from tests.acceptance.harness import safelight_process
 from tests.dbserver import PgTestServer
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("SAFELIGHT_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts")
 CHROMIUM_COMMANDS = ("chromium", "chromium-browser")
 
-# The day the tests ask for, and the years of the library's photos of that day.
+# The day the tests ask for, and the years of each library's photos of that day.
 ASKED_DAY = date(2025, 6, 15)
 YEARS = (2016, 2019, 2021, 2024)
+OTHER_DAY = date(2025, 7, 20)
+OTHER_YEARS = (2015, 2018, 2020)
+# The owners of the two libraries, each a user of that name, and an admin who sees both.
+OWNER = "browser"
+OTHER_OWNER = "other"
+ADMIN = "admin"
+PASSWORD = "a long family password, 28 June"
+PASSWORDS = {
+    OWNER: "first family passphrase",
+    OTHER_OWNER: "second family passphrase",
+    ADMIN: PASSWORD,
+}
 # The whole run waits on the page, never on a clock: a generous bound for a busy machine.
 EXPECT_TIMEOUT_MS = 15_000
 START_TIMEOUT_SECONDS = 60
-ADMIN = "admin"
-PASSWORD = "a long family password, 28 June"
+# A guard against a demo that hangs, not a tested deadline: it generates and crawls.
+DEMO_GUARD_SECONDS = 600
 
 T = TypeVar("T")
 
@@ -111,6 +128,34 @@ class Site:
     def connect(self) -> psycopg.Connection[Any]:
         return psycopg.connect(self.database_url, autocommit=True)
 
+    def asset_ids(self, owner: str) -> set[int]:
+        """Every asset of ``owner``'s configs."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT a.id FROM assets a JOIN storage_configs c ON c.id = a.storage_config_id"
+                " WHERE c.owner = %s",
+                (owner,),
+            ).fetchall()
+        return {int(row[0]) for row in rows}
+
+    def config_id(self, owner: str) -> str:
+        """The id of ``owner``'s one config."""
+        with self.connect() as conn:
+            [(config_id,)] = conn.execute(
+                "SELECT id::text FROM storage_configs WHERE owner = %s", (owner,)
+            ).fetchall()
+        return str(config_id)
+
+    def crawls_pending(self, config_id: str) -> int:
+        """Crawls of a config queued and not started (nothing runs them here)."""
+        with self.connect() as conn:
+            [(count,)] = conn.execute(
+                "SELECT count(*) FROM work_items WHERE kind = 'crawl'"
+                " AND storage_config_id = %s AND status = 'queued'",
+                (config_id,),
+            ).fetchall()
+        return int(count)
+
 
 class _Served:
     """The dashboard in a thread: its own event loop, database pool and uvicorn."""
@@ -154,8 +199,9 @@ class _Served:
         assert not self._thread.is_alive(), "the dashboard did not stop"
 
 
-def _crawl(root: Path, database_url: str, home: Path) -> None:
-    """``safelight run ROOT``, in this process, as the acceptance tests run commands."""
+def _invoke(args: list[str], database_url: str, home: Path) -> Any:
+    """``safelight ARGS --json``, in this process, as the acceptance tests run commands;
+    the JSON it printed."""
     env: dict[str, str | None] = {
         name: None for name in os.environ if name.startswith("SAFELIGHT_")
     }
@@ -168,9 +214,7 @@ def _crawl(root: Path, database_url: str, home: Path) -> None:
     handlers, level = list(root_logger.handlers), root_logger.level
     chatty = {name: logging.getLogger(name).level for name in CHATTY_LIBRARIES}
     try:
-        result = CliRunner().invoke(
-            cli, ["run", str(root), "--user", "browser", "--json"], env=env, catch_exceptions=False
-        )
+        result = CliRunner().invoke(cli, [*args, "--json"], env=env, catch_exceptions=False)
     finally:
         for handler in [h for h in root_logger.handlers if h not in handlers]:
             root_logger.removeHandler(handler)
@@ -178,14 +222,41 @@ def _crawl(root: Path, database_url: str, home: Path) -> None:
         for name, chatty_level in chatty.items():
             logging.getLogger(name).setLevel(chatty_level)
     assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
 
 
-async def add_user(database_url: str, name: str, password: str, *, admin: bool) -> None:
-    pool = await open_pool(database_url, min_size=1, max_size=1)
-    try:
-        await Accounts(pool, SystemClock()).add(name, password=password, admin=admin)
-    finally:
-        await pool.close()
+def _crawl(root: Path, database_url: str, home: Path, owner: str) -> None:
+    """``safelight run ROOT --user OWNER``."""
+    _invoke(["run", str(root), "--user", owner], database_url, home)
+
+
+def demo_summary(database_url: str, home: Path) -> Any:
+    """``safelight demo --json`` into ``home``, as a process, as a new user runs it (not in
+    this thread: Playwright's event loop runs here): its summary, with the serve command."""
+    result = safelight_process(
+        "demo",
+        "--json",
+        env={
+            "SAFELIGHT_DATABASE_URL": database_url,
+            "SAFELIGHT_HOME": str(home),
+        },
+        timeout=DEMO_GUARD_SECONDS,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _add_users(settings: Settings) -> None:
+    async def add() -> None:
+        database = await open_app_database(settings, concurrency=1)
+        try:
+            accounts = Accounts(database.pool, SystemClock())
+            for name, password in PASSWORDS.items():
+                await accounts.add(name, password=password, admin=name == ADMIN)
+        finally:
+            await database.close()
+
+    run_async(add)
 
 
 def sign_in(page: Page, name: str = ADMIN, password: str = PASSWORD, next_path: str = "/") -> None:
@@ -221,9 +292,12 @@ def site(
         home = tmp_path_factory.mktemp("browser-home")
         library = tmp_path_factory.mktemp("browser-library") / "photos"
         manifest = generate_day_library(library, ASKED_DAY.month, ASKED_DAY.day, YEARS)
-        _crawl(library, database_url, home)
+        _crawl(library, database_url, home, OWNER)
+        other = tmp_path_factory.mktemp("browser-library-other") / "photos"
+        generate_day_library(other, OTHER_DAY.month, OTHER_DAY.day, OTHER_YEARS, seed=1)
+        _crawl(other, database_url, home, OTHER_OWNER)
         settings = Settings.load({"database_url": database_url, "home": home}, env={})
-        run_async(lambda: add_user(database_url, ADMIN, PASSWORD, admin=True))
+        _add_users(settings)
         served = _Served(settings)
         url = served.start()
         yield Site(url, database_url, settings, manifest)
@@ -263,34 +337,55 @@ def page_problems() -> list[str]:
     return []
 
 
-@pytest.fixture
-def anonymous_page(
-    site: Site, browser: Browser, page_problems: list[str], request: pytest.FixtureRequest
-) -> Iterator[Page]:
+@contextlib.contextmanager
+def open_page(
+    browser: Browser, problems: list[str], request: pytest.FixtureRequest
+) -> Iterator[Callable[[str], Page]]:
+    """A factory of pages, each in a fresh browser context (no cookie, no storage) on the
+    URL it is given; when the block ends, each is photographed (the first as the test's
+    artifact, the next ones with ``-2``, ``-3`` ...), and any script or console error of
+    any of them fails the test."""
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    context = browser.new_context(base_url=site.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(EXPECT_TIMEOUT_MS)
-    opened = context.new_page()
-    problems = page_problems
-    opened.on("pageerror", lambda error: problems.append(f"script error: {error}"))
-    opened.on(
-        "console",
-        lambda message: (
-            problems.append(f"console error: {message.text} ({message.location.get('url', '')})")
-            if message.type == "error" and not _is_favicon(message.location.get("url", ""))
-            else None
-        ),
-    )
+    opened: list[tuple[Any, Page]] = []
+
+    def new_page(url: str) -> Page:
+        context = browser.new_context(base_url=url, viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(EXPECT_TIMEOUT_MS)
+        made = context.new_page()
+        made.on("pageerror", lambda error: problems.append(f"script error: {error}"))
+        made.on(
+            "console",
+            lambda message: (
+                problems.append(
+                    f"console error: {message.text} ({message.location.get('url', '')})"
+                )
+                if message.type == "error" and not _is_favicon(message.location.get("url", ""))
+                else None
+            ),
+        )
+        opened.append((context, made))
+        return made
+
     try:
-        yield opened
+        yield new_page
         assert problems == [], "the page reported errors"
     finally:
         path = artifact_path(request.node)
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            opened.screenshot(path=str(path), full_page=True)
-        finally:
-            context.close()
+        for index, (context, made) in enumerate(opened, 1):
+            shot = path if index == 1 else path.with_name(f"{path.stem}-{index}{path.suffix}")
+            try:
+                made.screenshot(path=str(shot), full_page=True)
+            finally:
+                context.close()
+
+
+@pytest.fixture
+def anonymous_page(
+    site: Site, browser: Browser, page_problems: list[str], request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    with open_page(browser, page_problems, request) as new_page:
+        yield new_page(site.url)
 
 
 @pytest.fixture

@@ -64,6 +64,15 @@ def test_the_command_repeats_the_home_and_proxy_root_it_was_given(tmp_path: Path
     assert serve_argv(settings(), {}, env={}, argv0="x") == ["safelight", "serve"]
 
 
+def test_the_command_names_the_day_its_link_opens_on() -> None:
+    assert serve_argv(settings(), {}, day=date(2026, 6, 15), env={}, argv0="x") == [
+        "safelight",
+        "serve",
+        "--day",
+        "2026-06-15",
+    ]
+
+
 def test_a_database_url_is_repeated_only_from_the_flag_and_masked() -> None:
     url = "postgresql://alice:s3cret@db.example/photos"
     flagged = serve_argv(settings(database_url=url), {"database_url": url}, env={}, argv0="x")
@@ -114,14 +123,21 @@ def test_a_leap_day_is_shown_on_28_february_of_a_common_year() -> None:
     assert day_showing(7, 4, 2026) == date(2026, 7, 4)
 
 
-def test_the_hint_is_a_command_to_paste_and_where_to_go() -> None:
-    lines = hint(["./safelight", "--home", "/tmp/my home", "serve"], "http://127.0.0.1:8470/")
+def test_the_hint_is_a_command_to_paste_and_where_its_link_goes() -> None:
+    lines = hint(
+        ["./safelight", "--home", "/tmp/my home", "serve", "--day", "2026-06-15"],
+        "http://127.0.0.1:8470/?date=2026-06-15",
+    )
 
     assert lines == [
-        "See it in a browser (On this day, the queue): ./safelight --home '/tmp/my home' serve",
-        "  then open http://127.0.0.1:8470/",
+        "See it in a browser (On this day, the queue): "
+        "./safelight --home '/tmp/my home' serve --day 2026-06-15",
+        "  then open the link it prints, which signs you in on "
+        "http://127.0.0.1:8470/?date=2026-06-15",
     ]
-    assert hint(["safelight", "serve"], None)[1] == "  then open the URL it prints"
+    assert hint(["safelight", "serve"], None)[1] == (
+        "  then open the link it prints, which signs you in"
+    )
 
 
 def test_the_command_repeats_the_read_group_it_was_given() -> None:

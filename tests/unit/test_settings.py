@@ -372,7 +372,7 @@ def test_a_bad_metrics_or_health_setting_is_named(env: dict[str, str], message: 
         {"retry_jitter": 1.0},
         {"web_port": 0},
         {"web_port": 65535},
-        {"web_token": "x" * 16},
+        {"web_token": "abcdefgh" * 4},
         {"recovery_interval_seconds": 15.0, "health_worker_seen_seconds": 40.0},
     ],
 )
@@ -391,10 +391,16 @@ def test_the_edges_of_what_the_settings_allow_are_allowed(changes: dict[str, Any
         ({"retry_jitter": 1.5}, "retry_jitter must be between 0 and 1, not 1.5"),
         ({"web_port": 65536}, "web_port must be a TCP port, 0 to 65535, not 65536"),
         ({"web_host": " "}, "web_host must name an address to listen on, not nothing"),
-        (
-            {"web_token": "x" * 15},
-            "web_token (SAFELIGHT_WEB_TOKEN) must be at least 16 characters, not 15; or leave "
-            "it unset for one made at start",
+        *(
+            (
+                {"web_token": weak},
+                "web_token (SAFELIGHT_WEB_TOKEN) must be a random secret of at least 32 "
+                "characters, at least 8 of them different (`openssl rand -hex 32` makes one); "
+                "or leave it unset for one made at start",
+            )
+            # The token, one letter long enough, too few different letters, and
+            # varied but one character short.
+            for weak in ("a" * 16, "a" * 64, "abcdefg" * 8, ("0123456789abcdef" * 2)[:31])
         ),
         (
             {"database_url": "mysql://u@h/db"},

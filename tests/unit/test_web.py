@@ -119,12 +119,13 @@ def test_a_proxy_url_changes_with_the_file_its_row_names() -> None:
 def test_the_web_settings_and_the_token_kept_out_of_the_repr() -> None:
     defaults = Settings.load({}, {})
     assert (defaults.web_host, defaults.web_port, defaults.web_token) == ("127.0.0.1", 8470, None)
+    given = "7f3c9a1e5b2d8f4a6c0e9b3d7a1f5c2e"  # `openssl rand -hex 16`
     loaded = Settings.load(
         {},
-        {"SAFELIGHT_WEB_HOST": "::1", "SAFELIGHT_WEB_PORT": "0", "SAFELIGHT_WEB_TOKEN": "x" * 16},
+        {"SAFELIGHT_WEB_HOST": "::1", "SAFELIGHT_WEB_PORT": "0", "SAFELIGHT_WEB_TOKEN": given},
     )
-    assert (loaded.web_host, loaded.web_port, loaded.web_token) == ("::1", 0, "x" * 16)
-    assert "x" * 16 not in repr(loaded) and "web_token='***'" in repr(loaded)
+    assert (loaded.web_host, loaded.web_port, loaded.web_token) == ("::1", 0, given)
+    assert given not in repr(loaded) and "web_token='***'" in repr(loaded)
     with pytest.raises(
         SettingsError, match=r"^web_port must be a TCP port, 0 to 65535, not 70000$"
     ):
@@ -132,7 +133,8 @@ def test_the_web_settings_and_the_token_kept_out_of_the_repr() -> None:
     with pytest.raises(SettingsError) as short:
         Settings.load({}, {"SAFELIGHT_WEB_TOKEN": "hunter2"})
     assert str(short.value) == (
-        "web_token (SAFELIGHT_WEB_TOKEN) must be at least 16 characters, not 7; "
+        "web_token (SAFELIGHT_WEB_TOKEN) must be a random secret of at least 32 characters, "
+        "at least 8 of them different (`openssl rand -hex 32` makes one); "
         "or leave it unset for one made at start"
     )
     assert "hunter2" not in str(short.value)

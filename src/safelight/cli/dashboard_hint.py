@@ -1,10 +1,12 @@
 """How to see a library in the dashboard: the ``safelight serve`` command line that
-reaches the same database and home as the command just run, and the URL to open.
+reaches the same database and home as the command just run, and where its link goes.
 
 ``safelight demo`` ends with it. The command repeats the settings this run was *given*
 (a flag, or ``SAFELIGHT_HOME`` / ``SAFELIGHT_PROXY_ROOT``), so it finds the same
 embedded database and proxies; a database URL from the environment stays there (it is
 not printed), one from the flag is printed masked, as every URL safelight prints is.
+With ``--day``, the one link that ``serve`` prints (the first-admin link on a new
+library, ADR 0045) opens On this day on that day: one click from the photos.
 """
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ def serve_argv(
     settings: Settings,
     overrides: Mapping[str, Any],
     *,
+    day: date | None = None,
     env: Mapping[str, str] | None = None,
     argv0: str | None = None,
 ) -> list[str]:
-    """``safelight [--database-url URL] [--home H] [--proxy-root P] [--read-group G]
-    serve``: the global
-    settings this run was given, and no others."""
+    """``safelight [--database-url URL] [--home H] [--proxy-root P] [--read-group G] serve
+    [--day D]``: the global settings this run was given, and no others; the day its links
+    open on."""
     env = os.environ if env is None else env
 
     def given(name: str) -> bool:
@@ -67,7 +70,7 @@ def serve_argv(
     if given("read_group") and settings.read_group is not None:
         # Else serve would tighten the proxies back to its own user's (ADR 0043).
         argv += ["--read-group", settings.read_group]
-    return [*argv, "serve"]
+    return [*argv, "serve", *(() if day is None else ("--day", day.isoformat()))]
 
 
 def dashboard_url(settings: Settings, day: date | None = None) -> str | None:
@@ -89,6 +92,6 @@ def day_showing(month: int, day: int, year: int) -> date:
 
 
 def hint(argv: list[str], url: str | None) -> list[str]:
-    """The lines a command prints: what to run, and what to open."""
-    opened = f"then open {url}" if url else "then open the URL it prints"
+    """The lines a command prints: what to run, and what its printed link opens."""
+    opened = "then open the link it prints, which signs you in" + (f" on {url}" if url else "")
     return [f"See it in a browser (On this day, the queue): {shlex.join(argv)}", f"  {opened}"]

@@ -218,7 +218,8 @@ def demo(state: CliState, as_json: bool) -> None:
     """Make a small demo library (once) and run on it: generated photos from several
     cameras, a burst, a Live Photo pair, a video and a broken file, to see the whole
     job, and how failures are reported, before pointing safelight at your own photos.
-    Ends with the `safelight serve` command that shows it in a browser, and its URL."""
+    Ends with the `safelight serve` command that shows it in a browser: the one link it
+    prints signs you in on the demo's busiest day."""
     settings = state.settings()
     make_folder("home", settings.home, settings.file_modes())  # private from the start
     root, manifest = ensure_demo_library(settings.home)
@@ -248,7 +249,7 @@ def demo(state: CliState, as_json: bool) -> None:
         day = None if busiest is None else day_showing(*busiest, year)
         return {
             "serve": {
-                "command": serve_argv(settings, state.overrides),
+                "command": serve_argv(settings, state.overrides, day=day),
                 "url": dashboard_url(settings, day),
             }
         }

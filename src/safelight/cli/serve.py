@@ -1,22 +1,29 @@
-"""``safelight serve``: the web dashboard (``safelight.web``, ADR 0031; on the home
-network, ADR 0042)."""
+"""``safelight serve``: the web dashboard (``safelight.web``, ADR 0031), on the home
+network (ADR 0042), and how to get in (ADR 0045): with no user yet, a one-time link
+that makes whoever opens it the admin."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import date, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import click
 
+from safelight.accounts.store import Accounts
+from safelight.cli.admin import os_user
 from safelight.cli.failures import Failure
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
+from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
 from safelight.web.tls import key_readable_by_others, server_context
+from safelight.web.welcome import WelcomeLink, link_for
 
 _log = logging.getLogger(__name__)
 
@@ -74,6 +81,14 @@ _log = logging.getLogger(__name__)
     help="Nobody can cancel, retry or queue anything from the dashboard; users still sign in "
     "to read.",
 )
+@click.option(
+    "--day",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="The links this prints open On this day on this day (safelight demo gives its "
+    "busiest); default today.",
+)
 @pass_state
 def serve(
     state: CliState,
@@ -84,13 +99,16 @@ def serve(
     tls_key: Path | None,
     behind_proxies: tuple[str, ...],
     read_only: bool,
+    day: datetime | None,
 ) -> None:
     """Serve the web dashboard: On this day, the queue (live), the configs, and a JSON API.
 
-    Everything needs a signed-in user (safelight user add NAME); a user sees and acts on
-    their own configs, an admin on all. Runs until Ctrl-C or SIGTERM. On the home
-    network: --host 0.0.0.0 --allow-host nas.local, and --tls-cert/--tls-key or
-    --behind-proxy (docs/web.md).
+    Everything needs a signed-in user; a user sees and acts on their own configs, an
+    admin on all (safelight user add NAME makes one). With no user yet, prints a one-time
+    link that makes whoever opens it the admin, named after the system user running
+    this (SAFELIGHT_WEB_TOKEN, when set, is that link's token). Runs until Ctrl-C or
+    SIGTERM. On the home network: --host 0.0.0.0 --allow-host nas.local, and
+    --tls-cert/--tls-key or --behind-proxy (docs/web.md).
     """
     state.overrides = {
         **state.overrides,
@@ -105,9 +123,18 @@ def serve(
     checked = state.settings(default_log_level="info")
     checked.check_web_reach()
     tls = server_context(checked)
+    next_path = on_this_day_path(None if day is None else day.date())
 
     async def body(database: Database, settings: Settings) -> None:
-        app = create_app(database, settings, clock=state.clock, read_only=read_only)
+        link = await link_for(
+            Accounts(database.pool, state.clock),
+            admin=os_user(),
+            given_token=settings.web_token,
+            next_path=next_path,
+        )
+        if link is not None:
+            masker.add(link.token)  # never in a log line
+        app = create_app(database, settings, clock=state.clock, read_only=read_only, welcome=link)
         try:
             server = WebServer(
                 app,
@@ -124,7 +151,14 @@ def serve(
             ) from None
         url = settings.web_url(server.port)
         with server.stopped_by_signals():
-            announce(url, read_only=read_only, warnings=reach_warnings(settings, server.port))
+            announce(
+                url,
+                link,
+                read_only=read_only,
+                given=settings.web_token is not None,
+                next_path=next_path,
+                warnings=reach_warnings(settings, server.port),
+            )
             await server.serve()
 
     state.with_database(body, default_log_level="info", long_running=True)
@@ -154,15 +188,52 @@ def reach_warnings(settings: Settings, port: int) -> list[str]:
     return [printable(line) for line in found]
 
 
-def announce(url: str, *, read_only: bool, warnings: Sequence[str] = ()) -> None:
+def on_this_day_path(day: date | None) -> str:
+    """The path of On this day on ``day`` (None: today)."""
+    return "/" if day is None else f"/?date={day.isoformat()}"
+
+
+def announce(
+    url: str,
+    link: WelcomeLink | None,
+    *,
+    read_only: bool,
+    given: bool,
+    next_path: str,
+    warnings: Sequence[str] = (),
+) -> None:
     """The first line is the ready signal: the socket listens from here on. Each
     warning goes to stderr, as a Worker's of its metrics port do, and to the log once
-    (where a service's output is kept)."""
+    (where a service's output is kept). Then the one way in this server offers now
+    (printed on stdout only, once; never logged)."""
     click.echo(f"safelight serve: {url} (Ctrl-C stops)")
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
         _log.warning("%s", warning)
     if read_only:
         click.echo("read-only: started with --read-only, nobody can act")
+    if link is None:
+        login = url + "login" + ("" if next_path == "/" else f"?next={quote(next_path, safe='/')}")
+        click.echo(f"sign in at {login} (`safelight user add NAME` makes an account)")
+    elif link.existing:
+        click.echo(
+            printable(
+                f"sign in as {link.admin}, who has no password yet (this link works once): "
+                f"{url}welcome#token={link.token}"
+            )
+        )
+        click.echo(f"then set a password at {url}account to sign in from other devices")
+    elif given:
+        click.echo(
+            printable(
+                f"no user yet: open {url}welcome and give SAFELIGHT_WEB_TOKEN to become the "
+                f"admin, {link.admin} (once)"
+            )
+        )
     else:
-        click.echo(f"sign in at {url}login as a user of safelight user add")
+        click.echo(
+            printable(
+                f"no user yet: this link makes you the admin, {link.admin} (it works once): "
+                f"{url}welcome#token={link.token}"
+            )
+        )

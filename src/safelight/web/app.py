@@ -28,12 +28,13 @@ from safelight.app import app_store
 from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
-from safelight.web import api, auth, pages, signin
+from safelight.web import account, api, auth, pages, signin, welcome
 from safelight.web.auth import SignIn
 from safelight.web.caching import NoStoreApi
 from safelight.web.guard import Guard, answered_hosts
 from safelight.web.proxies import serve_proxy
 from safelight.web.sessions import Sessions
+from safelight.web.welcome import Welcome, WelcomeLink
 from safelight.work.store import WorkStore
 
 HERE = Path(__file__).resolve().parent
@@ -73,6 +74,8 @@ def routes() -> list[Route | Mount]:
         Route("/login", signin.login_form, methods=["GET"], name="login"),
         Route("/login", signin.login, methods=["POST"]),
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
+        *welcome.routes(),
+        *account.routes(),
         Route(auth.HEALTH_PATH, auth.healthz, name="healthz"),
         Route("/api/status", api.status),
         Route("/api/items", api.items),
@@ -116,6 +119,7 @@ def create_app(
     clock: Clock | None = None,
     zone: tzinfo | None = None,
     read_only: bool = False,
+    welcome: WelcomeLink | None = None,
 ) -> Starlette:
     """The dashboard on ``database`` (open, migrated), its proxies read from the
     settings' proxy root and the ``Host`` names it answers to from ``web_host`` and
@@ -144,4 +148,6 @@ def create_app(
         max_body_size=MAX_BODY_BYTES,
     )
     app.state.web = context
+    # The one-time link serve printed (ADR 0045); None: it printed none.
+    app.state.welcome = Welcome(welcome)
     return app

@@ -23,6 +23,7 @@ from safelight.views.documents import progress_line
 from safelight.web import api
 from safelight.web.caching import NO_STORE
 from safelight.web.onthisday import on_this_day as day_document
+from safelight.web.sessions import SESSION_KEY, Session
 from safelight.web.viewer import SCOPE_KEY, Viewer, viewer_of
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -108,10 +109,14 @@ def render(
         viewer, access = None, "signed-out"
     else:
         access = "read-only" if api.web(request).read_only else "signed-in"
+    # A browser signed in as a user without a password (the first admin, ADR 0045):
+    # every page asks them to set one.
+    session = request.scope.get(SESSION_KEY)
+    needs_password = isinstance(session, Session) and not session.has_password
     return TEMPLATES.TemplateResponse(
         request,
         name,
-        {"access": access, "viewer": viewer, **context},
+        {"access": access, "viewer": viewer, "needs_password": needs_password, **context},
         status_code=status_code,
         headers={"Cache-Control": NO_STORE},
     )

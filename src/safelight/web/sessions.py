@@ -111,6 +111,9 @@ class Session:
     id_digest: bytes
     viewer: Viewer
     csrf_digest: bytes
+    has_password: bool = True
+    """False for a user who has none yet (the first admin, ADR 0045): the pages ask them
+    to set one."""
 
     def csrf_matches(self, given: str) -> bool:
         """Whether ``given`` is this session's CSRF token: the digests compared in
@@ -158,10 +161,10 @@ class Sessions:
             row = await cur.fetchone()
             if row is None:
                 return None
-            csrf_digest, last_seen_at, user_id, name, is_admin = row
+            csrf_digest, last_seen_at, user_id, name, is_admin, has_password = row
             if now - last_seen_at >= TOUCH_EVERY:
                 await conn.execute(QUERIES["session_touch"], {"id_digest": id_digest, "now": now})
-        return Session(id_digest, Viewer(user_id, name, is_admin), bytes(csrf_digest))
+        return Session(id_digest, Viewer(user_id, name, is_admin), bytes(csrf_digest), has_password)
 
     async def end(self, session: Session) -> None:
         """Sign-out: the row goes, and the cookie names nothing from here on."""

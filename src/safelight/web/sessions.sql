@@ -14,7 +14,8 @@ VALUES (%(id_digest)s, %(user_id)s, %(origin)s, %(csrf_digest)s, %(now)s, %(now)
 -- The live session a cookie names at one origin, with its user: none at another origin, none expired or idle too long.
 -- The origin is part of the key: a cookie a browser sends to another port or host of
 -- the same machine names no session there (ADR 0041).
-SELECT s.csrf_digest, s.last_seen_at, u.id AS user_id, u.name, u.is_admin
+SELECT s.csrf_digest, s.last_seen_at, u.id AS user_id, u.name, u.is_admin,
+       u.password_hash IS NOT NULL AS has_password
 FROM web_sessions s
 JOIN users u ON u.id = s.user_id
 WHERE s.id_digest = %(id_digest)s
