@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import grp
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -180,6 +183,89 @@ def test_with_a_group_the_proxy_root_is_the_group_s_and_setgid(tmp_path: Path) -
     fresh = tmp_path / "fresh"
     assert make_proxy_root(fresh, modes)
     assert mode(fresh) == 0o2750 and is_settled(fresh, modes)
+
+
+def other_group() -> int:
+    """A group this process may give files to, other than its own (any, as root)."""
+    if os.geteuid() == 0:
+        return next(g.gr_gid for g in grp.getgrall() if g.gr_gid != GROUP.gr_gid)
+    others = [gid for gid in os.getgroups() if gid != GROUP.gr_gid]
+    if not others:
+        pytest.skip("needs a second group this user is in")
+    return others[0]
+
+
+def test_a_root_of_another_group_is_given_to_the_read_group(tmp_path: Path) -> None:
+    other = other_group()
+    root = tmp_path / "proxies"
+    proxy, staged, marker = layout(root)
+    folder = proxy.parent
+    entries = [root, folder, folder.parent, folder.parent.parent, root / ".staging"]
+    entries += [proxy, staged, marker]
+    for path in entries:
+        os.chown(path, -1, other)
+    modes = FileModes(gid=GROUP.gr_gid)
+    assert not is_settled(root, modes)
+    tightened = tighten_proxy_root(root, modes)
+    assert {path.stat().st_gid for path in entries} == {GROUP.gr_gid}
+    assert tightened.regrouped == len(entries)
+    assert mode(root) == mode(folder) == 0o2750 and mode(proxy) == 0o640
+    assert is_settled(root, modes)
+
+    # A new root made in a folder whose setgid bit would give it another group.
+    parent = tmp_path / "elsewhere"
+    parent.mkdir()
+    os.chown(parent, -1, other)
+    parent.chmod(0o2755)
+    fresh = parent / "fresh"
+    assert make_proxy_root(fresh, modes)
+    assert fresh.stat().st_gid == GROUP.gr_gid and mode(fresh) == 0o2750
+
+
+def test_the_walk_goes_on_past_an_entry_gone_and_a_folder_it_may_not_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry deleted meanwhile (a sweep) and a folder that cannot be opened are
+    passed over; the rest of the root is tightened, and files of no layout name are
+    left as they are, wherever they lie."""
+    root = tmp_path / "proxies"
+    proxy, staged, marker = layout(root)
+    shut = "00000000-0000-0000-0000-00000000000a"  # sorts before CONFIG's folder
+    below_shut = root / shut / HASH[:2]
+    below_shut.mkdir(parents=True)
+    for path in (root / shut, below_shut):
+        path.chmod(0o755)
+    strays = [root / "Notes.TXT", proxy.parent / "Notes.TXT"]  # no layout name
+    for stray in strays:
+        stray.write_text("x")
+        stray.chmod(0o644)
+
+    class Gone:
+        name = "00000000-0000-0000-0000-000000000000"
+
+        def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+            raise FileNotFoundError(errno.ENOENT, "deleted by a sweep")
+
+    real_scandir = os.scandir
+    real_open = os.open
+
+    @contextlib.contextmanager
+    def in_order_after_one_gone(fd: int) -> Iterator[list[Any]]:
+        with real_scandir(fd) as entries:
+            yield [Gone(), *sorted(entries, key=lambda entry: entry.name)]
+
+    def refusing_the_shut_one(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if path == shut and kw.get("dir_fd") is not None:
+            raise PermissionError(errno.EACCES, "not ours to enter")
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "scandir", in_order_after_one_gone)
+    monkeypatch.setattr(os, "open", refusing_the_shut_one)
+    tightened = tighten_proxy_root(root, FileModes())
+    assert tightened.changed == {("folder", 0o755, 0o700): 6, ("file", 0o644, 0o600): 3}
+    assert {mode(p) for p in (proxy, staged, marker)} == {0o600}
+    assert mode(root / shut) == 0o700 and mode(below_shut) == 0o755
+    assert {mode(stray) for stray in strays} == {0o644}
 
 
 def test_the_home_itself_is_tightened(tmp_path: Path) -> None:
