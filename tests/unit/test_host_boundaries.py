@@ -6,6 +6,8 @@ roots (``library.roots``), which names under the proxy root are safelight's
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -20,7 +22,12 @@ from safelight.library.paths import (
     parse_proxy_name,
     proxy_path,
 )
-from safelight.library.proxyroot import DatabaseIdentity, ProxyRootTaken, claim_proxy_root
+from safelight.library.proxyroot import (
+    DatabaseIdentity,
+    ProxyRootTaken,
+    claim_proxy_root,
+    read_marker,
+)
 from safelight.library.proxytree import (
     UnsafeProxyPath,
     delete_file,
@@ -395,12 +402,23 @@ def test_open_file_reads_only_a_regular_file_reached_without_links(tmp_path: Pat
 # --- the proxy root's marker ----------------------------------------------------------
 
 
-def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(tmp_path: Path) -> None:
-    root = tmp_path / "proxies"
+def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The marker is written beside itself, never in the temporary folder (TMPDIR may be
+    # another file system, where a link cannot be made).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temporary-folder"))
+    root = tmp_path / "home" / "proxies"
     mine = DatabaseIdentity("7000000000000000001", "safelight")
-    claim_proxy_root(root, mine)
+    old = os.umask(0o022)
+    try:
+        claim_proxy_root(root, mine)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700  # one it had to make is private
     claim_proxy_root(root, mine)  # again: fine
-    assert (root / PROXY_ROOT_MARKER).is_file()
+    assert [p.name for p in root.iterdir()] == [PROXY_ROOT_MARKER]
+    assert read_marker(root) == mine
     for other in (
         DatabaseIdentity("7000000000000000001", "safelight_demo"),
         DatabaseIdentity("7000000000000000002", "safelight"),
@@ -409,7 +427,44 @@ def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(tmp_path: Path)
             claim_proxy_root(root, other)
         message = str(refused.value)
         assert mine.describe() in message and other.describe() in message
-        assert "SAFELIGHT_PROXY_ROOT" in message
+        assert message.endswith(
+            "give each database a proxy root of its own "
+            "(SAFELIGHT_PROXY_ROOT, or another SAFELIGHT_HOME)"
+        )
+
+
+@pytest.mark.parametrize(("winner", "taken"), [("safelight", False), ("safelight_demo", True)])
+def test_two_workers_claiming_at_once_agree_on_the_first_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str, taken: bool
+) -> None:
+    """Another Worker links its marker between this one's look and its link: the link
+    fails, and the marker that won decides."""
+    root = tmp_path / "proxies"
+    mine = DatabaseIdentity("7000000000000000001", "safelight")
+    real_link = os.link
+
+    def the_other_worker_first(source: Any, target: Any) -> None:
+        Path(target).write_text(
+            f'{{"system_identifier": "7000000000000000001", "database": "{winner}"}}\n'
+        )
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", the_other_worker_first)
+    if taken:
+        with pytest.raises(ProxyRootTaken, match="safelight_demo"):
+            claim_proxy_root(root, mine)
+    else:
+        claim_proxy_root(root, mine)
+    assert [p.name for p in root.iterdir()] == [PROXY_ROOT_MARKER]
+
+
+def test_the_marker_read_without_claiming(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    root.mkdir()
+    assert read_marker(root) is None
+    (root / PROXY_ROOT_MARKER).write_text("{not json")
+    unreadable = read_marker(root)
+    assert unreadable is not None and unreadable.database == "?"
 
 
 def test_an_unreadable_marker_is_nobodys(tmp_path: Path) -> None:
