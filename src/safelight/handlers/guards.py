@@ -64,11 +64,16 @@ async def _check_every_root(pool: AsyncConnectionPool[Any], settings: Settings) 
     await asyncio.to_thread(check_registered_roots, registered, settings_own_folders(settings))
 
 
+def _check_own_folders(settings: Settings) -> None:
+    """safelight's folders are none of the system's: raise ``RootOverlap``."""
+    for folder in settings_own_folders(settings):
+        check_own_folder(folder)
+
+
 async def _check_folders(pool: AsyncConnectionPool[Any], settings: Settings) -> None:
     """safelight's folders are none of the system's, and no registered folder overlaps
     them: raise ``RootOverlap``."""
-    for folder in settings_own_folders(settings):
-        check_own_folder(folder)
+    _check_own_folders(settings)
     await _check_every_root(pool, settings)
 
 
@@ -79,7 +84,10 @@ async def check_proxy_root(services: Services) -> None:
     ``RootOverlap`` or ``ProxyRootTaken``. A root it makes is private, and one an
     earlier release made is tightened first (``library.proxymodes``, ADR 0043; one
     warning line when anything changed)."""
-    await _check_folders(services.pool, services.settings)
+    _check_own_folders(services.settings)
+    # Through ``check_every_root``, the one step of a Worker's start that reads every
+    # config: where an interrupt at that step is tried (tests/acceptance/pausepoints).
+    await check_every_root(services)
     async with services.pool.connection() as conn:
         identity = await database_identity(conn)
     settings = services.settings
