@@ -14,6 +14,7 @@ from uuid import UUID
 
 import pytest
 
+from safelight.handlers import crawl as crawl_handler
 from safelight.library.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
@@ -489,3 +490,15 @@ def test_a_servers_default_proxy_root_is_not_the_embedded_databases(tmp_path: Pa
     assert "pw" not in server.proxies.name and "db.example" in server.proxies.name
     explicit = Settings(home=tmp_path, database_url="postgresql:///x", proxy_root=tmp_path / "p")
     assert explicit.proxies == (tmp_path / "p").resolve()
+
+
+def test_a_video_s_temporary_folder_is_a_staging_name_the_sweep_knows(tmp_path: Path) -> None:
+    """ffmpeg's folder is made in the staging folder (the proxy root's file system, its
+    modes), under a name the sweep deletes once a crash left it behind."""
+    root = tmp_path / "proxies"
+    root.mkdir()
+    root.chmod(0o2750)
+    temp = Path(crawl_handler._make_temp_folder(root / ".staging"))
+    assert temp.parent == root / ".staging" and temp.is_dir()
+    assert stat.S_IMODE(temp.parent.stat().st_mode) == 0o2750
+    assert is_staging_name(f".staging/{temp.name}/thumbnail.jpg")
