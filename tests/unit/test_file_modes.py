@@ -17,6 +17,7 @@ import pytest
 
 from safelight.core import filemodes
 from safelight.core.filemodes import FileModes, Tightened, apply, make_folder, tighten_folder
+from safelight.handlers.guards import tightening_line
 from safelight.library.paths import PROXY_ROOT_MARKER
 from safelight.library.proxymodes import is_settled, make_proxy_root, tighten_proxy_root
 from safelight.settings import Settings, SettingsError
@@ -301,3 +302,15 @@ def test_the_read_group_must_be_one_this_user_is_in(monkeypatch: pytest.MonkeyPa
         Settings(read_group=GROUP.gr_name)
     monkeypatch.setattr(os, "getgroups", lambda: [GROUP.gr_gid])
     assert Settings(read_group=GROUP.gr_name).read_group == GROUP.gr_name
+
+
+def test_the_start_s_one_line_names_each_part_it_tightened() -> None:
+    home = Tightened()
+    home.changed[("folder", 0o755, 0o700)] += 1
+    root = Tightened()
+    root.changed[("file", 0o644, 0o600)] += 2
+    parts = [("the home", Path("/h"), home), ("the proxy root", Path("/p"), root)]
+    assert tightening_line(parts) == (
+        "made safelight's files private (ADR 0043): the home /h: 1 folder from 0755 to 0700; "
+        "the proxy root /p: 2 files from 0644 to 0600"
+    )
