@@ -65,6 +65,7 @@ def test_a_folder_is_made_with_exactly_its_mode_and_group_whatever_the_umask(
     shared = tmp_path / "a" / "home"
     assert make_folder(shared, 0o750, GROUP.gr_gid)
     assert mode(shared) == 0o750 and shared.stat().st_gid == GROUP.gr_gid
+    assert shared.stat().st_uid == os.geteuid()
     shared.chmod(0o755)
     assert not make_folder(shared, 0o700, None)  # one that exists is left as it is
     assert mode(shared) == 0o755
@@ -314,3 +315,123 @@ def test_the_start_s_one_line_names_each_part_it_tightened() -> None:
         "made safelight's files private (ADR 0043): the home /h: 1 folder from 0755 to 0700; "
         "the proxy root /p: 2 files from 0644 to 0600"
     )
+
+
+def test_the_modes_of_this_process_follow_who_runs_it() -> None:
+    """As root the home lets the embedded server's own user through (0701)."""
+    assert Settings().file_modes().home == (0o701 if os.geteuid() == 0 else 0o700)
+
+
+def test_what_counts_as_a_change_and_how_two_counts_add_up() -> None:
+    assert not Tightened() and Tightened().describe() == "nothing"
+    assert Tightened(regrouped=1) and Tightened(refused=1)
+    mine = Tightened(regrouped=1, refused=2)
+    mine.changed[("file", 0o644, 0o600)] += 1
+    theirs = Tightened(regrouped=3, refused=4)
+    theirs.changed[("file", 0o644, 0o600)] += 2
+    mine.add(theirs)
+    assert (mine.regrouped, mine.refused) == (4, 6)
+    assert mine.changed == {("file", 0o644, 0o600): 3}
+    assert mine.describe() == (
+        "3 files from 0644 to 0600, 4 given to the read group, "
+        "6 left as they were (not this user's to change)"
+    )
+
+
+def test_an_entry_this_user_may_not_change_is_counted_and_one_already_right_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither chmod nor chown is tried on what is settled already (a read-only file
+    system, another user's entry: nothing to refuse)."""
+    file = tmp_path / "f"
+    file.write_text("x")
+    file.chmod(0o600)
+
+    def refused(*args: Any, **kw: Any) -> None:
+        raise PermissionError(errno.EPERM, "not yours")
+
+    monkeypatch.setattr(os, "chmod", refused)
+    monkeypatch.setattr(os, "chown", refused)
+    tightened = Tightened()
+    apply(file, os.lstat(file), 0o600, None, tightened)
+    apply(file, os.lstat(file), 0o600, GROUP.gr_gid, tightened)
+    assert not tightened
+    apply(file, os.lstat(file), 0o640, None, tightened)
+    apply(file, os.lstat(file), 0o640, None, tightened)
+    assert tightened.refused == 2 and not tightened.changed
+
+    def broken(*args: Any, **kw: Any) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(os, "chmod", broken)
+    with pytest.raises(OSError, match="I/O error"):
+        apply(file, os.lstat(file), 0o640, None, tightened)
+
+
+def test_an_entry_that_became_a_link_since_it_was_looked_at_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    other = other_group()
+    target = tmp_path / "target"
+    target.write_text("x")
+    target.chmod(0o644)
+    looked_at = os.lstat(target)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    apply(link, looked_at, 0o600, other, Tightened())
+    assert mode(target) == 0o644 and target.stat().st_gid == GROUP.gr_gid
+
+
+def test_the_mode_is_set_through_a_descriptor_relative_to_its_folder_and_never_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback without ``fchmodat(AT_SYMLINK_NOFOLLOW)``: a name relative to the
+    folder's descriptor, and a FIFO opened without waiting for a writer."""
+
+    def no_nofollow(*args: Any, **kw: Any) -> None:
+        raise NotImplementedError("chmod: follow_symlinks unavailable on this platform")
+
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "f").chmod(0o644)
+    os.mkfifo(tmp_path / "pipe", 0o644)
+    (tmp_path / "pipe").chmod(0o644)
+    monkeypatch.setattr(os, "chmod", no_nofollow)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        filemodes._chmod("f", 0o600, fd)
+        filemodes._chmod("pipe", 0o600, fd)
+    finally:
+        os.close(fd)
+    assert mode(tmp_path / "f") == mode(tmp_path / "pipe") == 0o600
+
+
+def test_a_folder_is_made_in_missing_parents_never_open_before_its_mode_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_chmod = filemodes._chmod
+    seen: list[int] = []
+
+    def chmod_seeing_the_mode(path: Any, mode: int, dir_fd: int | None) -> None:
+        seen.append(stat.S_IMODE(os.lstat(path).st_mode))
+        real_chmod(path, mode, dir_fd)
+
+    monkeypatch.setattr(filemodes, "_chmod", chmod_seeing_the_mode)
+    old = os.umask(0)
+    try:
+        assert make_folder(tmp_path / "a" / "b" / "home", 0o750, None)
+    finally:
+        os.umask(old)
+    assert seen == [0o700]
+    home = tmp_path / "a" / "b" / "home"
+    assert mode(home) == 0o750 and home.stat().st_uid == os.geteuid()
+
+
+def test_a_home_of_another_group_is_given_to_the_read_group(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, -1, other_group())
+    home.chmod(0o755)
+    tightened = tighten_folder(home, 0o750, GROUP.gr_gid)
+    assert tightened.describe() == "1 folder from 0755 to 0750, 1 given to the read group"
+    assert mode(home) == 0o750 and home.stat().st_gid == GROUP.gr_gid
+    assert home.stat().st_uid == os.geteuid()
