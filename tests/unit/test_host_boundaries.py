@@ -417,7 +417,12 @@ def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(
     finally:
         os.umask(old)
     assert stat.S_IMODE(root.stat().st_mode) == 0o700  # one it had to make is private
-    claim_proxy_root(root, mine)  # again: fine
+
+    def nothing_written(*args: Any, **kw: Any) -> None:
+        raise AssertionError("a root claimed already is only read")
+
+    monkeypatch.setattr(tempfile, "mkstemp", nothing_written)
+    claim_proxy_root(root, mine)  # again: fine, and nothing written
     assert [p.name for p in root.iterdir()] == [PROXY_ROOT_MARKER]
     assert read_marker(root) == mine
     for other in (
@@ -472,7 +477,7 @@ def test_an_unreadable_marker_is_nobodys(tmp_path: Path) -> None:
     root = tmp_path / "proxies"
     root.mkdir()
     (root / PROXY_ROOT_MARKER).write_text("{not json")
-    with pytest.raises(ProxyRootTaken, match="no database safelight can name"):
+    with pytest.raises(ProxyRootTaken, match=r"belongs to no database safelight can name \(see"):
         claim_proxy_root(root, DatabaseIdentity("1", "db"))
     (root / PROXY_ROOT_MARKER).unlink()
     (root / PROXY_ROOT_MARKER).symlink_to(tmp_path / "theirs.json")

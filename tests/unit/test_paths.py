@@ -15,8 +15,10 @@ from safelight.core.journal import Journal, attempt_scope
 from safelight.library import paths
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.paths import (
+    STAGING_FOLDER,
     AttemptTag,
     confined,
+    is_staging_name,
     make_folders,
     move_into_place,
     open_original,
@@ -230,6 +232,41 @@ def test_write_atomically_cleans_up_when_the_writer_fails(tmp_path: Path) -> Non
         write_atomically(target, failing, alive, tmp_path / ".staging")
     assert not target.exists()
     assert leftovers(tmp_path / ".staging") == []
+
+
+def test_a_writer_failing_after_its_staged_file_was_swept_raises_its_own_error(
+    tmp_path: Path,
+) -> None:
+    """The clean-up of a staged file already gone (a sweep took it) adds no error."""
+    staging = tmp_path / ".staging"
+
+    def swept_then_failing(out: object) -> None:
+        for staged in staging.iterdir():
+            staged.unlink()
+        raise RuntimeError("encoder failed")
+
+    with pytest.raises(RuntimeError, match="encoder failed") as caught:
+        write_atomically(tmp_path / "preview.jpg", swept_then_failing, alive, staging)
+    assert caught.value.__context__ is None
+
+
+def test_a_staged_file_has_a_name_the_sweep_knows_and_no_descriptor_stays_open(
+    tmp_path: Path,
+) -> None:
+    """Left behind by a crash, the staged file is one the sweep deletes
+    (``is_staging_name``); once published, nothing of it is held open."""
+    root = tmp_path / "proxies"
+    staged: list[str] = []
+
+    def writer(out: Any) -> None:
+        staged.extend(p.name for p in (root / STAGING_FOLDER).iterdir())
+        out.write(b"x")
+
+    before = len(os.listdir("/proc/self/fd"))
+    write_atomically(root / "cfg" / "thumbnail.1-1.jpg", writer, alive, root / STAGING_FOLDER)
+    assert len(os.listdir("/proc/self/fd")) == before
+    [name] = staged
+    assert is_staging_name(f"{STAGING_FOLDER}/{name}"), name
 
 
 def test_move_into_place(tmp_path: Path) -> None:
