@@ -435,3 +435,25 @@ def test_a_home_of_another_group_is_given_to_the_read_group(tmp_path: Path) -> N
     assert tightened.describe() == "1 folder from 0755 to 0750, 1 given to the read group"
     assert mode(home) == 0o750 and home.stat().st_gid == GROUP.gr_gid
     assert home.stat().st_uid == os.geteuid()
+
+
+def test_a_folder_swapped_for_a_link_as_it_is_made_gives_nothing_through_the_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made, then replaced by a link before its group and mode are set: neither is set
+    through the link, on the folder it points to."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    outside.chmod(0o755)
+    home = tmp_path / "home"
+    real_mkdir = os.mkdir
+
+    def mkdir_then_swapped(path: Any, mode: int = 0o777, **kw: Any) -> None:
+        real_mkdir(path, mode, **kw)
+        if Path(path) == home:
+            os.rmdir(home)
+            home.symlink_to(outside)
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_swapped)
+    make_folder(home, 0o750, other_group())
+    assert outside.stat().st_gid == GROUP.gr_gid and mode(outside) == 0o755
