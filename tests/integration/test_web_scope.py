@@ -203,6 +203,9 @@ async def test_items_and_the_queue_are_each_users_own(web: Web) -> None:
     claimed = await store.claim("w", [PURGE.name], lease_seconds=60)
     assert claimed is not None and claimed.id == bob_purge
     assert await store.fail(bob_purge, 1, "bob's disk <is> away")
+    claimed = await store.claim("w", [CRAWL.name], lease_seconds=60)
+    assert claimed is not None and claimed.id == bob_crawl
+    assert await store.retry_later(bob_crawl, 1, "bob's disk is busy", 3600)
 
     async def listed(client: httpx.AsyncClient, **params: str) -> list[int]:
         response = await client.get("/api/items", params=params)
@@ -220,9 +223,17 @@ async def test_items_and_the_queue_are_each_users_own(web: Web) -> None:
     assert alice["totals"] == {"running": 1}
     assert [r["id"] for r in alice["running"]] == [alice_crawl]
     assert alice["failures"] == []
+    assert alice["retries"] == {"waiting": 0, "soonest": []}
+    assert alice["stalls"] == {
+        "stalled_attempts": 0,
+        "unfinished_items_with_stalls": 0,
+        "recent": [],
+    }
     bob = (await family.as_bob.get("/api/status")).json()
     assert bob["totals"] == {"queued": 1, "failed": 1}
     assert bob["running"] == [] and [f["id"] for f in bob["failures"]] == [bob_purge]
+    assert bob["retries"]["waiting"] == 1
+    assert [r["id"] for r in bob["retries"]["soonest"]] == [bob_crawl]
     admin = (await family.as_admin.get("/api/status")).json()
     assert admin["totals"] == {"running": 1, "queued": 2, "failed": 1}
 

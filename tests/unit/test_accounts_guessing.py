@@ -185,7 +185,7 @@ def test_the_keys_kept_are_bounded_and_a_running_lockout_is_not_pushed_out(
     fail(guesses, ACCOUNT_FAILURES, client="10.0.0.1", account="alice")
     for n in range(200):
         guesses.failed(f"10.1.0.{n}", f"name{n}")
-    assert guesses.tracked() <= 50
+    assert guesses.tracked() == 50
     assert guesses.wait_for("10.9.9.9", "alice") == FIRST_LOCKOUT_SECONDS
     assert guesses.wait_for("10.1.0.199", None) == 0.0
 
@@ -196,3 +196,27 @@ def test_a_long_name_is_kept_cut_short(guesses: Guesses) -> None:
     assert guesses.wait_for("10.0.0.2", long) == FIRST_LOCKOUT_SECONDS
     assert guesses.wait_for("10.0.0.2", long[: guessing.MAX_KEY_CHARACTERS]) > 0
     assert all(len(name) <= guessing.MAX_KEY_CHARACTERS for _, name in guesses._keys)
+
+
+def test_a_failure_exactly_one_window_old_still_counts(guesses: Guesses, clock: FakeClock) -> None:
+    """The window is inclusive: five failures within fifteen minutes, the first exactly
+    fifteen minutes before the fifth, lock the account (and the key is not forgotten)."""
+    fail(guesses, ACCOUNT_FAILURES - 1)
+    clock.jump(WINDOW_SECONDS)
+    guesses.failed("10.0.0.1", "alice")
+    assert guesses.wait_for("10.0.0.1", "alice") == FIRST_LOCKOUT_SECONDS
+
+
+def test_the_key_dropped_past_the_bound_is_the_least_recently_touched(
+    guesses: Guesses, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(guessing, "MAX_KEYS", 3)
+    for client in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):
+        guesses.failed(client, None)
+    assert guesses.wait_for("10.0.0.1", None) == 0.0  # a look touches it too
+    guesses.failed("10.0.0.4", None)
+    assert set(guesses._keys) == {
+        ("client", "10.0.0.1"),
+        ("client", "10.0.0.3"),
+        ("client", "10.0.0.4"),
+    }

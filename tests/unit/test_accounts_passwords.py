@@ -60,6 +60,9 @@ def test_verify_accepts_the_password_only() -> None:
     assert verify_password(stored, GOOD)
     assert not verify_password(stored, GOOD + " ")
     assert not verify_password(stored, "")
+    longest = "abcde" * (MAX_PASSWORD_LENGTH // 5) + "x" * (MAX_PASSWORD_LENGTH % 5)
+    assert len(longest) == MAX_PASSWORD_LENGTH
+    assert verify_password(hash_password(longest), longest)  # the longest accepted one
 
 
 def test_an_absent_or_broken_hash_or_an_overlong_password_verifies_against_the_dummy(
@@ -130,6 +133,7 @@ def test_a_weak_password_is_refused_with_what_is_expected(
     [
         ("alice", GOOD),
         ("alice", "abcde12345"),
+        ("alice", "abcdeabcde"),  # five different characters are enough
         ("al", "my pal al says hi"),  # a name this short may appear
         ("alice", "x" * (MAX_PASSWORD_LENGTH - 5) + "abcde"),
         ("渡辺", "ひまわりの咲く庭で" + "!"),

@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import grp
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
 
 from safelight.core import filemodes
 from safelight.core.filemodes import FileModes, Tightened, apply, make_folder, tighten_folder
+from safelight.handlers.guards import tightening_line
 from safelight.library.paths import PROXY_ROOT_MARKER
 from safelight.library.proxymodes import is_settled, make_proxy_root, tighten_proxy_root
 from safelight.settings import Settings, SettingsError
@@ -61,6 +65,7 @@ def test_a_folder_is_made_with_exactly_its_mode_and_group_whatever_the_umask(
     shared = tmp_path / "a" / "home"
     assert make_folder(shared, 0o750, GROUP.gr_gid)
     assert mode(shared) == 0o750 and shared.stat().st_gid == GROUP.gr_gid
+    assert shared.stat().st_uid == os.geteuid()
     shared.chmod(0o755)
     assert not make_folder(shared, 0o700, None)  # one that exists is left as it is
     assert mode(shared) == 0o755
@@ -182,6 +187,89 @@ def test_with_a_group_the_proxy_root_is_the_group_s_and_setgid(tmp_path: Path) -
     assert mode(fresh) == 0o2750 and is_settled(fresh, modes)
 
 
+def other_group() -> int:
+    """A group this process may give files to, other than its own (any, as root)."""
+    if os.geteuid() == 0:
+        return next(g.gr_gid for g in grp.getgrall() if g.gr_gid != GROUP.gr_gid)
+    others = [gid for gid in os.getgroups() if gid != GROUP.gr_gid]
+    if not others:
+        pytest.skip("needs a second group this user is in")
+    return others[0]
+
+
+def test_a_root_of_another_group_is_given_to_the_read_group(tmp_path: Path) -> None:
+    other = other_group()
+    root = tmp_path / "proxies"
+    proxy, staged, marker = layout(root)
+    folder = proxy.parent
+    entries = [root, folder, folder.parent, folder.parent.parent, root / ".staging"]
+    entries += [proxy, staged, marker]
+    for path in entries:
+        os.chown(path, -1, other)
+    modes = FileModes(gid=GROUP.gr_gid)
+    assert not is_settled(root, modes)
+    tightened = tighten_proxy_root(root, modes)
+    assert {path.stat().st_gid for path in entries} == {GROUP.gr_gid}
+    assert tightened.regrouped == len(entries)
+    assert mode(root) == mode(folder) == 0o2750 and mode(proxy) == 0o640
+    assert is_settled(root, modes)
+
+    # A new root made in a folder whose setgid bit would give it another group.
+    parent = tmp_path / "elsewhere"
+    parent.mkdir()
+    os.chown(parent, -1, other)
+    parent.chmod(0o2755)
+    fresh = parent / "fresh"
+    assert make_proxy_root(fresh, modes)
+    assert fresh.stat().st_gid == GROUP.gr_gid and mode(fresh) == 0o2750
+
+
+def test_the_walk_goes_on_past_an_entry_gone_and_a_folder_it_may_not_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry deleted meanwhile (a sweep) and a folder that cannot be opened are
+    passed over; the rest of the root is tightened, and files of no layout name are
+    left as they are, wherever they lie."""
+    root = tmp_path / "proxies"
+    proxy, staged, marker = layout(root)
+    shut = "00000000-0000-0000-0000-00000000000a"  # sorts before CONFIG's folder
+    below_shut = root / shut / HASH[:2]
+    below_shut.mkdir(parents=True)
+    for path in (root / shut, below_shut):
+        path.chmod(0o755)
+    strays = [root / "Notes.TXT", proxy.parent / "Notes.TXT"]  # no layout name
+    for stray in strays:
+        stray.write_text("x")
+        stray.chmod(0o644)
+
+    class Gone:
+        name = "00000000-0000-0000-0000-000000000000"
+
+        def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+            raise FileNotFoundError(errno.ENOENT, "deleted by a sweep")
+
+    real_scandir = os.scandir
+    real_open = os.open
+
+    @contextlib.contextmanager
+    def in_order_after_one_gone(fd: int) -> Iterator[list[Any]]:
+        with real_scandir(fd) as entries:
+            yield [Gone(), *sorted(entries, key=lambda entry: entry.name)]
+
+    def refusing_the_shut_one(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if path == shut and kw.get("dir_fd") is not None:
+            raise PermissionError(errno.EACCES, "not ours to enter")
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "scandir", in_order_after_one_gone)
+    monkeypatch.setattr(os, "open", refusing_the_shut_one)
+    tightened = tighten_proxy_root(root, FileModes())
+    assert tightened.changed == {("folder", 0o755, 0o700): 6, ("file", 0o644, 0o600): 3}
+    assert {mode(p) for p in (proxy, staged, marker)} == {0o600}
+    assert mode(root / shut) == 0o700 and mode(below_shut) == 0o755
+    assert {mode(stray) for stray in strays} == {0o644}
+
+
 def test_the_home_itself_is_tightened(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -215,3 +303,157 @@ def test_the_read_group_must_be_one_this_user_is_in(monkeypatch: pytest.MonkeyPa
         Settings(read_group=GROUP.gr_name)
     monkeypatch.setattr(os, "getgroups", lambda: [GROUP.gr_gid])
     assert Settings(read_group=GROUP.gr_name).read_group == GROUP.gr_name
+
+
+def test_the_start_s_one_line_names_each_part_it_tightened() -> None:
+    home = Tightened()
+    home.changed[("folder", 0o755, 0o700)] += 1
+    root = Tightened()
+    root.changed[("file", 0o644, 0o600)] += 2
+    parts = [("the home", Path("/h"), home), ("the proxy root", Path("/p"), root)]
+    assert tightening_line(parts) == (
+        "made safelight's files private (ADR 0043): the home /h: 1 folder from 0755 to 0700; "
+        "the proxy root /p: 2 files from 0644 to 0600"
+    )
+
+
+def test_the_modes_of_this_process_follow_who_runs_it() -> None:
+    """As root the home lets the embedded server's own user through (0701)."""
+    assert Settings().file_modes().home == (0o701 if os.geteuid() == 0 else 0o700)
+
+
+def test_what_counts_as_a_change_and_how_two_counts_add_up() -> None:
+    assert not Tightened() and Tightened().describe() == "nothing"
+    assert Tightened(regrouped=1) and Tightened(refused=1)
+    mine = Tightened(regrouped=1, refused=2)
+    mine.changed[("file", 0o644, 0o600)] += 1
+    theirs = Tightened(regrouped=3, refused=4)
+    theirs.changed[("file", 0o644, 0o600)] += 2
+    mine.add(theirs)
+    assert (mine.regrouped, mine.refused) == (4, 6)
+    assert mine.changed == {("file", 0o644, 0o600): 3}
+    assert mine.describe() == (
+        "3 files from 0644 to 0600, 4 given to the read group, "
+        "6 left as they were (not this user's to change)"
+    )
+
+
+def test_an_entry_this_user_may_not_change_is_counted_and_one_already_right_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither chmod nor chown is tried on what is settled already (a read-only file
+    system, another user's entry: nothing to refuse)."""
+    file = tmp_path / "f"
+    file.write_text("x")
+    file.chmod(0o600)
+
+    def refused(*args: Any, **kw: Any) -> None:
+        raise PermissionError(errno.EPERM, "not yours")
+
+    monkeypatch.setattr(os, "chmod", refused)
+    monkeypatch.setattr(os, "chown", refused)
+    tightened = Tightened()
+    apply(file, os.lstat(file), 0o600, None, tightened)
+    apply(file, os.lstat(file), 0o600, GROUP.gr_gid, tightened)
+    assert not tightened
+    apply(file, os.lstat(file), 0o640, None, tightened)
+    apply(file, os.lstat(file), 0o640, None, tightened)
+    assert tightened.refused == 2 and not tightened.changed
+
+    def broken(*args: Any, **kw: Any) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(os, "chmod", broken)
+    with pytest.raises(OSError, match="I/O error"):
+        apply(file, os.lstat(file), 0o640, None, tightened)
+
+
+def test_an_entry_that_became_a_link_since_it_was_looked_at_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    other = other_group()
+    target = tmp_path / "target"
+    target.write_text("x")
+    target.chmod(0o644)
+    looked_at = os.lstat(target)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    apply(link, looked_at, 0o600, other, Tightened())
+    assert mode(target) == 0o644 and target.stat().st_gid == GROUP.gr_gid
+
+
+def test_the_mode_is_set_through_a_descriptor_relative_to_its_folder_and_never_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback without ``fchmodat(AT_SYMLINK_NOFOLLOW)``: a name relative to the
+    folder's descriptor, and a FIFO opened without waiting for a writer."""
+
+    def no_nofollow(*args: Any, **kw: Any) -> None:
+        raise NotImplementedError("chmod: follow_symlinks unavailable on this platform")
+
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "f").chmod(0o644)
+    os.mkfifo(tmp_path / "pipe", 0o644)
+    (tmp_path / "pipe").chmod(0o644)
+    monkeypatch.setattr(os, "chmod", no_nofollow)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        filemodes._chmod("f", 0o600, fd)
+        filemodes._chmod("pipe", 0o600, fd)
+    finally:
+        os.close(fd)
+    assert mode(tmp_path / "f") == mode(tmp_path / "pipe") == 0o600
+
+
+def test_a_folder_is_made_in_missing_parents_never_open_before_its_mode_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_chmod = filemodes._chmod
+    seen: list[int] = []
+
+    def chmod_seeing_the_mode(path: Any, mode: int, dir_fd: int | None) -> None:
+        seen.append(stat.S_IMODE(os.lstat(path).st_mode))
+        real_chmod(path, mode, dir_fd)
+
+    monkeypatch.setattr(filemodes, "_chmod", chmod_seeing_the_mode)
+    old = os.umask(0)
+    try:
+        assert make_folder(tmp_path / "a" / "b" / "home", 0o750, None)
+    finally:
+        os.umask(old)
+    assert seen == [0o700]
+    home = tmp_path / "a" / "b" / "home"
+    assert mode(home) == 0o750 and home.stat().st_uid == os.geteuid()
+
+
+def test_a_home_of_another_group_is_given_to_the_read_group(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, -1, other_group())
+    home.chmod(0o755)
+    tightened = tighten_folder(home, 0o750, GROUP.gr_gid)
+    assert tightened.describe() == "1 folder from 0755 to 0750, 1 given to the read group"
+    assert mode(home) == 0o750 and home.stat().st_gid == GROUP.gr_gid
+    assert home.stat().st_uid == os.geteuid()
+
+
+def test_a_folder_swapped_for_a_link_as_it_is_made_gives_nothing_through_the_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made, then replaced by a link before its group and mode are set: neither is set
+    through the link, on the folder it points to."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    outside.chmod(0o755)
+    home = tmp_path / "home"
+    real_mkdir = os.mkdir
+
+    def mkdir_then_swapped(path: Any, mode: int = 0o777, **kw: Any) -> None:
+        real_mkdir(path, mode, **kw)
+        if Path(path) == home:
+            os.rmdir(home)
+            home.symlink_to(outside)
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_swapped)
+    make_folder(home, 0o750, other_group())
+    assert outside.stat().st_gid == GROUP.gr_gid and mode(outside) == 0o755

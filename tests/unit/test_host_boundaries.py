@@ -6,12 +6,15 @@ roots (``library.roots``), which names under the proxy root are safelight's
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
 
+from safelight.handlers import crawl as crawl_handler
 from safelight.library.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
@@ -20,7 +23,12 @@ from safelight.library.paths import (
     parse_proxy_name,
     proxy_path,
 )
-from safelight.library.proxyroot import DatabaseIdentity, ProxyRootTaken, claim_proxy_root
+from safelight.library.proxyroot import (
+    DatabaseIdentity,
+    ProxyRootTaken,
+    claim_proxy_root,
+    read_marker,
+)
 from safelight.library.proxytree import (
     UnsafeProxyPath,
     delete_file,
@@ -395,12 +403,28 @@ def test_open_file_reads_only_a_regular_file_reached_without_links(tmp_path: Pat
 # --- the proxy root's marker ----------------------------------------------------------
 
 
-def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(tmp_path: Path) -> None:
-    root = tmp_path / "proxies"
+def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The marker is written beside itself, never in the temporary folder (TMPDIR may be
+    # another file system, where a link cannot be made).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temporary-folder"))
+    root = tmp_path / "home" / "proxies"
     mine = DatabaseIdentity("7000000000000000001", "safelight")
-    claim_proxy_root(root, mine)
-    claim_proxy_root(root, mine)  # again: fine
-    assert (root / PROXY_ROOT_MARKER).is_file()
+    old = os.umask(0o022)
+    try:
+        claim_proxy_root(root, mine)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700  # one it had to make is private
+
+    def nothing_written(*args: Any, **kw: Any) -> None:
+        raise AssertionError("a root claimed already is only read")
+
+    monkeypatch.setattr(tempfile, "mkstemp", nothing_written)
+    claim_proxy_root(root, mine)  # again: fine, and nothing written
+    assert [p.name for p in root.iterdir()] == [PROXY_ROOT_MARKER]
+    assert read_marker(root) == mine
     for other in (
         DatabaseIdentity("7000000000000000001", "safelight_demo"),
         DatabaseIdentity("7000000000000000002", "safelight"),
@@ -409,14 +433,51 @@ def test_a_proxy_root_belongs_to_the_first_database_that_uses_it(tmp_path: Path)
             claim_proxy_root(root, other)
         message = str(refused.value)
         assert mine.describe() in message and other.describe() in message
-        assert "SAFELIGHT_PROXY_ROOT" in message
+        assert message.endswith(
+            "give each database a proxy root of its own "
+            "(SAFELIGHT_PROXY_ROOT, or another SAFELIGHT_HOME)"
+        )
+
+
+@pytest.mark.parametrize(("winner", "taken"), [("safelight", False), ("safelight_demo", True)])
+def test_two_workers_claiming_at_once_agree_on_the_first_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str, taken: bool
+) -> None:
+    """Another Worker links its marker between this one's look and its link: the link
+    fails, and the marker that won decides."""
+    root = tmp_path / "proxies"
+    mine = DatabaseIdentity("7000000000000000001", "safelight")
+    real_link = os.link
+
+    def the_other_worker_first(source: Any, target: Any) -> None:
+        Path(target).write_text(
+            f'{{"system_identifier": "7000000000000000001", "database": "{winner}"}}\n'
+        )
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", the_other_worker_first)
+    if taken:
+        with pytest.raises(ProxyRootTaken, match="safelight_demo"):
+            claim_proxy_root(root, mine)
+    else:
+        claim_proxy_root(root, mine)
+    assert [p.name for p in root.iterdir()] == [PROXY_ROOT_MARKER]
+
+
+def test_the_marker_read_without_claiming(tmp_path: Path) -> None:
+    root = tmp_path / "proxies"
+    root.mkdir()
+    assert read_marker(root) is None
+    (root / PROXY_ROOT_MARKER).write_text("{not json")
+    unreadable = read_marker(root)
+    assert unreadable is not None and unreadable.database == "?"
 
 
 def test_an_unreadable_marker_is_nobodys(tmp_path: Path) -> None:
     root = tmp_path / "proxies"
     root.mkdir()
     (root / PROXY_ROOT_MARKER).write_text("{not json")
-    with pytest.raises(ProxyRootTaken, match="no database safelight can name"):
+    with pytest.raises(ProxyRootTaken, match=r"belongs to no database safelight can name \(see"):
         claim_proxy_root(root, DatabaseIdentity("1", "db"))
     (root / PROXY_ROOT_MARKER).unlink()
     (root / PROXY_ROOT_MARKER).symlink_to(tmp_path / "theirs.json")
@@ -434,3 +495,15 @@ def test_a_servers_default_proxy_root_is_not_the_embedded_databases(tmp_path: Pa
     assert "pw" not in server.proxies.name and "db.example" in server.proxies.name
     explicit = Settings(home=tmp_path, database_url="postgresql:///x", proxy_root=tmp_path / "p")
     assert explicit.proxies == (tmp_path / "p").resolve()
+
+
+def test_a_video_s_temporary_folder_is_a_staging_name_the_sweep_knows(tmp_path: Path) -> None:
+    """ffmpeg's folder is made in the staging folder (the proxy root's file system, its
+    modes), under a name the sweep deletes once a crash left it behind."""
+    root = tmp_path / "proxies"
+    root.mkdir()
+    root.chmod(0o2750)
+    temp = Path(crawl_handler._make_temp_folder(root / ".staging"))
+    assert temp.parent == root / ".staging" and temp.is_dir()
+    assert stat.S_IMODE(temp.parent.stat().st_mode) == 0o2750
+    assert is_staging_name(f".staging/{temp.name}/thumbnail.jpg")

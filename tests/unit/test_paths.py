@@ -12,10 +12,14 @@ from uuid import UUID
 import pytest
 
 from safelight.core.journal import Journal, attempt_scope
+from safelight.library import paths
 from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.paths import (
+    STAGING_FOLDER,
     AttemptTag,
     confined,
+    is_staging_name,
+    make_folders,
     move_into_place,
     open_original,
     proxy_dir,
@@ -230,6 +234,41 @@ def test_write_atomically_cleans_up_when_the_writer_fails(tmp_path: Path) -> Non
     assert leftovers(tmp_path / ".staging") == []
 
 
+def test_a_writer_failing_after_its_staged_file_was_swept_raises_its_own_error(
+    tmp_path: Path,
+) -> None:
+    """The clean-up of a staged file already gone (a sweep took it) adds no error."""
+    staging = tmp_path / ".staging"
+
+    def swept_then_failing(out: object) -> None:
+        for staged in staging.iterdir():
+            staged.unlink()
+        raise RuntimeError("encoder failed")
+
+    with pytest.raises(RuntimeError, match="encoder failed") as caught:
+        write_atomically(tmp_path / "preview.jpg", swept_then_failing, alive, staging)
+    assert caught.value.__context__ is None
+
+
+def test_a_staged_file_has_a_name_the_sweep_knows_and_no_descriptor_stays_open(
+    tmp_path: Path,
+) -> None:
+    """Left behind by a crash, the staged file is one the sweep deletes
+    (``is_staging_name``); once published, nothing of it is held open."""
+    root = tmp_path / "proxies"
+    staged: list[str] = []
+
+    def writer(out: Any) -> None:
+        staged.extend(p.name for p in (root / STAGING_FOLDER).iterdir())
+        out.write(b"x")
+
+    before = len(os.listdir("/proc/self/fd"))
+    write_atomically(root / "cfg" / "thumbnail.1-1.jpg", writer, alive, root / STAGING_FOLDER)
+    assert len(os.listdir("/proc/self/fd")) == before
+    [name] = staged
+    assert is_staging_name(f"{STAGING_FOLDER}/{name}"), name
+
+
 def test_move_into_place(tmp_path: Path) -> None:
     temp = tmp_path / "work" / "video.mp4"
     temp.parent.mkdir()
@@ -384,3 +423,72 @@ def test_what_is_made_below_a_folder_takes_its_mode_never_more_than_0750_and_064
     write_atomically(other, b"x", alive, wide / ".staging")
     assert stat.S_IMODE(other.stat().st_mode) == 0o640
     assert stat.S_IMODE((wide / "cfg").stat().st_mode) == 0o750
+
+
+def test_a_folder_made_meanwhile_by_another_attempt_is_used_and_those_below_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another attempt may make one of the missing folders between the look and its
+    mkdir: the folders below it are made all the same."""
+    top = tmp_path / "cfg"
+    real_inherited_mode = paths.inherited_mode
+
+    def another_attempt_first(folder: Path) -> int:
+        if folder == top:
+            (top / "ab").mkdir(0o700, exist_ok=True)  # the sibling's mkdir, just before ours
+        return real_inherited_mode(folder)
+
+    monkeypatch.setattr(paths, "inherited_mode", another_attempt_first)
+    make_folders(top / "ab" / "hash")
+    assert (top / "ab" / "hash").is_dir()
+    assert stat.S_IMODE((top / "ab" / "hash").stat().st_mode) == 0o700
+
+
+def test_a_new_folder_is_never_more_open_than_its_owner_s_before_its_mode_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mkdir makes it 0700 at most (whatever the umask), and only then is it given its
+    group's bits: no moment when the group (or anyone) could enter early."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2750)
+    real_chmod = os.chmod
+    seen: list[int] = []
+
+    def chmod_seeing_the_mode(path: Any, mode: int, **kw: Any) -> None:
+        seen.append(stat.S_IMODE(os.lstat(path).st_mode))
+        real_chmod(path, mode, **kw)
+
+    old = os.umask(0)
+    try:
+        monkeypatch.setattr(os, "chmod", chmod_seeing_the_mode)
+        make_folders(shared / "cfg" / "ab")
+    finally:
+        os.umask(old)
+    # Inside a setgid folder mkdir gives the setgid bit too: only the others' bits count.
+    assert len(seen) == 2 and [mode & 0o077 for mode in seen] == [0, 0]
+    assert stat.S_IMODE((shared / "cfg" / "ab").stat().st_mode) == 0o2750
+
+
+def test_a_new_folder_swapped_for_a_link_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the folder just made is replaced by a link before its mode is set, the mode is
+    not set through the link (Linux refuses to chmod a link itself)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    outside.chmod(0o755)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o2750)
+    real_mkdir = Path.mkdir
+
+    def mkdir_then_swapped(self: Path, *args: Any, **kw: Any) -> None:
+        real_mkdir(self, *args, **kw)
+        self.rmdir()
+        self.symlink_to(outside)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_then_swapped)
+    with pytest.raises(NotImplementedError):
+        make_folders(shared / "cfg")
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o755

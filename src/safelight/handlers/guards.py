@@ -64,10 +64,17 @@ async def _check_every_root(pool: AsyncConnectionPool[Any], settings: Settings) 
     await asyncio.to_thread(check_registered_roots, registered, settings_own_folders(settings))
 
 
-def check_own_folders(settings: Settings) -> None:
+def _check_own_folders(settings: Settings) -> None:
     """safelight's folders are none of the system's: raise ``RootOverlap``."""
     for folder in settings_own_folders(settings):
         check_own_folder(folder)
+
+
+async def _check_folders(pool: AsyncConnectionPool[Any], settings: Settings) -> None:
+    """safelight's folders are none of the system's, and no registered folder overlaps
+    them: raise ``RootOverlap``."""
+    _check_own_folders(settings)
+    await _check_every_root(pool, settings)
 
 
 async def check_proxy_root(services: Services) -> None:
@@ -77,13 +84,13 @@ async def check_proxy_root(services: Services) -> None:
     ``RootOverlap`` or ``ProxyRootTaken``. A root it makes is private, and one an
     earlier release made is tightened first (``library.proxymodes``, ADR 0043; one
     warning line when anything changed)."""
-    settings = services.settings
-    check_own_folders(settings)
-    # Through the module's name: the one place every registered root is checked, which
-    # tests and the Ctrl-C pause points stand in for.
+    _check_own_folders(services.settings)
+    # Through ``check_every_root``, the one step of a Worker's start that reads every
+    # config: where an interrupt at that step is tried (tests/acceptance/pausepoints).
     await check_every_root(services)
     async with services.pool.connection() as conn:
         identity = await database_identity(conn)
+    settings = services.settings
     await asyncio.to_thread(_claim_private, settings, identity)
 
 
@@ -119,8 +126,7 @@ async def tighten_proxy_root_if_ours(
     if not root.is_dir():
         return Tightened()
     try:
-        check_own_folders(settings)
-        await _check_every_root(pool, settings)
+        await _check_folders(pool, settings)
     except RootOverlap:
         return Tightened()
     async with pool.connection() as conn:
