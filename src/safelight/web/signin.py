@@ -11,6 +11,7 @@ the script signs in again.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.exceptions import HTTPException
@@ -82,15 +83,15 @@ async def login_form(request: Request) -> Response:
     )
 
 
-def _refused(request: Request, exc: HTTPException, next_path: str) -> Response:
+def refused(
+    request: Request, exc: HTTPException, template: str, context: dict[str, Any]
+) -> Response:
+    """A refused try of a form the page's script posts (a sign-in, the first-admin
+    link): JSON to the script, else the form's page again saying why, with the
+    refusal's headers (``Retry-After``)."""
     if wants_json(request):
         return api.error(exc)
-    response = pages.render(
-        request,
-        "login.html",
-        {"page": "login", "next": next_path, "failed": exc.detail},
-        exc.status_code,
-    )
+    response = pages.render(request, template, {**context, "failed": exc.detail}, exc.status_code)
     response.headers.update(exc.headers or {})
     return response
 
@@ -117,7 +118,7 @@ async def login(request: Request) -> Response:
         refuse_plain_http(request)
         user = await _check(request, form.get("username", ""), form.get("password", ""))
     except HTTPException as exc:
-        return _refused(request, exc, next_path)
+        return refused(request, exc, "login.html", {"page": "login", "next": next_path})
     return await signed_in(request, user, next_path)
 
 

@@ -36,7 +36,7 @@ from safelight.accounts.users import User
 from safelight.web import api, pages
 from safelight.web.auth import client_of, refuse_plain_http, too_many
 from safelight.web.security import refuse_cross_site
-from safelight.web.signin import signed_in, wants_json
+from safelight.web.signin import refused, signed_in, wants_json
 
 _log = logging.getLogger(__name__)
 
@@ -107,21 +107,6 @@ def _used(request: Request) -> Response:
     return pages.render(request, "welcome.html", {"page": "welcome", "used": True}, 410)
 
 
-def _refused(request: Request, exc: HTTPException) -> Response:
-    """A use refused (a wrong token, too many, plain HTTP from afar): JSON to the page's
-    script, else the page again saying why; the link stays usable."""
-    if wants_json(request):
-        return api.error(exc)
-    response = pages.render(
-        request,
-        "welcome.html",
-        {"page": "welcome", "used": False, "failed": exc.detail},
-        exc.status_code,
-    )
-    response.headers.update(exc.headers or {})
-    return response
-
-
 async def welcome_page(request: Request) -> Response:
     """The page the link opens; its script sends the token (the server never sees it
     here). A link already used says so at once."""
@@ -157,7 +142,7 @@ async def welcome(request: Request) -> Response:
     try:
         await _check(request, state)
     except HTTPException as exc:
-        return _refused(request, exc)
+        return refused(request, exc, "welcome.html", {"page": "welcome", "used": False})
     assert state.link is not None
     user = await state.use(api.web(request).accounts)
     if user is None:
