@@ -79,7 +79,7 @@ from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
 from safelight.library.configs import StorageConfigs
-from safelight.library.hashing import hash_file
+from safelight.library.files.hashing import hash_file
 from safelight.settings import Settings
 from safelight.testing.dng import generate_dngs
 from safelight.testing.motionphotos import google_xmp, tiny_mp4, with_xmp

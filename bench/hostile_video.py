@@ -40,7 +40,7 @@ from safelight.testing.hostilevideos import hostile_videos
 _CHILD = r"""
 import asyncio, json, resource, sys, time
 from pathlib import Path
-from safelight.library.errors import MediaError
+from safelight.library.files.errors import MediaError
 from safelight.library.images import ProxySpec
 from safelight.library.video import VideoProxySpec, make_video_proxies
 

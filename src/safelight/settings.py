@@ -28,8 +28,7 @@ from safelight.core.hostnames import (
     url_of,
 )
 from safelight.db.urls import database_key, mask_url, url_problem
-from safelight.library.images import ProxySpec
-from safelight.library.limits import (
+from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     MIN_DECODE_MEMORY_MIB,
@@ -37,6 +36,7 @@ from safelight.library.limits import (
     available_memory_bytes,
     decode_processes_for,
 )
+from safelight.library.images import ProxySpec
 from safelight.work.executor import ExecutorSettings, longest_heartbeat
 from safelight.work.retry import RetryPolicy
 from safelight.work.worker import WorkerSettings
@@ -184,7 +184,7 @@ class Settings:
     decode_processes: int = field(default_factory=default_decode_processes)
     # Memory one decode may take: photos that would need more (decoded whole: all but
     # JPEGs) fail with a per-file error; also each decode process's address-space limit
-    # (plus room for its code), and what sizes the pool (safelight.library.limits).
+    # (plus room for its code), and what sizes the pool (safelight.library.files.limits).
     decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB
     crawl_interval_seconds: float = 4 * 3600.0
     token_cleanup_interval_seconds: float = 86400.0

@@ -32,8 +32,8 @@ import pytest
 
 from safelight.core.clock import SystemClock
 from safelight.core.journal import Journal, side_effect
-from safelight.library import paths
 from safelight.library.crawl import publish_image_proxies
+from safelight.library.files import paths
 from safelight.library.images import make_image_proxies
 from safelight.library.proxytree import delete_file
 from safelight.testing.fakeclock import FakeClock

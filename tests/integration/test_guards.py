@@ -20,14 +20,14 @@ from safelight.handlers.guards import (
     check_proxy_root,
     tighten_proxy_root_if_ours,
 )
-from safelight.library.paths import PROXY_ROOT_MARKER
+from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.files.roots import RootOverlap
 from safelight.library.proxyroot import (
     DatabaseIdentity,
     claim_proxy_root,
     database_identity,
     read_marker,
 )
-from safelight.library.roots import RootOverlap
 from tests.integration.handlerfixtures import make_harness
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library import legacynames
-from safelight.library.paths import parse_proxy_name
+from safelight.library.files.paths import parse_proxy_name
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
 

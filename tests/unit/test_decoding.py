@@ -27,7 +27,7 @@ from safelight.library.decoding import (
     ImageDecoder,
     decode_image,
 )
-from safelight.library.errors import CorruptMedia, MediaError
+from safelight.library.files.errors import CorruptMedia, MediaError
 from safelight.testing.samplegen import Manifest, generate_library
 from tests.specs import proxy_spec
 

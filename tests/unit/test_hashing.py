@@ -9,15 +9,15 @@ from uuid import uuid4
 import pytest
 import xxhash
 
-from safelight.library.errors import (
+from safelight.library.files.errors import (
     EmptyFile,
     FileChangedWhileHashing,
     FileVanished,
     MediaError,
     UnreadableFile,
 )
-from safelight.library.hashing import CHUNK_BYTES, hash_file
-from safelight.library.paths import proxy_dir
+from safelight.library.files.hashing import CHUNK_BYTES, hash_file
+from safelight.library.files.paths import proxy_dir
 
 
 def test_hash_is_xxh3_64_of_all_bytes(tmp_path: Path) -> None:
@@ -82,11 +82,11 @@ def test_permission_denied(tmp_path: Path) -> None:
 
 def test_read_error_is_wrapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An I/O error in the middle of the read (a dying disk, a dropped NAS share)."""
-    import safelight.library.hashing as hashing
+    import safelight.library.files.hashing as hashing
 
     path = tmp_path / "a.jpg"
     path.write_bytes(os.urandom(10))
-    from safelight.library.paths import open_original as real_open
+    from safelight.library.files.paths import open_original as real_open
 
     class Failing:
         def __init__(self, inner: object) -> None:

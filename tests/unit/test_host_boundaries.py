@@ -15,13 +15,22 @@ from uuid import UUID
 import pytest
 
 from safelight.handlers import crawl as crawl_handler
-from safelight.library.paths import (
+from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
     is_layout_folder,
     is_staging_name,
     parse_proxy_name,
     proxy_path,
+)
+from safelight.library.files.roots import (
+    DEMO_FOLDER,
+    RegisteredRoot,
+    RootOverlap,
+    check_own_folder,
+    check_registered_roots,
+    check_storage_root,
+    own_folders,
 )
 from safelight.library.proxyroot import (
     DatabaseIdentity,
@@ -35,15 +44,6 @@ from safelight.library.proxytree import (
     link_file,
     open_file,
     remove_empty_folders,
-)
-from safelight.library.roots import (
-    DEMO_FOLDER,
-    RegisteredRoot,
-    RootOverlap,
-    check_own_folder,
-    check_registered_roots,
-    check_storage_root,
-    own_folders,
 )
 from safelight.settings import Settings
 

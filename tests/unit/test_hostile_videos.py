@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from safelight.library import video
-from safelight.library.errors import CorruptMedia, DecompressionBomb
-from safelight.library.limits import MIB, web_video_max_bytes
+from safelight.library.files.errors import CorruptMedia, DecompressionBomb
+from safelight.library.files.limits import MIB, web_video_max_bytes
 from safelight.library.metadata import (
     MAX_IMAGE_PIXELS,
     VideoMetadata,

@@ -23,8 +23,8 @@ from PIL import EpsImagePlugin, Image
 
 from safelight.library.bursts import sharpness
 from safelight.library.decoding import ImageDecoder, decode_image
-from safelight.library.errors import MediaError, UnsupportedMedia
-from safelight.library.mediatypes import IMAGE_EXTENSIONS, IMAGE_FORMATS
+from safelight.library.files.errors import MediaError, UnsupportedMedia
+from safelight.library.files.mediatypes import IMAGE_EXTENSIONS, IMAGE_FORMATS
 from safelight.library.metadata import read_image_metadata
 from safelight.library.raw import _preview_image
 from safelight.library.video import _poster_proxies
@@ -106,8 +106,8 @@ def test_every_image_extension_is_one_of_the_formats_safelight_reads() -> None:
 OPEN_EACH_FORMAT = """
 import io, sys
 from PIL import Image
-from safelight.library.errors import UnsupportedMedia
-from safelight.library.mediatypes import IMAGE_FORMATS
+from safelight.library.files.errors import UnsupportedMedia
+from safelight.library.files.mediatypes import IMAGE_FORMATS
 from safelight.library.metadata import open_image
 missing = sorted(set(IMAGE_FORMATS) - set(Image.OPEN))
 for name in ("JPEG", "PNG", "TIFF", "WEBP", "GIF", "BMP"):

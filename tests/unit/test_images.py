@@ -16,19 +16,19 @@ from PIL import Image, ImageFile, ImageOps
 from PIL.JpegImagePlugin import JpegImageFile
 
 from safelight.library import images, metadata
-from safelight.library.errors import (
+from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
     MediaError,
     UnreadableFile,
     UnsupportedMedia,
 )
+from safelight.library.files.limits import MIN_DECODE_MEMORY_MIB
 from safelight.library.images import (
     ImageProxies,
     encode_blurhash,
     make_image_proxies,
 )
-from safelight.library.limits import MIN_DECODE_MEMORY_MIB
 from safelight.library.metadata import read_image_metadata
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 from tests.specs import DEFAULT_SPEC, proxy_spec

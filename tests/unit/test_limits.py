@@ -22,11 +22,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from safelight.library import limits
 from safelight.library.decoding import DecodeOutOfMemory, ImageDecoder
-from safelight.library.errors import CorruptMedia, DecompressionBomb, TooLargeToDecode
-from safelight.library.images import ProxySpec, make_image_proxies
-from safelight.library.limits import (
+from safelight.library.files import limits
+from safelight.library.files.errors import CorruptMedia, DecompressionBomb, TooLargeToDecode
+from safelight.library.files.limits import (
     ADDRESS_SPACE_HEADROOM_BYTES,
     FFMPEG_MAX_SECONDS,
     MIB,
@@ -40,6 +39,7 @@ from safelight.library.limits import (
     tool_threads,
     web_video_max_bytes,
 )
+from safelight.library.images import ProxySpec, make_image_proxies
 from safelight.library.metadata import VideoMetadata, read_video_metadata
 from safelight.library.video import ToolBounds, ToolTimedOut, _web_video_command, run_killable
 from safelight.settings import Settings, SettingsError

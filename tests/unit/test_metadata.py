@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from PIL import Image, ImageFile
 
-from safelight.library.errors import (
+from safelight.library.exif import ExifDate, read_exif
+from safelight.library.files.errors import (
     CorruptMedia,
     MediaError,
     UnreadableFile,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifDate, read_exif
 from safelight.library.metadata import (
     captured_at_from_exif,
     file_time,

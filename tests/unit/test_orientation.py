@@ -18,8 +18,8 @@ from PIL import Image
 from safelight.library.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.exif import read_exif
+from safelight.library.files.mediatypes import media_type
 from safelight.library.images import ImageProxies, make_image_proxies
-from safelight.library.mediatypes import media_type
 from safelight.library.metadata import Orientation, read_image_metadata, turn_after_undoing
 from safelight.library.sidecars import SidecarFacts
 from safelight.testing.exif import exif_bytes

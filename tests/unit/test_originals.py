@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library import originals
 from safelight.library.crawl import Walker, own_folders
-from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
-from safelight.library.hashing import hash_descriptor
-from safelight.library.originals import StorageRoot, SymbolicLinkRefused
+from safelight.library.files import originals
+from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
+from safelight.library.files.hashing import hash_descriptor
+from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.video import make_video_proxies
 from tests.specs import VIDEO_SPEC
 from tests.unit.walking import given_out

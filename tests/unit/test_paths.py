@@ -12,9 +12,9 @@ from uuid import UUID
 import pytest
 
 from safelight.core.journal import Journal, attempt_scope
-from safelight.library import paths
-from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
-from safelight.library.paths import (
+from safelight.library.files import paths
+from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
+from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,
     confined,

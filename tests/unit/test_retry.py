@@ -19,7 +19,7 @@ from safelight.handlers.contract import (
     MalformedPayload,
     handler_failure,
 )
-from safelight.library.errors import CorruptMedia, UnreadableFile
+from safelight.library.files.errors import CorruptMedia, UnreadableFile
 from safelight.library.video import ToolTimedOut
 from safelight.settings import Settings, SettingsError
 from safelight.work.errors import InvalidWorkItem, Retryable

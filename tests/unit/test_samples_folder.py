@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from safelight.library.errors import MediaError
+from safelight.library.files.errors import MediaError
+from safelight.library.files.mediatypes import is_raw, media_type
 from safelight.library.images import ImageProxies, make_image_proxies
-from safelight.library.mediatypes import is_raw, media_type
 from safelight.library.metadata import ImageMetadata, read_image_metadata
 from tests.specs import DEFAULT_SPEC
 

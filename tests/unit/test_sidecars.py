@@ -12,9 +12,9 @@ from pathlib import Path
 from PIL import Image
 
 from safelight.library.crawl import SYMLINK_REASON, FileError, Walker
+from safelight.library.files.originals import StorageRoot
 from safelight.library.images import make_image_proxies
 from safelight.library.metadata import read_image_metadata
-from safelight.library.originals import StorageRoot
 from safelight.library.sidecars import (
     NO_FACTS,
     NONE_READ,

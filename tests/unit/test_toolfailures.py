@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 
-from safelight.library.errors import CorruptMedia, DecompressionBomb
+from safelight.library.files.errors import CorruptMedia, DecompressionBomb
 from safelight.library.toolfailures import ToolOutOfMemory, last_lines, tool_failure
 
 MIB = 1 << 20

@@ -21,8 +21,8 @@ import pytest
 from PIL import Image
 
 from safelight.library import video
-from safelight.library.errors import CorruptMedia, UnsupportedMedia
-from safelight.library.limits import (
+from safelight.library.files.errors import CorruptMedia, UnsupportedMedia
+from safelight.library.files.limits import (
     FFPROBE_TIMEOUT_SECONDS,
     ffmpeg_timeout_seconds,
     ffprobe_timeout_seconds,

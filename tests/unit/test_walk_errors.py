@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 import pytest
 
 from safelight.library.crawl import FileError, WalkedFile, Walker
-from safelight.library.originals import StorageRoot
+from safelight.library.files.originals import StorageRoot
 from safelight.library.sidecars import SidecarFile
 from tests.unit.walking import take_files
 

@@ -26,7 +26,7 @@ from safelight.library.crawl import (
     walked_file,
 )
 from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
-from safelight.library.originals import StorageRoot
+from safelight.library.files.originals import StorageRoot
 from safelight.library.sidecars import SidecarFile
 from tests.unit.walking import known_row
 

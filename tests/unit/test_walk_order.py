@@ -10,8 +10,8 @@ import pytest
 from safelight.library import crawl as walk_module
 from safelight.library.assets import KnownAsset
 from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker
-from safelight.library.mediatypes import media_type, media_type_of_name
-from safelight.library.originals import StorageRoot
+from safelight.library.files.mediatypes import media_type, media_type_of_name
+from safelight.library.files.originals import StorageRoot
 from tests.unit.walking import feed, given_out, match, take_files
 
 NAMES = [

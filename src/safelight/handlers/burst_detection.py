@@ -25,9 +25,9 @@ from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
-from safelight.library.errors import PathOutsideRoot
+from safelight.library.files.errors import PathOutsideRoot
+from safelight.library.files.paths import confined
 from safelight.library.livephotos import Capture, pair_live_photos
-from safelight.library.paths import confined
 from safelight.library.stacks import stack_raws
 from safelight.work.kinds import Scope
 

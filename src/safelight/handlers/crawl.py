@@ -83,15 +83,20 @@ from safelight.library.crawl import (
     walked_file,
 )
 from safelight.library.decoding import decode_image
-from safelight.library.errors import FileChangedWhileHashing, MediaError
-from safelight.library.hashing import FileIdentity, HashedFile, hash_descriptor
+from safelight.library.files.errors import FileChangedWhileHashing, MediaError
+from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
+from safelight.library.files.mediatypes import is_raw
+from safelight.library.files.originals import Original, StorageRoot
+from safelight.library.files.paths import (
+    STAGING_FOLDER,
+    AttemptTag,
+    describe_os_error,
+    make_folders,
+)
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
-from safelight.library.mediatypes import is_raw
 from safelight.library.metadata import ImageMetadata, file_time
 from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
-from safelight.library.originals import Original, StorageRoot
-from safelight.library.paths import STAGING_FOLDER, AttemptTag, describe_os_error, make_folders
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
 from safelight.library.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.video import (

@@ -16,14 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.core.filemodes import FileModes, Tightened, make_folder
 from safelight.handlers.services import Services
 from safelight.library.configs import every_config
-from safelight.library.proxymodes import make_proxy_root, tighten_proxy_root
-from safelight.library.proxyroot import (
-    DatabaseIdentity,
-    claim_proxy_root,
-    database_identity,
-    read_marker,
-)
-from safelight.library.roots import (
+from safelight.library.files.roots import (
     OwnFolder,
     RegisteredRoot,
     RootOverlap,
@@ -31,6 +24,13 @@ from safelight.library.roots import (
     check_registered_roots,
     check_storage_root,
     own_folders,
+)
+from safelight.library.proxymodes import make_proxy_root, tighten_proxy_root
+from safelight.library.proxyroot import (
+    DatabaseIdentity,
+    claim_proxy_root,
+    database_identity,
+    read_marker,
 )
 from safelight.settings import Settings
 

@@ -32,7 +32,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
-from safelight.library.paths import parse_proxy_name
+from safelight.library.files.paths import parse_proxy_name
 from safelight.library.proxytree import UnsafeProxyPath, delete_file, inspect
 from safelight.work.kinds import Scope
 

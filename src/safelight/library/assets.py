@@ -17,7 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from safelight.core.sql import load_queries
-from safelight.library.mediatypes import MediaType
+from safelight.library.files.mediatypes import MediaType
 from safelight.library.sidecars import SidecarFile
 
 QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")

@@ -30,8 +30,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries
+from safelight.library.files.roots import OwnFolder, check_storage_root
 from safelight.library.owners import owner_name_problem
-from safelight.library.roots import OwnFolder, check_storage_root
 
 QUERIES = load_queries("safelight.library", "configs.sql")
 

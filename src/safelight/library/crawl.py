@@ -59,18 +59,16 @@ from safelight.library.assets import (
     known_asset,
 )
 from safelight.library.decisions import StatKey, stat_key
-from safelight.library.errors import MediaError
-from safelight.library.hashing import HashedFile
-from safelight.library.images import ImageProxies
-from safelight.library.mediatypes import (
+from safelight.library.files.errors import MediaError
+from safelight.library.files.hashing import HashedFile
+from safelight.library.files.mediatypes import (
     MediaType,
     is_ignored_name,
     media_type_by_extension,
     media_type_of_name,
 )
-from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
-from safelight.library.originals import StorageRoot, SymbolicLinkRefused
-from safelight.library.paths import (
+from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
+from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,
     describe_os_error,
@@ -78,6 +76,8 @@ from safelight.library.paths import (
     proxy_path,
     write_atomically,
 )
+from safelight.library.images import ImageProxies
+from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.sidecars import SidecarFile, is_sidecar_name, sidecar_for
 from safelight.library.video import VideoProxies, WebVideo
 

@@ -56,16 +56,16 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
-from safelight.library.errors import MediaError
-from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
-from safelight.library.limits import (
+from safelight.library.files.errors import MediaError
+from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     address_space_limit_bytes,
     limit_address_space,
 )
+from safelight.library.files.originals import OriginalRef
+from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
 from safelight.library.metadata import ImageMetadata, read_image_metadata
-from safelight.library.originals import OriginalRef
 from safelight.library.raw import decode_raw
 from safelight.library.sidecars import NO_FACTS, SidecarFacts
 

@@ -43,20 +43,20 @@ from typing import Any
 import blurhash
 from PIL import Image, ImageCms
 
-from safelight.library.errors import CorruptMedia, DecompressionBomb, UnsupportedMedia
-from safelight.library.limits import (
+from safelight.library.files.errors import CorruptMedia, DecompressionBomb, UnsupportedMedia
+from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     MIN_DECODE_MEMORY_MIB,
     check_decode_fits,
 )
+from safelight.library.files.originals import OriginalRef, open_source
 from safelight.library.metadata import (
     MAX_IMAGE_PIXELS,
     exif_fields_of,
     open_image,
     orientation_of,
 )
-from safelight.library.originals import OriginalRef, open_source
 
 MAX_ASPECT = 4
 """A proxy is at most this many times as tall as its width limit, so a 100 x 60000 scan

@@ -30,7 +30,7 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.assets import QUERIES
-from safelight.library.paths import (
+from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,
     ProxyName,

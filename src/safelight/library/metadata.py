@@ -53,15 +53,14 @@ from safelight.library.capturetime import (
     parse_exif_datetime,
 )
 from safelight.library.containers import container_orientation, jxl_orientation, png_exif
-from safelight.library.errors import (
+from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
     MediaError,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
-from safelight.library.jpegblocks import read_maker_blocks
-from safelight.library.limits import (
+from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     ffprobe_timeout_seconds,
@@ -69,10 +68,11 @@ from safelight.library.limits import (
     tool_preexec,
     tool_threads,
 )
+from safelight.library.files.mediatypes import IMAGE_FORMATS
+from safelight.library.files.originals import OriginalRef, open_source
+from safelight.library.files.paths import open_original
+from safelight.library.jpegblocks import read_maker_blocks
 from safelight.library.location import Location, location_of, parse_iso6709
-from safelight.library.mediatypes import IMAGE_FORMATS
-from safelight.library.originals import OriginalRef, open_source
-from safelight.library.paths import open_original
 from safelight.library.sidecars import NO_FACTS, SidecarFacts
 from safelight.library.toolfailures import pixel_cap_exceeded, tool_failure
 from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp

@@ -23,7 +23,7 @@ import stat
 from pathlib import Path
 
 from safelight.core.filemodes import FileModes, Tightened, apply, make_folder
-from safelight.library.paths import (
+from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
     is_layout_folder,
     is_staging_name,

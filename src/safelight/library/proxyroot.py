@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from safelight.library.assets import QUERIES
-from safelight.library.paths import PROXY_ROOT_MARKER, proxy_file_mode
+from safelight.library.files.paths import PROXY_ROOT_MARKER, proxy_file_mode
 
 
 class ProxyRootTaken(ValueError):

@@ -27,7 +27,7 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.assets import QUERIES
-from safelight.library.paths import parse_proxy_name, proxy_folder
+from safelight.library.files.paths import parse_proxy_name, proxy_folder
 from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_empty_folders
 
 

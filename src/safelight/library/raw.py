@@ -38,23 +38,23 @@ import rawpy
 from PIL import Image
 
 from safelight.library.capturetime import CaptureTime
-from safelight.library.errors import (
+from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
+from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
     TooLargeToDecode,
     UnsupportedMedia,
 )
-from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
+from safelight.library.files.limits import DECODE_BASELINE_BYTES, MIB
+from safelight.library.files.originals import OriginalRef, open_source
 from safelight.library.images import _TRANSPOSE, ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.jpegblocks import read_ciff
-from safelight.library.limits import DECODE_BASELINE_BYTES, MIB
 from safelight.library.metadata import (
     MAX_IMAGE_PIXELS,
     ImageMetadata,
     captured_at_from_exif,
     file_time,
 )
-from safelight.library.originals import OriginalRef, open_source
 from safelight.library.sidecars import NO_FACTS, SidecarFacts
 
 FORMAT = "RAW"

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from safelight.library.capturetime import XMP_DATES, CaptureTime, with_zone
-from safelight.library.errors import FileVanished, MediaError
-from safelight.library.originals import StorageRoot
-from safelight.library.paths import describe_os_error
+from safelight.library.files.errors import FileVanished, MediaError
+from safelight.library.files.originals import StorageRoot
+from safelight.library.files.paths import describe_os_error
 from safelight.library.xmp import NS_TIFF, XMP_MAX_BYTES, XmpProperties, parse_xmp, parse_xmp_date
 
 SIDECAR_SUFFIX = ".xmp"

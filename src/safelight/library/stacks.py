@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from safelight.library.files.mediatypes import is_raw
 from safelight.library.livephotos import MAX_GAP, Capture, capture_gap, stem_key
-from safelight.library.mediatypes import is_raw
 
 JPEG_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe"})
 

@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from safelight.library.paths import (
+from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
     is_layout_folder,
     is_staging_name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import signal
 
-from safelight.library.errors import CorruptMedia, DecompressionBomb, MediaError
+from safelight.library.files.errors import CorruptMedia, DecompressionBomb, MediaError
 
 _MIB = 1 << 20
 

@@ -47,9 +47,8 @@ from typing import Any
 from PIL import Image
 
 from safelight.core.clock import Clock, SystemClock, wait_done
-from safelight.library.errors import CorruptMedia, MediaError, UnsupportedMedia
-from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
-from safelight.library.limits import (
+from safelight.library.files.errors import CorruptMedia, MediaError, UnsupportedMedia
+from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     ffmpeg_timeout_seconds,
@@ -61,14 +60,15 @@ from safelight.library.limits import (
     tool_threads,
     web_video_max_bytes,
 )
+from safelight.library.files.originals import Original
+from safelight.library.files.paths import open_original
+from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
     ffprobe_command,
     parse_ffprobe_output,
 )
-from safelight.library.originals import Original
-from safelight.library.paths import open_original
 from safelight.library.toolfailures import out_of_memory, tool_failure
 
 WEB_VIDEO_NAME = "video.mp4"

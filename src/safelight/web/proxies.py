@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from safelight.library.paths import parse_proxy_name
+from safelight.library.files.paths import parse_proxy_name
 from safelight.library.proxytree import UnsafeProxyPath, open_file
 from safelight.web import reads
 from safelight.web.caching import PROXY

@@ -43,7 +43,7 @@ from typing import BinaryIO
 from uuid import UUID
 
 from safelight.core.journal import side_effect
-from safelight.library.errors import FileVanished, PathOutsideRoot, UnreadableFile
+from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
 
 CONTENT_HASH_HEX_LENGTH = 16
 """Length of a content hash in hex digits (XXH3-64, see ``hashing``)."""

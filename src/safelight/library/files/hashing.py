@@ -28,12 +28,12 @@ from pathlib import Path
 
 import xxhash
 
-from safelight.library.errors import (
+from safelight.library.files.errors import (
     EmptyFile,
     FileChangedWhileHashing,
     UnreadableFile,
 )
-from safelight.library.paths import CONTENT_HASH_HEX_LENGTH, describe_os_error, open_original
+from safelight.library.files.paths import CONTENT_HASH_HEX_LENGTH, describe_os_error, open_original
 
 CHUNK_BYTES = 1 << 20
 """Bytes read per call: large enough that per-call overhead vanishes, small enough to

@@ -30,7 +30,7 @@ import resource
 from collections.abc import Callable
 from pathlib import Path
 
-from safelight.library.errors import TooLargeToDecode
+from safelight.library.files.errors import TooLargeToDecode
 
 MIB = 1 << 20
 
