@@ -46,7 +46,7 @@ from crawl import crawl_once
 
 from safelight.library.decoding import ImageDecoder
 from safelight.library.files.limits import DEFAULT_DECODE_MEMORY_MIB
-from safelight.library.metadata import MAX_IMAGE_PIXELS
+from safelight.library.media.metadata import MAX_IMAGE_PIXELS
 from safelight.settings import Settings
 from safelight.testing.samplegen import generate_jpegs
 

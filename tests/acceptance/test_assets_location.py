@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from safelight.library.xmp import NS_XMP
+from safelight.library.media.xmp import NS_XMP
 from safelight.testing.dateplaces import exif_with_gps, xmp_packet
 from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import json_of

@@ -13,7 +13,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.files.paths import STAGING_FOLDER
-from safelight.library.motionphotos import MOTION_VIDEO_NAME
+from safelight.library.media.motionphotos import MOTION_VIDEO_NAME
 from safelight.testing.motionphotos import (
     google_motion_jpeg,
     heic_with_mpvd,

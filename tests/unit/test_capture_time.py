@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from PIL import Image, PngImagePlugin
 
-from safelight.library.capturetime import (
+from safelight.library.media.capturetime import (
     choose_capture_time,
     iptc_capture_time,
     parse_exif_datetime,
     with_zone,
 )
-from safelight.library.exif import ExifDate, ExifFields, read_exif
-from safelight.library.metadata import read_image_metadata
-from safelight.library.xmp import (
+from safelight.library.media.exif import ExifDate, ExifFields, read_exif
+from safelight.library.media.metadata import read_image_metadata
+from safelight.library.media.xmp import (
     EMPTY,
     NS_EXIF,
     NS_GCONTAINER,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from safelight.library.jpegblocks import MakerBlock, read_ciff, read_maker_blocks
+from safelight.library.media.jpegblocks import MakerBlock, read_ciff, read_maker_blocks
 from safelight.testing.dateplaces import ciff_app0
 
 

@@ -20,7 +20,7 @@ from safelight.library.decisions import (
     by_stat,
     sidecar_changed,
 )
-from safelight.library.sidecars import SidecarFile
+from safelight.library.media.sidecars import SidecarFile
 
 HERE = KnownAsset(1, "a.jpg", "aaaa", 100, 1_000, "image")
 ELSEWHERE = KnownAsset(2, "b.jpg", "bbbb", 200, 2_000, "image")

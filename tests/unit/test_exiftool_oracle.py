@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from safelight.library.files.mediatypes import media_type
-from safelight.library.location import Location
-from safelight.library.metadata import ImageMetadata, read_image_metadata
-from safelight.library.motionphotos import find_motion_video
+from safelight.library.media.location import Location
+from safelight.library.media.metadata import ImageMetadata, read_image_metadata
+from safelight.library.media.motionphotos import find_motion_video
 from tests.unit.test_samples_folder import SAMPLES
 
 EXIFTOOL = shutil.which("exiftool")

@@ -17,13 +17,13 @@ import pytest
 from safelight.library import video
 from safelight.library.files.errors import CorruptMedia, DecompressionBomb
 from safelight.library.files.limits import MIB, web_video_max_bytes
-from safelight.library.metadata import (
+from safelight.library.media.metadata import (
     MAX_IMAGE_PIXELS,
     VideoMetadata,
     ffprobe_command,
     read_video_metadata,
 )
-from safelight.library.toolfailures import ToolOutOfMemory
+from safelight.library.media.toolfailures import ToolOutOfMemory
 from safelight.library.video import (
     ToolBounds,
     _poster_command,

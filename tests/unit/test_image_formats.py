@@ -25,7 +25,7 @@ from safelight.library.bursts import sharpness
 from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.files.errors import MediaError, UnsupportedMedia
 from safelight.library.files.mediatypes import IMAGE_EXTENSIONS, IMAGE_FORMATS
-from safelight.library.metadata import read_image_metadata
+from safelight.library.media.metadata import read_image_metadata
 from safelight.library.raw import _preview_image
 from safelight.library.video import _poster_proxies
 from tests.ghostscript import POSTSCRIPT, FakeGhostscript
@@ -108,7 +108,7 @@ import io, sys
 from PIL import Image
 from safelight.library.files.errors import UnsupportedMedia
 from safelight.library.files.mediatypes import IMAGE_FORMATS
-from safelight.library.metadata import open_image
+from safelight.library.media.metadata import open_image
 missing = sorted(set(IMAGE_FORMATS) - set(Image.OPEN))
 for name in ("JPEG", "PNG", "TIFF", "WEBP", "GIF", "BMP"):
     buffer = io.BytesIO()

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image, ImageFile, ImageOps
 from PIL.JpegImagePlugin import JpegImageFile
 
-from safelight.library import images, metadata
+from safelight.library import images
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -29,7 +29,8 @@ from safelight.library.images import (
     encode_blurhash,
     make_image_proxies,
 )
-from safelight.library.metadata import read_image_metadata
+from safelight.library.media import metadata
+from safelight.library.media.metadata import read_image_metadata
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 from tests.specs import DEFAULT_SPEC, proxy_spec
 

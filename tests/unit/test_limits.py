@@ -40,7 +40,7 @@ from safelight.library.files.limits import (
     web_video_max_bytes,
 )
 from safelight.library.images import ProxySpec, make_image_proxies
-from safelight.library.metadata import VideoMetadata, read_video_metadata
+from safelight.library.media.metadata import VideoMetadata, read_video_metadata
 from safelight.library.video import ToolBounds, ToolTimedOut, _web_video_command, run_killable
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock

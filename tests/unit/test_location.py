@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from safelight.library.exif import read_exif
-from safelight.library.location import Location, location_of, parse_iso6709
-from safelight.library.metadata import read_image_metadata, video_metadata_from_probe
-from safelight.library.xmp import NS_EXIF, parse_xmp
+from safelight.library.media.exif import read_exif
+from safelight.library.media.location import Location, location_of, parse_iso6709
+from safelight.library.media.metadata import read_image_metadata, video_metadata_from_probe
+from safelight.library.media.xmp import NS_EXIF, parse_xmp
 from safelight.testing.dateplaces import exif_with_gps, xmp_packet
 
 

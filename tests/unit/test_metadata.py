@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from PIL import Image, ImageFile
 
-from safelight.library.exif import ExifDate, read_exif
 from safelight.library.files.errors import (
     CorruptMedia,
     MediaError,
     UnreadableFile,
     UnsupportedMedia,
 )
-from safelight.library.metadata import (
+from safelight.library.media.exif import ExifDate, read_exif
+from safelight.library.media.metadata import (
     captured_at_from_exif,
     file_time,
     parse_exif_datetime,

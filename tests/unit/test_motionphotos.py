@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library.motionphotos import MotionVideo, copy_range, find_motion_video
-from safelight.library.xmp import NS_GCAMERA, find_xmp_packet, parse_xmp
+from safelight.library.media.motionphotos import MotionVideo, copy_range, find_motion_video
+from safelight.library.media.xmp import NS_GCAMERA, find_xmp_packet, parse_xmp
 from safelight.testing.motionphotos import (
     google_motion_jpeg,
     google_xmp,

@@ -14,7 +14,9 @@ import pytest
 from PIL import Image
 
 from safelight.library.decoding import ImageDecoder, decode_image
-from safelight.library.exif import (
+from safelight.library.files.errors import MediaError, TooLargeToDecode, UnsupportedMedia
+from safelight.library.files.mediatypes import is_raw, media_type
+from safelight.library.media.exif import (
     TAG_DATE_DIGITIZED,
     TAG_DATE_ORIGINAL,
     TAG_OFFSET_ORIGINAL,
@@ -24,8 +26,6 @@ from safelight.library.exif import (
     read_exif,
     read_exif_ifd_dates,
 )
-from safelight.library.files.errors import MediaError, TooLargeToDecode, UnsupportedMedia
-from safelight.library.files.mediatypes import is_raw, media_type
 from safelight.library.raw import _child, _cr3_box, _fields, _mrw_block, decode_raw, sniff
 from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes

@@ -14,8 +14,8 @@ import pytest
 import xxhash
 from PIL import Image, ImageCms
 
-from safelight.library.exif import read_exif
 from safelight.library.files.mediatypes import is_ignored_name, media_type
+from safelight.library.media.exif import read_exif
 from safelight.testing.samplegen import (
     Manifest,
     display_p3_profile,

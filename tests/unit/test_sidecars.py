@@ -14,8 +14,8 @@ from PIL import Image
 from safelight.library.crawl import SYMLINK_REASON, FileError, Walker
 from safelight.library.files.originals import StorageRoot
 from safelight.library.images import make_image_proxies
-from safelight.library.metadata import read_image_metadata
-from safelight.library.sidecars import (
+from safelight.library.media.metadata import read_image_metadata
+from safelight.library.media.sidecars import (
     NO_FACTS,
     NONE_READ,
     ReadSidecar,
@@ -25,7 +25,7 @@ from safelight.library.sidecars import (
     sidecar_facts,
     sidecar_for,
 )
-from safelight.library.xmp import XMP_MAX_BYTES
+from safelight.library.media.xmp import XMP_MAX_BYTES
 from safelight.settings import Settings
 from tests.unit.walking import given_out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 from safelight.library.files.errors import CorruptMedia, DecompressionBomb
-from safelight.library.toolfailures import ToolOutOfMemory, last_lines, tool_failure
+from safelight.library.media.toolfailures import ToolOutOfMemory, last_lines, tool_failure
 
 MIB = 1 << 20
 WHAT = "could not encode the web video"

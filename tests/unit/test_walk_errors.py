@@ -17,7 +17,7 @@ import pytest
 
 from safelight.library.crawl import FileError, WalkedFile, Walker
 from safelight.library.files.originals import StorageRoot
-from safelight.library.sidecars import SidecarFile
+from safelight.library.media.sidecars import SidecarFile
 from tests.unit.walking import take_files
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")  # Latin-1 "café": an undecodable byte, escaped

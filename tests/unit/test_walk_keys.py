@@ -27,7 +27,7 @@ from safelight.library.crawl import (
 )
 from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
 from safelight.library.files.originals import StorageRoot
-from safelight.library.sidecars import SidecarFile
+from safelight.library.media.sidecars import SidecarFile
 from tests.unit.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),

@@ -95,10 +95,10 @@ from safelight.library.files.paths import (
 )
 from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
-from safelight.library.metadata import ImageMetadata, file_time
-from safelight.library.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
+from safelight.library.media.metadata import ImageMetadata, file_time
+from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
+from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.video import (
     VideoProxySpec,
     make_video_proxies,

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 
 from safelight.core.sql import load_queries
 from safelight.library.files.mediatypes import MediaType
-from safelight.library.sidecars import SidecarFile
+from safelight.library.media.sidecars import SidecarFile
 
 QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")
 

@@ -77,8 +77,8 @@ from safelight.library.files.paths import (
     write_atomically,
 )
 from safelight.library.images import ImageProxies
-from safelight.library.metadata import ImageMetadata, VideoMetadata, file_time
-from safelight.library.sidecars import SidecarFile, is_sidecar_name, sidecar_for
+from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
+from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
 from safelight.library.video import VideoProxies, WebVideo
 
 WALK_FOLDERS_PER_STEP = 200

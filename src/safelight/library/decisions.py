@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from safelight.library.assets import KnownAsset
-from safelight.library.sidecars import SidecarFile
+from safelight.library.media.sidecars import SidecarFile
 
 
 @dataclass(frozen=True, slots=True)

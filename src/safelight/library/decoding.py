@@ -65,9 +65,9 @@ from safelight.library.files.limits import (
 )
 from safelight.library.files.originals import OriginalRef
 from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
-from safelight.library.metadata import ImageMetadata, read_image_metadata
+from safelight.library.media.metadata import ImageMetadata, read_image_metadata
+from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
 from safelight.library.raw import decode_raw
-from safelight.library.sidecars import NO_FACTS, SidecarFacts
 
 T = TypeVar("T")
 

@@ -51,7 +51,7 @@ from safelight.library.files.limits import (
     check_decode_fits,
 )
 from safelight.library.files.originals import OriginalRef, open_source
-from safelight.library.metadata import (
+from safelight.library.media.metadata import (
     MAX_IMAGE_PIXELS,
     exif_fields_of,
     open_image,

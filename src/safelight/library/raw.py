@@ -37,8 +37,6 @@ import numpy as np
 import rawpy
 from PIL import Image
 
-from safelight.library.capturetime import CaptureTime
-from safelight.library.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -48,14 +46,16 @@ from safelight.library.files.errors import (
 from safelight.library.files.limits import DECODE_BASELINE_BYTES, MIB
 from safelight.library.files.originals import OriginalRef, open_source
 from safelight.library.images import _TRANSPOSE, ImageProxies, ProxySpec, proxies_from_upright_image
-from safelight.library.jpegblocks import read_ciff
-from safelight.library.metadata import (
+from safelight.library.media.capturetime import CaptureTime
+from safelight.library.media.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
+from safelight.library.media.jpegblocks import read_ciff
+from safelight.library.media.metadata import (
     MAX_IMAGE_PIXELS,
     ImageMetadata,
     captured_at_from_exif,
     file_time,
 )
-from safelight.library.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
 
 FORMAT = "RAW"
 """``ImageMetadata.format`` of every RAW (the family is in the file's extension)."""

@@ -63,13 +63,13 @@ from safelight.library.files.limits import (
 from safelight.library.files.originals import Original
 from safelight.library.files.paths import open_original
 from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
-from safelight.library.metadata import (
+from safelight.library.media.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
     ffprobe_command,
     parse_ffprobe_output,
 )
-from safelight.library.toolfailures import out_of_memory, tool_failure
+from safelight.library.media.toolfailures import out_of_memory, tool_failure
 
 WEB_VIDEO_NAME = "video.mp4"
 

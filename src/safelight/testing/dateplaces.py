@@ -9,7 +9,7 @@ import struct
 from datetime import UTC, datetime
 from xml.sax.saxutils import quoteattr
 
-from safelight.library.xmp import NS_EXIF, NS_PHOTOSHOP, NS_TIFF, NS_XMP
+from safelight.library.media.xmp import NS_EXIF, NS_PHOTOSHOP, NS_TIFF, NS_XMP
 
 _PREFIXES = {NS_XMP: "xmp", NS_EXIF: "exif", NS_PHOTOSHOP: "photoshop", NS_TIFF: "tiff"}
 
@@ -109,7 +109,7 @@ def exif_with_gps(
     centimetres) with its Ref, 1 below sea level; and ``exif``'s IFD0 tags."""
     from PIL import Image  # Pillow is a runtime dependency; kept local to the writer
 
-    from safelight.library import exif as tags
+    from safelight.library.media import exif as tags
 
     block = Image.Exif()
     for tag, value in exif.items():

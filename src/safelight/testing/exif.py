@@ -1,4 +1,4 @@
-"""EXIF blocks for test and demo photos: the tags that ``safelight.library.exif`` reads,
+"""EXIF blocks for test and demo photos: the tags that ``safelight.library.media.exif`` reads,
 written with Pillow (ExifTool reads what this writes), so a test states a photo's camera,
 capture time, orientation, burst and Live Photo identifiers and checks them read back.
 """
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from PIL import Image
 
-from safelight.library.exif import (
+from safelight.library.media.exif import (
     APPLE_BURST_UUID,
     APPLE_MEDIA_GROUP_UUID,
     TAG_DATE_DIGITIZED,

@@ -35,8 +35,8 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
-from safelight.library.metadata import file_time  # also registers HEIF
-from safelight.library.toolfailures import last_lines
+from safelight.library.media.metadata import file_time  # also registers HEIF
+from safelight.library.media.toolfailures import last_lines
 from safelight.testing.exif import apple_maker_note, exif_bytes
 
 RED = (230, 20, 20)

@@ -33,11 +33,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from safelight.library.capturetime import XMP_DATES, CaptureTime, with_zone
 from safelight.library.files.errors import FileVanished, MediaError
 from safelight.library.files.originals import StorageRoot
 from safelight.library.files.paths import describe_os_error
-from safelight.library.xmp import NS_TIFF, XMP_MAX_BYTES, XmpProperties, parse_xmp, parse_xmp_date
+from safelight.library.media.capturetime import XMP_DATES, CaptureTime, with_zone
+from safelight.library.media.xmp import (
+    NS_TIFF,
+    XMP_MAX_BYTES,
+    XmpProperties,
+    parse_xmp,
+    parse_xmp_date,
+)
 
 SIDECAR_SUFFIX = ".xmp"
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from safelight.library.exif import ExifDate, ExifFields
-from safelight.library.xmp import (
+from safelight.library.media.exif import ExifDate, ExifFields
+from safelight.library.media.xmp import (
     NS_EXIF,
     NS_PHOTOSHOP,
     NS_XMP,

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from safelight.library.xmp import (
+from safelight.library.media.xmp import (
     NS_GCAMERA,
     NS_GCONTAINER,
     NS_GCONTAINER_ITEM,
@@ -64,7 +64,7 @@ class MotionVideo:
         return self.issue is None and self.length > 0
 
 
-# --- XMP (library/xmp.py reads it; here, what a motion photo needs of it) -----------
+# --- XMP (library/media/xmp.py reads it; here, what a motion photo needs of it) -----------
 
 
 def _directory_items(props: XmpProperties) -> list[dict[str, str]]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from safelight.library.exif import ExifFields
-from safelight.library.xmp import NS_EXIF, XmpProperties
+from safelight.library.media.exif import ExifFields
+from safelight.library.media.xmp import NS_EXIF, XmpProperties
 
 _XMP_COORDINATE = re.compile(r"(\d{1,3}),(\d{1,2}(?:\.\d+)?)(?:,(\d{1,2}(?:\.\d+)?))?([NSEW])")
 _ISO6709 = re.compile(

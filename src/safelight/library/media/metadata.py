@@ -45,15 +45,6 @@ from PIL import (
 )
 from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
-from safelight.library.capturetime import (
-    CapturedAtSource,
-    captured_at_from_exif,
-    choose_capture_time,
-    iptc_capture_time,
-    parse_exif_datetime,
-)
-from safelight.library.containers import container_orientation, jxl_orientation, png_exif
-from safelight.library.exif import ExifFields, read_exif, read_exif_from_tiff
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -71,11 +62,20 @@ from safelight.library.files.limits import (
 from safelight.library.files.mediatypes import IMAGE_FORMATS
 from safelight.library.files.originals import OriginalRef, open_source
 from safelight.library.files.paths import open_original
-from safelight.library.jpegblocks import read_maker_blocks
-from safelight.library.location import Location, location_of, parse_iso6709
-from safelight.library.sidecars import NO_FACTS, SidecarFacts
-from safelight.library.toolfailures import pixel_cap_exceeded, tool_failure
-from safelight.library.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
+from safelight.library.media.capturetime import (
+    CapturedAtSource,
+    captured_at_from_exif,
+    choose_capture_time,
+    iptc_capture_time,
+    parse_exif_datetime,
+)
+from safelight.library.media.containers import container_orientation, jxl_orientation, png_exif
+from safelight.library.media.exif import ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.media.jpegblocks import read_maker_blocks
+from safelight.library.media.location import Location, location_of, parse_iso6709
+from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.media.toolfailures import pixel_cap_exceeded, tool_failure
+from safelight.library.media.xmp import EMPTY, NS_TIFF, XmpProperties, parse_xmp
 
 __all__ = ["CapturedAtSource", "captured_at_from_exif", "parse_exif_datetime"]
 
