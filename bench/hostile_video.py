@@ -41,8 +41,8 @@ _CHILD = r"""
 import asyncio, json, resource, sys, time
 from pathlib import Path
 from safelight.library.files.errors import MediaError
-from safelight.library.images import ProxySpec
-from safelight.library.video import VideoProxySpec, make_video_proxies
+from safelight.library.render.images import ProxySpec
+from safelight.library.render.video import VideoProxySpec, make_video_proxies
 
 source, out, limit = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 spec = VideoProxySpec(image=ProxySpec(

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import print_table, versions, write_result
 from crawl import crawl_once
 
-from safelight.library.decoding import ImageDecoder
 from safelight.library.files.limits import DEFAULT_DECODE_MEMORY_MIB
 from safelight.library.media.metadata import MAX_IMAGE_PIXELS
+from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.testing.samplegen import generate_jpegs
 

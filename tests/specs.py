@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from safelight.library.images import ProxySpec
-from safelight.library.video import VideoProxySpec
+from safelight.library.render.images import ProxySpec
+from safelight.library.render.video import VideoProxySpec
 from safelight.settings import Settings
 
 DEFAULT_SPEC = Settings().proxy_spec()

@@ -32,7 +32,7 @@ from safelight.db.migrate import check_schema
 from safelight.db.pool import Connections, OneConnection
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_proxy_root
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.observe.metrics import Metrics
 from safelight.observe.presence import Presence
 from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning

@@ -36,7 +36,7 @@ from safelight.library.files.limits import (
     available_memory_bytes,
     decode_processes_for,
 )
-from safelight.library.images import ProxySpec
+from safelight.library.render.images import ProxySpec
 from safelight.work.executor import ExecutorSettings, longest_heartbeat
 from safelight.work.retry import RetryPolicy
 from safelight.work.worker import WorkerSettings

@@ -22,7 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.app import WorkerOptions, build_engine
 from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Handler, Services, build_handlers
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.executor import Executor, RunResult

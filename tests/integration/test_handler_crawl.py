@@ -14,8 +14,8 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.crawl import COUNTERS
-from safelight.library.decoding import ImageDecoder
 from safelight.library.files.originals import StorageRoot
+from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.samplegen import Manifest, generate_library
 from safelight.work.model import Status
 from safelight.work.outcome import Retrying, Succeeded

@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import crawl as crawl_handler
 from safelight.handlers import guards
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
 

@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.decoding import ImageDecoder
 from safelight.library.files.paths import confined
+from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.dng import dng_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
 from safelight.views.queries import library_counts, list_assets

@@ -16,8 +16,8 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import crawl as crawl_handler
-from safelight.library.decoding import ImageDecoder
 from safelight.library.media import sidecars
+from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import quadrants
 from safelight.testing.samplegen import INVERSE_TRANSPOSE

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.work.model import Status
 from tests.ghostscript import POSTSCRIPT, FakeGhostscript
 from tests.integration.handlerfixtures import jpeg, make_harness, write

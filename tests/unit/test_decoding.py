@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library.decoding import (
+from safelight.library.files.errors import CorruptMedia, MediaError
+from safelight.library.render.decoding import (
     START_METHOD,
     DecodeProcessDied,
     ImageDecoder,
     decode_image,
 )
-from safelight.library.files.errors import CorruptMedia, MediaError
 from safelight.testing.samplegen import Manifest, generate_library
 from tests.specs import proxy_spec
 
@@ -143,7 +143,7 @@ def alive(pid: int) -> bool:
 WORKER = """
 import asyncio, sys
 from pathlib import Path
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 
 async def main():

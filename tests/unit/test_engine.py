@@ -31,7 +31,7 @@ from safelight.app import (
 from safelight.db.database import Database
 from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.observe.presence import Presence
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library import video
 from safelight.library.files.errors import CorruptMedia, DecompressionBomb
 from safelight.library.files.limits import MIB, web_video_max_bytes
 from safelight.library.media.metadata import (
@@ -24,7 +23,8 @@ from safelight.library.media.metadata import (
     read_video_metadata,
 )
 from safelight.library.media.toolfailures import ToolOutOfMemory
-from safelight.library.video import (
+from safelight.library.render import video
+from safelight.library.render.video import (
     ToolBounds,
     _poster_command,
     _remux_command,

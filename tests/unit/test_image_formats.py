@@ -22,12 +22,12 @@ import rawpy
 from PIL import EpsImagePlugin, Image
 
 from safelight.library.bursts import sharpness
-from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.files.errors import MediaError, UnsupportedMedia
 from safelight.library.files.mediatypes import IMAGE_EXTENSIONS, IMAGE_FORMATS
 from safelight.library.media.metadata import read_image_metadata
-from safelight.library.raw import _preview_image
-from safelight.library.video import _poster_proxies
+from safelight.library.render.decoding import ImageDecoder, decode_image
+from safelight.library.render.raw import _preview_image
+from safelight.library.render.video import _poster_proxies
 from tests.ghostscript import POSTSCRIPT, FakeGhostscript
 from tests.specs import proxy_spec
 

@@ -15,7 +15,6 @@ import pytest
 from PIL import Image, ImageFile, ImageOps
 from PIL.JpegImagePlugin import JpegImageFile
 
-from safelight.library import images
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -24,13 +23,14 @@ from safelight.library.files.errors import (
     UnsupportedMedia,
 )
 from safelight.library.files.limits import MIN_DECODE_MEMORY_MIB
-from safelight.library.images import (
+from safelight.library.media import metadata
+from safelight.library.media.metadata import read_image_metadata
+from safelight.library.render import images
+from safelight.library.render.images import (
     ImageProxies,
     encode_blurhash,
     make_image_proxies,
 )
-from safelight.library.media import metadata
-from safelight.library.media.metadata import read_image_metadata
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
 from tests.specs import DEFAULT_SPEC, proxy_spec
 

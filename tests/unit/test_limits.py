@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from safelight.library.decoding import DecodeOutOfMemory, ImageDecoder
 from safelight.library.files import limits
 from safelight.library.files.errors import CorruptMedia, DecompressionBomb, TooLargeToDecode
 from safelight.library.files.limits import (
@@ -39,9 +38,15 @@ from safelight.library.files.limits import (
     tool_threads,
     web_video_max_bytes,
 )
-from safelight.library.images import ProxySpec, make_image_proxies
 from safelight.library.media.metadata import VideoMetadata, read_video_metadata
-from safelight.library.video import ToolBounds, ToolTimedOut, _web_video_command, run_killable
+from safelight.library.render.decoding import DecodeOutOfMemory, ImageDecoder
+from safelight.library.render.images import ProxySpec, make_image_proxies
+from safelight.library.render.video import (
+    ToolBounds,
+    ToolTimedOut,
+    _web_video_command,
+    run_killable,
+)
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
 from tests.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
@@ -203,7 +208,7 @@ _UNDER_LIMIT = """
 import resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, resource.RLIM_INFINITY))
-from safelight.library.images import ProxySpec, make_image_proxies
+from safelight.library.render.images import ProxySpec, make_image_proxies
 proxies = make_image_proxies(Path(sys.argv[1]), ProxySpec(**{spec!r}))
 print(proxies.width, proxies.height)
 """
@@ -525,7 +530,7 @@ async def test_the_time_limit_runs_on_the_injected_clock(tmp_path: Path) -> None
 async def test_a_video_whose_ffmpeg_hangs_gets_a_per_file_timeout(tmp_path: Path) -> None:
     """The whole path: probe (real ffprobe), then a poster ffmpeg that never ends; the
     fake clock passes its limit, and the video's error names the limit."""
-    from safelight.library.video import make_video_proxies
+    from safelight.library.render.video import make_video_proxies
     from safelight.testing.samplegen import generate_library
 
     library = generate_library(tmp_path / "library", seed=9)

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.files.mediatypes import media_type
-from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.media.containers import container_orientation, jxl_orientation, png_exif
 from safelight.library.media.exif import read_exif
 from safelight.library.media.metadata import Orientation, read_image_metadata, turn_after_undoing
 from safelight.library.media.sidecars import SidecarFacts
+from safelight.library.render.decoding import ImageDecoder, decode_image
+from safelight.library.render.images import ImageProxies, make_image_proxies
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import (
     BLUE,

@@ -16,7 +16,7 @@ from safelight.library.files import originals
 from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.files.hashing import hash_descriptor
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
-from safelight.library.video import make_video_proxies
+from safelight.library.render.video import make_video_proxies
 from tests.specs import VIDEO_SPEC
 from tests.unit.walking import given_out
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from safelight.library.decoding import ImageDecoder, decode_image
 from safelight.library.files.errors import MediaError, TooLargeToDecode, UnsupportedMedia
 from safelight.library.files.mediatypes import is_raw, media_type
 from safelight.library.media.exif import (
@@ -26,7 +25,8 @@ from safelight.library.media.exif import (
     read_exif,
     read_exif_ifd_dates,
 )
-from safelight.library.raw import _child, _cr3_box, _fields, _mrw_block, decode_raw, sniff
+from safelight.library.render.decoding import ImageDecoder, decode_image
+from safelight.library.render.raw import _child, _cr3_box, _fields, _mrw_block, decode_raw, sniff
 from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes

@@ -20,7 +20,7 @@ from safelight.handlers.contract import (
     handler_failure,
 )
 from safelight.library.files.errors import CorruptMedia, UnreadableFile
-from safelight.library.video import ToolTimedOut
+from safelight.library.render.video import ToolTimedOut
 from safelight.settings import Settings, SettingsError
 from safelight.work.errors import InvalidWorkItem, Retryable
 from safelight.work.kinds import KindSpec, Scope

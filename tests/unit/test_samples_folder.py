@@ -20,8 +20,8 @@ from PIL import Image
 
 from safelight.library.files.errors import MediaError
 from safelight.library.files.mediatypes import is_raw, media_type
-from safelight.library.images import ImageProxies, make_image_proxies
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
+from safelight.library.render.images import ImageProxies, make_image_proxies
 from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.samples

@@ -12,7 +12,7 @@ import pytest
 from safelight.core.filemodes import FileModes
 from safelight.db.urls import url_problem
 from safelight.library.files.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
-from safelight.library.images import ProxySpec
+from safelight.library.render.images import ProxySpec
 from safelight.settings import (
     Settings,
     SettingsError,

@@ -13,7 +13,6 @@ from PIL import Image
 
 from safelight.library.crawl import SYMLINK_REASON, FileError, Walker
 from safelight.library.files.originals import StorageRoot
-from safelight.library.images import make_image_proxies
 from safelight.library.media.metadata import read_image_metadata
 from safelight.library.media.sidecars import (
     NO_FACTS,
@@ -26,6 +25,7 @@ from safelight.library.media.sidecars import (
     sidecar_for,
 )
 from safelight.library.media.xmp import XMP_MAX_BYTES
+from safelight.library.render.images import make_image_proxies
 from safelight.settings import Settings
 from tests.unit.walking import given_out
 

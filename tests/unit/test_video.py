@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from safelight.library import video
 from safelight.library.files.errors import CorruptMedia, UnsupportedMedia
 from safelight.library.files.limits import (
     FFPROBE_TIMEOUT_SECONDS,
     ffmpeg_timeout_seconds,
     ffprobe_timeout_seconds,
 )
-from safelight.library.video import (
+from safelight.library.render import video
+from safelight.library.render.video import (
     ToolTimedOut,
     killable_command,
     make_video_proxies,
@@ -578,7 +578,7 @@ async def test_a_tool_dies_with_a_worker_that_is_sigkilled() -> None:
     """A SIGKILLed Worker cannot kill its children itself: the kernel must."""
     code = (
         "import asyncio\n"
-        "from safelight.library.video import run_killable\n"
+        "from safelight.library.render.video import run_killable\n"
         "asyncio.run(run_killable(['sleep', '619']))\n"
     )
     worker = await asyncio.create_subprocess_exec(sys.executable, "-c", code)

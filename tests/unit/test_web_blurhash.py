@@ -14,7 +14,7 @@ import blurhash
 import pytest
 from PIL import Image
 
-from safelight.library.images import encode_blurhash
+from safelight.library.render.images import encode_blurhash
 
 SCRIPT = Path(__file__).resolve().parents[2] / "src/safelight/web/static/blurhash.js"
 NODE = shutil.which("node")

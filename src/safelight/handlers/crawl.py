@@ -82,7 +82,6 @@ from safelight.library.crawl import (
     stat_keys_digest,
     walked_file,
 )
-from safelight.library.decoding import decode_image
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
@@ -93,13 +92,14 @@ from safelight.library.files.paths import (
     describe_os_error,
     make_folders,
 )
-from safelight.library.images import ImageProxies, ProxySpec
 from safelight.library.legacynames import LegacyProxy
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.video import (
+from safelight.library.render.decoding import decode_image
+from safelight.library.render.images import ImageProxies, ProxySpec
+from safelight.library.render.video import (
     VideoProxySpec,
     make_video_proxies,
     make_web_video,

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
-from safelight.library.decoding import ImageDecoder
+from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.work.store import WorkStore
 

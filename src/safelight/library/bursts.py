@@ -27,7 +27,7 @@ from pathlib import Path
 
 from PIL import Image, ImageFilter, ImageStat
 
-from safelight.library.images import PROXY_FORMAT
+from safelight.library.render.images import PROXY_FORMAT
 
 MAX_GAP = timedelta(seconds=1)
 """The longest pause between two shots of one derived burst."""

@@ -76,10 +76,10 @@ from safelight.library.files.paths import (
     proxy_path,
     write_atomically,
 )
-from safelight.library.images import ImageProxies
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
-from safelight.library.video import VideoProxies, WebVideo
+from safelight.library.render.images import ImageProxies
+from safelight.library.render.video import VideoProxies, WebVideo
 
 WALK_FOLDERS_PER_STEP = 200
 """Folders listed per walk step: each step is one short trip to a thread."""

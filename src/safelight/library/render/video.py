@@ -62,7 +62,6 @@ from safelight.library.files.limits import (
 )
 from safelight.library.files.originals import Original
 from safelight.library.files.paths import open_original
-from safelight.library.images import ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.media.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
@@ -70,6 +69,7 @@ from safelight.library.media.metadata import (
     parse_ffprobe_output,
 )
 from safelight.library.media.toolfailures import out_of_memory, tool_failure
+from safelight.library.render.images import ImageProxies, ProxySpec, proxies_from_upright_image
 
 WEB_VIDEO_NAME = "video.mp4"
 

@@ -45,7 +45,6 @@ from safelight.library.files.errors import (
 )
 from safelight.library.files.limits import DECODE_BASELINE_BYTES, MIB
 from safelight.library.files.originals import OriginalRef, open_source
-from safelight.library.images import _TRANSPOSE, ImageProxies, ProxySpec, proxies_from_upright_image
 from safelight.library.media.capturetime import CaptureTime
 from safelight.library.media.exif import ExifDate, ExifFields, read_exif, read_exif_ifd_dates
 from safelight.library.media.jpegblocks import read_ciff
@@ -56,6 +55,12 @@ from safelight.library.media.metadata import (
     file_time,
 )
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.render.images import (
+    _TRANSPOSE,
+    ImageProxies,
+    ProxySpec,
+    proxies_from_upright_image,
+)
 
 FORMAT = "RAW"
 """``ImageMetadata.format`` of every RAW (the family is in the file's extension)."""

@@ -64,10 +64,10 @@ from safelight.library.files.limits import (
     limit_address_space,
 )
 from safelight.library.files.originals import OriginalRef
-from safelight.library.images import ImageProxies, ProxySpec, make_image_proxies
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
-from safelight.library.raw import decode_raw
+from safelight.library.render.images import ImageProxies, ProxySpec, make_image_proxies
+from safelight.library.render.raw import decode_raw
 
 T = TypeVar("T")
 
