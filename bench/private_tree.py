@@ -37,7 +37,7 @@ from common import print_table, versions, write_result
 
 from safelight.core.filemodes import FileModes
 from safelight.library.files.paths import PROXY_ROOT_MARKER
-from safelight.library.proxymodes import tighten_proxy_root
+from safelight.library.proxystore.proxymodes import tighten_proxy_root
 
 
 def make_tree(root: Path, files: int) -> tuple[int, int]:

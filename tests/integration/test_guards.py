@@ -22,7 +22,7 @@ from safelight.handlers.guards import (
 )
 from safelight.library.files.paths import PROXY_ROOT_MARKER
 from safelight.library.files.roots import RootOverlap
-from safelight.library.proxyroot import (
+from safelight.library.proxystore.proxyroot import (
     DatabaseIdentity,
     claim_proxy_root,
     database_identity,

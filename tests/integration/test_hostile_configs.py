@@ -24,7 +24,7 @@ from safelight.library.configs import (
 )
 from safelight.library.files.paths import PROXY_ROOT_MARKER, parse_proxy_name, proxy_folder
 from safelight.library.files.roots import RootOverlap, own_folders
-from safelight.library.sweep import scan_proxy_root
+from safelight.library.proxystore.sweep import scan_proxy_root
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import (

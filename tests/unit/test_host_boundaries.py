@@ -32,13 +32,13 @@ from safelight.library.files.roots import (
     check_storage_root,
     own_folders,
 )
-from safelight.library.proxyroot import (
+from safelight.library.proxystore.proxyroot import (
     DatabaseIdentity,
     ProxyRootTaken,
     claim_proxy_root,
     read_marker,
 )
-from safelight.library.proxytree import (
+from safelight.library.proxystore.proxytree import (
     UnsafeProxyPath,
     delete_file,
     link_file,

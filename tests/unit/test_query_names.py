@@ -325,7 +325,7 @@ def test_the_scan_sees_the_lookups_it_must() -> None:
     assert (
         "safelight.library.assets.QUERIES",
         "proxies_repoint",
-        "src/safelight/library/legacynames.py",
+        "src/safelight/library/proxystore/legacynames.py",
     ) in lookups
     assert (
         "safelight.views.queries.QUERIES",

@@ -28,7 +28,7 @@ from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
 from safelight.library.configs import ConfigError
 from safelight.library.files.roots import RootOverlap
-from safelight.library.proxyroot import ProxyRootTaken
+from safelight.library.proxystore.proxyroot import ProxyRootTaken
 from safelight.logs import masker
 from safelight.settings import SettingsError
 from safelight.terminal import first_line, printable, text_lines

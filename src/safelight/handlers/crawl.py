@@ -65,7 +65,7 @@ from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library import assets, configs, decisions, legacynames
+from safelight.library import assets, configs, decisions
 from safelight.library.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     FileError,
@@ -92,11 +92,12 @@ from safelight.library.files.paths import (
     describe_os_error,
     make_folders,
 )
-from safelight.library.legacynames import LegacyProxy
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
-from safelight.library.proxytree import UnsafeProxyPath, delete_file
+from safelight.library.proxystore import legacynames
+from safelight.library.proxystore.legacynames import LegacyProxy
+from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file
 from safelight.library.render.decoding import decode_image
 from safelight.library.render.images import ImageProxies, ProxySpec
 from safelight.library.render.video import (

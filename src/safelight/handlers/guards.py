@@ -25,8 +25,8 @@ from safelight.library.files.roots import (
     check_storage_root,
     own_folders,
 )
-from safelight.library.proxymodes import make_proxy_root, tighten_proxy_root
-from safelight.library.proxyroot import (
+from safelight.library.proxystore.proxymodes import make_proxy_root, tighten_proxy_root
+from safelight.library.proxystore.proxyroot import (
     DatabaseIdentity,
     claim_proxy_root,
     database_identity,

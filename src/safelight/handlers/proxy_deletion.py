@@ -33,7 +33,7 @@ from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
 from safelight.library.files.paths import parse_proxy_name
-from safelight.library.proxytree import UnsafeProxyPath, delete_file, inspect
+from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, inspect
 from safelight.work.kinds import Scope
 
 _BATCH = 100

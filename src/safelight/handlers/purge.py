@@ -14,7 +14,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.assets import QUERIES
-from safelight.library.purge import purge_asset
+from safelight.library.proxystore.purge import purge_asset
 from safelight.work.kinds import Scope
 
 

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from safelight.library.files.paths import parse_proxy_name
-from safelight.library.proxytree import UnsafeProxyPath, open_file
+from safelight.library.proxystore.proxytree import UnsafeProxyPath, open_file
 from safelight.web import reads
 from safelight.web.caching import PROXY
 from safelight.web.viewer import viewer_of

@@ -38,7 +38,7 @@ from safelight.library.files.paths import (
     proxy_path,
     write_atomically,
 )
-from safelight.library.proxytree import inspect, link_file, open_file
+from safelight.library.proxystore.proxytree import inspect, link_file, open_file
 
 NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV})
 """``link()`` errors that mean "not here": the rename copies instead."""

@@ -28,7 +28,11 @@ import psycopg
 
 from safelight.library.assets import QUERIES
 from safelight.library.files.paths import parse_proxy_name, proxy_folder
-from safelight.library.proxytree import UnsafeProxyPath, delete_file, remove_empty_folders
+from safelight.library.proxystore.proxytree import (
+    UnsafeProxyPath,
+    delete_file,
+    remove_empty_folders,
+)
 
 
 @dataclass(frozen=True, slots=True)
