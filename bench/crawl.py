@@ -78,7 +78,7 @@ from common import (
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
-from safelight.library.configs import StorageConfigs
+from safelight.library.catalogue.configs import StorageConfigs
 from safelight.library.files.hashing import hash_file
 from safelight.settings import Settings
 from safelight.testing.dng import generate_dngs

@@ -49,7 +49,7 @@ from common import (
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
 from safelight.handlers import KIND_SPECS
-from safelight.library.configs import StorageConfigs
+from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.work.store import WorkStore
 

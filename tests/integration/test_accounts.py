@@ -183,7 +183,7 @@ async def test_set_password_refuses_a_weak_one_and_an_unknown_user(accounts: Acc
 async def test_remove_takes_the_tokens_and_sessions_along_but_not_the_configs(
     accounts: Accounts, pool: AsyncConnectionPool[Any], tmp_path: Any
 ) -> None:
-    from safelight.library.configs import StorageConfigs
+    from safelight.library.catalogue.configs import StorageConfigs
 
     alice = await accounts.add("alice", password=PASSWORD, admin=False)
     bob = await accounts.add("bob", password=PASSWORD, admin=False)

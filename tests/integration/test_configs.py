@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.configs import ConfigError, StorageConfigs, resolve_root
+from safelight.library.catalogue.configs import ConfigError, StorageConfigs, resolve_root
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import InvalidWorkItem

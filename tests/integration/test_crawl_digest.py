@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library import assets
+from safelight.library.catalogue import assets
 from safelight.library.crawl import stat_keys_digest
 from safelight.library.decisions import StatKey
 from safelight.testing.fakeclock import FakeClock

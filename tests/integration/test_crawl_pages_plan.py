@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library import assets
+from safelight.library.catalogue import assets
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.app import WorkerOptions, run_workers
-from safelight.library.configs import (
+from safelight.library.catalogue.configs import (
     ADD_LOCK_KEY,
     QUERIES,
     ConfigError,

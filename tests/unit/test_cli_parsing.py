@@ -37,7 +37,7 @@ from safelight.cli.run import ensure_demo_library
 from safelight.cli.state import CliState
 from safelight.cli.summary import render_summary
 from safelight.db.database import DatabaseUnavailable
-from safelight.library.configs import ConfigError
+from safelight.library.catalogue.configs import ConfigError
 from safelight.logs import CHATTY_LIBRARIES, masker
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock

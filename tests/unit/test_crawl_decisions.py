@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from safelight.library import decisions
-from safelight.library.assets import KnownAsset
+from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.decisions import (
     AskOwner,
     Duplicate,

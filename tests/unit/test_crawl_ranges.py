@@ -14,8 +14,8 @@ from uuid import uuid4
 import pytest
 
 from safelight.handlers import crawl as crawl_module
-from safelight.library import assets
-from safelight.library.assets import KnownRow
+from safelight.library.catalogue import assets
+from safelight.library.catalogue.assets import KnownRow
 from safelight.library.crawl import RootUnavailable, WalkBatch, stat_keys_digest
 from safelight.library.decisions import StatKey
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from safelight.library.owners import MAX_OWNER_NAME_LENGTH, owner_name_problem
+from safelight.library.catalogue.owners import MAX_OWNER_NAME_LENGTH, owner_name_problem
 
 
 @pytest.mark.parametrize(

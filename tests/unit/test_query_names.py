@@ -79,7 +79,7 @@ _SUBJECTS = frozenset(
 
 @dataclass(frozen=True)
 class _Loaded:
-    qualname: str  # where the mapping is bound, e.g. "safelight.library.assets.QUERIES"
+    qualname: str  # where the mapping is bound, e.g. "safelight.library.catalogue.assets.QUERIES"
     sql_file: Path
     queries: Mapping[str, str]
 
@@ -323,7 +323,7 @@ def test_the_scan_sees_the_lookups_it_must() -> None:
     }
     assert ("safelight.work.store.QUERIES", "items_claim", "src/safelight/work/store.py") in lookups
     assert (
-        "safelight.library.assets.QUERIES",
+        "safelight.library.catalogue.assets.QUERIES",
         "proxies_repoint",
         "src/safelight/library/proxystore/legacynames.py",
     ) in lookups

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from safelight.library import crawl as walk_module
-from safelight.library.assets import KnownAsset, KnownRow, known_asset
+from safelight.library.catalogue.assets import KnownAsset, KnownRow, known_asset
 from safelight.library.crawl import (
     KnownInPathOrder,
     WalkedFile,

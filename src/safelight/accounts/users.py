@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from safelight.library.owners import owner_name_problem
+from safelight.library.catalogue.owners import owner_name_problem
 
 
 @dataclass(frozen=True, slots=True)
 class User:
-    """One account. ``name`` is a storage config owner's name (``library/owners.py``):
+    """One account. ``name`` is a storage config owner's name (``library/catalogue/owners.py``):
     the user sees the configs of that owner (an admin sees every config).
     ``has_password`` is false for an account no password signs in to yet (the first
     admin, made by serve's one-time link). The password's hash never leaves the store."""

@@ -12,9 +12,9 @@ from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
-from safelight.library.configs import StorageConfig, StorageConfigs
+from safelight.library.catalogue.configs import StorageConfig, StorageConfigs
+from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
-from safelight.library.owners import owner_name_problem
 from safelight.settings import Settings
 from safelight.terminal import printable
 

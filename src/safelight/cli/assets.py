@@ -13,7 +13,7 @@ from safelight.cli.queue import config_option, resolve_config
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.handlers import PURGE
-from safelight.library.configs import StorageConfigs
+from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.queries import list_assets, list_duplicates
 

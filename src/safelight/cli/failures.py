@@ -26,7 +26,7 @@ from safelight.cli.exits import (
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
-from safelight.library.configs import ConfigError
+from safelight.library.catalogue.configs import ConfigError
 from safelight.library.files.roots import RootOverlap
 from safelight.library.proxystore.proxyroot import ProxyRootTaken
 from safelight.logs import masker

@@ -26,7 +26,7 @@ from safelight.cli.output import (
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
-from safelight.library.configs import StorageConfigs
+from safelight.library.catalogue.configs import StorageConfigs
 from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
 from safelight.views.documents import item_document, progress_line

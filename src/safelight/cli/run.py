@@ -36,7 +36,7 @@ from safelight.cli.summary import (
 )
 from safelight.db.database import Database
 from safelight.handlers import CRAWL
-from safelight.library.configs import StorageConfigs, resolve_root
+from safelight.library.catalogue.configs import StorageConfigs, resolve_root
 from safelight.library.files.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings, make_folder
 from safelight.terminal import printable

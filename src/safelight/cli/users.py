@@ -31,7 +31,7 @@ from safelight.cli.failures import Failure
 from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
-from safelight.library.configs import StorageConfigs
+from safelight.library.catalogue.configs import StorageConfigs
 from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable

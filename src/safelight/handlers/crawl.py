@@ -65,8 +65,9 @@ from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library import assets, configs, decisions
-from safelight.library.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
+from safelight.library import decisions
+from safelight.library.catalogue import assets, configs
+from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
 from safelight.library.crawl import (
     FileError,
     KnownInPathOrder,

@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.filemodes import FileModes, Tightened, make_folder
 from safelight.handlers.services import Services
-from safelight.library.configs import every_config
+from safelight.library.catalogue.configs import every_config
 from safelight.library.files.roots import (
     OwnFolder,
     RegisteredRoot,

@@ -31,7 +31,7 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
-from safelight.library.assets import QUERIES
+from safelight.library.catalogue.assets import QUERIES
 from safelight.library.files.paths import parse_proxy_name
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, inspect
 from safelight.work.kinds import Scope

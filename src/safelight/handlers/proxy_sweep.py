@@ -21,7 +21,7 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.assets import QUERIES
+from safelight.library.catalogue.assets import QUERIES
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, remove_folder
 from safelight.library.proxystore.sweep import is_young, scan_proxy_root
 from safelight.work.kinds import Scope

@@ -13,7 +13,7 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.assets import QUERIES
+from safelight.library.catalogue.assets import QUERIES
 from safelight.library.proxystore.purge import purge_asset
 from safelight.work.kinds import Scope
 

@@ -14,7 +14,7 @@ from safelight.handlers.contract import HandlerContext
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library import assets
+from safelight.library.catalogue import assets
 from safelight.work.kinds import Scope
 
 

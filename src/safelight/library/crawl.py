@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from uuid import UUID
 
-from safelight.library.assets import (
+from safelight.library.catalogue.assets import (
     KnownAsset,
     KnownRow,
     NewAsset,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from safelight.library.assets import KnownAsset
+from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.media.sidecars import SidecarFile
 
 

@@ -23,7 +23,7 @@ from uuid import UUID
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.assets import NewAsset, ProxyRecord, insert_asset
+from safelight.library.catalogue.assets import NewAsset, ProxyRecord, insert_asset
 from safelight.library.files.paths import AttemptTag, proxy_path
 
 # A valid BlurHash (4 x 3 components), as a crawl would store one.

@@ -21,7 +21,7 @@ SCOPE_KEY = "safelight.viewer"
 class Viewer:
     user_id: int
     name: str
-    """A config owner's name (``library/owners.py``)."""
+    """A config owner's name (``library/catalogue/owners.py``)."""
     is_admin: bool
 
     @property

@@ -133,7 +133,10 @@ PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "pool": ("safelight.db.pool", lambda m: _pause_async(m, "open_pool")),
     "roots": ("safelight.handlers.guards", lambda m: _pause_async(m, "check_every_root")),
     # The crawl calls it through its module (assets.insert_asset): patched in place.
-    "ingest": ("safelight.library.assets", lambda m: _pause_second_call(m, "insert_asset")),
+    "ingest": (
+        "safelight.library.catalogue.assets",
+        lambda m: _pause_second_call(m, "insert_asset"),
+    ),
 }
 
 

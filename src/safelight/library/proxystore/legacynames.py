@@ -29,7 +29,7 @@ from uuid import UUID
 
 import psycopg
 
-from safelight.library.assets import QUERIES
+from safelight.library.catalogue.assets import QUERIES
 from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 
-from safelight.library.assets import QUERIES
+from safelight.library.catalogue.assets import QUERIES
 from safelight.library.files.paths import PROXY_ROOT_MARKER, proxy_file_mode
 
 

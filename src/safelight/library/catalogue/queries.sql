@@ -1,6 +1,6 @@
 -- Every runtime query of the library (assets, proxies, bursts, per-file errors,
 -- tokens), as named blocks: "-- name --" then a line that says what it does. Loaded once
--- by safelight.library.assets. Time comes in as now from the injected clock. Handlers
+-- by safelight.library.catalogue.assets. Time comes in as now from the injected clock. Handlers
 -- run the writes inside their attempt's fenced transaction; the reads may use any
 -- connection, because one item per storage config runs at a time (ADR 0008), so no
 -- other attempt changes a config's assets under a running handler.

@@ -2,7 +2,7 @@
 
 Writes take the connection of the caller's fenced transaction (``ctx.fenced()``), so an
 attempt that lost its item writes nothing; reads may take any pooled connection. Every
-query is a named block of ``library/queries.sql``; nothing here builds SQL.
+query is a named block of ``library/catalogue/queries.sql``; nothing here builds SQL.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from safelight.core.sql import load_queries
 from safelight.library.files.mediatypes import MediaType
 from safelight.library.media.sidecars import SidecarFile
 
-QUERIES: Mapping[str, str] = load_queries("safelight.library", "queries.sql")
+QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "queries.sql")
 
 Conn = psycopg.AsyncConnection[Any]
 

@@ -1,6 +1,6 @@
 -- The queries of storage configs (the folders of originals that scope work), as named
 -- blocks: "-- name --" then a line that says what it does. Loaded once by
--- safelight.library.configs. Time comes in as now from the injected clock.
+-- safelight.library.catalogue.configs. Time comes in as now from the injected clock.
 -- Names read subject first (ADR 0020): the table or thing the query reads or changes,
 -- singular for one row and plural for a set, then what it does or returns, then any
 -- qualifier (`config_disable`, `configs_by_root`).

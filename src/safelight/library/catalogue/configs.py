@@ -30,10 +30,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries
+from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import OwnFolder, check_storage_root
-from safelight.library.owners import owner_name_problem
 
-QUERIES = load_queries("safelight.library", "configs.sql")
+QUERIES = load_queries("safelight.library.catalogue", "configs.sql")
 
 # A fixed key for pg_advisory_xact_lock, under which adds take turns: "safelight config
 # add" as an arbitrary 63-bit number (the migrations' lock is another).
