@@ -14,8 +14,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import crawl as crawl_module
-from safelight.library import crawl as walk_module
 from safelight.library.catalogue import assets
+from safelight.library.walk import crawl as walk_module
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
     asset_rows,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from safelight.library import decisions
 from safelight.library.catalogue.assets import KnownAsset
-from safelight.library.decisions import (
+from safelight.library.media.sidecars import SidecarFile
+from safelight.library.walk import decisions
+from safelight.library.walk.decisions import (
     AskOwner,
     Duplicate,
     Moved,
@@ -20,7 +21,6 @@ from safelight.library.decisions import (
     by_stat,
     sidecar_changed,
 )
-from safelight.library.media.sidecars import SidecarFile
 
 HERE = KnownAsset(1, "a.jpg", "aaaa", 100, 1_000, "image")
 ELSEWHERE = KnownAsset(2, "b.jpg", "bbbb", 200, 2_000, "image")

@@ -16,8 +16,8 @@ import pytest
 from safelight.handlers import crawl as crawl_module
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownRow
-from safelight.library.crawl import RootUnavailable, WalkBatch, stat_keys_digest
-from safelight.library.decisions import StatKey
+from safelight.library.walk.crawl import RootUnavailable, WalkBatch, stat_keys_digest
+from safelight.library.walk.decisions import StatKey
 
 
 def _row(path: str, size: int = 1) -> KnownRow:

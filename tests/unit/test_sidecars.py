@@ -11,7 +11,6 @@ from pathlib import Path
 
 from PIL import Image
 
-from safelight.library.crawl import SYMLINK_REASON, FileError, Walker
 from safelight.library.files.originals import StorageRoot
 from safelight.library.media.metadata import read_image_metadata
 from safelight.library.media.sidecars import (
@@ -26,6 +25,7 @@ from safelight.library.media.sidecars import (
 )
 from safelight.library.media.xmp import XMP_MAX_BYTES
 from safelight.library.render.images import make_image_proxies
+from safelight.library.walk.crawl import SYMLINK_REASON, FileError, Walker
 from safelight.settings import Settings
 from tests.unit.walking import given_out
 

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library import crawl as walk_module
 from safelight.library.catalogue.assets import KnownAsset, KnownRow, known_asset
-from safelight.library.crawl import (
+from safelight.library.files.originals import StorageRoot
+from safelight.library.media.sidecars import SidecarFile
+from safelight.library.walk import crawl as walk_module
+from safelight.library.walk.crawl import (
     KnownInPathOrder,
     WalkedFile,
     Walker,
     stat_keys_digest,
     walked_file,
 )
-from safelight.library.decisions import StatKey, Unchanged, by_stat, stat_key
-from safelight.library.files.originals import StorageRoot
-from safelight.library.media.sidecars import SidecarFile
+from safelight.library.walk.decisions import StatKey, Unchanged, by_stat, stat_key
 from tests.unit.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),

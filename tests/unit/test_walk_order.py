@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from safelight.library import crawl as walk_module
 from safelight.library.catalogue.assets import KnownAsset
-from safelight.library.crawl import KnownInPathOrder, WalkedFile, Walker
 from safelight.library.files.mediatypes import media_type, media_type_of_name
 from safelight.library.files.originals import StorageRoot
+from safelight.library.walk import crawl as walk_module
+from safelight.library.walk.crawl import KnownInPathOrder, WalkedFile, Walker
 from tests.unit.walking import feed, given_out, match, take_files
 
 NAMES = [

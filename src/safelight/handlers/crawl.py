@@ -65,24 +65,8 @@ from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library import decisions
 from safelight.library.catalogue import assets, configs
 from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
-from safelight.library.crawl import (
-    FileError,
-    KnownInPathOrder,
-    RootUnavailable,
-    WalkBatch,
-    WalkedFile,
-    Walker,
-    new_asset,
-    own_folders,
-    publish_image_proxies,
-    publish_video_proxies,
-    publish_web_video,
-    stat_keys_digest,
-    walked_file,
-)
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
@@ -106,6 +90,22 @@ from safelight.library.render.video import (
     make_video_proxies,
     make_web_video,
     probe_video,
+)
+from safelight.library.walk import decisions
+from safelight.library.walk.crawl import (
+    FileError,
+    KnownInPathOrder,
+    RootUnavailable,
+    WalkBatch,
+    WalkedFile,
+    Walker,
+    new_asset,
+    own_folders,
+    publish_image_proxies,
+    publish_video_proxies,
+    publish_web_video,
+    stat_keys_digest,
+    walked_file,
 )
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope

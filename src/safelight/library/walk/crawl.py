@@ -58,7 +58,6 @@ from safelight.library.catalogue.assets import (
     ProxyRecord,
     known_asset,
 )
-from safelight.library.decisions import StatKey, stat_key
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.mediatypes import (
@@ -80,6 +79,7 @@ from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_
 from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
 from safelight.library.render.images import ImageProxies
 from safelight.library.render.video import VideoProxies, WebVideo
+from safelight.library.walk.decisions import StatKey, stat_key
 
 WALK_FOLDERS_PER_STEP = 200
 """Folders listed per walk step: each step is one short trip to a thread."""
