@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PIL import Image, ImageFilter
 
-from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
+from safelight.library.grouping.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
 
 T0 = datetime(2021, 7, 4, 15, 0, 0, tzinfo=UTC)
 

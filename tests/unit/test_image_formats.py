@@ -21,9 +21,9 @@ import pytest
 import rawpy
 from PIL import EpsImagePlugin, Image
 
-from safelight.library.bursts import sharpness
 from safelight.library.files.errors import MediaError, UnsupportedMedia
 from safelight.library.files.mediatypes import IMAGE_EXTENSIONS, IMAGE_FORMATS
+from safelight.library.grouping.bursts import sharpness
 from safelight.library.media.metadata import read_image_metadata
 from safelight.library.render.decoding import ImageDecoder, decode_image
 from safelight.library.render.raw import _preview_image

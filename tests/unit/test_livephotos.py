@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from safelight.library.livephotos import Capture, pair_live_photos
+from safelight.library.grouping.livephotos import Capture, pair_live_photos
 
 T0 = datetime(2022, 5, 1, 10, 0, 0, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from safelight.library.livephotos import Capture
-from safelight.library.stacks import stack_raws
+from safelight.library.grouping.livephotos import Capture
+from safelight.library.grouping.stacks import stack_raws
 
 T0 = datetime(2023, 6, 2, 9, 30, 0, tzinfo=UTC)
 

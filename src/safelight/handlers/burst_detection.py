@@ -23,12 +23,12 @@ from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_ca
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
 from safelight.library.catalogue.assets import QUERIES
 from safelight.library.files.errors import PathOutsideRoot
 from safelight.library.files.paths import confined
-from safelight.library.livephotos import Capture, pair_live_photos
-from safelight.library.stacks import stack_raws
+from safelight.library.grouping.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
+from safelight.library.grouping.livephotos import Capture, pair_live_photos
+from safelight.library.grouping.stacks import stack_raws
 from safelight.work.kinds import Scope
 
 

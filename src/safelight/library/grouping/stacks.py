@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 from safelight.library.files.mediatypes import is_raw
-from safelight.library.livephotos import MAX_GAP, Capture, capture_gap, stem_key
+from safelight.library.grouping.livephotos import MAX_GAP, Capture, capture_gap, stem_key
 
 JPEG_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe"})
 
