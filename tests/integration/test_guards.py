@@ -20,8 +20,8 @@ from safelight.handlers.guards import (
     check_proxy_root,
     tighten_proxy_root_if_ours,
 )
-from safelight.library.files.paths import PROXY_ROOT_MARKER
 from safelight.library.files.roots import RootOverlap
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.library.proxystore.proxyroot import (
     DatabaseIdentity,
     claim_proxy_root,

@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import KIND_SPECS, build_handlers
 from safelight.handlers.contract import Handler, HandlerContext
-from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.kinds import Scope
 from safelight.work.model import Status

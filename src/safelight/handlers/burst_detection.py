@@ -24,8 +24,8 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue.assets import QUERIES
+from safelight.library.files.confinement import confined
 from safelight.library.files.errors import PathOutsideRoot
-from safelight.library.files.paths import confined
 from safelight.library.grouping.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
 from safelight.library.grouping.livephotos import Capture, pair_live_photos
 from safelight.library.grouping.stacks import stack_raws

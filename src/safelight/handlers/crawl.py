@@ -67,22 +67,19 @@ from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
 from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
+from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
 from safelight.library.files.originals import Original, StorageRoot
-from safelight.library.files.paths import (
-    STAGING_FOLDER,
-    AttemptTag,
-    describe_os_error,
-    make_folders,
-)
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.proxystore import legacynames
+from safelight.library.proxystore.layout import STAGING_FOLDER, AttemptTag
 from safelight.library.proxystore.legacynames import LegacyProxy
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file
+from safelight.library.proxystore.publishing import make_folders
 from safelight.library.render.decoding import decode_image
 from safelight.library.render.images import ImageProxies, ProxySpec
 from safelight.library.render.video import (

@@ -1,7 +1,7 @@
 """``proxy_deletion``: delete given proxy files and their rows.
 
 Payload: ``{"paths": [paths relative to the proxy root]}`` or ``{"asset_ids": [ids]}``.
-Only names of the proxy layout are deleted (``paths.parse_proxy_name``), each in the
+Only names of the proxy layout are deleted (``layout.parse_proxy_name``), each in the
 folder of its own asset and, when the item names a config, of that config. The whole
 payload is checked before the first unlink, with every row it reaches (by asset id),
 and every path walked without following a link: a bad entry fails the item with
@@ -32,7 +32,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
 from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import parse_proxy_name
+from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, inspect
 from safelight.work.kinds import Scope
 

@@ -24,7 +24,7 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.catalogue.assets import NewAsset, ProxyRecord, insert_asset
-from safelight.library.files.paths import AttemptTag, proxy_path
+from safelight.library.proxystore.layout import AttemptTag, proxy_path
 
 # A valid BlurHash (4 x 3 components), as a crawl would store one.
 BLURHASH = "LEHV6nWB2yk8pyo0adR*.7kCMdnj"

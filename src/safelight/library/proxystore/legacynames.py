@@ -30,15 +30,15 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import (
+from safelight.library.proxystore.layout import (
     STAGING_FOLDER,
     AttemptTag,
     ProxyName,
     parse_proxy_name,
     proxy_path,
-    write_atomically,
 )
 from safelight.library.proxystore.proxytree import inspect, link_file, open_file
+from safelight.library.proxystore.publishing import write_atomically
 
 NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV})
 """``link()`` errors that mean "not here": the rename copies instead."""

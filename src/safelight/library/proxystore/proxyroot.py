@@ -21,7 +21,8 @@ from typing import Any
 import psycopg
 
 from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import PROXY_ROOT_MARKER, proxy_file_mode
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
+from safelight.library.proxystore.publishing import proxy_file_mode
 
 
 class ProxyRootTaken(ValueError):

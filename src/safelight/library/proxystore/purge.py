@@ -27,7 +27,7 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import parse_proxy_name, proxy_folder
+from safelight.library.proxystore.layout import parse_proxy_name, proxy_folder
 from safelight.library.proxystore.proxytree import (
     UnsafeProxyPath,
     delete_file,

@@ -58,6 +58,7 @@ from safelight.library.catalogue.assets import (
     ProxyRecord,
     known_asset,
 )
+from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.mediatypes import (
@@ -67,16 +68,10 @@ from safelight.library.files.mediatypes import (
     media_type_of_name,
 )
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
-from safelight.library.files.paths import (
-    STAGING_FOLDER,
-    AttemptTag,
-    describe_os_error,
-    move_into_place,
-    proxy_path,
-    write_atomically,
-)
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
+from safelight.library.proxystore.layout import STAGING_FOLDER, AttemptTag, proxy_path
+from safelight.library.proxystore.publishing import move_into_place, write_atomically
 from safelight.library.render.images import ImageProxies
 from safelight.library.render.video import VideoProxies, WebVideo
 from safelight.library.walk.decisions import StatKey, stat_key
