@@ -72,6 +72,7 @@ from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
 from safelight.library.files.originals import Original, StorageRoot
+from safelight.library.files.roots import own_folders
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
@@ -97,7 +98,6 @@ from safelight.library.walk.crawl import (
     WalkedFile,
     Walker,
     new_asset,
-    own_folders,
     publish_image_proxies,
     publish_video_proxies,
     publish_web_video,
@@ -294,14 +294,7 @@ class _Crawl:
                 f"{describe_os_error(error)}; nothing was changed",
                 error,
             ) from error
-        own = await asyncio.to_thread(
-            own_folders,
-            [
-                ("proxy root", settings.proxies, False),
-                ("home", settings.home, True),
-                ("database folder", settings.home / "pgdata", False),
-            ],
-        )
+        own = await asyncio.to_thread(own_folders, settings.home, settings.proxies)
         self.walker = Walker(
             self.storage, own, follow_links_inside_root=settings.follow_links_inside_root
         )
