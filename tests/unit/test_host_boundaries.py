@@ -15,6 +15,7 @@ from uuid import UUID
 import pytest
 
 from safelight.handlers import crawl as crawl_handler
+from safelight.library.catalogue.database import DatabaseIdentity
 from safelight.library.files.roots import (
     DEMO_FOLDER,
     RegisteredRoot,
@@ -33,7 +34,6 @@ from safelight.library.proxystore.layout import (
     proxy_path,
 )
 from safelight.library.proxystore.proxyroot import (
-    DatabaseIdentity,
     ProxyRootTaken,
     claim_proxy_root,
     read_marker,

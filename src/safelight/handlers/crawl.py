@@ -66,7 +66,8 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
-from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
+from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset
+from safelight.library.catalogue.proxies import ProxyRecord, paths_named
 from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
@@ -502,10 +503,7 @@ class _Crawl:
                 left = await legacynames.repoint(conn, linked)
             self.tally.proxies_renamed += len(linked)
             async with self.services.pool.connection() as conn:
-                cur = await conn.execute(
-                    assets.QUERIES["proxy_paths_named"], {"paths": sorted(left)}
-                )
-                still = {row[0] for row in await cur.fetchall()}
+                still = await paths_named(conn, sorted(left))
             # Only this attempt writes the config's rows, and never a legacy name: a name
             # no row names now stays so.
             await asyncio.to_thread(
@@ -687,8 +685,7 @@ class _Crawl:
             self.services.crawl_observer.proxies_made(len(records))
         if old:
             async with self.services.pool.connection() as conn:
-                cur = await conn.execute(assets.QUERIES["proxy_paths_named"], {"paths": old})
-                still = {r[0] for r in await cur.fetchall()}
+                still = await paths_named(conn, old)
             await asyncio.to_thread(
                 self._delete_old_names,
                 sorted(set(old) - still),

@@ -23,7 +23,8 @@ from uuid import UUID
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.catalogue.assets import NewAsset, ProxyRecord, insert_asset
+from safelight.library.catalogue.assets import NewAsset, insert_asset
+from safelight.library.catalogue.proxies import ProxyRecord
 from safelight.library.proxystore.layout import AttemptTag, proxy_path
 
 # A valid BlurHash (4 x 3 components), as a crawl would store one.

@@ -55,9 +55,9 @@ from safelight.library.catalogue.assets import (
     KnownAsset,
     KnownRow,
     NewAsset,
-    ProxyRecord,
     known_asset,
 )
+from safelight.library.catalogue.proxies import ProxyRecord
 from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import HashedFile
