@@ -23,8 +23,8 @@ from safelight.testing.oriented import quadrants
 from safelight.testing.samplegen import INVERSE_TRANSPOSE
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import make_harness, touch_later, write
-from tests.unit.test_orientation import assert_shows, quadrant_colours, turned
-from tests.unit.test_sidecars import photo, sidecar_xml
+from tests.unit.library.media.test_orientation import assert_shows, quadrant_colours, turned
+from tests.unit.library.media.test_sidecars import photo, sidecar_xml
 
 pytestmark = pytest.mark.integration
 

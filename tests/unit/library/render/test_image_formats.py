@@ -32,7 +32,7 @@ from tests.ghostscript import POSTSCRIPT, FakeGhostscript
 from tests.specs import proxy_spec
 
 SPEC = proxy_spec(thumbnail_width=32, preview_width=96)
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[4] / "src"
 
 
 @pytest.fixture
