@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import run as crawl_module
 from safelight.library.catalogue import assets
 from safelight.library.walk import crawl as walk_module
 from safelight.testing.tinylibrary import (

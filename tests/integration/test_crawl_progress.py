@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 
 from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, saved_counts
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import run as crawl_module
 from safelight.library.files import hashing
 from safelight.library.walk import crawl as walk_module
 from safelight.views.documents import item_document, progress_line
@@ -60,7 +60,7 @@ async def test_a_crawl_interrupted_after_n_files_saved_what_it_did(
             hold.wait(timeout=60)
         return real_hash(fd, **kwargs)
 
-    monkeypatch.setattr("safelight.handlers.crawl.hash_descriptor", hash_then_hold)
+    monkeypatch.setattr("safelight.handlers.crawl.run.hash_descriptor", hash_then_hold)
     beats: list[Beat] = []
     beaten = asyncio.Event()
     real_heartbeat = h.store.heartbeat
@@ -210,7 +210,7 @@ async def test_the_walks_end_reports_every_file_found_before_any_is_dealt_with(
         return real_hash(fd, **kwargs)
 
     monkeypatch.setattr(crawl_module._Crawl, "_walk", walk)
-    monkeypatch.setattr("safelight.handlers.crawl.hash_descriptor", hash_after_the_walk)
+    monkeypatch.setattr("safelight.handlers.crawl.run.hash_descriptor", hash_after_the_walk)
 
     item = await h.run("crawl", config_id=config)
 

@@ -17,8 +17,8 @@ import pytest
 from PIL import Image, ImageStat
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_handler
 from safelight.handlers import guards
+from safelight.handlers.crawl import run as crawl_handler
 from safelight.library.render.decoding import ImageDecoder
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write

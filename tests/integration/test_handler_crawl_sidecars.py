@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_handler
+from safelight.handlers.crawl import run as crawl_handler
 from safelight.library.media import sidecars
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes

@@ -13,7 +13,7 @@ from uuid import uuid4
 
 import pytest
 
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import run as crawl_module
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownRow
 from safelight.library.walk.crawl import RootUnavailable, WalkBatch, stat_keys_digest

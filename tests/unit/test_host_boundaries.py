@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from safelight.handlers import crawl as crawl_handler
+from safelight.handlers.crawl import run as crawl_handler
 from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
