@@ -12,8 +12,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.catalogue import assets
-from safelight.library.walk.crawl import stat_keys_digest
 from safelight.library.walk.decisions import StatKey
+from safelight.library.walk.matching import stat_keys_digest
 from safelight.testing.fakeclock import FakeClock
 from tests.integration.storefixtures import add_config
 

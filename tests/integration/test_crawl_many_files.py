@@ -15,7 +15,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.crawl import run as crawl_module
 from safelight.library.catalogue import assets
-from safelight.library.walk import crawl as walk_module
+from safelight.library.walk import matching
+from safelight.library.walk import walker as walk_module
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
     asset_rows,
@@ -70,7 +71,7 @@ async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
 ) -> None:
     monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 3)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 53)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 53)
     h, config, root, ids = await seeded_library(pool, tmp_path)
 
     unchanged = await h.run("crawl", config_id=config)
@@ -158,7 +159,7 @@ async def test_pages_and_batches_that_end_anywhere_match_exactly(
     a page or a batch ends (inside a run of unchanged files, at a changed one, a moved
     or a deleted one), the crawl finds exactly what changed."""
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", files_per_step)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", page)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", page)
     h, config, root, ids = await seeded_library(pool, tmp_path)
     total = COUNT + len(ODD_NAMES)
     changed, moves, deleted = _changes(root)
@@ -210,7 +211,7 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     """The queue of files to hash is bounded: the walk waits for the workers (it holds
     no transaction open while it waits), and every file is dealt with all the same."""
     monkeypatch.setattr(crawl_module, "_PENDING_FILES", 2)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 30)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 30)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
     monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue
     _RecordingQueue.made.clear()

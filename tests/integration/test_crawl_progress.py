@@ -17,7 +17,7 @@ from rich.console import Console
 from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, saved_counts
 from safelight.handlers.crawl import run as crawl_module
 from safelight.library.files import hashing
-from safelight.library.walk import crawl as walk_module
+from safelight.library.walk import walker as walk_module
 from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
 from safelight.work.outcome import Released

@@ -1,7 +1,7 @@
 """The crawl reads its config's assets range by range of the walk's batches
-(``handlers.crawl._KnownRanges``): a range compared by its digest is done if that is the
+(``library.walk.matching.KnownRanges``): a range compared by its digest is done if that is the
 walk's, and read in pages if not, each range after the last one's end. The walk runs in
-a thread of its own, a bounded number of steps ahead (``handlers.crawl._WalkAhead``),
+a thread of its own, a bounded number of steps ahead (``handlers.crawl.run._WalkAhead``),
 and is stopped and waited for however the crawl leaves it."""
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import pytest
 from safelight.handlers.crawl import run as crawl_module
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownRow
-from safelight.library.walk.crawl import RootUnavailable, WalkBatch, stat_keys_digest
+from safelight.library.walk import matching
 from safelight.library.walk.decisions import StatKey
+from safelight.library.walk.matching import stat_keys_digest
+from safelight.library.walk.walker import RootUnavailable, WalkBatch
 
 
 def _row(path: str, size: int = 1) -> KnownRow:
@@ -54,8 +56,8 @@ class _Assets:
         return len(found), stat_keys_digest([r[:6] for r in found])
 
 
-def _ranges() -> crawl_module._KnownRanges:
-    return crawl_module._KnownRanges(object(), uuid4())  # type: ignore[arg-type]
+def _ranges() -> matching.KnownRanges:
+    return matching.KnownRanges(object(), uuid4())  # type: ignore[arg-type]
 
 
 async def test_a_range_whose_digest_is_the_walks_is_done_without_a_row(
@@ -93,7 +95,7 @@ async def test_a_range_is_read_in_pages_each_after_the_last_path_read(
 ) -> None:
     paths = [f"p{n:02d}" for n in range(8)]
     db = _Assets(monkeypatch, [_row(p) for p in paths])
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 3)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 3)
     ranges = _ranges()
     assert [r[0] for r in await ranges.rows_through("p06")] == paths[:7]
     # Past a range that ends at no asset's path, the next starts at its end.

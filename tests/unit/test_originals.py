@@ -16,7 +16,7 @@ from safelight.library.files.errors import FileVanished, PathOutsideRoot, Unread
 from safelight.library.files.hashing import hash_descriptor
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.render.video import make_video_proxies
-from safelight.library.walk.crawl import Walker, own_folders
+from safelight.library.walk.walker import Walker, own_folders
 from tests.specs import VIDEO_SPEC
 from tests.unit.walking import given_out
 

@@ -3,7 +3,7 @@
 The walk and the files it finds stream (ADR 0033): the walk, in a thread of its own a
 step or two ahead (``_WalkAhead``), gives out its files in path order, a batch per
 step, matched with the config's live assets of the batch's range of paths
-(``_KnownRanges``, ``library.crawl.KnownInPathOrder``): compared by the range's digest
+(``library.walk.matching``): compared by the range's digest
 first, and read as rows only where that is not the walk's; a file with the stat of the
 asset at its path is unchanged and costs nothing more (its key equals its asset's: no
 object is made for it); the others go, through a bounded queue, to up to
@@ -66,7 +66,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
-from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
+from safelight.library.catalogue.assets import KnownAsset, NewAsset, ProxyRecord
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
@@ -92,20 +92,20 @@ from safelight.library.render.video import (
     probe_video,
 )
 from safelight.library.walk import decisions
-from safelight.library.walk.crawl import (
+from safelight.library.walk.matching import WalkMatcher
+from safelight.library.walk.newasset import new_asset
+from safelight.library.walk.publishing import (
+    publish_image_proxies,
+    publish_video_proxies,
+    publish_web_video,
+)
+from safelight.library.walk.walker import (
     FileError,
-    KnownInPathOrder,
     RootUnavailable,
     WalkBatch,
     WalkedFile,
     Walker,
-    new_asset,
     own_folders,
-    publish_image_proxies,
-    publish_video_proxies,
-    publish_web_video,
-    stat_keys_digest,
-    walked_file,
 )
 from safelight.work.errors import AttemptStopped
 from safelight.work.kinds import Scope
@@ -136,8 +136,6 @@ PROGRESS_EVERY_FILES = 50
 RESULT_LIST_LIMIT = 1000
 """At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
 _WRITE_BATCH = 1000
-_KNOWN_PAGE = 5000
-"""Known assets read per page (``_KnownRanges``, ``KnownInPathOrder``)."""
 _WALK_AHEAD = 2
 """Steps the walk may list ahead of the batch the crawl takes (``_WalkAhead``)."""
 _PENDING_FILES = 1000
@@ -337,7 +335,7 @@ class _Crawl:
             # walk gives out in path order; each query its own, outside any transaction
             # (``KnownInPathOrder`` says why they are as the crawl began).
             async with self.services.pool.connection() as conn:
-                await self._walk_matched(walker, _KnownRanges(conn, self.config_id))
+                await self._walk_matched(walker, WalkMatcher(conn, self.config_id))
         except RootUnavailable as error:
             # Its cause is the OSError of listing the root: retried if that may pass.
             cause = error.__cause__ if error.__cause__ is not None else error
@@ -358,22 +356,20 @@ class _Crawl:
             await self.pending.put(None)
         self._progress(force=True)
 
-    async def _walk_matched(self, walker: Walker, ranges: _KnownRanges) -> None:
-        known = KnownInPathOrder()
+    async def _walk_matched(self, walker: Walker, matcher: WalkMatcher) -> None:
         async with _WalkAhead(walker) as walk:
             last = False
             while not last:
                 stop_if_cancelled(self.ctx)
                 batch, last = await walk.next()
-                await self._walked(walker, batch, last, known, ranges)
+                await self._walked(walker, batch, last, matcher)
 
     async def _walked(
         self,
         walker: Walker,
         batch: WalkBatch,
         last: bool,
-        known: KnownInPathOrder,
-        ranges: _KnownRanges,
+        matcher: WalkMatcher,
     ) -> None:
         """One step's files (``last``: the walk's last): the unchanged counted, the
         others put on ``pending``."""
@@ -384,34 +380,10 @@ class _Crawl:
             self.tally.counts["errors"] += len(new_errors)
             self.services.crawl_observer.file_errors(len(new_errors))
         self.tally.counts["skipped"] = len(walker.skipped)
-        listed = batch.listed
-        # Only the files whose key is not their asset's become objects (most are).
-        differing: list[tuple[WalkedFile, KnownAsset | None]] = []
-        if listed and not last and await ranges.unchanged(listed):
-            pass  # the batch's range holds exactly its files' keys: all unchanged
-        elif listed or last:
-            # The last range is read to the end before the followed links' files are
-            # decided: an asset moved to or ingested at a link's path must not come up
-            # in a range read after that, as not walked.
-            known.feed_rows(await ranges.rows_through(None if last else listed[-1][0]))
-            if listed:
-                matched = known.match_keys(listed)
-                self._not_walked([assets.known_asset(row) for row in matched.unseen])
-                differing = [
-                    (walked_file(listed[i]), _known_or_none(matched.at_path[i]))
-                    for i in matched.differing
-                ]
-            if last:
-                self._not_walked(known.rest())
-        # The files of followed links (given out last, once the walk is done) are at
-        # paths the matching has passed: those are looked up.
-        followed = batch.followed
-        if followed:
-            async with self.services.pool.connection() as conn:
-                found = await assets.live_at_paths(conn, self.config_id, [f.path for f in followed])
-            at = {a.file_path: a for a in found}
-            differing += [(f, at.get(f.path)) for f in followed]
-        given = len(listed) + len(followed)
+        matched = await matcher.match(batch, last)
+        self._not_walked(matched.not_walked)
+        differing = matched.differing
+        given = len(batch.listed) + len(batch.followed)
         self.tally.counts["total"] += given
         unchanged = given - len(differing)
         for walked, at_path in differing:
@@ -1066,53 +1038,6 @@ class _WalkAhead:
         finally:
             # Set once, here only; never cancelled (``__aexit__`` waits through a shield).
             self._loop.call_soon_threadsafe(self._ended.set_result, None)
-
-
-class _KnownRanges:
-    """The config's live assets, range by range of the walk's batches
-    (``KnownInPathOrder``): each range after the last one's end, compared by its digest
-    first (``unchanged``), read as rows, a page at a time, only if that is not the
-    walk's (``rows_through``). Each query is its own, on the walk's connection, outside
-    any transaction: a walk that waits on its workers holds nothing open."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[Any], config_id: UUID) -> None:
-        self._conn = conn
-        self._config_id = config_id
-        self._after = ""
-        """Where the ranges compared or read so far end ("": before every path)."""
-
-    async def unchanged(self, keys: list[decisions.StatKey]) -> bool:
-        """Whether the assets after the last range, up to the last of ``keys``, are
-        those keys exactly (their count and digest): then that range is done; if not,
-        it is still to be read (``rows_through``)."""
-        upto = keys[-1][0]
-        count, digest = await assets.live_digest_in_range(
-            self._conn, self._config_id, self._after, upto
-        )
-        if count != len(keys) or digest != stat_keys_digest(keys):
-            return False
-        self._after = upto
-        return True
-
-    async def rows_through(self, upto: str | None) -> list[KnownRow]:
-        """Every row after the last range and up to ``upto`` (None: to the end)."""
-        rows: list[KnownRow] = []
-        while True:
-            page = await assets.live_after_path(
-                self._conn, self._config_id, self._after, upto, _KNOWN_PAGE
-            )
-            rows += page
-            if page:
-                self._after = page[-1][0]
-            if len(page) < _KNOWN_PAGE:
-                break
-        if upto is not None:
-            self._after = upto
-        return rows
-
-
-def _known_or_none(row: KnownRow | None) -> KnownAsset | None:
-    return None if row is None else assets.known_asset(row)
 
 
 _Then = Literal["ingest", "read again"] | None
