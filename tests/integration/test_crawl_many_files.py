@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers.crawl import run as crawl_module
+from safelight.handlers.crawl import attempt
 from safelight.library.catalogue import assets
 from safelight.library.walk import matching
 from safelight.library.walk import walker as walk_module
@@ -210,7 +210,7 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
 ) -> None:
     """The queue of files to hash is bounded: the walk waits for the workers (it holds
     no transaction open while it waits), and every file is dealt with all the same."""
-    monkeypatch.setattr(crawl_module, "_PENDING_FILES", 2)
+    monkeypatch.setattr(attempt, "PENDING_FILES", 2)
     monkeypatch.setattr(matching, "KNOWN_PAGE", 30)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
     monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers.crawl.run import COUNTERS
+from safelight.handlers.crawl.result import COUNTERS
 from safelight.library.files.originals import StorageRoot
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.samplegen import Manifest, generate_library

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from PIL import Image, ImageStat
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import guards
-from safelight.handlers.crawl import run as crawl_handler
+from safelight.handlers.crawl import deciding, ingesting, opening
 from safelight.library.render.decoding import ImageDecoder
 from safelight.work.model import Status
 from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
@@ -81,36 +82,43 @@ def swap_folder_for_link(folder: Path, target: Path) -> None:
 
 
 def after(
-    monkeypatch: pytest.MonkeyPatch, name: str, swap: Callable[[], None], *, once: bool = True
+    monkeypatch: pytest.MonkeyPatch,
+    step: ModuleType,
+    name: str,
+    swap: Callable[[], None],
+    *,
+    once: bool = True,
 ) -> None:
-    """Run ``swap`` right after ``_Crawl.<name>`` returns: the race, forced."""
-    real: Callable[..., Awaitable[Any]] = getattr(crawl_handler._Crawl, name)
+    """Run ``swap`` right after the crawl step ``<step>.<name>`` returns: the race, forced."""
+    real: Callable[..., Awaitable[Any]] = getattr(step, name)
     done = False
 
-    async def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def wrapped(crawl: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal done
-        result = await real(self, *args, **kwargs)
+        result = await real(crawl, *args, **kwargs)
         if not (once and done):
             done = True
             await asyncio.to_thread(swap)
         return result
 
-    monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
+    monkeypatch.setattr(step, name, wrapped)
 
 
-def before(monkeypatch: pytest.MonkeyPatch, name: str, swap: Callable[[], None]) -> None:
-    """Run ``swap`` once, right before the first ``_Crawl.<name>`` starts: the race, forced."""
-    real: Callable[..., Awaitable[Any]] = getattr(crawl_handler._Crawl, name)
+def before(
+    monkeypatch: pytest.MonkeyPatch, step: ModuleType, name: str, swap: Callable[[], None]
+) -> None:
+    """Run ``swap`` once, right before the first ``<step>.<name>`` starts: the race, forced."""
+    real: Callable[..., Awaitable[Any]] = getattr(step, name)
     done = False
 
-    async def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def wrapped(crawl: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal done
         if not done:
             done = True
             await asyncio.to_thread(swap)
-        return await real(self, *args, **kwargs)
+        return await real(crawl, *args, **kwargs)
 
-    monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
+    monkeypatch.setattr(step, name, wrapped)
 
 
 # --- symlinks are listed, never followed ------------------------------------------------
@@ -236,7 +244,9 @@ async def test_a_folder_swapped_for_a_link_between_the_walk_and_the_open_is_refu
     write(tmp_path / "outside", "photo.jpg", solid_jpeg(BLUE))
     elsewhere = root / "other" if target == "inside" else tmp_path / "outside"
     # The walk has listed the file (and handed it on, ADR 0033); it is not opened yet.
-    before(monkeypatch, "_process", lambda: swap_folder_for_link(root / "album", elsewhere))
+    before(
+        monkeypatch, deciding, "process", lambda: swap_folder_for_link(root / "album", elsewhere)
+    )
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
@@ -267,7 +277,8 @@ async def test_an_image_swapped_after_the_open_is_decoded_from_the_opened_file(
     # Hashed (the open happened); decode not yet started.
     after(
         monkeypatch,
-        "_decide",
+        deciding,
+        "decide",
         lambda: swap_folder_for_link(root / "album", tmp_path / "secret"),
     )
     decoder = ImageDecoder(decoder_processes) if decoder_processes else None
@@ -309,15 +320,15 @@ async def test_the_final_check_catches_a_file_replaced_by_rename(
         same_stat(replacement, photo)
         os.replace(replacement, photo)
 
-    real = crawl_handler._Crawl._make_image
+    real = ingesting.make_image
 
-    async def make_then_replace(self: Any, walked: Any, *args: Any) -> Any:
-        made = await real(self, walked, *args)
+    async def make_then_replace(crawl: Any, walked: Any, *args: Any) -> Any:
+        made = await real(crawl, walked, *args)
         if walked.path == "photo.jpg":
             await asyncio.to_thread(replace_by_rename)
         return made
 
-    monkeypatch.setattr(crawl_handler._Crawl, "_make_image", make_then_replace)
+    monkeypatch.setattr(ingesting, "make_image", make_then_replace)
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
@@ -407,7 +418,7 @@ async def test_the_walk_never_enters_the_proxy_root_or_the_home(
     async def no_registered_roots_check(services: object) -> None:
         pass
 
-    monkeypatch.setattr(crawl_handler, "check_config_root", no_root_check)
+    monkeypatch.setattr(opening, "check_config_root", no_root_check)
     monkeypatch.setattr(guards, "check_every_root", no_registered_roots_check)
     root = tmp_path / "library"
     write(root, "photo.jpg", jpeg(70))

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers.crawl import run as crawl_handler
+from safelight.handlers.crawl import ingesting
 from safelight.library.media import sidecars
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes
@@ -308,7 +308,7 @@ async def test_a_sidecar_swapped_for_a_link_after_the_walk_is_reported_not_read(
         sidecar.symlink_to(outside)
         return real(storage, listed)
 
-    monkeypatch.setattr(crawl_handler, "read_sidecar", swapped_then_read)
+    monkeypatch.setattr(ingesting, "read_sidecar", swapped_then_read)
     config = await h.add_config(root)
     photo = Photo(h, config)
 
@@ -323,7 +323,7 @@ async def test_a_sidecar_swapped_for_a_link_after_the_walk_is_reported_not_read(
         "SELECT file_path FROM asset_errors WHERE storage_config_id = %s", config
     ) == [("IMG_1.JPG.xmp",)]
 
-    monkeypatch.setattr(crawl_handler, "read_sidecar", real)
+    monkeypatch.setattr(ingesting, "read_sidecar", real)
     second = await crawl(h, config)  # the walk sees the link now: skipped, nothing to read
 
     assert second["errors"] == [] and (second["unchanged"], second["reread"]) == (1, 0)

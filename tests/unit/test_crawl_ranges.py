@@ -1,7 +1,7 @@
 """The crawl reads its config's assets range by range of the walk's batches
 (``library.walk.matching.KnownRanges``): a range compared by its digest is done if that is the
 walk's, and read in pages if not, each range after the last one's end. The walk runs in
-a thread of its own, a bounded number of steps ahead (``handlers.crawl.run._WalkAhead``),
+a thread of its own, a bounded number of steps ahead (``handlers.crawl.ahead.WalkAhead``),
 and is stopped and waited for however the crawl leaves it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from uuid import uuid4
 
 import pytest
 
-from safelight.handlers.crawl import run as crawl_module
+from safelight.handlers.crawl import ahead
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownRow
 from safelight.library.walk import matching
@@ -124,7 +124,7 @@ class _FakeWalker:
         return self.stepped == self.steps
 
     def step(self) -> None:
-        if self.taken is not None and self.stepped >= self.taken[0] + crawl_module._WALK_AHEAD:
+        if self.taken is not None and self.stepped >= self.taken[0] + ahead.WALK_AHEAD:
             self.too_far.append(self.stepped)
         if self.hold is not None:
             self.holding.set()
@@ -141,7 +141,7 @@ async def test_the_walk_ahead_gives_every_batch_in_order_and_says_which_is_last(
     started = [0]  # how many batches the crawl has asked for
     walker = _FakeWalker(7, ahead_of=started)
     got: list[tuple[str, bool]] = []
-    async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+    async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
         last = False
         while not last:
             started[0] += 1
@@ -156,7 +156,7 @@ async def test_a_walk_that_fails_raises_in_the_crawl() -> None:
     walker = _FakeWalker(5)
     walker.fail = RootUnavailable("the storage root cannot be listed")
     with pytest.raises(RootUnavailable, match="cannot be listed"):
-        async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+        async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
             await walk.next()
 
 
@@ -164,7 +164,7 @@ async def _leaving_during_a_step() -> tuple[_FakeWalker, threading.Event, asynci
     """A walk left (its ``__aexit__`` under way) while its first step is held."""
     walker = _FakeWalker(100)
     walker.hold = hold = threading.Event()
-    walk = crawl_module._WalkAhead(walker)  # type: ignore[arg-type]
+    walk = ahead.WalkAhead(walker)  # type: ignore[arg-type]
     await walk.__aenter__()
     await asyncio.to_thread(walker.holding.wait)  # the first step is under way
     return walker, hold, asyncio.create_task(walk.__aexit__(None, None, None))
@@ -185,7 +185,7 @@ async def test_a_cancelled_crawl_still_waits_for_the_walks_step() -> None:
     walker.hold = threading.Event()
 
     async def crawl() -> None:
-        async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+        async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
             await walk.next()
 
     task = asyncio.create_task(crawl())
@@ -225,7 +225,7 @@ async def test_the_walk_runs_in_a_thread_of_its_own_that_never_holds_the_process
             seen.append((thread.name, thread.daemon))
             super().step()
 
-    async with crawl_module._WalkAhead(Recording(1)) as walk:  # type: ignore[arg-type]
+    async with ahead.WalkAhead(Recording(1)) as walk:  # type: ignore[arg-type]
         assert await walk.next() == (WalkBatch([_key("f001")], []), True)
     # Named for a profile or a stack dump; a daemon, so that a second signal's exit at
     # once is never held by a step under way.
