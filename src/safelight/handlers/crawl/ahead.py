@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from safelight.library.walk.walker import (
-    WalkBatch,
-    Walker,
-)
+from safelight.library.walk.walker import WalkBatch, Walker
 
 WALK_AHEAD = 2
 """Steps the walk may list ahead of the batch the crawl takes (``WalkAhead``)."""

@@ -13,27 +13,19 @@ from uuid import UUID
 
 import psycopg
 
-from safelight.handlers.contract import (
-    HandlerContext,
-    ThreadAlive,
-)
-from safelight.handlers.crawl.result import COUNTERS
+from safelight.handlers.contract import HandlerContext, ThreadAlive
+from safelight.handlers.crawl.config import CrawlSettings
+from safelight.handlers.crawl.result import CrawlCounts, Duplicate
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import StorageRoot
-from safelight.library.files.paths import (
-    AttemptTag,
-)
+from safelight.library.files.paths import AttemptTag
 from safelight.library.media.metadata import file_time
 from safelight.library.render.images import ProxySpec
 from safelight.library.walk import decisions
-from safelight.library.walk.walker import (
-    FileError,
-    WalkedFile,
-    Walker,
-)
+from safelight.library.walk.walker import FileError, WalkedFile, Walker
 
 PROGRESS_EVERY_SECONDS = 0.1
 PROGRESS_EVERY_FILES = 50
@@ -49,9 +41,11 @@ Pending = tuple[WalkedFile, "decisions.SidecarChanged | None"]
 
 @dataclass
 class Tally:
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    """What the crawl did so far: its counters and what it lists in its result."""
+
+    counts: CrawlCounts = field(default_factory=CrawlCounts)
     errors: list[FileError] = field(default_factory=list)
-    duplicates: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
     proxies_renamed: int = 0
     proxy_errors: list[FileError] = field(default_factory=list)
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
@@ -66,19 +60,21 @@ class Attempt:
         self,
         ctx: HandlerContext,
         services: Services,
+        settings: CrawlSettings,
         config_id: UUID,
         root_path: Path,
     ) -> None:
         self.ctx = ctx
         self.services = services
+        self.settings = settings
         self.config_id = config_id
         self.configured_root = root_path
         self.root = Path(os.path.realpath(root_path))
-        self.proxy_root = services.settings.proxies
+        self.proxy_root = settings.proxies
         # In every proxy name this attempt writes: no other attempt writes those names,
         # so a late rename of a stale attempt can never replace a file a row names.
         self.written_by = AttemptTag(ctx.item.id, ctx.item.attempt)
-        self.spec: ProxySpec = services.settings.proxy_spec()
+        self.spec: ProxySpec = settings.proxy_spec
         self.tally = Tally()
         self.decide = asyncio.Lock()
         self.inflight: dict[str, str] = {}  # content hash -> the path being ingested with it
@@ -140,7 +136,7 @@ class Attempt:
     async def soft_delete(self, asset: KnownAsset) -> None:
         async with self.ctx.fenced() as conn:
             deleted = await self.soft_delete_on(conn, asset)
-        self.tally.counts["deleted"] += deleted
+        self.tally.counts.deleted += deleted
 
     async def soft_delete_on(self, conn: psycopg.AsyncConnection[Any], asset: KnownAsset) -> int:
         """How many rows it soft-deleted; the caller counts them once its transaction has
@@ -148,12 +144,12 @@ class Attempt:
         return await assets.soft_delete(conn, self.config_id, [asset.id], self.ctx.clock.now())
 
     def duplicate(self, path: str, same_as: str) -> None:
-        self.tally.counts["duplicates"] += 1
-        self.tally.duplicates.append({"path": path, "same_as": same_as})
+        self.tally.counts.duplicates += 1
+        self.tally.duplicates.append(Duplicate(path, same_as))
 
     def error(self, path: str, reason: str) -> None:
         self.tally.errors.append(FileError(path, reason))
-        self.tally.counts["errors"] += 1
+        self.tally.counts.errors += 1
         self.services.crawl_observer.file_errors(1)
 
     def progress(self, *, force: bool = False) -> None:
@@ -166,4 +162,4 @@ class Attempt:
         ):
             self._since_progress = 0
             self._last_progress = now
-            self.ctx.progress(**self.tally.counts)
+            self.ctx.progress(**self.tally.counts.as_json())

@@ -11,19 +11,14 @@ from typing import Literal
 import psycopg
 from psycopg import errors as pg_errors
 
-from safelight.handlers.crawl import (
-    ingesting,
-    rereading,
-)
+from safelight.handlers.crawl import ingesting, rereading
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.walk import decisions
-from safelight.library.walk.walker import (
-    WalkedFile,
-)
+from safelight.library.walk.walker import WalkedFile
 from safelight.work.errors import AttemptStopped
 
 
@@ -46,7 +41,7 @@ async def process(
             hashed = await asyncio.to_thread(
                 hash_descriptor, original.fd, ensure_alive=crawl.alive.check
             )
-            crawl.tally.counts["hashed"] += 1
+            crawl.tally.counts.hashed += 1
             then = await decide(crawl, walked, hashed)
             if then == "ingest":
                 await ingesting.ingest(crawl, walked, original, hashed)
@@ -101,7 +96,7 @@ async def apply(
     match decision:
         case decisions.Touched(asset):
             await crawl.relocate(asset, walked, hashed)
-            crawl.tally.counts["unchanged"] += 1
+            crawl.tally.counts.unchanged += 1
             return read_again_if(decisions.sidecar_changed(asset, walked.sidecar))
         case decisions.Moved(asset, replaces):
             deleted = 0
@@ -109,8 +104,8 @@ async def apply(
                 if replaces is not None:
                     deleted = await crawl.soft_delete_on(conn, replaces)
                 await crawl.relocate_on(conn, asset, walked, hashed)
-            crawl.tally.counts["deleted"] += deleted
-            crawl.tally.counts["moved"] += 1
+            crawl.tally.counts.deleted += deleted
+            crawl.tally.counts.moved += 1
             return read_again_if(decisions.sidecar_changed(asset, walked.sidecar))
         case decisions.Duplicate(same_as, replaces):
             crawl.duplicate(walked.path, same_as)

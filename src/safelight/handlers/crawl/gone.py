@@ -26,7 +26,7 @@ async def remove_gone(crawl: Attempt, error_paths: set[str]) -> None:
             deleted += await assets.soft_delete(
                 conn, crawl.config_id, unseen[start : start + WRITE_BATCH], now
             )
-    crawl.tally.counts["deleted"] += deleted
+    crawl.tally.counts.deleted += deleted
     async with crawl.ctx.fenced() as conn:
         for path, reason in failing.items():
             await assets.record_error(conn, crawl.config_id, path, reason, now)
@@ -45,9 +45,9 @@ async def record_duplicates(crawl: Attempt, failing: Mapping[str, str], now: dat
     async with crawl.services.pool.connection() as conn:
         for start in range(0, len(duplicates), WRITE_BATCH):
             some = duplicates[start : start + WRITE_BATCH]
-            owners = await assets.live_at_paths(conn, crawl.config_id, {d["same_as"] for d in some})
+            owners = await assets.live_at_paths(conn, crawl.config_id, {d.same_as for d in some})
             ids = {a.file_path: a.id for a in owners}
-            found.update((d["path"], ids[d["same_as"]]) for d in some if d["same_as"] in ids)
+            found.update((d.path, ids[d.same_as]) for d in some if d.same_as in ids)
         recorded = await assets.duplicate_paths(conn, crawl.config_id)
     stale = [
         p

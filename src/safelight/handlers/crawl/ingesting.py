@@ -8,9 +8,7 @@ import asyncio
 import dataclasses
 import os
 
-from safelight.handlers.crawl import (
-    videos,
-)
+from safelight.handlers.crawl import videos
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import NewAsset, ProxyRecord
@@ -23,13 +21,8 @@ from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sideca
 from safelight.library.render.decoding import decode_image
 from safelight.library.render.images import ImageProxies
 from safelight.library.walk.newasset import new_asset
-from safelight.library.walk.publishing import (
-    publish_image_proxies,
-)
-from safelight.library.walk.walker import (
-    FileError,
-    WalkedFile,
-)
+from safelight.library.walk.publishing import publish_image_proxies
+from safelight.library.walk.walker import FileError, WalkedFile
 
 
 async def ingest(crawl: Attempt, walked: WalkedFile, source: Original, hashed: HashedFile) -> None:
@@ -55,12 +48,12 @@ async def ingest(crawl: Attempt, walked: WalkedFile, source: Original, hashed: H
                 await assets.insert_asset(
                     conn, crawl.config_id, row, proxies, crawl.ctx.clock.now()
                 )
-            crawl.tally.counts["deleted"] += deleted
-        crawl.tally.counts["ingested"] += 1
+            crawl.tally.counts.deleted += deleted
+        crawl.tally.counts.ingested += 1
         if row.motion_photo_issue is not None:
             # Reported once its still is in: a file that then failed is an error.
             crawl.tally.motion_photo_issues.append(FileError(walked.path, row.motion_photo_issue))
-        crawl.tally.counts["proxies"] += len(proxies)
+        crawl.tally.counts.proxies += len(proxies)
         crawl.services.crawl_observer.proxies_made(len(proxies))
     finally:
         crawl.inflight.pop(h, None)

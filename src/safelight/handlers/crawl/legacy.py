@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
-from safelight.handlers.contract import (
-    stop_if_cancelled,
-)
+from safelight.handlers.contract import stop_if_cancelled
 from safelight.handlers.crawl.attempt import WRITE_BATCH, Attempt
 from safelight.library.catalogue import assets
-from safelight.library.files.paths import (
-    describe_os_error,
-)
+from safelight.library.files.paths import describe_os_error
 from safelight.library.proxystore import legacynames
 from safelight.library.proxystore.legacynames import LegacyProxy
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file
-from safelight.library.walk.walker import (
-    FileError,
-)
+from safelight.library.walk.walker import FileError
 
 
 async def rename_legacy_proxies(crawl: Attempt) -> None:

@@ -7,24 +7,14 @@ import asyncio
 from pathlib import Path
 from uuid import UUID
 
-from safelight.handlers.contract import (
-    HandlerContext,
-    HandlerFailed,
-    config_id_of,
-    handler_failure,
-)
+from safelight.handlers.contract import HandlerContext, HandlerFailed, config_id_of, handler_failure
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
 from safelight.library.files.originals import StorageRoot
-from safelight.library.files.paths import (
-    describe_os_error,
-)
-from safelight.library.walk.walker import (
-    Walker,
-    own_folders,
-)
+from safelight.library.files.paths import describe_os_error
+from safelight.library.walk.walker import Walker, own_folders
 
 
 async def open_walk(crawl: Attempt) -> Walker:
@@ -33,7 +23,7 @@ async def open_walk(crawl: Attempt) -> Walker:
             f"the storage root {crawl.configured_root} is missing or not a folder "
             "(is the share mounted?); nothing was changed"
         )
-    settings = crawl.services.settings
+    settings = crawl.settings
     try:
         # Resolved once (above), then held open: everything below it is reached
         # from this descriptor, through no symbolic link.
@@ -49,7 +39,7 @@ async def open_walk(crawl: Attempt) -> Walker:
         [
             ("proxy root", settings.proxies, False),
             ("home", settings.home, True),
-            ("database folder", settings.home / "pgdata", False),
+            ("database folder", settings.database_folder, False),
         ],
     )
     crawl.walker = Walker(

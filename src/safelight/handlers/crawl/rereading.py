@@ -7,22 +7,15 @@ import asyncio
 import dataclasses
 import functools
 
-from safelight.handlers.crawl import (
-    ingesting,
-    legacy,
-)
+from safelight.handlers.crawl import ingesting, legacy
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.files.hashing import FileIdentity, HashedFile
 from safelight.library.files.originals import Original
 from safelight.library.walk.newasset import new_asset
-from safelight.library.walk.publishing import (
-    publish_image_proxies,
-)
-from safelight.library.walk.walker import (
-    WalkedFile,
-)
+from safelight.library.walk.publishing import publish_image_proxies
+from safelight.library.walk.walker import WalkedFile
 
 
 async def read_again(
@@ -70,9 +63,9 @@ async def read_again(
             )
         if old is None:
             return  # no longer live: nothing was written (its new proxies: the sweep's)
-    crawl.tally.counts["reread"] += 1
+    crawl.tally.counts.reread += 1
     if records is not None:
-        crawl.tally.counts["proxies"] += len(records)
+        crawl.tally.counts.proxies += len(records)
         crawl.services.crawl_observer.proxies_made(len(records))
     if old:
         async with crawl.services.pool.connection() as conn:

@@ -39,18 +39,21 @@ from typing import Any
 
 from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.contract import HandlerContext, stop_if_cancelled
-from safelight.handlers.crawl import gone, legacy, opening, result, walking
+from safelight.handlers.crawl import gone, legacy, opening, walking
 from safelight.handlers.crawl.attempt import Attempt
+from safelight.handlers.crawl.config import CrawlSettings
+from safelight.handlers.crawl.result import CrawlResult, capped_duplicates, capped_errors
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
+from safelight.library.walk.walker import Walker
 from safelight.work.kinds import Scope
 
 
 async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
     config_id, root_path, error_paths = await opening.resolve_config(ctx, services)
-    crawl = Attempt(ctx, services, config_id, root_path)
+    crawl = Attempt(ctx, services, CrawlSettings.of(services.settings), config_id, root_path)
     try:
         return await _steps(crawl, error_paths)
     finally:
@@ -78,7 +81,30 @@ async def _steps(crawl: Attempt, error_paths: set[str]) -> dict[str, Any]:
     async with crawl.services.pool.connection() as conn:
         by_type = await assets.counts_by_type(conn, crawl.config_id)
     await _queue_burst_detection(crawl)
-    return result.summarise(crawl, walker, by_type)
+    return _summarise(crawl, walker, by_type).as_json()
+
+
+def _summarise(crawl: Attempt, walker: Walker, by_type: dict[str, int]) -> CrawlResult:
+    """The crawl's result: its tally, what the walk skipped, the live assets by type."""
+    tally, counts = crawl.tally, crawl.tally.counts
+    return CrawlResult(
+        total=counts.total,
+        found=counts.found,
+        unchanged=counts.unchanged,
+        ingested=counts.ingested,
+        moved=counts.moved,
+        reread=counts.reread,
+        duplicates=capped_duplicates(tally.duplicates),
+        deleted=counts.deleted,
+        proxies=counts.proxies,
+        errors=capped_errors(tally.errors),
+        skipped=capped_errors(walker.skipped),
+        images=by_type["image"],
+        videos=by_type["video"],
+        proxies_renamed=tally.proxies_renamed,
+        proxy_errors=capped_errors(tally.proxy_errors),
+        motion_photo_issues=capped_errors(tally.motion_photo_issues),
+    )
 
 
 async def _queue_burst_detection(crawl: Attempt) -> None:

@@ -15,10 +15,7 @@ from safelight.library.catalogue.assets import NewAsset, ProxyRecord
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import Original
-from safelight.library.files.paths import (
-    STAGING_FOLDER,
-    make_folders,
-)
+from safelight.library.files.paths import STAGING_FOLDER, make_folders
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.render.video import (
     VideoProxySpec,
@@ -27,13 +24,8 @@ from safelight.library.render.video import (
     probe_video,
 )
 from safelight.library.walk.newasset import new_asset
-from safelight.library.walk.publishing import (
-    publish_video_proxies,
-    publish_web_video,
-)
-from safelight.library.walk.walker import (
-    WalkedFile,
-)
+from safelight.library.walk.publishing import publish_video_proxies, publish_web_video
+from safelight.library.walk.walker import WalkedFile
 
 
 async def make_video(

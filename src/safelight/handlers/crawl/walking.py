@@ -6,24 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
-from safelight.handlers.contract import (
-    HandlerFailed,
-    handler_failure,
-    stop_if_cancelled,
-)
-from safelight.handlers.crawl import (
-    ahead,
-    deciding,
-)
+from safelight.handlers.contract import HandlerFailed, handler_failure, stop_if_cancelled
+from safelight.handlers.crawl import ahead, deciding
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
 from safelight.library.walk import decisions
 from safelight.library.walk.matching import WalkMatcher
-from safelight.library.walk.walker import (
-    RootUnavailable,
-    WalkBatch,
-    Walker,
-)
+from safelight.library.walk.walker import RootUnavailable, WalkBatch, Walker
 
 
 async def walk_and_process(crawl: Attempt, walker: Walker) -> None:
@@ -32,8 +21,7 @@ async def walk_and_process(crawl: Attempt, walker: Walker) -> None:
     that are not unchanged on ``pending``; ``max_concurrent_files`` workers take
     them. A file's decision reads the database as it is then (``deciding.decide``)."""
     workers = [
-        asyncio.create_task(worker(crawl))
-        for _ in range(crawl.services.settings.max_concurrent_files)
+        asyncio.create_task(worker(crawl)) for _ in range(crawl.settings.max_concurrent_files)
     ]
     tasks = [asyncio.create_task(walk(crawl, walker)), *workers]
     try:
@@ -59,10 +47,10 @@ async def walk(crawl: Attempt, walker: Walker) -> None:
         # Its cause is the OSError of listing the root: retried if that may pass.
         cause = error.__cause__ if error.__cause__ is not None else error
         raise handler_failure(f"{error.reason}; nothing was changed", cause) from error
-    crawl.tally.counts["skipped"] = len(walker.skipped)
+    crawl.tally.counts.skipped = len(walker.skipped)
     for link, target in walker.links:
         crawl.duplicate(link, target)
-    if not crawl.tally.counts["total"]:
+    if not crawl.tally.counts.total:
         async with crawl.services.pool.connection() as conn:
             live = sum((await assets.counts_by_type(conn, crawl.config_id)).values())
         if live:
@@ -71,7 +59,7 @@ async def walk(crawl: Attempt, walker: Walker) -> None:
                 f"the library has {live} of them: is the share mounted? Nothing was "
                 "marked deleted"
             )
-    for _ in range(crawl.services.settings.max_concurrent_files):
+    for _ in range(crawl.settings.max_concurrent_files):
         await crawl.pending.put(None)
     crawl.progress(force=True)
 
@@ -98,14 +86,14 @@ async def walked(
     if new_errors:
         crawl.walk_errors += len(new_errors)
         crawl.tally.errors.extend(new_errors)
-        crawl.tally.counts["errors"] += len(new_errors)
+        crawl.tally.counts.errors += len(new_errors)
         crawl.services.crawl_observer.file_errors(len(new_errors))
-    crawl.tally.counts["skipped"] = len(walker.skipped)
+    crawl.tally.counts.skipped = len(walker.skipped)
     matched = await matcher.match(batch, last)
     crawl.not_walked(matched.not_walked)
     differing = matched.differing
     given = len(batch.listed) + len(batch.followed)
-    crawl.tally.counts["total"] += given
+    crawl.tally.counts.total += given
     unchanged = given - len(differing)
     for walked, at_path in differing:
         same = decisions.by_stat(at_path, walked.size, walked.mtime_ns, walked.sidecar)
@@ -115,8 +103,8 @@ async def walked(
             await crawl.pending.put((walked, same))  # to hash, or its sidecar changed
             continue
         unchanged += 1
-    crawl.tally.counts["unchanged"] += unchanged
-    crawl.tally.counts["found"] += unchanged
+    crawl.tally.counts.unchanged += unchanged
+    crawl.tally.counts.found += unchanged
     crawl.services.crawl_observer.files_crawled(unchanged)
     crawl.progress(force=unchanged > 0)
 
@@ -126,6 +114,6 @@ async def worker(crawl: Attempt) -> None:
         stop_if_cancelled(crawl.ctx)
         walked, by_stat = entry
         await deciding.process(crawl, walked, by_stat)
-        crawl.tally.counts["found"] += 1
+        crawl.tally.counts.found += 1
         crawl.services.crawl_observer.files_crawled(1)
         crawl.progress()

@@ -15,11 +15,7 @@ from uuid import UUID
 import psycopg
 
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.assets import (
-    KnownAsset,
-    KnownRow,
-    known_asset,
-)
+from safelight.library.catalogue.assets import KnownAsset, KnownRow, known_asset
 from safelight.library.walk.decisions import StatKey
 from safelight.library.walk.walker import WalkBatch, WalkedFile, walked_file
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-from safelight.library.catalogue.assets import (
-    NewAsset,
-)
+from safelight.library.catalogue.assets import NewAsset
 from safelight.library.files.hashing import HashedFile
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.walk.walker import WalkedFile

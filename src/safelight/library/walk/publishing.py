@@ -7,9 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from safelight.library.catalogue.assets import (
-    ProxyRecord,
-)
+from safelight.library.catalogue.assets import ProxyRecord
 from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,

@@ -56,9 +56,7 @@ from safelight.library.files.mediatypes import (
     media_type_of_name,
 )
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
-from safelight.library.files.paths import (
-    describe_os_error,
-)
+from safelight.library.files.paths import describe_os_error
 from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
 from safelight.library.walk.decisions import StatKey, stat_key
 
