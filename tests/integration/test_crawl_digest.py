@@ -1,6 +1,6 @@
 """The database's digest of a range of a config's live assets
 (``assets.live_digest_in_range``) is the walk's digest of the same keys
-(``library.crawl.stat_keys_digest``): the two encodings are one, whatever a name holds,
+(``library.walk.matching.stat_keys_digest``): the two encodings are one, whatever a name holds,
 and a range is bounded as the crawl asks (after one path, up to another)."""
 
 from __future__ import annotations

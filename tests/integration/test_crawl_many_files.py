@@ -1,6 +1,6 @@
 """A crawl of a library of many files finds exactly what changed, moved and went, while
 it streams the walk and the known assets in path order, batch by batch and page by page
-(``library.crawl.KnownInPathOrder``): the batches and pages here are small and of sizes
+(``library.walk.matching.KnownInPathOrder``): the batches and pages here are small and of sizes
 that never line up, and the names sort differently by bytes and by other rules."""
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from safelight.handlers.crawl.result import (
     CrawlCounts,
     CrawlResult,
     Duplicate,
-    capped_duplicates,
-    capped_errors,
+    capped,
 )
 from safelight.library.walk.walker import FileError
 from safelight.settings import Settings
@@ -84,12 +83,12 @@ def test_the_counters_are_reported_in_their_order() -> None:
 
 def test_a_long_list_is_capped_with_how_many_more() -> None:
     errors = [FileError(f"{n}.jpg", "bad") for n in range(crawl_result.RESULT_LIST_LIMIT + 3)]
-    capped = capped_errors(errors)
-    assert len(capped) == crawl_result.RESULT_LIST_LIMIT + 1
-    assert capped[-1] == FileError("...", "and 3 more")
-    assert capped_errors(errors[:2]) == tuple(errors[:2])
+    listed = capped(errors, FileError)
+    assert len(listed) == crawl_result.RESULT_LIST_LIMIT + 1
+    assert listed[-1] == FileError("...", "and 3 more")
+    assert capped(errors[:2], FileError) == tuple(errors[:2])
     duplicates = [Duplicate(f"{n}.jpg", "a.jpg") for n in range(crawl_result.RESULT_LIST_LIMIT + 1)]
-    assert capped_duplicates(duplicates)[-1] == Duplicate("...", "and 1 more")
+    assert capped(duplicates, Duplicate)[-1] == Duplicate("...", "and 1 more")
 
 
 def test_the_crawl_takes_its_slice_of_the_settings(tmp_path: Path) -> None:

@@ -7,11 +7,13 @@ views and the tests read attributes, never string keys (ADR 0047)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from safelight.library.walk.walker import FileError
+
+E = TypeVar("E")
 
 RESULT_LIST_LIMIT = 1000
 """At most this many errors (and duplicates) are listed in a result; asset_errors has all."""
@@ -139,22 +141,13 @@ class CrawlResult:
         )
 
 
-def capped_errors(entries: Iterable[FileError]) -> tuple[FileError, ...]:
-    """At most ``RESULT_LIST_LIMIT`` of ``entries``, then one saying how many more."""
-    listed = tuple(entries)
+def capped(entries: Iterable[E], more: Callable[[str, str], E]) -> tuple[E, ...]:
+    """At most ``RESULT_LIST_LIMIT`` of ``entries``, then ``more("...", "and N more")``."""
+    listed: tuple[E, ...] = tuple(entries)
     if len(listed) <= RESULT_LIST_LIMIT:
         return listed
     rest = len(listed) - RESULT_LIST_LIMIT
-    return (*listed[:RESULT_LIST_LIMIT], FileError("...", f"and {rest} more"))
-
-
-def capped_duplicates(entries: Iterable[Duplicate]) -> tuple[Duplicate, ...]:
-    """As ``capped_errors``, for duplicates."""
-    listed = tuple(entries)
-    if len(listed) <= RESULT_LIST_LIMIT:
-        return listed
-    rest = len(listed) - RESULT_LIST_LIMIT
-    return (*listed[:RESULT_LIST_LIMIT], Duplicate("...", f"and {rest} more"))
+    return (*listed[:RESULT_LIST_LIMIT], more("...", f"and {rest} more"))
 
 
 def _count(value: object) -> int:

@@ -42,12 +42,12 @@ from safelight.handlers.contract import HandlerContext, stop_if_cancelled
 from safelight.handlers.crawl import gone, legacy, opening, walking
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.crawl.config import CrawlSettings
-from safelight.handlers.crawl.result import CrawlResult, capped_duplicates, capped_errors
+from safelight.handlers.crawl.result import CrawlResult, Duplicate, capped
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
-from safelight.library.walk.walker import Walker
+from safelight.library.walk.walker import FileError, Walker
 from safelight.work.kinds import Scope
 
 
@@ -94,16 +94,16 @@ def _summarise(crawl: Attempt, walker: Walker, by_type: dict[str, int]) -> Crawl
         ingested=counts.ingested,
         moved=counts.moved,
         reread=counts.reread,
-        duplicates=capped_duplicates(tally.duplicates),
+        duplicates=capped(tally.duplicates, Duplicate),
         deleted=counts.deleted,
         proxies=counts.proxies,
-        errors=capped_errors(tally.errors),
-        skipped=capped_errors(walker.skipped),
+        errors=capped(tally.errors, FileError),
+        skipped=capped(walker.skipped, FileError),
         images=by_type["image"],
         videos=by_type["video"],
         proxies_renamed=tally.proxies_renamed,
-        proxy_errors=capped_errors(tally.proxy_errors),
-        motion_photo_issues=capped_errors(tally.motion_photo_issues),
+        proxy_errors=capped(tally.proxy_errors, FileError),
+        motion_photo_issues=capped(tally.motion_photo_issues, FileError),
     )
 
 
