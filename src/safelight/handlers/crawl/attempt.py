@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -33,6 +34,8 @@ WRITE_BATCH = 1000
 """Rows written per fenced transaction by the steps that write many."""
 PENDING_FILES = 1000
 """At most this many files wait for the crawl's workers; then the walk waits."""
+
+T = TypeVar("T")
 
 # A file for the crawl's workers: what the walk found, and whether only its sidecar
 # changed (``decisions.SidecarChanged``) or it is to be hashed (None).
@@ -92,6 +95,19 @@ class Attempt:
         self._last_progress = ctx.clock.monotonic()
         self._since_progress = 0
         self.walk_errors = 0  # how many of the walk's errors are in the tally
+
+    def publish(self, publish: Callable[..., T], made: object, content_hash: str) -> T:
+        """``publish`` (``library.walk.publishing``) what was made for ``content_hash``
+        under the proxy root, in this attempt's names, ``ensure_alive`` right before each
+        rename. Blocking: run it in a thread."""
+        return publish(
+            made,
+            self.proxy_root,
+            self.config_id,
+            content_hash,
+            self.alive.ensure_alive,
+            written_by=self.written_by,
+        )
 
     def not_walked(self, known: list[KnownAsset]) -> None:
         self.unseen.update((a.id, a.file_path) for a in known)

@@ -135,12 +135,5 @@ def publish_image(
 ) -> tuple[NewAsset, list[ProxyRecord]]:
     """Blocking (writes): runs in a thread, which the attempt's ensure_alive guards."""
     crawl.alive.check()
-    records = publish_image_proxies(
-        proxies,
-        crawl.proxy_root,
-        crawl.config_id,
-        hashed.content_hash,
-        crawl.alive.ensure_alive,
-        written_by=crawl.written_by,
-    )
+    records = crawl.publish(publish_image_proxies, proxies, hashed.content_hash)
     return new_asset(walked, hashed, meta), records

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 
 from safelight.handlers.crawl import ingesting, legacy
 from safelight.handlers.crawl.attempt import Attempt
@@ -45,15 +44,7 @@ async def read_again(
     if remake:
         crawl.alive.check()
         records = await asyncio.to_thread(
-            functools.partial(
-                publish_image_proxies,
-                proxies,
-                crawl.proxy_root,
-                crawl.config_id,
-                asset.content_hash,
-                crawl.alive.ensure_alive,
-                written_by=crawl.written_by,
-            )
+            crawl.publish, publish_image_proxies, proxies, asset.content_hash
         )
     row = dataclasses.replace(new_asset(walked, as_hashed(asset, version), meta), sidecar=read.file)
     async with crawl.decide:

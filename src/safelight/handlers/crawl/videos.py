@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -47,15 +46,7 @@ async def make_video(
             clock=crawl.ctx.clock,
         )
         records = await asyncio.to_thread(
-            functools.partial(
-                publish_video_proxies,
-                proxies,
-                crawl.proxy_root,
-                crawl.config_id,
-                hashed.content_hash,
-                crawl.alive.ensure_alive,
-                written_by=crawl.written_by,
-            )
+            crawl.publish, publish_video_proxies, proxies, hashed.content_hash
         )
     finally:
         # Only while the attempt is alive: a stopped attempt touches no file at all,
@@ -103,17 +94,7 @@ async def add_motion_video(
         except MediaError as error:
             issue = f"its motion video could not be made into a web video: {error.reason}"
             return dataclasses.replace(row, motion_photo_issue=issue), records
-        record = await asyncio.to_thread(
-            functools.partial(
-                publish_web_video,
-                web,
-                crawl.proxy_root,
-                crawl.config_id,
-                hashed.content_hash,
-                crawl.alive.ensure_alive,
-                written_by=crawl.written_by,
-            )
-        )
+        record = await asyncio.to_thread(crawl.publish, publish_web_video, web, hashed.content_hash)
     finally:
         if not crawl.ctx.cancelled.is_set():
             crawl.ctx.ensure_alive()
