@@ -22,6 +22,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from safelight.handlers.crawl.result import CrawlResult
 from safelight.testing.tinylibrary import generate_tree
 from tests.acceptance.conftest import Invoke
 from tests.faults.cluster import free_port
@@ -151,8 +152,10 @@ def test_idle_connections_by_the_thousand_cost_the_crawl_nothing(
         status, result, error = wait_for("the crawl", crawl_result, GUARD_SECONDS)
         assert worker.poll() is None and dashboard.poll() is None
         assert status == "succeeded", error
-        assert result is not None and result["found"] == PHOTOS
-        assert result["errors"] == [], result["errors"]
+        assert result is not None
+        crawled = CrawlResult.from_json(result)
+        assert crawled.found == PHOTOS
+        assert crawled.errors == (), crawled.errors
         # And afterwards, with the client sockets still open.
         wait_for("a scrape after the crawl", lambda: answered(metrics), GUARD_SECONDS)
         wait_for("the dashboard after the crawl", lambda: answered(web), GUARD_SECONDS)

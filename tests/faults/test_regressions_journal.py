@@ -35,7 +35,7 @@ from safelight.core.journal import Journal, side_effect
 from safelight.library.proxystore import layout, publishing
 from safelight.library.proxystore.proxytree import delete_file
 from safelight.library.render.images import make_image_proxies
-from safelight.library.walk.crawl import publish_image_proxies
+from safelight.library.walk.publishing import publish_image_proxies
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.samplegen import generate_jpegs
 from safelight.work.errors import AttemptStopped, StopReason

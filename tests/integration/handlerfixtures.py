@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.app import WorkerOptions, build_engine
 from safelight.db.database import Database
 from safelight.handlers import KIND_SPECS, Handler, Services, build_handlers
+from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
@@ -255,3 +256,9 @@ async def share_proxy_files(h: Harness, dead: int, live: int) -> None:
         )
     for (path,) in own:
         (h.proxy_root / path).unlink()
+
+
+def crawl_result(item: WorkItem) -> CrawlResult:
+    """A crawl item's result, read as the CLI reads it (``CrawlResult.from_json``)."""
+    assert item.result is not None, item.error
+    return CrawlResult.from_json(item.result)

@@ -1,6 +1,6 @@
 """The database's digest of a range of a config's live assets
 (``assets.live_digest_in_range``) is the walk's digest of the same keys
-(``library.crawl.stat_keys_digest``): the two encodings are one, whatever a name holds,
+(``library.walk.matching.stat_keys_digest``): the two encodings are one, whatever a name holds,
 and a range is bounded as the crawl asks (after one path, up to another)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.catalogue import assets
-from safelight.library.walk.crawl import stat_keys_digest
 from safelight.library.walk.decisions import StatKey
+from safelight.library.walk.matching import stat_keys_digest
 from safelight.testing.fakeclock import FakeClock
 from tests.integration.storefixtures import add_config
 

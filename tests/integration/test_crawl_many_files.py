@@ -1,6 +1,6 @@
 """A crawl of a library of many files finds exactly what changed, moved and went, while
 it streams the walk and the known assets in path order, batch by batch and page by page
-(``library.crawl.KnownInPathOrder``): the batches and pages here are small and of sizes
+(``library.walk.matching.KnownInPathOrder``): the batches and pages here are small and of sizes
 that never line up, and the names sort differently by bytes and by other rules."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import attempt
 from safelight.library.catalogue import assets
-from safelight.library.walk import crawl as walk_module
+from safelight.library.walk import matching
+from safelight.library.walk import walker as walk_module
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
     asset_rows,
@@ -24,7 +25,7 @@ from safelight.testing.tinylibrary import (
     write_photo,
 )
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, make_harness
+from tests.integration.handlerfixtures import Harness, crawl_result, make_harness
 
 pytestmark = pytest.mark.integration
 
@@ -70,14 +71,14 @@ async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
 ) -> None:
     monkeypatch.setattr(walk_module, "WALK_FOLDERS_PER_STEP", 3)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 37)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 53)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 53)
     h, config, root, ids = await seeded_library(pool, tmp_path)
 
     unchanged = await h.run("crawl", config_id=config)
     assert unchanged.status is Status.SUCCEEDED, unchanged.error
-    assert unchanged.result is not None
+    unchanged_result = crawl_result(unchanged)
     total = COUNT + len(ODD_NAMES)
-    assert (unchanged.result["unchanged"], unchanged.result["total"]) == (total, total)
+    assert (unchanged_result.unchanged, unchanged_result.total) == (total, total)
     assert h.progress[unchanged.id][-1]["hashed"] == 0
 
     # One percent: new content at 7 paths, 7 files moved (to folders before and after
@@ -99,14 +100,13 @@ async def test_a_crawl_of_many_files_finds_exactly_what_changed_moved_and_went(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None
-    assert result["errors"] == [] and result["duplicates"] == []
-    assert result["ingested"] == len(changed)
-    assert result["moved"] == len(moves)
-    assert result["deleted"] == len(deleted) + len(changed)
-    assert result["unchanged"] == total - len(changed) - len(moves) - len(deleted)
-    assert result["total"] == result["found"] == total - len(deleted)
+    result = crawl_result(item)
+    assert result.errors == () and result.duplicates == ()
+    assert result.ingested == len(changed)
+    assert result.moved == len(moves)
+    assert result.deleted == len(deleted) + len(changed)
+    assert result.unchanged == total - len(changed) - len(moves) - len(deleted)
+    assert result.total == result.found == total - len(deleted)
     assert h.progress[item.id][-1]["hashed"] == len(changed) + len(moves)
     rows = await h.rows(
         "SELECT file_path, id FROM assets WHERE storage_config_id = %s AND NOT is_deleted",
@@ -158,7 +158,7 @@ async def test_pages_and_batches_that_end_anywhere_match_exactly(
     a page or a batch ends (inside a run of unchanged files, at a changed one, a moved
     or a deleted one), the crawl finds exactly what changed."""
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", files_per_step)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", page)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", page)
     h, config, root, ids = await seeded_library(pool, tmp_path)
     total = COUNT + len(ODD_NAMES)
     changed, moves, deleted = _changes(root)
@@ -166,12 +166,11 @@ async def test_pages_and_batches_that_end_anywhere_match_exactly(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None
-    assert result["errors"] == [] and result["duplicates"] == []
-    assert (result["ingested"], result["moved"]) == (len(changed), len(moves))
-    assert result["deleted"] == len(deleted) + len(changed)
-    assert result["unchanged"] == total - len(changed) - len(moves) - len(deleted)
+    result = crawl_result(item)
+    assert result.errors == () and result.duplicates == ()
+    assert (result.ingested, result.moved) == (len(changed), len(moves))
+    assert result.deleted == len(deleted) + len(changed)
+    assert result.unchanged == total - len(changed) - len(moves) - len(deleted)
     assert h.progress[item.id][-1]["hashed"] == len(changed) + len(moves)
     live = dict(
         await h.rows(
@@ -209,8 +208,8 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
 ) -> None:
     """The queue of files to hash is bounded: the walk waits for the workers (it holds
     no transaction open while it waits), and every file is dealt with all the same."""
-    monkeypatch.setattr(crawl_module, "_PENDING_FILES", 2)
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 30)
+    monkeypatch.setattr(attempt, "PENDING_FILES", 2)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 30)
     monkeypatch.setattr(walk_module, "WALK_FILES_PER_STEP", 100)
     monkeypatch.setattr(asyncio, "Queue", _RecordingQueue)  # as the crawl makes its queue
     _RecordingQueue.made.clear()
@@ -220,10 +219,10 @@ async def test_a_crawl_with_more_files_to_hash_than_its_queue_holds_completes(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert (item.result["ingested"], item.result["moved"]) == (len(changed), len(moves))
-    assert item.result["deleted"] == len(deleted) + len(changed)
-    assert item.result["errors"] == []
+    result = crawl_result(item)
+    assert (result.ingested, result.moved) == (len(changed), len(moves))
+    assert result.deleted == len(deleted) + len(changed)
+    assert result.errors == ()
     (pending,) = [q for q in _RecordingQueue.made if q.maxsize == 2]  # the crawl's
     assert pending.peak <= 2 and pending.waited > 0
 
@@ -254,8 +253,8 @@ async def test_an_unchanged_library_is_compared_by_digests_reading_only_the_last
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert (item.result["unchanged"], item.result["deleted"]) == (total, 0)
+    result = crawl_result(item)
+    assert (result.unchanged, result.deleted) == (total, 0)
     assert len(digests) > total // 37 - 2  # a digest per batch but the last
     assert [after for after, _ in digests[1:]] == [upto for _, upto in digests[:-1]]
     assert read == [(digests[-1][1], None)]  # only the last range, after the last digest
@@ -284,7 +283,8 @@ async def test_a_range_that_changed_is_read_up_to_its_batch_and_no_further(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["ingested"] == 1
+    result = crawl_result(item)
+    assert result.ingested == 1
     (changed, *middle), last = read[:-1], read[-1]
     assert changed[0] == "" and changed[1] is not None and changed[2] <= 37
     assert middle == []  # every batch after the changed one: its digest
@@ -323,8 +323,7 @@ async def test_the_walks_errors_of_many_batches_are_each_reported_once(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None
-    not_utf8 = [e for e in result["errors"] if "not valid UTF-8" in e["reason"]]
-    assert len(not_utf8) == len(bad) == len(result["errors"])
+    result = crawl_result(item)
+    not_utf8 = [e for e in result.errors if "not valid UTF-8" in e.reason]
+    assert len(not_utf8) == len(bad) == len(result.errors)
     assert h.progress[item.id][-1]["errors"] == len(bad)

@@ -15,9 +15,12 @@ from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 
 from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, saved_counts
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import attempt, walking
+from safelight.handlers.crawl import result as crawl_result
+from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.files import hashing
-from safelight.library.walk import crawl as walk_module
+from safelight.library.walk import walker as walk_module
+from safelight.library.walk.walker import FileError
 from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
 from safelight.work.outcome import Released
@@ -36,7 +39,7 @@ async def test_a_crawl_interrupted_after_n_files_saved_what_it_did(
     # One file at a time, a progress report after each: the point of the interrupt is
     # exact, and the heartbeat finds the latest counts to save.
     h = make_harness(pool, tmp_path, max_concurrent_files=1)
-    monkeypatch.setattr(crawl_module, "PROGRESS_EVERY_FILES", 1)
+    monkeypatch.setattr(attempt, "PROGRESS_EVERY_FILES", 1)
     root = tmp_path / "library"
     for n in range(PHOTOS):
         write(root, f"p{n}.jpg", jpeg(n))
@@ -60,7 +63,7 @@ async def test_a_crawl_interrupted_after_n_files_saved_what_it_did(
             hold.wait(timeout=60)
         return real_hash(fd, **kwargs)
 
-    monkeypatch.setattr("safelight.handlers.crawl.hash_descriptor", hash_then_hold)
+    monkeypatch.setattr("safelight.handlers.crawl.deciding.hash_descriptor", hash_then_hold)
     beats: list[Beat] = []
     beaten = asyncio.Event()
     real_heartbeat = h.store.heartbeat
@@ -85,7 +88,7 @@ async def test_a_crawl_interrupted_after_n_files_saved_what_it_did(
         assert beats == [Beat.ALIVE]
         assert running.progress is not None and running.progress["attempt"] == 1
         assert running.progress["counts"] == {
-            **dict.fromkeys(crawl_module.COUNTERS, 0),
+            **dict.fromkeys(crawl_result.COUNTERS, 0),
             "total": PHOTOS,
             "found": DONE,
             "hashed": DONE,
@@ -196,12 +199,12 @@ async def test_the_walks_end_reports_every_file_found_before_any_is_dealt_with(
     # dealt with before the walk's last report; the clock stands still, so no report
     # is due by time either.
     walk_ended = threading.Event()
-    real_walk = crawl_module._Crawl._walk
+    real_walk = walking.walk
     real_hash = hashing.hash_descriptor
 
-    async def walk(self: Any, walker: Any) -> None:
+    async def walk(crawl: Any, walker: Any) -> None:
         try:
-            await real_walk(self, walker)
+            await real_walk(crawl, walker)
         finally:
             walk_ended.set()
 
@@ -209,14 +212,14 @@ async def test_the_walks_end_reports_every_file_found_before_any_is_dealt_with(
         walk_ended.wait(timeout=60)  # a guard against a hang, never reached when it passes
         return real_hash(fd, **kwargs)
 
-    monkeypatch.setattr(crawl_module._Crawl, "_walk", walk)
-    monkeypatch.setattr("safelight.handlers.crawl.hash_descriptor", hash_after_the_walk)
+    monkeypatch.setattr(walking, "walk", walk)
+    monkeypatch.setattr("safelight.handlers.crawl.deciding.hash_descriptor", hash_after_the_walk)
 
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
     reports = h.progress[item.id]
-    assert reports[0] == {**dict.fromkeys(crawl_module.COUNTERS, 0), "total": PHOTOS}
+    assert reports[0] == {**dict.fromkeys(crawl_result.COUNTERS, 0), "total": PHOTOS}
     assert reports[-1]["found"] == reports[-1]["ingested"] == PHOTOS
 
 
@@ -239,9 +242,9 @@ async def test_the_reports_made_during_the_walk_count_what_it_skipped_so_far(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert item.result["skipped"] == [{"path": "link.jpg", "reason": "symbolic link: not followed"}]
-    zero = dict.fromkeys(crawl_module.COUNTERS, 0)
+    skipped = CrawlResult.from_json(item.result or {}).skipped
+    assert skipped == (FileError("link.jpg", "symbolic link: not followed"),)
+    zero = dict.fromkeys(crawl_result.COUNTERS, 0)
     # The first two batches' reports, made while the walk still had files to give out.
     assert h.progress[item.id][:2] == [
         {**zero, "total": n, "found": n, "unchanged": n, "skipped": 1} for n in (1, 2)

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.library.walk.walker import FileError
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import jpeg, make_harness, write
+from tests.integration.handlerfixtures import crawl_result, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 
@@ -32,10 +33,10 @@ async def test_a_video_is_reported_with_the_missing_tool_and_the_photos_are_craw
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert (item.result["ingested"], item.result["images"], item.result["videos"]) == (1, 1, 0)
+    result = crawl_result(item)
+    assert (result.ingested, result.images, result.videos) == (1, 1, 0)
     missing = "ffprobe is not installed"
-    assert item.result["errors"] == [{"path": "2024/clip.mp4", "reason": missing}]
+    assert result.errors == (FileError("2024/clip.mp4", missing),)
     recorded = await h.rows(
         "SELECT file_path, reason FROM asset_errors WHERE storage_config_id = %s", config
     )

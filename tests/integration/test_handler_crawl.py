@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import hashlib
 import os
@@ -13,7 +14,7 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers.crawl import COUNTERS
+from safelight.handlers.crawl.result import COUNTERS
 from safelight.library.files.originals import StorageRoot
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.samplegen import Manifest, generate_library
@@ -22,6 +23,7 @@ from safelight.work.outcome import Retrying, Succeeded
 from tests.integration.handlerfixtures import (
     LEASE,
     copy_library,
+    crawl_result,
     jpeg,
     make_harness,
     touch_later,
@@ -73,16 +75,16 @@ async def test_a_generated_library_is_crawled_as_its_manifest_says(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None and set(result) == RESULT_KEYS
+    assert item.result is not None and set(item.result) == RESULT_KEYS  # as stored
+    result = crawl_result(item)
     media = len(sample.photos) + len(sample.videos)
-    assert result["total"] == result["found"] == media + len(sample.errors)
-    assert result["ingested"] == media
-    assert (result["images"], result["videos"]) == (len(sample.photos), len(sample.videos))
-    assert result["unchanged"] == result["moved"] == result["deleted"] == 0
-    assert result["duplicates"] == []
+    assert result.total == result.found == media + len(sample.errors)
+    assert result.ingested == media
+    assert (result.images, result.videos) == (len(sample.photos), len(sample.videos))
+    assert result.unchanged == result.moved == result.deleted == 0
+    assert result.duplicates == ()
     # Every expected bad file is reported with its path and a reason, and nothing else.
-    errors = {e["path"]: e["reason"] for e in result["errors"]}
+    errors = {e.path: e.reason for e in result.errors}
     assert set(errors) == {e.path for e in sample.errors}
     assert "empty" in errors["broken/empty.jpg"]
     assert "decode" in errors["broken/truncated.jpg"] or "corrupt" in errors["broken/truncated.jpg"]
@@ -129,12 +131,12 @@ async def test_a_generated_library_is_crawled_as_its_manifest_says(
         assert {"thumbnail", "full_preview", "blurhash"} <= by_asset[p.path]
     for v in sample.videos:
         assert {"thumbnail", "web_video"} <= by_asset[v.path]
-    assert result["proxies"] == len(proxies)
+    assert result.proxies == len(proxies)
 
     # Progress used exactly the agreed counter names, and ended at the totals.
     reports = h.progress[item.id]
     assert all(set(r) == set(COUNTERS) for r in reports)
-    assert reports[-1]["found"] == reports[-1]["total"] == result["total"]
+    assert reports[-1]["found"] == reports[-1]["total"] == result.total
 
     # The follow-up burst detection was queued (and, run by the harness's queue, done).
     follow = await h.rows(
@@ -157,18 +159,19 @@ async def test_a_second_crawl_of_an_unchanged_library_rehashes_nothing(
     second = await h.run("crawl", config_id=config)
 
     assert second.status is Status.SUCCEEDED, second.error
-    assert second.result is not None
+    second_result = crawl_result(second)
     media = len(sample.photos) + len(sample.videos)
-    assert second.result["unchanged"] == media
-    assert second.result["ingested"] == second.result["moved"] == second.result["deleted"] == 0
-    assert second.result["proxies"] == 0
+    assert second_result.unchanged == media
+    assert second_result.ingested == second_result.moved == second_result.deleted == 0
+    assert second_result.proxies == 0
     # Only the files that failed after hashing are hashed again (they are retried).
     retried = sum(1 for e in sample.errors if e.stage != "hash")
     assert h.progress[second.id][-1]["hashed"] == retried
     assert await h.rows("SELECT id, file_path FROM assets ORDER BY id") == before
     failures = await h.rows("SELECT failures FROM asset_errors")
     assert sorted(f for (f,) in failures) == [2] * len(sample.errors)
-    assert first.result is not None and first.result["images"] == second.result["images"]
+    first_result = crawl_result(first)
+    assert first_result.images == second_result.images
 
 
 async def small_library(h: Any, root: Path, count: int = 3) -> Any:
@@ -177,7 +180,8 @@ async def small_library(h: Any, root: Path, count: int = 3) -> Any:
     config = await h.add_config(root)
     item = await h.run("crawl", config_id=config)
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["ingested"] == count
+    result = crawl_result(item)
+    assert result.ingested == count
     return config
 
 
@@ -194,8 +198,8 @@ async def test_a_moved_file_keeps_its_asset_and_proxies(
 
     item = await h.run("crawl", config_id=config)
 
-    assert item.result is not None
-    assert (item.result["moved"], item.result["ingested"], item.result["deleted"]) == (1, 0, 0)
+    result = crawl_result(item)
+    assert (result.moved, result.ingested, result.deleted) == (1, 0, 0)
     after = await live_paths(h, config)
     assert after["moved/deeper/renamed.jpg"] == before["2024/img_0.jpg"]
     assert "2024/img_0.jpg" not in after
@@ -218,8 +222,9 @@ async def test_a_deleted_file_soft_deletes_its_asset(
 
     item = await h.run("crawl", config_id=config)
 
-    assert item.result is not None and item.result["deleted"] == 1
-    assert item.result["images"] == 2
+    result = crawl_result(item)
+    assert result.deleted == 1
+    assert result.images == 2
     deleted, deleted_at = (
         await h.rows("SELECT is_deleted, deleted_at FROM assets WHERE id = %s", gone)
     )[0]
@@ -240,8 +245,8 @@ async def test_a_changed_file_is_a_new_asset_and_the_old_one_is_soft_deleted(
 
     item = await h.run("crawl", config_id=config)
 
-    assert item.result is not None
-    assert (item.result["ingested"], item.result["deleted"], item.result["unchanged"]) == (1, 1, 2)
+    result = crawl_result(item)
+    assert (result.ingested, result.deleted, result.unchanged) == (1, 1, 2)
     new = (await live_paths(h, config))["2024/img_2.jpg"]
     assert new != old
     assert await h.value("SELECT is_deleted FROM assets WHERE id = %s", old) is True
@@ -257,8 +262,8 @@ async def test_a_touched_file_is_rehashed_but_unchanged(
 
     item = await h.run("crawl", config_id=config)
 
-    assert item.result is not None
-    assert (item.result["unchanged"], item.result["ingested"], item.result["deleted"]) == (3, 0, 0)
+    result = crawl_result(item)
+    assert (result.unchanged, result.ingested, result.deleted) == (3, 0, 0)
     assert h.progress[item.id][-1]["hashed"] == 1
     mtime_ns = (root / "2024/img_0.jpg").stat().st_mtime_ns
     assert (
@@ -280,24 +285,24 @@ async def test_a_duplicate_copy_is_not_a_second_asset(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert item.result["ingested"] == 2
-    [dup] = item.result["duplicates"]
-    assert {dup["path"], dup["same_as"]} == {"a/photo.jpg", "b/copy of photo.jpg"}
+    result = crawl_result(item)
+    assert result.ingested == 2
+    [dup] = result.duplicates
+    assert {dup.path, dup.same_as} == {"a/photo.jpg", "b/copy of photo.jpg"}
     live = await live_paths(h, config)
     assert len(live) == 2
     # Recorded after the run: the copy, with the asset whose bytes it holds.
-    assert await recorded_duplicates(h, config) == {dup["path"]: live[dup["same_as"]]}
+    assert await recorded_duplicates(h, config) == {dup.path: live[dup.same_as]}
 
     # Deleting the copy that is the asset: the asset follows to the other copy, which
     # is no longer a duplicate.
-    kept = dup["same_as"]
+    kept = dup.same_as
     (root / kept).unlink()
     again = await h.run("crawl", config_id=config)
-    assert again.result is not None
-    assert (again.result["moved"], again.result["deleted"]) == (1, 0)
-    assert dup["path"] in await live_paths(h, config)
-    assert again.result["duplicates"] == []
+    again_result = crawl_result(again)
+    assert (again_result.moved, again_result.deleted) == (1, 0)
+    assert dup.path in await live_paths(h, config)
+    assert again_result.duplicates == ()
     assert await recorded_duplicates(h, config) == {}
 
 
@@ -324,7 +329,8 @@ async def test_a_recorded_duplicate_goes_with_its_file_or_its_asset(
     os.symlink(root / "b.jpg", root / "link-to-b.jpg")
 
     item = await h.run("crawl", config_id=config)
-    assert item.result is not None and item.result["ingested"] == 0
+    result = crawl_result(item)
+    assert result.ingested == 0
     assert await recorded_duplicates(h, config) == {
         "copies/a.jpg": live["a.jpg"],
         "copies/b.jpg": live["b.jpg"],
@@ -440,8 +446,8 @@ async def test_a_root_that_cannot_be_listed_for_a_while_is_retried_and_soft_dele
     done = await h.store.get(item_id)
     assert done is not None
     assert done.status is Status.SUCCEEDED, done.error
-    assert done.result is not None
-    assert (done.result["unchanged"], done.result["deleted"]) == (3, 0)
+    done_result = crawl_result(done)
+    assert (done_result.unchanged, done_result.deleted) == (3, 0)
     assert await live_paths(h, config) == before
 
 
@@ -483,7 +489,8 @@ async def test_symlinks_are_not_followed_out_of_the_root(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["errors"] == []
+    result = crawl_result(item)
+    assert result.errors == ()
     assert set(await live_paths(h, config)) == {"mine.jpg"}
 
 
@@ -502,9 +509,9 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert item.result["ingested"] == 1
-    reasons = {e["path"]: e["reason"] for e in item.result["errors"]}
+    result = crawl_result(item)
+    assert result.ingested == 1
+    reasons = {e.path: e.reason for e in result.errors}
     assert set(reasons) == {"zero.jpg", "not-really.jpg", "cut.jpg", "caf\\xe9.jpg"}
     assert "UTF-8" in reasons["caf\\xe9.jpg"]
     assert all(reasons.values())
@@ -516,7 +523,8 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     touch_later(path)
     (root / "zero.jpg").unlink()
     again = await h.run("crawl", config_id=config)
-    assert again.result is not None and again.result["ingested"] == 1
+    again_result = crawl_result(again)
+    assert again_result.ingested == 1
     rows = await h.rows("SELECT file_path, failures FROM asset_errors ORDER BY file_path")
     assert rows == [("caf\\xe9.jpg", 2), ("not-really.jpg", 2)]
 
@@ -533,9 +541,9 @@ async def test_a_file_overwritten_with_broken_content_loses_its_asset_and_is_rep
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert item.result["deleted"] == 1 and item.result["ingested"] == 0
-    assert [e["path"] for e in item.result["errors"]] == ["2024/img_1.jpg"]
+    result = crawl_result(item)
+    assert result.deleted == 1 and result.ingested == 0
+    assert [e.path for e in result.errors] == ["2024/img_1.jpg"]
     assert await h.value("SELECT is_deleted FROM assets WHERE id = %s", old) is True
 
 
@@ -577,10 +585,10 @@ async def test_a_crawl_with_decode_processes_records_what_one_in_threads_does(
                 " ORDER BY file_path",
                 config,
             )
-            assert item.result is not None
+            result = crawl_result(item)
             # The order of a result's errors is the order the files ended in.
-            result = {**item.result, "errors": sorted(e["path"] for e in item.result["errors"])}
-            crawled[name] = (result, assets, files, errors)
+            paths = sorted(e.path for e in result.errors)
+            crawled[name] = ((dataclasses.replace(result, errors=()), paths), assets, files, errors)
         assert decoder.pids()  # the photos did go through the decode processes
     finally:
         await asyncio.to_thread(decoder.shutdown)

@@ -11,17 +11,26 @@ import shutil
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from PIL import Image, ImageStat
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_handler
 from safelight.handlers import guards
+from safelight.handlers.crawl import deciding, ingesting, opening
+from safelight.handlers.crawl.result import Duplicate
 from safelight.library.render.decoding import ImageDecoder
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
+from tests.integration.handlerfixtures import (
+    Harness,
+    crawl_result,
+    jpeg,
+    make_harness,
+    touch_later,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -81,36 +90,43 @@ def swap_folder_for_link(folder: Path, target: Path) -> None:
 
 
 def after(
-    monkeypatch: pytest.MonkeyPatch, name: str, swap: Callable[[], None], *, once: bool = True
+    monkeypatch: pytest.MonkeyPatch,
+    step: ModuleType,
+    name: str,
+    swap: Callable[[], None],
+    *,
+    once: bool = True,
 ) -> None:
-    """Run ``swap`` right after ``_Crawl.<name>`` returns: the race, forced."""
-    real: Callable[..., Awaitable[Any]] = getattr(crawl_handler._Crawl, name)
+    """Run ``swap`` right after the crawl step ``<step>.<name>`` returns: the race, forced."""
+    real: Callable[..., Awaitable[Any]] = getattr(step, name)
     done = False
 
-    async def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def wrapped(crawl: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal done
-        result = await real(self, *args, **kwargs)
+        result = await real(crawl, *args, **kwargs)
         if not (once and done):
             done = True
             await asyncio.to_thread(swap)
         return result
 
-    monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
+    monkeypatch.setattr(step, name, wrapped)
 
 
-def before(monkeypatch: pytest.MonkeyPatch, name: str, swap: Callable[[], None]) -> None:
-    """Run ``swap`` once, right before the first ``_Crawl.<name>`` starts: the race, forced."""
-    real: Callable[..., Awaitable[Any]] = getattr(crawl_handler._Crawl, name)
+def before(
+    monkeypatch: pytest.MonkeyPatch, step: ModuleType, name: str, swap: Callable[[], None]
+) -> None:
+    """Run ``swap`` once, right before the first ``<step>.<name>`` starts: the race, forced."""
+    real: Callable[..., Awaitable[Any]] = getattr(step, name)
     done = False
 
-    async def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def wrapped(crawl: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal done
         if not done:
             done = True
             await asyncio.to_thread(swap)
-        return await real(self, *args, **kwargs)
+        return await real(crawl, *args, **kwargs)
 
-    monkeypatch.setattr(crawl_handler._Crawl, name, wrapped)
+    monkeypatch.setattr(step, name, wrapped)
 
 
 # --- symlinks are listed, never followed ------------------------------------------------
@@ -135,14 +151,14 @@ async def test_symlinked_files_and_folders_are_listed_and_make_no_asset(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert {(e["path"], e["reason"]) for e in item.result["skipped"]} == {
+    result = crawl_result(item)
+    assert {(e.path, e.reason) for e in result.skipped} == {
         ("link.jpg", "symbolic link: not followed"),
         ("inside-link.jpg", "symbolic link: not followed"),
         ("linked-folder/", "symbolic link: not followed"),
         ("sub/up/", "symbolic link: not followed"),
     }
-    assert item.result["errors"] == [] and item.result["duplicates"] == []
+    assert result.errors == () and result.duplicates == ()
     assert await live_paths(h, config) == {"mine.jpg", "sub/inner.jpg"}
     assert h.progress[item.id][-1]["skipped"] == 4
 
@@ -164,22 +180,21 @@ async def test_with_the_setting_a_link_inside_the_root_is_ingested_and_one_outsi
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None
+    result = crawl_result(item)
     # The link whose target is not crawled itself is an asset at the link's path...
     assert await live_paths(h, config) == {"a.jpg", "kept.jpg"}
     # ...with the target's content; a link to a crawled file is its duplicate.
-    assert result["duplicates"] == [{"path": "alias of a.jpg", "same_as": "a.jpg"}]
-    assert {(e["path"], e["reason"]) for e in result["skipped"]} == {
+    assert result.duplicates == (Duplicate("alias of a.jpg", "a.jpg"),)
+    assert {(e.path, e.reason) for e in result.skipped} == {
         ("out.jpg", "symbolic link to outside the storage root: not followed"),
         ("folder/", "symbolic link: not followed"),
     }
-    assert result["errors"] == []
-    assert result["ingested"] == 2
+    assert result.errors == ()
+    assert result.ingested == 2
 
     again = await h.run("crawl", config_id=config)
-    assert again.result is not None
-    assert (again.result["ingested"], again.result["unchanged"]) == (0, 2)
+    again_result = crawl_result(again)
+    assert (again_result.ingested, again_result.unchanged) == (0, 2)
 
 
 async def test_a_followed_link_unchanged_since_the_last_crawl_keeps_its_asset_unhashed(
@@ -198,7 +213,8 @@ async def test_a_followed_link_unchanged_since_the_last_crawl_keeps_its_asset_un
     (root / "touched.jpg").symlink_to(".archive/touched.jpg")
     config = await h.add_config(root)
     first = await h.run("crawl", config_id=config)
-    assert first.result is not None and first.result["ingested"] == 3
+    first_result = crawl_result(first)
+    assert first_result.ingested == 3
     before = await asset_ids(h, config)
     assert set(before) == {"a.jpg", "kept.jpg", "touched.jpg"}
     touch_later(target)
@@ -206,10 +222,9 @@ async def test_a_followed_link_unchanged_since_the_last_crawl_keeps_its_asset_un
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    result = item.result
-    assert result is not None
+    result = crawl_result(item)
     counts = ("total", "unchanged", "ingested", "moved", "deleted")
-    assert {c: result[c] for c in counts} == {
+    assert {c: getattr(result, c) for c in counts} == {
         "total": 3, "unchanged": 3, "ingested": 0, "moved": 0, "deleted": 0
     }  # fmt: skip
     # Only the touched link's file is hashed: the unchanged one is known by its stat.
@@ -236,14 +251,16 @@ async def test_a_folder_swapped_for_a_link_between_the_walk_and_the_open_is_refu
     write(tmp_path / "outside", "photo.jpg", solid_jpeg(BLUE))
     elsewhere = root / "other" if target == "inside" else tmp_path / "outside"
     # The walk has listed the file (and handed it on, ADR 0033); it is not opened yet.
-    before(monkeypatch, "_process", lambda: swap_folder_for_link(root / "album", elsewhere))
+    before(
+        monkeypatch, deciding, "process", lambda: swap_folder_for_link(root / "album", elsewhere)
+    )
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    errors = {e["path"]: e["reason"] for e in item.result["errors"]}
+    result = crawl_result(item)
+    errors = {e.path: e.reason for e in result.errors}
     assert errors == {"album/photo.jpg": "folder 'album' is a symbolic link: not followed"}
     assert "album/photo.jpg" not in await live_paths(h, config)
 
@@ -267,7 +284,8 @@ async def test_an_image_swapped_after_the_open_is_decoded_from_the_opened_file(
     # Hashed (the open happened); decode not yet started.
     after(
         monkeypatch,
-        "_decide",
+        deciding,
+        "decide",
         lambda: swap_folder_for_link(root / "album", tmp_path / "secret"),
     )
     decoder = ImageDecoder(decoder_processes) if decoder_processes else None
@@ -280,17 +298,17 @@ async def test_an_image_swapped_after_the_open_is_decoded_from_the_opened_file(
             await asyncio.to_thread(decoder.shutdown)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
+    result = crawl_result(item)
     written = proxy_images(h)
     assert written, "the proxies were made (from the open file) before the final check"
     for path in written:
         with Image.open(path) as image:
             assert is_red(image), f"{path} shows {colour_of(image)}, not the original"
     # The name now leads through a link: the final check refuses the file.
-    [error] = item.result["errors"]
-    assert error["path"] == "album/photo.jpg"
-    assert "replaced while its proxies were made" in error["reason"]
-    assert "symbolic link" in error["reason"]
+    [error] = result.errors
+    assert error.path == "album/photo.jpg"
+    assert "replaced while its proxies were made" in error.reason
+    assert "symbolic link" in error.reason
     assert await live_paths(h, config) == set()
 
 
@@ -309,22 +327,22 @@ async def test_the_final_check_catches_a_file_replaced_by_rename(
         same_stat(replacement, photo)
         os.replace(replacement, photo)
 
-    real = crawl_handler._Crawl._make_image
+    real = ingesting.make_image
 
-    async def make_then_replace(self: Any, walked: Any, *args: Any) -> Any:
-        made = await real(self, walked, *args)
+    async def make_then_replace(crawl: Any, walked: Any, *args: Any) -> Any:
+        made = await real(crawl, walked, *args)
         if walked.path == "photo.jpg":
             await asyncio.to_thread(replace_by_rename)
         return made
 
-    monkeypatch.setattr(crawl_handler._Crawl, "_make_image", make_then_replace)
+    monkeypatch.setattr(ingesting, "make_image", make_then_replace)
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    errors = {e["path"]: e["reason"] for e in item.result["errors"]}
+    result = crawl_result(item)
+    errors = {e.path: e.reason for e in result.errors}
     assert errors == {"photo.jpg": "file was replaced while its proxies were made"}
     assert await live_paths(h, config) == {"other.jpg"}
 
@@ -385,9 +403,9 @@ async def test_a_video_swapped_for_a_link_under_ffprobe_is_read_from_the_opened_
             assert is_red(image), f"{path} shows {colour_of(image)}, not the original"
     for path in videos:
         assert is_red(first_frame(path, tmp_path)), f"{path} is not the original's video"
-    assert item.result is not None
-    [error] = item.result["errors"]
-    assert error["path"] == "clip.mp4" and "replaced while its proxies" in error["reason"]
+    result = crawl_result(item)
+    [error] = result.errors
+    assert error.path == "clip.mp4" and "replaced while its proxies" in error.reason
     assert await live_paths(h, config) == set()
 
 
@@ -407,7 +425,7 @@ async def test_the_walk_never_enters_the_proxy_root_or_the_home(
     async def no_registered_roots_check(services: object) -> None:
         pass
 
-    monkeypatch.setattr(crawl_handler, "check_config_root", no_root_check)
+    monkeypatch.setattr(opening, "check_config_root", no_root_check)
     monkeypatch.setattr(guards, "check_every_root", no_registered_roots_check)
     root = tmp_path / "library"
     write(root, "photo.jpg", jpeg(70))
@@ -421,13 +439,13 @@ async def test_the_walk_never_enters_the_proxy_root_or_the_home(
 
     for item in (first, second):
         assert item.status is Status.SUCCEEDED, item.error
-        assert item.result is not None
-        skipped = {(e["path"], e["reason"]) for e in item.result["skipped"]}
+        result = crawl_result(item)
+        skipped = {(e.path, e.reason) for e in result.skipped}
         assert ("home/", "safelight's own folder (home): not crawled") in skipped
-    assert second.result is not None
+    second_result = crawl_result(second)
     assert ("proxies/", "safelight's own folder (proxy root): not crawled") in {
-        (e["path"], e["reason"]) for e in second.result["skipped"]
+        (e.path, e.reason) for e in second_result.skipped
     }
     assert proxy_images(h), "the first crawl made proxies in the proxy root"
-    assert second.result["ingested"] == 0
+    assert second_result.ingested == 0
     assert await live_paths(h, config) == {"photo.jpg"}

@@ -20,7 +20,7 @@ from safelight.testing.dng import dng_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
 from safelight.views.queries import library_counts, list_assets
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, make_harness, write
+from tests.integration.handlerfixtures import Harness, crawl_result, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +76,10 @@ async def test_raw_files_become_assets_with_upright_proxies(
         item = await h.run("crawl", config_id=config)
 
         assert item.status is Status.SUCCEEDED, item.error
-        assert item.result is not None and item.result["ingested"] == 3
-        [error] = item.result["errors"]
-        assert error["path"] == "shoot/broken.NEF"
+        result = crawl_result(item)
+        assert result.ingested == 3
+        [error] = result.errors
+        assert error.path == "shoot/broken.NEF"
         rows = await h.rows(
             "SELECT file_path, media_type, camera_make, camera_model, captured_at,"
             " captured_at_source, orientation, width, height FROM assets"

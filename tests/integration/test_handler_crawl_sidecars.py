@@ -15,14 +15,15 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import crawl as crawl_handler
+from safelight.handlers.crawl import ingesting
+from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.media import sidecars
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import quadrants
 from safelight.testing.samplegen import INVERSE_TRANSPOSE
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import make_harness, touch_later, write
+from tests.integration.handlerfixtures import crawl_result, make_harness, touch_later, write
 from tests.unit.library.media.test_orientation import assert_shows, quadrant_colours, turned
 from tests.unit.library.media.test_sidecars import photo, sidecar_xml
 
@@ -48,8 +49,8 @@ async def test_the_sidecar_dates_and_turns_the_photo(
         item = await h.run("crawl", config_id=config)
 
         assert item.status is Status.SUCCEEDED, item.error
-        assert item.result is not None
-        assert item.result["errors"] == [] and item.result["skipped"] == []
+        result = crawl_result(item)
+        assert result.errors == () and result.skipped == ()
         rows = await h.rows(
             "SELECT file_path, captured_at, captured_local, captured_at_source, orientation,"
             " width, height FROM assets WHERE storage_config_id = %s ORDER BY file_path",
@@ -87,11 +88,11 @@ async def test_a_sidecar_that_is_a_link_is_reported_and_the_photo_keeps_its_own(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert [(e["path"], e["reason"]) for e in item.result["skipped"]] == [
+    result = crawl_result(item)
+    assert [(e.path, e.reason) for e in result.skipped] == [
         ("IMG_1.xmp", "symbolic link: not followed")
     ]
-    assert item.result["errors"] == []
+    assert result.errors == ()
     assert await h.rows(
         "SELECT file_path, captured_at_source, orientation FROM assets"
         " WHERE storage_config_id = %s",
@@ -149,11 +150,10 @@ class Photo:
                 assert_shows(image.convert("RGB"), shown(orientation))
 
 
-async def crawl(h: Any, config: Any) -> dict[str, Any]:
+async def crawl(h: Any, config: Any) -> CrawlResult:
     item = await h.run("crawl", config_id=config)
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    return dict(item.result)
+    return crawl_result(item)
 
 
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
@@ -170,7 +170,7 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
 
         first = await crawl(h, config)
         asset_id, *_ = before = await photo.row()
-        assert first["ingested"] == 1 and first["reread"] == 0
+        assert first.ingested == 1 and first.reread == 0
         assert before[1:] == ("IMG_1.JPG", TAKEN.replace(tzinfo=UTC), "exif", 1, 240, 400, None)
         await photo.assert_shows(1)
         old_proxies = await photo.proxies()
@@ -180,10 +180,10 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
             root, "IMG_1.JPG.xmp", sidecar_xml(orientation="6", CreateDate="2021-05-06T07:08:09Z")
         )
         added = await crawl(h, config)
-        assert (added["reread"], added["ingested"], added["unchanged"], added["proxies"]) == (
+        assert (added.reread, added.ingested, added.unchanged, added.proxies) == (
             1, 0, 0, 3,
         )  # fmt: skip
-        assert added["errors"] == [] and added["skipped"] == []
+        assert added.errors == () and added.skipped == ()
         assert await photo.row() == (
             asset_id, "IMG_1.JPG", datetime(2021, 5, 6, 7, 8, 9, tzinfo=UTC), "sidecar", 6,
             400, 240, "IMG_1.JPG.xmp",
@@ -197,13 +197,13 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
 
         # Unchanged: nothing read.
         again = await crawl(h, config)
-        assert (again["reread"], again["unchanged"], again["proxies"]) == (0, 1, 0)
+        assert (again.reread, again.unchanged, again.proxies) == (0, 1, 0)
 
         # Edited: another date only; the proxies stay as they are.
         sidecar.write_bytes(sidecar_xml(orientation="6", CreateDate="2022-02-03T04:05:06Z"))
         touch_later(sidecar)
         dated = await crawl(h, config)
-        assert (dated["reread"], dated["proxies"]) == (1, 0)
+        assert (dated.reread, dated.proxies) == (1, 0)
         assert (await photo.row())[2:5] == (datetime(2022, 2, 3, 4, 5, 6, tzinfo=UTC), "sidecar", 6)
         assert await photo.proxies() == remade
 
@@ -211,7 +211,7 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
         sidecar.write_bytes(sidecar_xml(orientation="3", CreateDate="2023-03-04T05:06:07Z"))
         touch_later(sidecar, 120)
         turned = await crawl(h, config)
-        assert (turned["reread"], turned["proxies"]) == (1, 3)
+        assert (turned.reread, turned.proxies) == (1, 3)
         assert (await photo.row())[2:7] == (
             datetime(2023, 3, 4, 5, 6, 7, tzinfo=UTC), "sidecar", 3, 240, 400,
         )  # fmt: skip
@@ -220,7 +220,7 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
         # Removed: the photo's own metadata again.
         sidecar.unlink()
         removed = await crawl(h, config)
-        assert (removed["reread"], removed["proxies"]) == (1, 3)
+        assert (removed.reread, removed.proxies) == (1, 3)
         assert await photo.row() == (
             asset_id, "IMG_1.JPG", TAKEN.replace(tzinfo=UTC), "exif", 1, 240, 400, None,
         )  # fmt: skip
@@ -250,7 +250,7 @@ async def test_a_moved_or_touched_photo_is_read_with_the_sidecar_it_has_now(
     (root / "a/IMG_1.JPG").rename(root / "b/IMG_1.JPG")
     (root / "a/IMG_1.xmp").rename(root / "b/IMG_1.xmp")
     moved = await crawl(h, config)
-    assert (moved["moved"], moved["reread"], moved["proxies"]) == (1, 1, 0)
+    assert (moved.moved, moved.reread, moved.proxies) == (1, 1, 0)
     assert (await photo.row())[:2] == (asset_id, "b/IMG_1.JPG")
     assert (await photo.row())[4:] == (6, 400, 240, "b/IMG_1.xmp")
 
@@ -258,7 +258,7 @@ async def test_a_moved_or_touched_photo_is_read_with_the_sidecar_it_has_now(
     (root / "b/IMG_1.xmp").unlink()
     touch_later(root / "b/IMG_1.JPG")
     touched = await crawl(h, config)
-    assert (touched["unchanged"], touched["reread"], touched["proxies"]) == (1, 1, 3)
+    assert (touched.unchanged, touched.reread, touched.proxies) == (1, 1, 3)
     assert (await photo.row())[4:] == (1, 240, 400, None)
     await photo.assert_shows(1)
 
@@ -282,10 +282,10 @@ async def test_a_sidecar_swapped_for_a_link_is_refused_and_the_photo_falls_back(
     sidecar.symlink_to(outside)
     linked = await crawl(h, config)
 
-    assert [(e["path"], e["reason"]) for e in linked["skipped"]] == [
+    assert [(e.path, e.reason) for e in linked.skipped] == [
         ("IMG_1.JPG.xmp", "symbolic link: not followed")
     ]
-    assert linked["reread"] == 1 and linked["errors"] == []
+    assert linked.reread == 1 and linked.errors == ()
     assert (await photo.row())[3:] == ("exif", 1, 240, 400, None)
     await photo.assert_shows(1)
 
@@ -308,26 +308,26 @@ async def test_a_sidecar_swapped_for_a_link_after_the_walk_is_reported_not_read(
         sidecar.symlink_to(outside)
         return real(storage, listed)
 
-    monkeypatch.setattr(crawl_handler, "read_sidecar", swapped_then_read)
+    monkeypatch.setattr(ingesting, "read_sidecar", swapped_then_read)
     config = await h.add_config(root)
     photo = Photo(h, config)
 
     first = await crawl(h, config)
 
-    assert [(e["path"], e["reason"]) for e in first["errors"]] == [
+    assert [(e.path, e.reason) for e in first.errors] == [
         ("IMG_1.JPG.xmp", "XMP sidecar not read: symbolic link: not followed")
     ]
-    assert (first["ingested"], first["skipped"]) == (1, [])
+    assert (first.ingested, first.skipped) == (1, ())
     assert (await photo.row())[3:] == ("exif", 1, 240, 400, None)
     assert await h.rows(
         "SELECT file_path FROM asset_errors WHERE storage_config_id = %s", config
     ) == [("IMG_1.JPG.xmp",)]
 
-    monkeypatch.setattr(crawl_handler, "read_sidecar", real)
+    monkeypatch.setattr(ingesting, "read_sidecar", real)
     second = await crawl(h, config)  # the walk sees the link now: skipped, nothing to read
 
-    assert second["errors"] == [] and (second["unchanged"], second["reread"]) == (1, 0)
-    assert [e["path"] for e in second["skipped"]] == ["IMG_1.JPG.xmp"]
+    assert second.errors == () and (second.unchanged, second.reread) == (1, 0)
+    assert [e.path for e in second.skipped] == ["IMG_1.JPG.xmp"]
     assert (
         await h.rows("SELECT file_path FROM asset_errors WHERE storage_config_id = %s", config)
         == []

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.library.walk.walker import FileError
 from safelight.testing.hostilevideos import hostile_videos
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import jpeg, make_harness, write
+from tests.integration.handlerfixtures import crawl_result, jpeg, make_harness, write
 
 pytestmark = [
     pytest.mark.integration,
@@ -38,10 +39,10 @@ async def test_the_hostile_videos_are_bounded_and_their_reasons_recorded(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None
-    assert (item.result["images"], item.result["videos"]) == (1, 1)
+    result = crawl_result(item)
+    assert (result.images, result.videos) == (1, 1)
     reason = "a frame of 16000x16000 (256.0 MP) is larger than the pixel cap of 250 MP"
-    assert item.result["errors"] == [{"path": "2024/huge.mkv", "reason": reason}]
+    assert result.errors == (FileError("2024/huge.mkv", reason),)
     recorded = await h.rows(
         "SELECT file_path, reason FROM asset_errors WHERE storage_config_id = %s", config
     )

@@ -16,7 +16,14 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.library.proxystore import legacynames
 from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
+from tests.integration.handlerfixtures import (
+    Harness,
+    crawl_result,
+    jpeg,
+    later,
+    make_harness,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -72,9 +79,9 @@ async def test_a_crawl_gives_legacy_proxies_its_own_names_keeping_each_file(
     second = await h.run("crawl", config_id=config)
 
     assert second.status is Status.SUCCEEDED, second.error
-    assert second.result is not None
-    assert second.result["proxies_renamed"] == 4
-    assert second.result["proxy_errors"] == []
+    second_result = crawl_result(second)
+    assert second_result.proxies_renamed == 4
+    assert second_result.proxy_errors == ()
     rows = await proxy_rows(h)
     assert rows.keys() == legacy.keys()
     for key, path in rows.items():
@@ -87,7 +94,8 @@ async def test_a_crawl_gives_legacy_proxies_its_own_names_keeping_each_file(
         ]
         assert not (h.proxy_root / legacy[key]).exists()
     third = await h.run("crawl", config_id=config)
-    assert third.result is not None and third.result["proxies_renamed"] == 0
+    third_result = crawl_result(third)
+    assert third_result.proxies_renamed == 0
     assert await proxy_rows(h) == rows
 
 
@@ -124,7 +132,8 @@ async def test_an_old_name_another_row_still_names_is_kept_until_that_row_goes(
 
     second = await h.run("crawl", config_id=config)
 
-    assert second.result is not None and second.result["proxies_renamed"] == 2
+    second_result = crawl_result(second)
+    assert second_result.proxies_renamed == 2
     rows = await proxy_rows(h)
     for proxy_type in ("thumbnail", "full_preview"):
         assert rows[(dead, proxy_type)] == legacy[(asset_id, proxy_type)]
@@ -148,11 +157,11 @@ async def test_a_legacy_name_that_is_a_link_is_not_followed_and_is_reported(
     second = await h.run("crawl", config_id=config)
 
     assert second.status is Status.SUCCEEDED, second.error
-    assert second.result is not None
-    assert second.result["proxies_renamed"] == 1  # the preview
-    (error,) = second.result["proxy_errors"]
-    assert error["path"] == thumbnail
-    assert "not renamed" in error["reason"] and "symbolic link" in error["reason"]
+    second_result = crawl_result(second)
+    assert second_result.proxies_renamed == 1  # the preview
+    (error,) = second_result.proxy_errors
+    assert error.path == thumbnail
+    assert "not renamed" in error.reason and "symbolic link" in error.reason
     rows = await proxy_rows(h)
     assert thumbnail in rows.values()  # its row unchanged
     assert (h.proxy_root / thumbnail).is_symlink() and secret.read_text() == "not a proxy"
@@ -175,9 +184,9 @@ async def test_a_missing_legacy_file_is_reported_and_its_row_left_alone(
 
     second = await h.run("crawl", config_id=config)
 
-    assert second.result is not None
-    (error,) = second.result["proxy_errors"]
-    assert error["path"] == preview and "not renamed" in error["reason"]
+    second_result = crawl_result(second)
+    (error,) = second_result.proxy_errors
+    assert error.path == preview and "not renamed" in error.reason
     assert preview in (await proxy_rows(h)).values()
 
 
@@ -195,8 +204,8 @@ async def test_without_hard_links_the_file_is_copied_under_its_new_name(
     monkeypatch.setattr(legacynames, "link_file", no_links)
     second = await h.run("crawl", config_id=config)
 
-    assert second.result is not None
-    assert second.result["proxies_renamed"] == 2 and second.result["proxy_errors"] == []
+    second_result = crawl_result(second)
+    assert second_result.proxies_renamed == 2 and second_result.proxy_errors == ()
     for key, path in (await proxy_rows(h)).items():
         assert (h.proxy_root / path).read_bytes() == before[key]
         assert not (h.proxy_root / legacy[key]).exists()
@@ -228,7 +237,8 @@ async def test_a_crawl_that_dies_between_link_and_repoint_leaves_only_orphans(
 
     monkeypatch.undo()
     again = await h.run("crawl", config_id=config)
-    assert again.result is not None and again.result["proxies_renamed"] == 2
+    again_result = crawl_result(again)
+    assert again_result.proxies_renamed == 2
     rows = await proxy_rows(h)
     assert all(f".{again.id}-{again.attempt}." in p for p in rows.values())
     swept = await make_harness(pool, tmp_path, clock=later(2)).run("proxy_sweep")

@@ -23,7 +23,7 @@ from safelight.testing.motionphotos import (
     tiny_mp4,
 )
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import make_harness, write
+from tests.integration.handlerfixtures import crawl_result, make_harness, write
 from tests.unit.test_samples_folder import needs_samples, samples_dir
 
 pytestmark = [
@@ -63,7 +63,8 @@ async def test_motion_photos_get_their_video_as_web_video_and_stills_do_not(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["errors"] == []
+    result = crawl_result(item)
+    assert result.errors == ()
     rows = await h.rows(
         "SELECT a.file_path, a.media_type, a.motion_photo, a.motion_photo_issue, p.path"
         " FROM assets a LEFT JOIN proxy_files p"
@@ -89,7 +90,7 @@ async def test_motion_photos_get_their_video_as_web_video_and_stills_do_not(
     assert "no MP4 where the XMP" in by_path["wrong-offset.jpg"][2]
     assert "no MP4 where the Samsung trailer" in by_path["not-mp4.jpg"][2]
     # The issues are in the result; each still still has its image proxies.
-    issues = {e["path"]: e["reason"] for e in item.result["motion_photo_issues"]}
+    issues = {e.path: e.reason for e in result.motion_photo_issues}
     assert set(issues) == {"wrong-offset.jpg", "not-mp4.jpg"}
     counts = await h.rows(
         "SELECT a.file_path, count(p.*) FROM assets a JOIN proxy_files p ON p.asset_id = a.id"
@@ -116,14 +117,15 @@ async def test_a_motion_video_ffmpeg_cannot_read_leaves_a_still_with_the_reason(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["ingested"] == 1
+    result = crawl_result(item)
+    assert result.ingested == 1
     [(marked, issue)] = await h.rows(
         "SELECT motion_photo, motion_photo_issue FROM assets WHERE storage_config_id = %s",
         config,
     )
     assert marked is False
     assert issue.startswith("its motion video could not be made into a web video: ")
-    assert [e["path"] for e in item.result["motion_photo_issues"]] == ["broken.jpg"]
+    assert [e.path for e in result.motion_photo_issues] == ["broken.jpg"]
 
 
 @pytest.mark.samples
@@ -143,7 +145,8 @@ async def test_the_sample_motion_photos_are_crawled_as_motion_photos(
     item = await h.run("crawl", config_id=config)
 
     assert item.status is Status.SUCCEEDED, item.error
-    assert item.result is not None and item.result["errors"] == []
+    result = crawl_result(item)
+    assert result.errors == ()
     rows = await h.rows(
         "SELECT a.file_path, a.motion_photo, p.path FROM assets a LEFT JOIN proxy_files p"
         "   ON p.asset_id = a.id AND p.proxy_type = 'web_video'"

@@ -28,7 +28,7 @@ from safelight.testing.fakeclock import FakeClock
 from safelight.work.model import Status
 from tests.faults.cluster import free_port
 from tests.faults.netproxy import TcpProxy
-from tests.integration.handlerfixtures import database_of, jpeg, write
+from tests.integration.handlerfixtures import crawl_result, database_of, jpeg, write
 
 pytestmark = pytest.mark.integration
 
@@ -219,11 +219,11 @@ async def test_a_workers_metrics_count_what_it_ran_and_show_the_queue(
     # and the proxies of two photos.
     crawl = await store.get(ids[0])
     assert crawl is not None and crawl.result is not None
-    assert (crawl.result["found"], len(crawl.result["errors"])) == (3, 1)
-    assert crawl.result["proxies"] > 0
+    assert (crawl_result(crawl).found, len(crawl_result(crawl).errors)) == (3, 1)
+    assert crawl_result(crawl).proxies > 0
     assert value(scraped, "safelight_files_crawled_total") == 3
     assert value(scraped, "safelight_file_errors_total") == 1
-    assert value(scraped, "safelight_proxies_made_total") == crawl.result["proxies"]
+    assert value(scraped, "safelight_proxies_made_total") == crawl_result(crawl).proxies
     # The queue, read from the database at this scrape: zeros included.
     assert value(scraped, "safelight_queue_items", kind="noop", status="succeeded") == 2
     assert value(scraped, "safelight_queue_items", kind="noop", status="running") == 1

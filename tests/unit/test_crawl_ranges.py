@@ -1,7 +1,7 @@
 """The crawl reads its config's assets range by range of the walk's batches
-(``handlers.crawl._KnownRanges``): a range compared by its digest is done if that is the
+(``library.walk.matching.KnownRanges``): a range compared by its digest is done if that is the
 walk's, and read in pages if not, each range after the last one's end. The walk runs in
-a thread of its own, a bounded number of steps ahead (``handlers.crawl._WalkAhead``),
+a thread of its own, a bounded number of steps ahead (``handlers.crawl.ahead.WalkAhead``),
 and is stopped and waited for however the crawl leaves it."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from uuid import uuid4
 
 import pytest
 
-from safelight.handlers import crawl as crawl_module
+from safelight.handlers.crawl import ahead
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import KnownRow
-from safelight.library.walk.crawl import RootUnavailable, WalkBatch, stat_keys_digest
+from safelight.library.walk import matching
 from safelight.library.walk.decisions import StatKey
+from safelight.library.walk.matching import stat_keys_digest
+from safelight.library.walk.walker import RootUnavailable, WalkBatch
 
 
 def _row(path: str, size: int = 1) -> KnownRow:
@@ -54,8 +56,8 @@ class _Assets:
         return len(found), stat_keys_digest([r[:6] for r in found])
 
 
-def _ranges() -> crawl_module._KnownRanges:
-    return crawl_module._KnownRanges(object(), uuid4())  # type: ignore[arg-type]
+def _ranges() -> matching.KnownRanges:
+    return matching.KnownRanges(object(), uuid4())  # type: ignore[arg-type]
 
 
 async def test_a_range_whose_digest_is_the_walks_is_done_without_a_row(
@@ -93,7 +95,7 @@ async def test_a_range_is_read_in_pages_each_after_the_last_path_read(
 ) -> None:
     paths = [f"p{n:02d}" for n in range(8)]
     db = _Assets(monkeypatch, [_row(p) for p in paths])
-    monkeypatch.setattr(crawl_module, "_KNOWN_PAGE", 3)
+    monkeypatch.setattr(matching, "KNOWN_PAGE", 3)
     ranges = _ranges()
     assert [r[0] for r in await ranges.rows_through("p06")] == paths[:7]
     # Past a range that ends at no asset's path, the next starts at its end.
@@ -122,7 +124,7 @@ class _FakeWalker:
         return self.stepped == self.steps
 
     def step(self) -> None:
-        if self.taken is not None and self.stepped >= self.taken[0] + crawl_module._WALK_AHEAD:
+        if self.taken is not None and self.stepped >= self.taken[0] + ahead.WALK_AHEAD:
             self.too_far.append(self.stepped)
         if self.hold is not None:
             self.holding.set()
@@ -139,7 +141,7 @@ async def test_the_walk_ahead_gives_every_batch_in_order_and_says_which_is_last(
     started = [0]  # how many batches the crawl has asked for
     walker = _FakeWalker(7, ahead_of=started)
     got: list[tuple[str, bool]] = []
-    async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+    async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
         last = False
         while not last:
             started[0] += 1
@@ -154,7 +156,7 @@ async def test_a_walk_that_fails_raises_in_the_crawl() -> None:
     walker = _FakeWalker(5)
     walker.fail = RootUnavailable("the storage root cannot be listed")
     with pytest.raises(RootUnavailable, match="cannot be listed"):
-        async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+        async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
             await walk.next()
 
 
@@ -162,7 +164,7 @@ async def _leaving_during_a_step() -> tuple[_FakeWalker, threading.Event, asynci
     """A walk left (its ``__aexit__`` under way) while its first step is held."""
     walker = _FakeWalker(100)
     walker.hold = hold = threading.Event()
-    walk = crawl_module._WalkAhead(walker)  # type: ignore[arg-type]
+    walk = ahead.WalkAhead(walker)  # type: ignore[arg-type]
     await walk.__aenter__()
     await asyncio.to_thread(walker.holding.wait)  # the first step is under way
     return walker, hold, asyncio.create_task(walk.__aexit__(None, None, None))
@@ -183,7 +185,7 @@ async def test_a_cancelled_crawl_still_waits_for_the_walks_step() -> None:
     walker.hold = threading.Event()
 
     async def crawl() -> None:
-        async with crawl_module._WalkAhead(walker) as walk:  # type: ignore[arg-type]
+        async with ahead.WalkAhead(walker) as walk:  # type: ignore[arg-type]
             await walk.next()
 
     task = asyncio.create_task(crawl())
@@ -223,7 +225,7 @@ async def test_the_walk_runs_in_a_thread_of_its_own_that_never_holds_the_process
             seen.append((thread.name, thread.daemon))
             super().step()
 
-    async with crawl_module._WalkAhead(Recording(1)) as walk:  # type: ignore[arg-type]
+    async with ahead.WalkAhead(Recording(1)) as walk:  # type: ignore[arg-type]
         assert await walk.next() == (WalkBatch([_key("f001")], []), True)
     # Named for a profile or a stack dump; a daemon, so that a second signal's exit at
     # once is never held by a step under way.

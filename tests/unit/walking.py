@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from safelight.library.catalogue.assets import KnownAsset, KnownRow, known_asset
-from safelight.library.walk.crawl import KnownInPathOrder, WalkedFile, Walker, walked_file
+from safelight.library.walk.matching import KnownInPathOrder
+from safelight.library.walk.walker import WalkedFile, Walker, walked_file
 
 
 def given_out(walker: Walker) -> list[WalkedFile]:

@@ -33,17 +33,10 @@ from rich.progress import (
 from rich.text import Text
 
 from safelight.core.clock import Clock
+from safelight.handlers.crawl.result import CrawlCounts
 from safelight.terminal import first_line, printable
 
 PLAIN_LINE_EVERY_SECONDS = 1.0
-# Counters shown besides the bar, in this order, with their labels.
-SHOWN_COUNTERS = (
-    ("hashed", "hashed"),
-    ("ingested", "new"),
-    ("moved", "moved"),
-    ("proxies", "proxies"),
-    ("errors", "errors"),
-)
 
 
 class Finished(Protocol):
@@ -80,13 +73,13 @@ class ProgressView(Protocol):
     def on_finished(self, item: Finished) -> None: ...
 
 
-def _int(counters: Mapping[str, Any], key: str) -> int:
-    value = counters.get(key, 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def detail(counters: Mapping[str, Any]) -> str:
-    return " · ".join(f"{_int(counters, key)} {label}" for key, label in SHOWN_COUNTERS)
+    """The counters shown besides the bar, in this order."""
+    c = CrawlCounts.from_json(counters)
+    return (
+        f"{c.hashed} hashed · {c.ingested} new · {c.moved} moved · {c.proxies} proxies · "
+        f"{c.errors} errors"
+    )
 
 
 def finished_line(item: Finished, label: str) -> str:
@@ -153,7 +146,8 @@ class PlainProgress:
 
     @staticmethod
     def line(track: _Track, now: float) -> str:
-        total, done = _int(track.counters, "total"), _int(track.counters, "found")
+        counts = CrawlCounts.from_json(track.counters)
+        total, done = counts.total, counts.found
         parts = [track.label]
         if total:
             parts.append(f"{done}/{total} files ({100 * done // total}%)")
@@ -225,14 +219,13 @@ class LiveProgress:
 
     def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None:
         task = self._tasks.get(item.id)
-        total = _int(counters, "total") or None
+        counts = CrawlCounts.from_json(counters)
+        total = counts.total or None
         if task is None:
             task = self._tasks[item.id] = self._progress.add_task(
                 printable(self._label(item)), total=total, detail=""
             )
-        self._progress.update(
-            task, total=total, completed=_int(counters, "found"), detail=detail(counters)
-        )
+        self._progress.update(task, total=total, completed=counts.found, detail=detail(counters))
 
     def on_finished(self, item: Finished) -> None:
         task = self._tasks.pop(item.id, None)

@@ -19,6 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from safelight.cli.output import safe_text, short_id
+from safelight.handlers.crawl.result import CrawlCounts, CrawlResult
+from safelight.library.walk.walker import FileError
 from safelight.work.outcome import FAILS_BY_NAME, Released, Retrying, Succeeded
 
 # The statuses of a run, by exit code meaning.
@@ -30,16 +32,6 @@ INTERRUPTED = "interrupted"
 _ENDED_WELL = frozenset({Succeeded.name, Released.name, Retrying.name})
 
 
-def _count(result: Mapping[str, Any] | None, key: str) -> int:
-    if not result:
-        return 0
-    value = result.get(key, 0)
-    if isinstance(value, list):
-        # A capped list ends with {"path": "...", "reason": "and N more"}; count it whole.
-        return len(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def saved_counts(progress: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The counters of an item's saved progress (``{"attempt": n, "counts": {...}}``)."""
     if not progress or not isinstance(progress.get("counts"), Mapping):
@@ -48,16 +40,8 @@ def saved_counts(progress: Mapping[str, Any] | None) -> Mapping[str, Any] | None
     return counts
 
 
-def _entries(
-    result: Mapping[str, Any] | None, key: str, fields: tuple[str, ...] = ("path", "reason")
-) -> list[dict[str, Any]]:
-    """The crawl result's list under ``key`` (none when the crawl did not finish), each
-    entry reduced to ``fields``; anything that is not an entry is left out."""
-    return [
-        {field: e.get(field) for field in fields}
-        for e in (result or {}).get(key) or []
-        if isinstance(e, Mapping)
-    ]
+def _listed(entries: tuple[FileError, ...]) -> list[dict[str, Any]]:
+    return [{"path": e.path, "reason": e.reason} for e in entries]
 
 
 def build_summary(
@@ -77,21 +61,23 @@ def build_summary(
     """``crawl``: item_id, status, error, result (None when it did not finish), and
     progress: the counts its attempt in this run saved, for when it did not finish.
     ``stopped_at_once``: a second signal stopped the Workers without releasing their items."""
-    result: Mapping[str, Any] | None = crawl.get("result")
+    stored = crawl.get("result")
+    result = None if stored is None else CrawlResult.from_json(stored)
     # What this run did: the crawl's result, else what its interrupted attempt saved.
-    counts: Mapping[str, Any] | None = result if result is not None else crawl.get("progress")
-    files = _count(counts, "total")
-    if result is not None and isinstance(result.get("errors"), list):
-        errors = [{"path": e.get("path"), "reason": e.get("reason")} for e in result["errors"]]
+    counts = result.counts if result is not None else CrawlCounts.from_json(crawl.get("progress"))
+    files = counts.total
+    if result is not None:
+        errors = _listed(result.errors)
     else:
         # The crawl did not finish: what the last crawls recorded is the best we know.
         errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
-    skipped = _entries(result, "skipped")
-    proxy_errors = _entries(result, "proxy_errors")
-    # Each file folded into an asset it has the same bytes as (the crawl's list, capped
-    # like the errors; none when the crawl did not finish: its count still says how many).
-    duplicate_files = _entries(result, "duplicates", ("path", "same_as"))
-    motion_photo_issues = _entries(result, "motion_photo_issues")
+    # None of the lists when the crawl did not finish (their counts still say how many);
+    # each file folded into an asset it has the same bytes as is listed with that asset.
+    finished = result if result is not None else CrawlResult()
+    skipped = _listed(finished.skipped)
+    proxy_errors = _listed(finished.proxy_errors)
+    duplicate_files = [{"path": d.path, "same_as": d.same_as} for d in finished.duplicates]
+    motion_photo_issues = _listed(finished.motion_photo_issues)
     images, videos = int(library["images"]), int(library["videos"])
     return {
         "status": status,
@@ -106,18 +92,18 @@ def build_summary(
         },
         "files": files,
         "assets": {"image": images, "video": videos, "total": images + videos},
-        "new": _count(counts, "ingested"),
-        "unchanged": _count(counts, "unchanged"),
-        "moved": _count(counts, "moved"),
+        "new": counts.ingested,
+        "unchanged": counts.unchanged,
+        "moved": counts.moved,
         # Photos read again in place: their XMP sidecar was added, changed or removed.
-        "reread": _count(counts, "reread"),
-        "duplicates": _count(counts, "duplicates"),
+        "reread": counts.reread,
+        "duplicates": counts.duplicates,
         "duplicate_files": duplicate_files,
-        "deleted": _count(counts, "deleted"),
+        "deleted": counts.deleted,
         "soft_deleted_total": int(library["soft_deleted"]),
         "proxies": {
-            "made": _count(counts, "proxies"),
-            "renamed": _count(result, "proxies_renamed"),
+            "made": counts.proxies,
+            "renamed": finished.proxies_renamed,
             "files": int(library["proxy_files"]),
             "folder": proxy_folder,
         },

@@ -1,7 +1,7 @@
 """What a kind of work declares: its row of the kinds table.
 
 Each handler module declares its kind beside its handler (``CRAWL`` in
-``handlers/crawl.py``), and ``safelight.handlers.KINDS`` lists them all. Everything
+``handlers/crawl/``), and ``safelight.handlers.KINDS`` lists them all. Everything
 that needs a fact of a kind reads it from its row: the store's validation the
 :attr:`~Kind.spec` (scope and payload check), the executor the handler
 :meth:`~Kind.bind` makes, the scheduler the :meth:`~Kind.schedule`, the CLI and the

@@ -137,7 +137,7 @@ async def live_digest_in_range(
     conn: Conn, config_id: UUID, after: str, upto: str
 ) -> tuple[int, bytes]:
     """How many live assets of the config lie after ``after`` and up to ``upto``, and
-    the digest of their keys (``library.crawl.stat_keys_digest`` of the same keys)."""
+    the digest of their keys (``library.walk.matching.stat_keys_digest`` of the same keys)."""
     cur = conn.cursor(binary=True)
     params = {"config_id": config_id, "after": after, "upto": upto}
     await cur.execute(LIVE_DIGEST_IN_RANGE, params)

@@ -38,7 +38,7 @@ LIMIT %(limit)s
 -- assets_live_of_config_digest_in_range --
 -- How many live assets of a config lie after a path and up to another, and the SHA-256
 -- of their decisions.StatKeys in path order, encoded exactly as
--- library.crawl.stat_keys_digest encodes the walk's (tests/integration/
+-- library.walk.matching.stat_keys_digest encodes the walk's (tests/integration/
 -- test_crawl_digest.py holds the two together): equal, the walk's files of that range
 -- are its assets, unchanged, with no row sent. Each path is prefixed by its length,
 -- so no name can make two lists of keys encode alike. The rows are taken in path

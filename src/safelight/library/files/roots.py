@@ -52,7 +52,7 @@ class RootOverlap(ValueError):
 class OwnFolder:
     """A folder safelight writes into, with the setting that moves it: the one definition
     of safelight's own folders, which the checks of a root (below) and the walk
-    (``walk.crawl.Walker``) both read."""
+    (``walk.walker.Walker``) both read."""
 
     what: str
     """Shown in messages: ``"proxy root"``, ``"embedded database"``, ``"home"``."""

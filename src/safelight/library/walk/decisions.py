@@ -87,7 +87,7 @@ StatKey = tuple[str, int, int, str | None, int | None, int | None]
 """What :func:`by_stat` compares, as one tuple: the path, size and mtime (ns) of a file,
 then those of its XMP sidecar (three Nones: none). The walk gives out its files as
 these and the rows of the known assets begin with them (``assets.KnownRow``),
-so a crawl compares whole runs of them at once (``library.crawl.KnownInPathOrder``):
+so a crawl compares whole runs of them at once (``library.walk.matching.KnownInPathOrder``):
 two equal keys are always ``Unchanged``; a file whose key differs from its asset's
 becomes an object and is decided by :func:`by_stat`, as every file once was."""
 

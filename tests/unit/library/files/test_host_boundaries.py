@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from safelight.handlers import crawl as crawl_handler
+from safelight.handlers.crawl import videos
 from safelight.library.catalogue.database import DatabaseIdentity
 from safelight.library.files.roots import (
     DEMO_FOLDER,
@@ -503,7 +503,7 @@ def test_a_video_s_temporary_folder_is_a_staging_name_the_sweep_knows(tmp_path: 
     root = tmp_path / "proxies"
     root.mkdir()
     root.chmod(0o2750)
-    temp = Path(crawl_handler._make_temp_folder(root / ".staging"))
+    temp = Path(videos.make_temp_folder(root / ".staging"))
     assert temp.parent == root / ".staging" and temp.is_dir()
     assert stat.S_IMODE(temp.parent.stat().st_mode) == 0o2750
     assert is_staging_name(f".staging/{temp.name}/thumbnail.jpg")

@@ -17,7 +17,7 @@ from safelight.library.files.hashing import hash_descriptor
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.files.roots import OwnFolder, own_folders
 from safelight.library.render.video import make_video_proxies
-from safelight.library.walk.crawl import Walker
+from safelight.library.walk.walker import Walker
 from tests.specs import VIDEO_SPEC
 from tests.unit.walking import given_out
 

@@ -19,7 +19,7 @@ from safelight.library.files.roots import (
     own_folder_holding,
     own_folders,
 )
-from safelight.library.walk.crawl import Walker
+from safelight.library.walk.walker import Walker
 
 SRC = Path(safelight.__file__).resolve().parent
 

@@ -25,7 +25,7 @@ from safelight.library.media.sidecars import (
 )
 from safelight.library.media.xmp import XMP_MAX_BYTES
 from safelight.library.render.images import make_image_proxies
-from safelight.library.walk.crawl import SYMLINK_REASON, FileError, Walker
+from safelight.library.walk.walker import SYMLINK_REASON, FileError, Walker
 from safelight.settings import Settings
 from tests.unit.walking import given_out
 

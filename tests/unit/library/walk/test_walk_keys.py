@@ -19,15 +19,10 @@ import pytest
 from safelight.library.catalogue.assets import KnownAsset, KnownRow, known_asset
 from safelight.library.files.originals import StorageRoot
 from safelight.library.media.sidecars import SidecarFile
-from safelight.library.walk import crawl as walk_module
-from safelight.library.walk.crawl import (
-    KnownInPathOrder,
-    WalkedFile,
-    Walker,
-    stat_keys_digest,
-    walked_file,
-)
+from safelight.library.walk import matching as match_module
 from safelight.library.walk.decisions import StatKey, Unchanged, by_stat, stat_key
+from safelight.library.walk.matching import KnownInPathOrder, stat_keys_digest
+from safelight.library.walk.walker import WalkedFile, Walker, walked_file
 from tests.unit.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),
@@ -129,9 +124,9 @@ def test_a_run_ends_at_its_first_difference(at: int) -> None:
     keys: list[StatKey] = [(f"{n:04d}", 1, 1, None, None, None) for n in range(300)]
     known = list(keys)
     known[at] = (known[at][0], 9, 1, None, None, None)
-    assert walk_module._equal_run(keys, 0, known, 0) == at
-    assert walk_module._equal_run(keys, at + 1, known, at + 1) == 300 - at - 1
-    assert walk_module._equal_run(keys, 0, known[:at], 0) == at  # the shorter one ends it
+    assert match_module._equal_run(keys, 0, known, 0) == at
+    assert match_module._equal_run(keys, at + 1, known, at + 1) == 300 - at - 1
+    assert match_module._equal_run(keys, 0, known[:at], 0) == at  # the shorter one ends it
 
 
 def test_only_the_keys_that_differ_are_merged_path_by_path() -> None:

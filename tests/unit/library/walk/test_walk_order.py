@@ -10,8 +10,9 @@ import pytest
 from safelight.library.catalogue.assets import KnownAsset
 from safelight.library.files.mediatypes import media_type, media_type_of_name
 from safelight.library.files.originals import StorageRoot
-from safelight.library.walk import crawl as walk_module
-from safelight.library.walk.crawl import KnownInPathOrder, WalkedFile, Walker
+from safelight.library.walk import walker as walk_module
+from safelight.library.walk.matching import KnownInPathOrder
+from safelight.library.walk.walker import WalkedFile, Walker
 from tests.unit.walking import feed, given_out, match, take_files
 
 NAMES = [
