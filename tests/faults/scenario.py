@@ -55,6 +55,7 @@ from tests.faults.cluster import PrivateCluster
 from tests.faults.effects import Effect, effects_of, read_lines
 from tests.faults.netproxy import TcpProxy
 from tests.faults.processes import WorkerProcess, start_worker
+from tests.reaper import reaper, remove_folder, temporary_folder
 
 _log = logging.getLogger("faults")
 
@@ -642,8 +643,10 @@ async def run_scenario(settings: Settings, workdir: Path | None = None) -> Repor
     """Run one scenario in ``workdir`` (a new temporary folder by default, removed at the
     end unless ``settings.keep_workdir`` or a violation was found)."""
     own = workdir is None
-    folder = workdir or Path(tempfile.mkdtemp(prefix="safelight-faults-"))
+    folder = workdir or temporary_folder("safelight-faults-")
     report = await Scenario(settings, folder).run()
     if own and not settings.keep_workdir and not report.violations:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)
+    elif own:
+        reaper().folder(folder, forget=True)  # kept, for the post-mortem
     return report
