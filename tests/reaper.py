@@ -119,17 +119,23 @@ def reaper() -> Reaper:
     return _reaper
 
 
-def temporary_folder(prefix: str) -> Path:
-    """A new folder in the system's temp folder, removed by the reaper if the tests die
-    before :func:`remove_folder`."""
+def temporary_folder(prefix: str, *, homes: bool = False) -> Path:
+    """A new folder in the system's temp folder, removed by the reaper (every server
+    whose data folder lies in it stopped first) if the tests die before
+    :func:`remove_folder`. ``homes``: it holds embedded servers' homes, whose system
+    users (as root, ADR 0037) go with it."""
     folder = Path(tempfile.mkdtemp(prefix=prefix))
-    reaper().folder(folder)
+    reaper().folder(folder, home=homes)
     return folder
 
 
-def remove_folder(folder: Path) -> None:
+def remove_folder(folder: Path, *, homes: bool = False) -> None:
     shutil.rmtree(folder, ignore_errors=True)
-    reaper().folder(folder, forget=True)
+    if homes:
+        from safelight.testing.serverusers import remove_users_of_gone_homes
+
+        remove_users_of_gone_homes(folder)
+    reaper().folder(folder, home=homes, forget=True)
 
 
 # --- the reaper's own side --------------------------------------------------------------
@@ -176,6 +182,10 @@ def reap(groups: dict[int, int | None], servers: set[str], folders: dict[str, bo
         kill_group(pgid, started)
     for pgdata in servers:
         stop_server(Path(pgdata))
+    for folder in folders:
+        # A server a test started in a folder of its own, registered or not.
+        for pidfile in Path(folder).glob("**/postmaster.pid"):
+            stop_server(pidfile.parent)
     # A server's backends leave with their postmaster; give a killed group's members a
     # moment to be gone before their folders are (a bound, not a wait on time).
     deadline = time.monotonic() + SERVER_STOP_SECONDS

@@ -192,6 +192,8 @@ class Scenario:
         self.url = ""
         self.store: WorkStore | None = None
         self._stop = asyncio.Event()
+        self._one_of_each = asyncio.Event()
+        """Set once the nemesis has emptied its first bag: every kind of fault landed."""
         self._held: dict[str, list[checker.Span]] = defaultdict(list)
         """Per Worker, when it was frozen or cut off (wall clock): check 2 counts no
         time an item's own Worker may hold its row locked."""
@@ -220,6 +222,10 @@ class Scenario:
             ]
             try:
                 await asyncio.sleep(self.s.duration_seconds)
+                # A loaded machine slows the faults down, not the clock: the run goes on
+                # (up to as long again) until every kind of fault has landed once.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._one_of_each.wait(), self.s.duration_seconds)
             finally:
                 self._stop.set()
                 await asyncio.gather(*tasks)
@@ -453,6 +459,8 @@ class Scenario:
             fault = bag.pop()
             await getattr(self, f"_fault_{fault}")()
             self.report.faults[fault if fault != "pg_restart" else self._last_restart] += 1
+            if not bag:
+                self._one_of_each.set()
             await self._pause(self.rng.uniform(*self.s.fault_gap_seconds))
 
     _last_restart = "pg_restart"
