@@ -4,8 +4,9 @@ the proxy folder once every fault is healed and the Workers have drained the que
 1. ``side_effects``: no two attempts of one storage config ever had file side effects
    at overlapping times (:mod:`tests.faults.effects`).
 2. ``items``: every item is succeeded, failed with a reason, cancelled, or queued; none
-   is stuck running past its lease and a recovery interval; and every config names
-   exactly its running item, if any (ADR 0011).
+   is stuck running past its lease and a recovery interval while a Worker able to take
+   it back was up and connected (ADR 0049); and every config names exactly its running
+   item, if any (ADR 0011).
 3. ``attempts``, ``stale_writes``, ``stale_effects``: no stale attempt's write reached
    the database or the disk.
    Every outcome an attempt writes itself (succeeded, failed, cancelled, released)
@@ -997,7 +998,8 @@ def check_everything(
     proxy_root: Path,
 ) -> tuple[list[Violation], list[Explained]]:
     """Every check of a drained run that the journals and the database can make (the
-    scenario adds its own watch of leases, check 2), and the window's explained effects:
+    scenario adds check 2, which needs the times its Workers were frozen or cut off:
+    :func:`check_items` and :func:`check_liveness`), and the window's explained effects:
     what a fault run reports, and what a test of one fault asserts on."""
     found: list[Violation] = []
     explained: list[Explained] = []
