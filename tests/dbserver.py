@@ -22,6 +22,7 @@ from safelight.db.embedded import start_embedded
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect, with_database
 from safelight.testing.serverusers import remove_users_of_gone_homes
+from tests.reaper import reaper
 
 
 @dataclass
@@ -53,6 +54,7 @@ def start_test_server() -> PgTestServer:
         # mkdtemp makes it 0700; as root the server runs as its own user, who must enter
         # the home (safelight never opens a folder for it).
         home.chmod(0o711)
+        _tie_to_session(home)
         embedded_url, handle = start_embedded(home)
         server = PgTestServer(admin_url=embedded_url, embedded=True, handle=handle, home=home)
     server.template = f"safelight_tpl_{os.getpid()}"
@@ -79,3 +81,16 @@ def stop_test_server(server: PgTestServer) -> None:
         # The home and, as root, its server's user (ADR 0037) go with the session.
         shutil.rmtree(server.home, ignore_errors=True)
         remove_users_of_gone_homes(server.home)
+        _untie(server.home)
+
+
+def _tie_to_session(home: Path) -> None:
+    """The embedded server (daemonised by pg_ctl: no child of ours) and its home go
+    with this process even if it is killed (tests/reaper.py, ADR 0049)."""
+    reaper().folder(home, home=True)
+    reaper().server(home / "pgdata")
+
+
+def _untie(home: Path) -> None:
+    reaper().server(home / "pgdata", forget=True)
+    reaper().folder(home, home=True, forget=True)

@@ -18,6 +18,7 @@ from typing import Any
 from click.testing import Result
 
 from safelight.testing.samplegen import Manifest
+from tests.reaper import reaper
 
 REPO = Path(__file__).resolve().parents[2]
 PAUSE_POINTS = Path(__file__).with_name("pausepoints")
@@ -48,27 +49,34 @@ def safelight_process(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m safelight`` to the end, as a user would, and capture both streams
     (``input``: what it reads on stdin)."""
-    return subprocess.run(
-        [sys.executable, "-m", "safelight", *args],
-        env=process_env(env),
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-        check=False,
-    )
+    stdin = None if input is None else subprocess.PIPE
+    process = start_safelight(*args, env=env, stdin=stdin)
+    try:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-def start_safelight(*args: str, env: Mapping[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def start_safelight(
+    *args: str, env: Mapping[str, str], stdin: int | None = None
+) -> subprocess.Popen[str]:
+    """Start ``python -m safelight`` in a process group of its own, which the session's
+    reaper kills if the tests die before it ends (tests/reaper.py, ADR 0049)."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "safelight", *args],
         env=process_env(env),
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        start_new_session=True,
     )
+    reaper().group(process.pid)
+    return process
 
 
 def paused_at(fd: int, process: subprocess.Popen[str], seconds: float) -> str:

@@ -4,8 +4,9 @@ the proxy folder once every fault is healed and the Workers have drained the que
 1. ``side_effects``: no two attempts of one storage config ever had file side effects
    at overlapping times (:mod:`tests.faults.effects`).
 2. ``items``: every item is succeeded, failed with a reason, cancelled, or queued; none
-   is stuck running past its lease and a recovery interval; and every config names
-   exactly its running item, if any (ADR 0011).
+   is stuck running past its lease and a recovery interval while a Worker able to take
+   it back was up and connected (ADR 0049); and every config names exactly its running
+   item, if any (ADR 0011).
 3. ``attempts``, ``stale_writes``, ``stale_effects``: no stale attempt's write reached
    the database or the disk.
    Every outcome an attempt writes itself (succeeded, failed, cancelled, released)
@@ -170,6 +171,21 @@ END
 $$;
 CREATE TRIGGER faults_proxy_rows AFTER INSERT OR UPDATE ON proxy_files
     FOR EACH ROW EXECUTE FUNCTION faults_proxy_row();
+
+-- Every presence a Worker wrote (observe.presence, every recovery interval, from the same
+-- loop machinery as lease recovery): when it was up and connected (check_liveness).
+CREATE TABLE faults_presence (
+    worker_id text NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION faults_presence() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO faults_presence (worker_id) VALUES (NEW.worker_id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
+    FOR EACH ROW EXECUTE FUNCTION faults_presence();
 """
 """Test-only: installed in the suite's own database before any Worker starts."""
 
@@ -451,6 +467,200 @@ def check_items(
             )
         )
     return found
+
+
+Span = tuple[float, float]
+"""An interval of wall-clock time, epoch seconds: the database's clock and the
+scenario's ``time.time()``, one clock on one machine."""
+
+
+def _union(spans: Iterable[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _minus(spans: Sequence[Span], holes: Iterable[Span]) -> list[Span]:
+    left = list(spans)
+    for hole_start, hole_end in _union(holes):
+        cut: list[Span] = []
+        for start, end in left:
+            if end <= hole_start or start >= hole_end:
+                cut.append((start, end))
+                continue
+            if start < hole_start:
+                cut.append((start, hole_start))
+            if end > hole_end:
+                cut.append((hole_end, end))
+        left = cut
+    return left
+
+
+def _measure(spans: Iterable[Span], within: Span) -> float:
+    low, high = within
+    return sum(max(0.0, min(end, high) - max(start, low)) for start, end in _union(spans))
+
+
+def recovery_coverage(
+    presence: Mapping[str, Sequence[float]], *, period: float, backoff_max: float
+) -> dict[str, list[Span]]:
+    """Per Worker, when it was up, connected, and its lease recovery running.
+
+    A Worker writes its presence every ``period`` from the same loop machinery as lease
+    recovery (``work.maintenance.every``): two writes at most ``2 * period + 0.5`` s
+    apart show it up and connected in between. A longer gap is a Worker frozen, cut
+    off, or without its database (PostgreSQL restarting). After a gap its loops come
+    back one by one, each from its own backoff, which doubles from ``period``: a loop
+    that kept failing over the gap waits at most about as long again (and never more
+    than ``backoff_max``). So after a gap of ``g`` seconds its presence covers lease
+    recovery only from ``g + period`` after its first write; after its first write of
+    all (a Worker just started, both loops start at once), from one ``period`` on.
+    """
+    gap_max = 2 * period + 0.5
+    coverage: dict[str, list[Span]] = {}
+    for worker, stamps in presence.items():
+        spans: list[Span] = []
+        times = sorted(stamps)
+        run_start = 0
+        for i in range(1, len(times) + 1):
+            if i < len(times) and times[i] - times[i - 1] <= gap_max:
+                continue
+            # times[run_start:i] is one run of writes, none more than gap_max apart.
+            gap = times[run_start] - times[run_start - 1] if run_start > 0 else 0.0
+            settled = times[run_start] + min(gap, backoff_max) + period
+            if times[i - 1] > settled:
+                spans.append((settled, times[i - 1]))
+            run_start = i
+        coverage[worker] = spans
+    return coverage
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """One attempt's time as its item's running one, and the leases it held."""
+
+    item: int
+    attempt: int
+    kind: str
+    worker: str
+    started: float
+    ended: float
+    """When the item left running, or when the check ran if it still runs."""
+    leases: Sequence[Span]
+    """(set at, expires at) of every lease the attempt held, in order."""
+
+    def overdue(self) -> list[Span]:
+        """When the attempt ran with no lease: from each lease's end (or from the
+        claim, if a claim delayed past its lease set one already in the past) to the
+        next lease set, or to the end."""
+        spans: list[Span] = []
+        for index, (_, expires) in enumerate(self.leases):
+            renewed = self.leases[index + 1][0] if index + 1 < len(self.leases) else self.ended
+            start = max(expires, self.started)
+            end = min(renewed, self.ended)
+            if end > start:
+                spans.append((start, end))
+        return _union(spans)
+
+
+def judge_liveness(
+    runs: Iterable[Running],
+    coverage: Mapping[str, Sequence[Span]],
+    held: Mapping[str, Sequence[Span]],
+    *,
+    grace: float,
+    recovery_seconds: float,
+) -> list[Violation]:
+    """An attempt whose item stayed running past its lease for more than ``grace``
+    seconds *while a Worker able to take it back was up and connected*: some Worker's
+    ``coverage`` (:func:`recovery_coverage`), less the times its own Worker was
+    ``held`` (frozen, or cut off: a fenced transaction it had open keeps the item's row
+    locked, and lease recovery skips locked rows, ADR 0016). Time with no such Worker
+    (PostgreSQL restarting, every Worker down or reconnecting) is no Worker's fault."""
+    able = _union(span for spans in coverage.values() for span in spans)
+    found: list[Violation] = []
+    for run in runs:
+        mine = _minus(able, held.get(run.worker, ()))
+        for start, end in run.overdue():
+            waited = _measure(mine, (start, end))
+            if waited > grace:
+                found.append(
+                    Violation(
+                        "items",
+                        f"item {run.item} ({run.kind}) attempt {run.attempt} of worker "
+                        f"{run.worker} was still running {end - start:.1f} s after its lease "
+                        f"expired, {waited:.1f} s of them while a Worker able to take it back "
+                        f"was up and connected (recovery runs every {recovery_seconds:g} s)",
+                    )
+                )
+                break
+    return found
+
+
+def load_running(conn: psycopg.Connection[Any]) -> list[Running]:
+    """Every attempt's running time, from the audit's transitions and leases."""
+    ((now,),) = conn.execute("SELECT clock_timestamp()").fetchall()
+    leases = load_leases(conn)
+    owners = {
+        (item, attempt): (kind, worker or "")
+        for item, attempt, kind, worker in conn.execute(
+            "SELECT a.work_item_id, a.attempt, w.kind, a.worker_id FROM work_attempts a "
+            "JOIN work_items w ON w.id = a.work_item_id"
+        )
+    }
+    started: dict[tuple[int, int], float] = {}
+    runs: list[Running] = []
+
+    def close(key: tuple[int, int], ended: float) -> None:
+        kind, worker = owners.get(key, ("?", "?"))
+        runs.append(
+            Running(key[0], key[1], kind, worker, started.pop(key), ended, leases.get(key, []))
+        )
+
+    for item, attempt, old, new, at in conn.execute(
+        "SELECT item, attempt, old_status, new_status, at FROM faults_transitions ORDER BY id"
+    ):
+        key = (int(item), int(attempt))
+        if new == "running":
+            started[key] = at.timestamp()
+        elif old == "running" and key in started:
+            close(key, at.timestamp())
+    for key in list(started):
+        close(key, now.timestamp())
+    return runs
+
+
+def load_presence(conn: psycopg.Connection[Any]) -> dict[str, list[float]]:
+    presence: dict[str, list[float]] = defaultdict(list)
+    for worker, at in conn.execute("SELECT worker_id, at FROM faults_presence ORDER BY at"):
+        presence[worker].append(at.timestamp())
+    return presence
+
+
+def check_liveness(
+    conn: psycopg.Connection[Any],
+    held: Mapping[str, Sequence[Span]],
+    *,
+    recovery_seconds: float,
+    backoff_max_seconds: float,
+) -> list[Violation]:
+    """Check 2 over the whole run, from the audit tables: no item stays running more
+    than a recovery interval + 1.5 s past its lease while a Worker able to take it back
+    is up and connected (:func:`judge_liveness`)."""
+    coverage = recovery_coverage(
+        load_presence(conn), period=recovery_seconds, backoff_max=backoff_max_seconds
+    )
+    return judge_liveness(
+        load_running(conn),
+        coverage,
+        held,
+        grace=recovery_seconds + 1.5,
+        recovery_seconds=recovery_seconds,
+    )
 
 
 # --- 3 --------------------------------------------------------------------------------
@@ -788,7 +998,8 @@ def check_everything(
     proxy_root: Path,
 ) -> tuple[list[Violation], list[Explained]]:
     """Every check of a drained run that the journals and the database can make (the
-    scenario adds its own watch of leases, check 2), and the window's explained effects:
+    scenario adds check 2, which needs the times its Workers were frozen or cut off:
+    :func:`check_items` and :func:`check_liveness`), and the window's explained effects:
     what a fault run reports, and what a test of one fault asserts on."""
     found: list[Violation] = []
     explained: list[Explained] = []

@@ -23,20 +23,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import stat
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
 
 from safelight.db.embedded import account_for, reachable_binaries, untraversable
 from safelight.db.migrate import migrate
 from safelight.db.pool import connect
+from tests.reaper import reaper, remove_folder, temporary_folder
 
 CLUSTER_USER = "safelight-faults-pg"
 """The OS user the cluster runs as when the suite runs as root."""
@@ -53,7 +51,8 @@ class PrivateCluster:
 
     def __init__(self) -> None:
         self.account = account_for(CLUSTER_USER, "safelight fault-suite PostgreSQL")
-        self.base = Path(tempfile.mkdtemp(prefix="safelight-faults-pg-"))
+        # Tied to the test process: stopped and removed even if it is killed (ADR 0049).
+        self.base = temporary_folder("safelight-faults-pg-")
         try:
             # mkdtemp makes it 0700; the server's user only passes through it.
             self.base.chmod(0o711)
@@ -68,9 +67,10 @@ class PrivateCluster:
                 )
             self.bin_dir = reachable_binaries(self.base, self.account)
         except BaseException:
-            shutil.rmtree(self.base, ignore_errors=True)
+            remove_folder(self.base)
             raise
         self.pgdata = self.base / "pgdata"
+        reaper().server(self.pgdata)
         self.log = self.base / "postgres.log"
         self.port = free_port()
         self.restarts = 0
@@ -159,7 +159,8 @@ class PrivateCluster:
             # pg_ctl failed or timed out: the postmaster we started, by its own pid.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(self.base, ignore_errors=True)
+        reaper().server(self.pgdata, forget=True)
+        remove_folder(self.base)
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run(

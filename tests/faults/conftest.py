@@ -4,8 +4,6 @@ and restart; it needs no database URL (and never uses one it is given)."""
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from tests.faults import checker
 from tests.faults.cluster import PrivateCluster
 from tests.faults.rig import Rig
+from tests.reaper import remove_folder, temporary_folder
 
 _names = itertools.count()
 
@@ -46,11 +45,11 @@ def fault_database(private_cluster: PrivateCluster) -> Iterator[str]:
 @pytest.fixture
 def scratch() -> Iterator[Path]:
     """A folder outside pytest's temp base (which a concurrent session may reset)."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-faults-test-"))
+    folder = temporary_folder("safelight-faults-test-")
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)
 
 
 @pytest.fixture

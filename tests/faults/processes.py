@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from tests.reaper import reaper
+
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -101,6 +103,11 @@ class WorkerProcess:
         self.died_at = time.monotonic()
         self.how = "killed"
         self.frozen_since = None
+        self._forget()
+
+    def _forget(self) -> None:
+        """Reaped: the reaper need not kill its group any more."""
+        reaper().group(self.pid, forget=True)
 
     def request_stop(self) -> None:
         """SIGTERM, once (a second one would mean "stop now")."""
@@ -123,6 +130,7 @@ class WorkerProcess:
                 return -9
         self.died_at = self.died_at or time.monotonic()
         self.how = self.how or "stopped"
+        self._forget()
         return int(self.popen.returncode)
 
     def ensure_dead(self) -> None:
@@ -134,6 +142,8 @@ class WorkerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=30)
             self.died_at = self.died_at or time.monotonic()
+        if self.popen.poll() is not None:
+            self._forget()
 
     def log_text(self) -> str:
         try:
@@ -167,6 +177,8 @@ def start_worker(
             cwd=REPO,
             start_new_session=True,
         )
+    # Its group dies with the test process, however that ends (ADR 0049).
+    reaper().group(popen.pid)
     return WorkerProcess(
         name=name,
         popen=popen,

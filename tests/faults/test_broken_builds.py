@@ -31,7 +31,7 @@ from safelight.settings import Settings
 from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
 from tests.faults import checker
 from tests.faults.processes import wait_for
-from tests.faults.rig import Rig
+from tests.faults.rig import RECOVERY_SECONDS, Rig
 from tests.integration.storefixtures import (
     TEST_KINDS,
     DatabaseTimeClock,
@@ -235,3 +235,45 @@ async def test_two_claims_racing_for_one_config(
         assert "attempts" in _checks(found), found
         assert any("overlap in the attempt history" in str(v) for v in found), found
         assert any("while item" in str(v) for v in found), found
+
+
+def _noop(rig: Rig, seconds: float) -> int:
+    with psycopg.connect(rig.url, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO work_items (kind, payload, requested_at) "
+            "VALUES ('noop', %s, now()) RETURNING id",
+            (psycopg.types.json.Jsonb({"seconds": seconds}),),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _liveness(rig: Rig) -> list[checker.Violation]:
+    with psycopg.connect(rig.url) as conn:
+        return checker.check_liveness(
+            conn,
+            {},
+            recovery_seconds=RECOVERY_SECONDS,
+            backoff_max_seconds=Settings().outage_backoff_max_seconds,
+        )
+
+
+@pytest.mark.parametrize("build", ["intact", "no_recovery"])
+def test_an_item_whose_worker_died_is_taken_back_while_another_is_up(rig: Rig, build: str) -> None:
+    """Check 2 (liveness) against a Worker that runs its loops but recovers nothing: the
+    item a killed Worker left running is reported once another Worker has been up and
+    connected past the grace; the real build takes it back, and the check finds nothing."""
+    item_id = _noop(rig, 60.0)
+    first, _ = rig.start("first", build=build)
+    wait_for("the first Worker to claim the item", lambda: rig.status(item_id)[2] == "first")
+    second, _ = rig.start("second", build=build)
+    wait_for("the second Worker to serve", lambda: "worker(s) second serving" in second.log_text())
+    first.kill()
+    if build == "intact":
+        wait_for("recovery to take the item back", lambda: rig.status(item_id)[1] == 2, 60)
+        assert _liveness(rig) == []
+    else:
+        found = wait_for("the check to report the item", lambda: _liveness(rig), 60)
+        assert [v.check for v in found] == ["items"], found
+        assert f"item {item_id} (noop) attempt 1 of worker first" in str(found[0])
+        assert rig.status(item_id)[:2] == ("running", 1)

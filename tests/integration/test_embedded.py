@@ -7,11 +7,9 @@ are real processes; each test has its own home and stops what it started.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,9 +20,9 @@ from safelight.db.database import open_database
 from safelight.db.embedded import EmbeddedDatabaseError, start_embedded, venv_pginstall
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.testing.serverusers import remove_users_of_gone_homes
 from safelight.work.store import WorkStore
 from tests.integration.storefixtures import TEST_KINDS
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +34,12 @@ def scratch() -> Iterator[Path]:
     """Not pytest's tmp_path: pytest resets its base folder to mode 0700 at every session
     start, and as root the embedded server runs as another user, who must be able to
     enter the home (safelight opens no folder for it)."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-embedded-"))
+    folder = temporary_folder("safelight-embedded-", homes=True)  # tied to the session
     folder.chmod(0o755)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        remove_users_of_gone_homes(folder)  # as root, each home made a user (ADR 0037)
+        remove_folder(folder, homes=True)
 
 
 def postmaster_pid(home: Path) -> int | None:

@@ -34,8 +34,8 @@ from safelight.db.embedded import (
     start_embedded,
     venv_pginstall,
 )
-from safelight.testing.serverusers import remove_users_of_gone_homes
 from tests.integration.legacy_pgserver import fetch_legacy_pgserver, legacy_bin
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.integration
 
@@ -47,13 +47,12 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (another OS u
 def scratch() -> Iterator[Path]:
     """Not pytest's tmp_path (0700, reset at session start): as root the server's own
     user must be able to enter the home."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-private-"))
+    folder = temporary_folder("safelight-private-", homes=True)  # tied to the session
     folder.chmod(0o755)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        remove_users_of_gone_homes(folder)  # as root, each home made a user
+        remove_folder(folder, homes=True)
 
 
 @pytest.fixture(scope="session")

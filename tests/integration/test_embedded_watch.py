@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 
 from safelight.db.embedded import read_postmaster, start_embedded
 from safelight.db.embeddedwatch import EmbeddedServerStopped, _readable, watch_postmaster
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.integration
 
@@ -29,12 +28,12 @@ HANG_GUARD_SECONDS = 30
 @pytest.fixture
 def scratch() -> Iterator[Path]:
     # Not tmp_path: as root the server's own user must enter the home.
-    folder = Path(tempfile.mkdtemp(prefix="safelight-watch-"))
+    folder = temporary_folder("safelight-watch-", homes=True)  # tied to the session
     folder.chmod(0o755)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder, homes=True)
 
 
 async def test_the_watch_raises_once_the_postmaster_is_killed(scratch: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from safelight.library.files.hashing import CONTENT_HASH_HEX_LENGTH
 from tests.faults.checker import (
     Explained,
+    Running,
     Window,
     check_effects_within_lease,
     check_proxies,
@@ -23,6 +24,8 @@ from tests.faults.checker import (
     check_proxy_rows,
     check_side_effects,
     clip_at_kernel_time,
+    judge_liveness,
+    recovery_coverage,
 )
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, effects_of
 
@@ -406,3 +409,98 @@ def test_every_file_a_live_row_names_is_on_disk(tmp_path: Path) -> None:
     )
     (violation,) = check_proxies(db, tmp_path)
     assert violation.detail == f"live asset 7: its proxy {gone} is not on disk"
+
+
+# --- check 2: liveness, counted only while a Worker able to recover was up ----------------
+
+PERIOD = 0.5
+
+
+def _beats(start: float, end: float, every: float = PERIOD) -> list[float]:
+    """Presence writes every ``every`` s over [start, end]."""
+    count = round((end - start) / every)
+    return [start + i * every for i in range(count + 1)]
+
+
+def _stuck(worker: str = "w1", *, expires: float = 10.0, ended: float = 40.0) -> Running:
+    """Item 7 attempt 1 of ``worker``, claimed at 8 with a lease to ``expires``, left
+    running (taken back, or the check ran) at ``ended``."""
+    return Running(7, 1, "crawl", worker, 8.0, ended, [(8.0, expires)])
+
+
+def _judge(
+    runs: list[Running],
+    presence: dict[str, list[float]],
+    held: dict[str, list[tuple[float, float]]],
+) -> list[str]:
+    coverage = recovery_coverage(presence, period=PERIOD, backoff_max=60.0)
+    found = judge_liveness(runs, coverage, held, grace=PERIOD + 1.5, recovery_seconds=PERIOD)
+    return [str(v) for v in found]
+
+
+def test_an_item_stuck_while_another_worker_is_up_and_connected_is_reported() -> None:
+    presence = {"w1": _beats(0.0, 9.0), "w2": _beats(0.0, 60.0)}
+    (found,) = _judge([_stuck()], presence, {})
+    assert "item 7 (crawl) attempt 1 of worker w1" in found
+    assert "30.0 s after its lease expired, 30.0 s of them" in found
+
+
+def test_an_item_stuck_just_past_the_grace_is_reported_and_one_within_it_is_not() -> None:
+    presence = {"w1": _beats(0.0, 9.0), "w2": _beats(0.0, 60.0)}
+    assert _judge([_stuck(ended=12.1)], presence, {}) != []
+    assert _judge([_stuck(ended=11.9)], presence, {}) == []
+
+
+def test_no_time_counts_while_no_worker_is_connected() -> None:
+    # PostgreSQL restarts from 10 to 25: no presence is written by anyone meanwhile.
+    presence = {
+        "w1": _beats(0.0, 9.5),
+        "w2": _beats(0.0, 9.5) + _beats(25.0, 60.0),
+    }
+    # The item is taken back 1 s after the Workers are back and settled (a gap of
+    # 15.5 s: recovery's own backoff may wait that long again).
+    assert _judge([_stuck(ended=25.0 + 15.5 + PERIOD + 1.0)], presence, {}) == []
+    # Still running 3 s after that, it is reported.
+    (found,) = _judge([_stuck(ended=25.0 + 15.5 + PERIOD + 3.0)], presence, {})
+    assert "of them while a Worker able to take it back was up and connected" in found
+
+
+def test_a_worker_just_started_covers_after_one_period() -> None:
+    # Every Worker died at 9; a new one starts at 20.
+    presence = {"w1": _beats(0.0, 9.0), "w3": _beats(20.0, 60.0)}
+    assert _judge([_stuck(ended=20.0 + PERIOD + 1.9)], presence, {}) == []
+    assert _judge([_stuck(ended=20.0 + PERIOD + 2.1)], presence, {}) != []
+
+
+def test_no_time_counts_while_the_items_own_worker_is_frozen_or_cut_off() -> None:
+    # w1 is frozen from 9 to 14 (its open transaction may hold the item's row locked,
+    # which recovery skips); w2 is up all along.
+    presence = {"w1": _beats(0.0, 9.0) + _beats(14.0, 60.0), "w2": _beats(0.0, 60.0)}
+    held = {"w1": [(9.0, 14.0)]}
+    assert _judge([_stuck(ended=15.5)], presence, held) == []
+    assert _judge([_stuck(ended=16.5)], presence, held) != []
+    # Another Worker's freeze excuses nothing.
+    assert _judge([_stuck(ended=15.5)], presence, {"w2": [(9.0, 14.0)]}) != []
+
+
+def test_a_lease_renewed_in_time_is_never_overdue() -> None:
+    presence = {"w1": _beats(0.0, 60.0)}
+    leases = [(8.0 + i, 10.0 + i) for i in range(30)]
+    assert _judge([Running(7, 1, "crawl", "w1", 8.0, 40.0, leases)], presence, {}) == []
+
+
+def test_a_claim_that_set_a_lease_already_past_is_overdue_from_the_claim() -> None:
+    presence = {"w2": _beats(0.0, 60.0)}
+    late = Running(7, 1, "crawl", "w1", 20.0, 21.5, [(20.0, 17.0)])
+    assert _judge([late], presence, {}) == []
+    later = Running(7, 1, "crawl", "w1", 20.0, 22.5, [(20.0, 17.0)])
+    assert _judge([later], presence, {}) != []
+
+
+def test_a_worker_whose_presence_stalls_stops_covering() -> None:
+    # w2's loops stall from 12.5 to 30 (a gap far past two periods): the time it covered
+    # counts (2.5 s from the lease's end), the stall does not.
+    presence = {"w1": _beats(0.0, 9.0), "w2": _beats(0.0, 12.5) + _beats(30.0, 60.0)}
+    assert _judge([_stuck(ended=13.0)], presence, {}) != []
+    presence = {"w1": _beats(0.0, 9.0), "w2": _beats(0.0, 11.5) + _beats(30.0, 60.0)}
+    assert _judge([_stuck(ended=30.0)], presence, {}) == []

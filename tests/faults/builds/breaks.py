@@ -35,3 +35,16 @@ def remove_fence() -> None:
             "attempt_lock": "SELECT 1 FROM work_items WHERE id = %(id)s FOR SHARE",
         }
     )
+
+
+async def _recover_nothing(self: object) -> object:
+    from safelight.work.model import RecoveryReport
+
+    return RecoveryReport()
+
+
+def disable_lease_recovery() -> None:
+    """Lease recovery runs on time and takes nothing back."""
+    from safelight.work import maintenance
+
+    maintenance.LeaseRecovery.run_once = _recover_nothing  # type: ignore[method-assign,assignment]
