@@ -14,6 +14,7 @@ from uuid import UUID
 
 import pytest
 
+from safelight.db.embedded import DATA_FOLDER
 from safelight.handlers import crawl as crawl_handler
 from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
@@ -75,7 +76,7 @@ def test_a_root_that_contains_the_home_is_refused_with_the_fix(tmp_path: Path) -
     ("inside", "what", "setting"),
     [
         ("proxies/2019", "proxy root", "SAFELIGHT_PROXY_ROOT"),
-        ("home/pgdata/base", "embedded database", "SAFELIGHT_HOME"),
+        (f"home/{DATA_FOLDER}/base", "embedded database", "SAFELIGHT_HOME"),
         ("home/photos", "home", "SAFELIGHT_HOME"),
     ],
 )
@@ -147,7 +148,7 @@ def test_each_refusal_says_what_happens_there_and_the_fix_in_full(tmp_path: Path
 
 
 @pytest.mark.parametrize("active", [True, False], ids=["active", "disabled"])
-@pytest.mark.parametrize("at", ["proxies", "home/pgdata/x", "."])
+@pytest.mark.parametrize("at", ["proxies", f"home/{DATA_FOLDER}/x", "."])
 def test_every_registered_root_is_checked_and_named(tmp_path: Path, active: bool, at: str) -> None:
     """Proxy root, data folder or home: the one that overlaps, the config's id and
     state in the message, whatever its state."""

@@ -52,6 +52,7 @@ from uuid import UUID
 import psycopg
 from psycopg import errors as pg_errors
 
+from safelight.db.embedded import DATA_FOLDER
 from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.contract import (
     HandlerContext,
@@ -302,7 +303,7 @@ class _Crawl:
             [
                 ("proxy root", settings.proxies, False),
                 ("home", settings.home, True),
-                ("database folder", settings.home / "pgdata", False),
+                ("database folder", settings.home / DATA_FOLDER, False),
             ],
         )
         self.walker = Walker(
