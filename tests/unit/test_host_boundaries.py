@@ -15,12 +15,12 @@ from uuid import UUID
 import pytest
 
 from safelight.db.embedded import DATA_FOLDER
-from safelight.handlers import crawl as crawl_handler
 from safelight.library.files.paths import (
     PROXY_ROOT_MARKER,
     AttemptTag,
     is_layout_folder,
     is_staging_name,
+    make_video_temp_folder,
     parse_proxy_name,
     proxy_path,
 )
@@ -504,7 +504,7 @@ def test_a_video_s_temporary_folder_is_a_staging_name_the_sweep_knows(tmp_path: 
     root = tmp_path / "proxies"
     root.mkdir()
     root.chmod(0o2750)
-    temp = Path(crawl_handler._make_temp_folder(root / ".staging"))
+    temp = make_video_temp_folder(root / ".staging")
     assert temp.parent == root / ".staging" and temp.is_dir()
     assert stat.S_IMODE(temp.parent.stat().st_mode) == 0o2750
     assert is_staging_name(f".staging/{temp.name}/thumbnail.jpg")

@@ -40,7 +40,6 @@ import dataclasses
 import functools
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,7 +75,7 @@ from safelight.library.files.paths import (
     STAGING_FOLDER,
     AttemptTag,
     describe_os_error,
-    make_folders,
+    make_video_temp_folder,
 )
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
@@ -827,7 +826,7 @@ class _Crawl:
         # attempt, the sweep removes it once it is an hour old.
         self.ctx.ensure_alive()
         staging = self.proxy_root / STAGING_FOLDER
-        temp = Path(await asyncio.to_thread(_make_temp_folder, staging))
+        temp = await asyncio.to_thread(make_video_temp_folder, staging)
         try:
             proxies = await make_video_proxies(
                 source,
@@ -873,7 +872,7 @@ class _Crawl:
             issue = found.issue or "no motion video"
             return dataclasses.replace(row, motion_photo_issue=issue), records
         self.ctx.ensure_alive()
-        temp = Path(await asyncio.to_thread(_make_temp_folder, self.proxy_root / STAGING_FOLDER))
+        temp = await asyncio.to_thread(make_video_temp_folder, self.proxy_root / STAGING_FOLDER)
         try:
             embedded = temp / MOTION_VIDEO_NAME
             await asyncio.to_thread(copy_range, source.fd, found, embedded, self.alive.check)
@@ -1133,11 +1132,6 @@ def _as_hashed(asset: KnownAsset, version: FileIdentity) -> HashedFile:
     return HashedFile(
         asset.content_hash, version.size, version.mtime_ns, version.inode, version.device
     )
-
-
-def _make_temp_folder(parent: Path) -> str:
-    make_folders(parent)
-    return tempfile.mkdtemp(dir=parent, prefix=".video-", suffix=".tmp")
 
 
 def _capped(entries: list[dict[str, str]], first: str, second: str) -> list[dict[str, str]]:

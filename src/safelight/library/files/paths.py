@@ -63,10 +63,14 @@ _HASH_PREFIX = re.compile(r"[0-9a-f]{2}")
 # ``<item id>-<attempt>`` in canonical decimal (no sign, no leading zero): the one
 # spelling ``AttemptTag.text`` writes, so every name has one parse.
 _ATTEMPT_TAG = re.compile(r"(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,9})")
-# tempfile's names: a prefix, eight of [a-z0-9_], a suffix (write_atomically, and the
-# video's temporary folder in handlers.crawl).
+# tempfile's names: a prefix, eight of [a-z0-9_], a suffix (write_atomically, and
+# make_video_temp_folder, the only two that make names in the staging folder).
 _STAGED_FILE = re.compile(r"\.[a-z0-9_][a-z0-9_.-]{0,63}\.[a-z0-9_]{8}\.tmp")
-_VIDEO_TEMP_FOLDER = re.compile(r"\.video-[a-z0-9_]{8}\.tmp")
+_VIDEO_TEMP_PREFIX = ".video-"
+_TEMP_SUFFIX = ".tmp"
+_VIDEO_TEMP_FOLDER = re.compile(
+    rf"{re.escape(_VIDEO_TEMP_PREFIX)}[a-z0-9_]{{8}}{re.escape(_TEMP_SUFFIX)}"
+)
 
 Writer = Callable[[BinaryIO], object]
 """Writes a proxy's bytes into the (temporary) file it is given; its result is ignored."""
@@ -216,6 +220,14 @@ def is_staging_name(relative: str) -> bool:
     return False
 
 
+def make_video_temp_folder(staging: Path) -> Path:
+    """A new folder in ``staging`` (``<proxy root>/STAGING_FOLDER``) for what ffmpeg
+    writes of one video: ``.video-<random>.tmp``, the name ``is_staging_name`` and
+    ``is_layout_folder`` recognise, so the sweep deletes what a crash leaves in it."""
+    make_folders(staging)
+    return Path(tempfile.mkdtemp(dir=staging, prefix=_VIDEO_TEMP_PREFIX, suffix=_TEMP_SUFFIX))
+
+
 def is_layout_folder(relative: str) -> bool:
     """Whether ``relative`` is a folder of the layout: a config's folder, a hash prefix
     folder, an asset's folder, the staging folder or a video's temporary folder."""
@@ -317,7 +329,7 @@ def write_atomically(
     # file either.
     ensure_alive()
     make_folders(staging)
-    fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=_TEMP_SUFFIX)
     temp = Path(temp_name)
     try:
         with open(fd, "wb", closefd=True) as out:
