@@ -1,0 +1,174 @@
+"""Facts that had two owners in src/ have one (ADR 0050): each test fails if a second
+owner reappears, read from the source where that can be checked, or by making a name
+with the owner's one function and parsing it with its other."""
+
+from __future__ import annotations
+
+import ast
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from safelight.db.embedded import DATA_FOLDER
+from safelight.library.files.paths import (
+    STAGING_FOLDER,
+    is_staging_name,
+    write_atomically,
+)
+from safelight.views import answers
+from safelight.work.model import CancelResult, RetryResult, Status, WorkItem
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "safelight"
+MIGRATIONS = PACKAGE / "db" / "migrations"
+
+
+def _strings(path: Path) -> list[str]:
+    """Every string constant of a module, f-strings' literal parts included; not its
+    docstrings and other bare strings, which are prose that nothing reads."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    prose = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose
+    ]
+
+
+def _modules_with(pattern: re.Pattern[str]) -> list[str]:
+    return sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if any(pattern.search(s) for s in _strings(path))
+    )
+
+
+# --- the embedded data folder's name ------------------------------------------------
+
+
+def test_the_data_folder_keeps_its_name() -> None:
+    """Existing homes have their database in it: a new name would start an empty one."""
+    assert DATA_FOLDER == "pgdata"
+
+
+def test_the_data_folder_is_named_only_in_db_embedded() -> None:
+    # A path part: "pgdata", "home/pgdata/x", ".pgdata-initdb"; not prose ("pgdata/ the
+    # data folder" in a docstring has spaces, and is not read by anything).
+    name = re.compile(r"^(?:\S*/)?\.?pgdata(?:[-/]\S*)?$")
+    assert name.fullmatch("home/pgdata/x") and name.fullmatch(".pgdata-initdb")
+    assert _modules_with(name) == ["db/embedded.py"]
+
+
+# --- the staging folder's names -----------------------------------------------------
+
+
+def test_the_staging_folders_names_are_made_and_read_only_in_paths() -> None:
+    assert _modules_with(re.compile(r"^\.staging(/|$)|\.video-")) == ["library/files/paths.py"]
+
+
+def test_a_staged_file_is_a_staging_name(tmp_path: Path) -> None:
+    """write_atomically's temporary file, caught as it is written, is what the sweep
+    recognises as a left-over of the staging folder."""
+    staging = tmp_path / STAGING_FOLDER
+    seen: list[str] = []
+
+    def writer(out: object) -> None:
+        (temp,) = staging.iterdir()
+        seen.append(temp.relative_to(tmp_path).as_posix())
+
+    write_atomically(tmp_path / "thumbnail.jpg", writer, lambda: None, staging)
+    assert len(seen) == 1 and is_staging_name(seen[0])
+
+
+# --- the dedup key's queued item (the superseded rule) ------------------------------
+
+_RULE = re.compile(
+    r"EXISTS\s*\(\s*SELECT\s[^;]*?\bdedup_key\s*=[^;]*?status\s*=\s*'queued'", re.IGNORECASE
+)
+
+
+def _sql_outside_the_rules_home() -> list[Path]:
+    """Every .sql file under src/ but the rule's migration (0020) and those before it,
+    which are history: a migration is never edited once released."""
+    return [
+        path
+        for path in sorted(PACKAGE.rglob("*.sql"))
+        if path.parent != MIGRATIONS or int(path.name[:4]) > 20
+    ]
+
+
+def test_whether_a_dedup_key_is_queued_is_defined_once() -> None:
+    home = (MIGRATIONS / "0020_dedup_key_queued.sql").read_text("utf-8")
+    assert len(_RULE.findall(home)) == 1
+    assert any(p.name == "queries.sql" for p in _sql_outside_the_rules_home())
+    written_again = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in _sql_outside_the_rules_home()
+        if _RULE.search(p.read_text("utf-8"))
+    ]
+    assert written_again == []
+
+
+def test_the_superseded_error_is_written_once() -> None:
+    text = "superseded: its dedup key already had a queued item"
+    assert [p.name for p in _sql_outside_the_rules_home() if text in p.read_text("utf-8")] == []
+
+
+# --- what a cancel or a retry answers ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("words", "owner"),
+    [
+        ("there is no work item", "views/answers.py"),
+        ("nothing to retry", "views/answers.py"),
+        ("had already finished", "views/answers.py"),
+        ("is queued again, due now", "views/answers.py"),
+        # Other sentences that were written in two places.
+        ("stopped: the attempt was asked to stop", "handlers/contract.py"),
+        ("safelight: error: ", "cli/exits.py"),
+        ("the database does not answer", "db/availability.py"),
+    ],
+)
+def test_a_sentence_is_worded_in_one_module(words: str, owner: str) -> None:
+    assert _modules_with(re.compile(re.escape(words))) == [owner]
+
+
+def test_every_cancel_answer_has_its_own_words() -> None:
+    told = {answers.cancel_message(r, 7) for r in CancelResult}
+    assert len(told) == len(CancelResult)
+    assert answers.cancel_message(CancelResult.NOT_FOUND, 7) == answers.no_item(7)
+
+
+def _item(status: Status, dedup_key: str | None) -> WorkItem:
+    return WorkItem(
+        id=7,
+        kind="crawl",
+        storage_config_id=None,
+        dedup_key=dedup_key,
+        payload={},
+        status=status,
+        requested_at=datetime(2026, 1, 1, tzinfo=UTC),
+        attempt=1,
+        stalls=0,
+    )
+
+
+def test_a_retry_answer_names_what_the_item_is() -> None:
+    failed = _item(Status.FAILED, "nightly")
+    queued = _item(Status.QUEUED, None)
+    assert answers.retry_message(RetryResult.RETRIED, 7, None) == "item 7 is queued again, due now"
+    assert answers.retry_message(RetryResult.NOT_FOUND, 7, None) == "there is no work item 7"
+    assert answers.retry_message(RetryResult.KEY_QUEUED, 7, None) == "there is no work item 7"
+    assert answers.retry_message(RetryResult.KEY_QUEUED, 7, failed) == (
+        "item 7 stays failed: its dedup key nightly already has a queued item, which does its work"
+    )
+    assert answers.retry_message(RetryResult.NOT_FAILED, 7, queued) == (
+        "item 7 is queued, not failed: nothing to retry"
+    )
