@@ -8,6 +8,7 @@ import ast
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from safelight.library.files.paths import (
     write_atomically,
 )
 from safelight.views import answers
+from safelight.web import actions
 from safelight.work.model import CancelResult, RetryResult, Status, WorkItem
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -140,10 +142,15 @@ def test_a_sentence_is_worded_in_one_module(words: str, owner: str) -> None:
     assert _modules_with(re.compile(re.escape(words))) == [owner]
 
 
-def test_every_cancel_answer_has_its_own_words() -> None:
-    told = {answers.cancel_message(r, 7) for r in CancelResult}
-    assert len(told) == len(CancelResult)
-    assert answers.cancel_message(CancelResult.NOT_FOUND, 7) == answers.no_item(7)
+def test_each_cancel_answer_in_words() -> None:
+    assert answers.cancel_message(CancelResult.CANCELLED, 7) == "cancelled item 7"
+    assert answers.cancel_message(CancelResult.REQUESTED, 7) == (
+        "asked item 7 to stop: it is running, and its attempt stops at its next heartbeat"
+    )
+    assert answers.cancel_message(CancelResult.FINISHED, 7) == (
+        "item 7 had already finished; nothing to cancel"
+    )
+    assert answers.cancel_message(CancelResult.NOT_FOUND, 7) == "there is no work item 7"
 
 
 def _item(status: Status, dedup_key: str | None) -> WorkItem:
@@ -172,3 +179,105 @@ def test_a_retry_answer_names_what_the_item_is() -> None:
     assert answers.retry_message(RetryResult.NOT_FAILED, 7, queued) == (
         "item 7 is queued, not failed: nothing to retry"
     )
+
+
+class _Store:
+    """Answers one cancel or retry as told, and the item as it is afterwards."""
+
+    def __init__(self, cancelled: CancelResult, retried: RetryResult, item: WorkItem | None):
+        self.cancelled, self.retried, self.item = cancelled, retried, item
+        self.calls: list[tuple[str, int]] = []
+
+    async def request_cancel(self, item_id: int) -> CancelResult:
+        self.calls.append(("cancel", item_id))
+        return self.cancelled
+
+    async def retry_failed(self, item_id: int) -> RetryResult:
+        self.calls.append(("retry", item_id))
+        return self.retried
+
+    async def get(self, item_id: int) -> WorkItem | None:
+        self.calls.append(("get", item_id))
+        return self.item
+
+
+def _store(
+    cancelled: CancelResult = CancelResult.CANCELLED,
+    retried: RetryResult = RetryResult.RETRIED,
+    item: WorkItem | None = None,
+) -> Any:
+    return _Store(cancelled, retried, item)
+
+
+async def test_the_cli_and_the_web_ask_the_same_store_call_and_get_the_same_words() -> None:
+    store = _store(cancelled=CancelResult.REQUESTED)
+    said = await answers.cancel(store, 7)
+    assert (said.result, said.message) == (
+        CancelResult.REQUESTED,
+        answers.cancel_message(CancelResult.REQUESTED, 7),
+    )
+    done = await actions.cancel_item(store, 7)
+    assert done.document() == {
+        "ok": True,
+        "outcome": "requested",
+        "message": said.message,
+        "item_id": 7,
+    }
+    assert store.calls == [("cancel", 7), ("cancel", 7)]
+
+
+async def test_a_retry_reads_the_item_only_when_it_was_refused() -> None:
+    store = _store(retried=RetryResult.RETRIED)
+    assert (await answers.retry(store, 7)).message == "item 7 is queued again, due now"
+    assert store.calls == [("retry", 7)]
+    refused = _store(retried=RetryResult.KEY_QUEUED, item=_item(Status.FAILED, "nightly"))
+    said = await answers.retry(refused, 7)
+    assert said.result is RetryResult.KEY_QUEUED
+    assert "its dedup key nightly" in said.message
+    assert refused.calls == [("retry", 7), ("get", 7)]
+
+
+@pytest.mark.parametrize(
+    ("result", "status_code"),
+    [
+        (CancelResult.CANCELLED, 200),
+        (CancelResult.REQUESTED, 200),
+        (CancelResult.FINISHED, 409),
+        (CancelResult.NOT_FOUND, 404),
+    ],
+)
+async def test_the_web_answers_a_cancel_with_its_status(
+    result: CancelResult, status_code: int
+) -> None:
+    done = await actions.cancel_item(_store(cancelled=result), 7)
+    assert (done.status_code, done.outcome, done.item_id) == (status_code, result.value, 7)
+    assert done.message == answers.cancel_message(result, 7)
+
+
+@pytest.mark.parametrize(
+    ("result", "status_code"),
+    [
+        (RetryResult.RETRIED, 200),
+        (RetryResult.KEY_QUEUED, 409),
+        (RetryResult.NOT_FAILED, 409),
+        (RetryResult.NOT_FOUND, 404),
+    ],
+)
+async def test_the_web_answers_a_retry_with_its_status(
+    result: RetryResult, status_code: int
+) -> None:
+    item = None if result is RetryResult.NOT_FOUND else _item(Status.FAILED, "nightly")
+    done = await actions.retry_item(_store(retried=result, item=item), 7)
+    assert (done.status_code, done.outcome, done.item_id) == (status_code, result.value, 7)
+    assert done.message == answers.retry_message(result, 7, item)
+
+
+def test_an_unseen_item_is_answered_as_a_missing_one() -> None:
+    """ADR 0044: the same status, outcome and words as an item that does not exist."""
+    for done in (actions.cancel_unseen(7), actions.retry_unseen(7)):
+        assert done.document() == {
+            "ok": False,
+            "outcome": "not_found",
+            "message": "there is no work item 7",
+            "item_id": 7,
+        }
