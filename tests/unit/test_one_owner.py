@@ -142,6 +142,11 @@ def test_a_sentence_is_worded_in_one_module(words: str, owner: str) -> None:
     assert _modules_with(re.compile(re.escape(words))) == [owner]
 
 
+def test_the_401_of_no_user_is_worded_once() -> None:
+    """The sign-in gate's own longer line (web.auth) says where to sign in."""
+    assert _modules_with(re.compile(r"^sign in to see this$")) == ["web/viewer.py"]
+
+
 def test_each_cancel_answer_in_words() -> None:
     assert answers.cancel_message(CancelResult.CANCELLED, 7) == "cancelled item 7"
     assert answers.cancel_message(CancelResult.REQUESTED, 7) == (
