@@ -8,9 +8,11 @@ import ast
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from starlette.exceptions import HTTPException
 
 from safelight.db.embedded import DATA_FOLDER
 from safelight.library.files.paths import (
@@ -20,6 +22,7 @@ from safelight.library.files.paths import (
 )
 from safelight.views import answers
 from safelight.web import actions
+from safelight.web.viewer import SCOPE_KEY, Viewer, not_signed_in, viewer_of
 from safelight.work.model import CancelResult, RetryResult, Status, WorkItem
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -145,6 +148,17 @@ def test_a_sentence_is_worded_in_one_module(words: str, owner: str) -> None:
 def test_the_401_of_no_user_is_worded_once() -> None:
     """The sign-in gate's own longer line (web.auth) says where to sign in."""
     assert _modules_with(re.compile(r"^sign in to see this$")) == ["web/viewer.py"]
+
+
+def test_a_request_without_a_viewer_is_answered_401_in_those_words() -> None:
+    anonymous: Any = SimpleNamespace(scope={})
+    with pytest.raises(HTTPException) as raised:
+        viewer_of(anonymous)
+    assert (raised.value.status_code, raised.value.detail) == (401, "sign in to see this")
+    assert not_signed_in().status_code == 401
+    alice = Viewer(1, "alice", is_admin=False)
+    signed_in: Any = SimpleNamespace(scope={SCOPE_KEY: alice})
+    assert viewer_of(signed_in) is alice
 
 
 def test_each_cancel_answer_in_words() -> None:
