@@ -19,6 +19,16 @@ CREATE TYPE public.work_status AS ENUM (
     'cancelled'
 );
 
+CREATE FUNCTION public.dedup_key_queued(item_dedup_key text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    RETURN item_dedup_key IS NOT NULL AND EXISTS (
+        SELECT 1 FROM work_items q WHERE q.dedup_key = item_dedup_key AND q.status = 'queued'
+    );
+END
+$$;
+
 CREATE FUNCTION public.notify_work_available() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -40,6 +50,12 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.superseded_error() RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT 'superseded: its dedup key already had a queued item'
+$$;
+
 CREATE FUNCTION public.taken_back_status(item_stalls integer, item_dedup_key text, max_stalls integer) RETURNS text
     LANGUAGE plpgsql STABLE
     AS $$
@@ -47,9 +63,7 @@ BEGIN
     IF item_stalls + 1 >= max_stalls THEN
         RETURN 'failed';
     END IF;
-    IF item_dedup_key IS NOT NULL AND EXISTS (
-        SELECT 1 FROM work_items q WHERE q.dedup_key = item_dedup_key AND q.status = 'queued'
-    ) THEN
+    IF dedup_key_queued(item_dedup_key) THEN
         RETURN 'cancelled';
     END IF;
     RETURN 'queued';

@@ -27,6 +27,7 @@ from safelight.core.hostnames import (
     proxy_address_problem,
     url_of,
 )
+from safelight.db.embedded import DATA_FOLDER
 from safelight.db.urls import database_key, mask_url, url_problem
 from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
@@ -418,7 +419,7 @@ class Settings:
     def database_display(self) -> str:
         """The database as it may be printed or logged: never with its password."""
         if self.database_url is None:
-            return f"embedded PostgreSQL in {self.home / 'pgdata'}"
+            return f"embedded PostgreSQL in {self.home / DATA_FOLDER}"
         return mask_url(self.database_url)
 
     def __repr__(self) -> str:

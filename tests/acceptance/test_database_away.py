@@ -29,7 +29,7 @@ from safelight.cli.exits import EXIT_DATABASE
 from safelight.cli.failures import translate
 from safelight.cli.state import CliState
 from safelight.db.database import Database, DatabaseUnavailable
-from safelight.db.embedded import read_postmaster
+from safelight.db.embedded import DATA_FOLDER, read_postmaster
 from safelight.db.urls import mask_url
 from safelight.settings import Settings
 from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env, safelight_process
@@ -57,7 +57,7 @@ def embedded_home() -> Iterator[Path]:
     try:
         yield scratch / "home"
     finally:
-        _kill_server(scratch / "home" / "pgdata")
+        _kill_server(scratch / "home" / DATA_FOLDER)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -73,7 +73,7 @@ def test_run_exits_3_when_its_embedded_server_dies_and_the_next_run_finishes_the
     small_library: Path, embedded_home: Path, fifo: tuple[Path, int]
 ) -> None:
     path, fd = fifo
-    pgdata = embedded_home / "pgdata"
+    pgdata = embedded_home / DATA_FOLDER
     env = {
         "SAFELIGHT_HOME": str(embedded_home),
         "SAFELIGHT_MAX_CONCURRENT_FILES": "1",  # one photo after the other

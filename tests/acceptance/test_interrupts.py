@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from safelight.db.embedded import DATA_FOLDER
 from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env
 
 pytestmark = pytest.mark.acceptance
@@ -112,8 +113,8 @@ def test_ctrl_c_during_the_first_initdb_leaves_nothing_half_made(
         fake = int(said.split()[1])
         with pytest.raises(ProcessLookupError):
             os.kill(fake, 0)  # killed, and reaped
-        assert not (home / "pgdata").exists()
-        assert sorted(p.name for p in home.iterdir() if p.name.startswith(".pgdata")) == []
+        assert not (home / DATA_FOLDER).exists()
+        assert sorted(p.name for p in home.iterdir() if p.name.startswith(f".{DATA_FOLDER}")) == []
 
         again = subprocess.run(
             [sys.executable, "-m", "safelight", "db", "migrate"],
@@ -126,15 +127,15 @@ def test_ctrl_c_during_the_first_initdb_leaves_nothing_half_made(
         )
         assert again.returncode == 0, again.stderr
         assert again.stdout.startswith("applied ")
-        assert (home / "pgdata" / "PG_VERSION").read_text().strip().isdigit()
+        assert (home / DATA_FOLDER / "PG_VERSION").read_text().strip().isdigit()
 
         # Ctrl-C while connecting to the running embedded server: it stops all the same.
         done, said = interrupt_at("connect", ("status",), env, fifo)
         assert said == "connect"
         assert_interrupted(done)
-        _assert_stops(home / "pgdata" / "postmaster.pid")
+        _assert_stops(home / DATA_FOLDER / "postmaster.pid")
     finally:
-        _stop_server(home / "pgdata")
+        _stop_server(home / DATA_FOLDER)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

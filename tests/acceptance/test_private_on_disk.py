@@ -24,6 +24,7 @@ import pytest
 
 from safelight.cli.state import CliState
 from safelight.db.database import Database
+from safelight.db.embedded import DATA_FOLDER
 from safelight.settings import Settings
 from safelight.testing.serverusers import remove_users_of_gone_homes
 from safelight.testing.tinylibrary import write_photo
@@ -256,7 +257,7 @@ def test_the_embedded_database_starts_from_a_tightened_home(
     answer, handle = second.with_database(one, long_running=True)
     handle.cleanup()
     assert answer == 1 and mode(home) == HOME_MODE
-    assert mode(home / "pgdata") == 0o700
+    assert mode(home / DATA_FOLDER) == 0o700
     # With a read group too (0751 as root: the server's user is not in the group).
     grouped = CliState(overrides={"home": home, "read_group": PRIMARY_GROUP.gr_name})
     answer, handle = grouped.with_database(one, long_running=True)

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from safelight.db.embedded import DATA_FOLDER
 from tests.acceptance.harness import Sample, safelight_process, start_safelight
 
 pytestmark = pytest.mark.acceptance
@@ -230,11 +231,11 @@ def _run_on_the_embedded_database(sample_library: Sample, home: Path) -> None:
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["status"] == "succeeded"
-    assert summary["database"] == f"embedded PostgreSQL in {home / 'pgdata'}"
+    assert summary["database"] == f"embedded PostgreSQL in {home / DATA_FOLDER}"
     assert summary["assets"]["image"] == len(sample_library.manifest.photos)
     assert "Traceback" not in done.stderr
     # The server stops when the last process using it exits.
-    pid_file = home / "pgdata" / "postmaster.pid"
+    pid_file = home / DATA_FOLDER / "postmaster.pid"
     deadline = time.monotonic() + 20
     while pid_file.exists():
         assert time.monotonic() < deadline, "the embedded PostgreSQL is still running"

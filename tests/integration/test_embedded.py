@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from safelight.db.database import open_database
-from safelight.db.embedded import EmbeddedDatabaseError, start_embedded, venv_pginstall
+from safelight.db.embedded import DATA_FOLDER, EmbeddedDatabaseError, start_embedded, venv_pginstall
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.store import WorkStore
@@ -44,7 +44,7 @@ def scratch() -> Iterator[Path]:
 
 def postmaster_pid(home: Path) -> int | None:
     try:
-        return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+        return int((home / DATA_FOLDER / "postmaster.pid").read_text().split()[0])
     except FileNotFoundError:
         return None
 
@@ -87,7 +87,7 @@ async def test_embedded_database_starts_migrates_and_persists(scratch: Path) -> 
     db = await open_database(None, home)
     try:
         assert db.embedded_handle is not None
-        assert (home / "pgdata" / "PG_VERSION").exists()
+        assert (home / DATA_FOLDER / "PG_VERSION").exists()
         store = WorkStore(db.pool, clock, TEST_KINDS, max_stalls=Settings().max_stalls)
         item_id = await store.enqueue("noop", payload={"kept": True})
     finally:
@@ -183,11 +183,11 @@ def test_a_server_that_cannot_start_is_a_clear_error_naming_its_log(scratch: Pat
     home = scratch / "home"
     _, handle = start_embedded(home)
     handle.cleanup()
-    with open(home / "pgdata" / "postgresql.conf", "a") as conf:
+    with open(home / DATA_FOLDER / "postgresql.conf", "a") as conf:
         conf.write("shared_buffers = 'not a size'\n")
     with pytest.raises(EmbeddedDatabaseError) as failure:
         start_embedded(home)
-    assert str(home / "pgdata" / "log") in str(failure.value)
+    assert str(home / DATA_FOLDER / "log") in str(failure.value)
     assert postmaster_pid(home) is None
 
 
@@ -204,7 +204,7 @@ def test_status_names_the_embedded_server_s_version(scratch: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert f"database: embedded PostgreSQL in {home / 'pgdata'}" in done.stdout
+    assert f"database: embedded PostgreSQL in {home / DATA_FOLDER}" in done.stdout
     # The package's PostgreSQL, a 16.x past the 16.2 of pgserver 0.1.4 (ADR 0037).
     bundled = subprocess.run(
         [str(venv_pginstall() / "bin" / "postgres"), "--version"],

@@ -27,6 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from safelight.db import embedded
 from safelight.db.embedded import (
+    DATA_FOLDER,
     LEGACY_SERVER_USER,
     EmbeddedDatabaseError,
     account_for,
@@ -107,7 +108,7 @@ def owners(folder: Path) -> set[int]:
 
 
 def postmaster_pid(home: Path) -> int:
-    return int((home / "pgdata" / "postmaster.pid").read_text().split()[0])
+    return int((home / DATA_FOLDER / "postmaster.pid").read_text().split()[0])
 
 
 def modes(paths: list[Path]) -> dict[Path, int]:
@@ -144,7 +145,7 @@ def test_a_long_home_keeps_its_socket_in_a_private_folder_never_in_tmp(scratch: 
         assert not folder.is_relative_to("/tmp")
         st = folder.stat()
         assert stat.S_IMODE(st.st_mode) == 0o700
-        assert st.st_uid == os.stat(home / "pgdata").st_uid  # the server's own user
+        assert st.st_uid == os.stat(home / DATA_FOLDER).st_uid  # the server's own user
         # No folder on the way can be written by anyone but root or this user.
         for above in folder.parents:
             above_st = above.stat()
@@ -169,7 +170,7 @@ def test_the_socket_s_name_too_long_with_no_private_folder_is_a_clear_error(
     message = str(failure.value)
     assert str(home / "run" / ".s.PGSQL.5432") in message
     assert "set SAFELIGHT_HOME to a path of at most 89 bytes" in message
-    assert not (home / "pgdata" / "postmaster.pid").exists()
+    assert not (home / DATA_FOLDER / "postmaster.pid").exists()
 
 
 @as_root
@@ -220,7 +221,7 @@ def test_no_tcp_listener_and_no_trust_for_anyone(scratch: Path) -> None:
                 "SELECT type, auth_method, error FROM pg_hba_file_rules"
             ).fetchall()
         assert rules and all(t == "local" and m != "trust" and e is None for t, m, e in rules)
-        hba = (home / "pgdata" / "pg_hba.conf").read_text()
+        hba = (home / DATA_FOLDER / "pg_hba.conf").read_text()
         live = [line for line in hba.splitlines() if line.strip() and not line.startswith("#")]
         assert live and not any("trust" in line.split() for line in live)
     finally:
@@ -242,7 +243,7 @@ def test_as_root_the_server_runs_as_its_own_user_with_no_groups(scratch: Path) -
         account = pwd.getpwuid(uid)
         assert account.pw_gid == gid
         assert account.pw_shell in ("/usr/sbin/nologin", "/bin/false")  # no login
-        assert os.stat(home / "pgdata").st_uid == uid
+        assert os.stat(home / DATA_FOLDER).st_uid == uid
         # The home's own user (ADR 0037), named for it, and the only member of its group.
         assert account.pw_name == server_user_name(home) != LEGACY_SERVER_USER
         assert account.pw_gecos == f"safelight embedded PostgreSQL of {home}"
@@ -283,7 +284,7 @@ def test_a_venv_in_a_closed_folder_stays_closed(scratch: Path) -> None:
         "import os, sys; from pathlib import Path;"
         "from safelight.db.embedded import start_embedded;"
         "home = Path(sys.argv[1]); url, handle = start_embedded(home);"
-        "pid = int((home / 'pgdata' / 'postmaster.pid').read_text().split()[0]);"
+        f"pid = int((home / {DATA_FOLDER!r} / 'postmaster.pid').read_text().split()[0]);"
         "print(os.readlink(f'/proc/{pid}/exe')); handle.cleanup()"
     )
     done = subprocess.run(
@@ -304,7 +305,7 @@ def test_a_data_folder_made_by_pgserver_is_converted_and_keeps_its_data(
     """pgserver's own start (before ADR 0014), with PostgreSQL 16.2: the new server opens
     it with its data, and its trust line is gone."""
     home = scratch / "home"
-    pgdata = home / "pgdata"
+    pgdata = home / DATA_FOLDER
     pgdata.mkdir(parents=True)
     # The old way, with the real package: trust, and (as root) the user "pgserver".
     legacy = (
@@ -364,7 +365,7 @@ def a_home_of_today_s_release(
     as ``account`` (as root, the one user ``safelight-pg`` of every home); with a table
     of data. The server stopped, or ``left_running`` (as a process killed with SIGKILL
     leaves it)."""
-    pgdata, run = home / "pgdata", home / "run"
+    pgdata, run = home / DATA_FOLDER, home / "run"
     home.mkdir()
     embedded._private_folder(run, account)
     embedded._prepare_data(pgdata, bin_dir, account)
@@ -402,7 +403,7 @@ def test_a_data_folder_of_today_s_release_is_opened_with_its_data(
     else:
         account = account_for(LEGACY_SERVER_USER, "safelight's embedded PostgreSQL")
     a_home_of_today_s_release(home, legacy_bin(legacy_pgserver), account, left_running=left_running)
-    before = embedded.read_postmaster(home / "pgdata")
+    before = embedded.read_postmaster(home / DATA_FOLDER)
 
     url, handle = start_embedded(home)
     try:
@@ -414,13 +415,13 @@ def test_a_data_folder_of_today_s_release_is_opened_with_its_data(
             by_key = conn.execute("SELECT photo FROM kept WHERE photo = 'IMG_0002.DNG'")
             assert by_key.fetchall() == [("IMG_0002.DNG",)]
         assert rows == [("IMG_0001.HEIC",), ("IMG_0002.DNG",)]
-        now = embedded.read_postmaster(home / "pgdata")
+        now = embedded.read_postmaster(home / DATA_FOLDER)
         assert now is not None
         if left_running:
             assert before is not None and now.pid != before.pid  # 16.2 stopped, 16.x started
         if os.geteuid() == 0:
             mine = pwd.getpwnam(server_user_name(home)).pw_uid
-            assert owners(home / "pgdata") == {mine}
+            assert owners(home / DATA_FOLDER) == {mine}
             assert os.stat(f"/proc/{now.pid}").st_uid == mine
             assert os.stat(home / "run").st_uid == mine
     finally:
@@ -443,8 +444,8 @@ def test_two_homes_servers_cannot_reach_each_other(scratch: Path) -> None:
             assert user_a != user_b
             uid_a, uid_b = pwd.getpwnam(user_a).pw_uid, pwd.getpwnam(user_b).pw_uid
             assert uid_a != uid_b
-            assert owners(home_a / "pgdata") == {uid_a}
-            assert owners(home_b / "pgdata") == {uid_b}
+            assert owners(home_a / DATA_FOLDER) == {uid_a}
+            assert owners(home_b / DATA_FOLDER) == {uid_b}
             psql = str(handle_a.bin_dir / "psql")
 
             def from_a(statement: sql.Composed) -> list[str]:
@@ -465,12 +466,12 @@ def test_two_homes_servers_cannot_reach_each_other(scratch: Path) -> None:
 
             # Its own: reached.
             assert from_a(psql_to(url_a)) == ["42"]
-            assert from_a(read_file(home_a / "pgdata" / "PG_VERSION")) == ["16\n"]
+            assert from_a(read_file(home_a / DATA_FOLDER / "PG_VERSION")) == ["16\n"]
             # The other home's: refused, both ways.
             with pytest.raises(psycopg.errors.ExternalRoutineException, match="failed"):
                 from_a(psql_to(url_b))
             with pytest.raises(psycopg.Error, match="Permission denied"):
-                from_a(read_file(home_b / "pgdata" / "PG_VERSION"))
+                from_a(read_file(home_b / DATA_FOLDER / "PG_VERSION"))
 
             # Behind the closed folder, home B's peer authentication refuses A's user.
             folder_b = socket_folder(url_b)
@@ -489,7 +490,7 @@ def test_two_homes_servers_cannot_reach_each_other(scratch: Path) -> None:
                 folder_b.chmod(0o700)
             assert refused.returncode != 0, refused.stdout
             assert 'Peer authentication failed for user "postgres"' in refused.stderr
-            ident = (home_b / "pgdata" / "pg_ident.conf").read_text()
+            ident = (home_b / DATA_FOLDER / "pg_ident.conf").read_text()
             assert f'"{user_b}"' in ident and user_a not in ident
         finally:
             handle_b.cleanup()
@@ -508,7 +509,7 @@ def test_a_moved_home_keeps_its_data_under_its_new_user(scratch: Path) -> None:
             conn.execute("INSERT INTO kept VALUES ('IMG_0001.HEIC')")
     finally:
         handle.cleanup()
-    old_owner = os.stat(before / "pgdata").st_uid
+    old_owner = os.stat(before / DATA_FOLDER).st_uid
     # Looked up while its home exists: once renamed, another session's clean-up of the
     # users of gone homes (testing.serverusers) may remove it.
     old_user_uid = pwd.getpwnam(server_user_name(before)).pw_uid if os.geteuid() == 0 else None
@@ -521,6 +522,6 @@ def test_a_moved_home_keeps_its_data_under_its_new_user(scratch: Path) -> None:
         if os.geteuid() == 0:
             new_owner = pwd.getpwnam(server_user_name(after)).pw_uid
             assert new_owner != old_owner == old_user_uid
-            assert owners(after / "pgdata") == {new_owner}
+            assert owners(after / DATA_FOLDER) == {new_owner}
     finally:
         handle.cleanup()

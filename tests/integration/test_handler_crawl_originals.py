@@ -18,6 +18,7 @@ import pytest
 from PIL import Image, ImageStat
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.db.embedded import DATA_FOLDER
 from safelight.handlers import guards
 from safelight.handlers.crawl import deciding, ingesting, opening
 from safelight.handlers.crawl.result import Duplicate
@@ -430,7 +431,7 @@ async def test_the_walk_never_enters_the_proxy_root_or_the_home(
     root = tmp_path / "library"
     write(root, "photo.jpg", jpeg(70))
     h = make_harness(pool, root)  # the home is <root>/home, the proxy root <root>/proxies
-    (root / "home" / "pgdata").mkdir(parents=True)
+    (root / "home" / DATA_FOLDER).mkdir(parents=True)
     write(root, "home/stray.jpg", jpeg(71))
     config = await h.add_config(root)
 

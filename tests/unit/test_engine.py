@@ -29,6 +29,7 @@ from safelight.app import (
     pool_size,
 )
 from safelight.db.database import Database
+from safelight.db.embedded import DATA_FOLDER
 from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.library.render.decoding import ImageDecoder
@@ -230,7 +231,7 @@ async def test_on_the_embedded_server_the_engine_watches_its_postmaster_fatally(
 ) -> None:
     """Nothing brings the embedded server back while the process holds it: its end is
     the end of the run (db.embeddedwatch, ADR 0038), not an outage to wait out."""
-    pgdata = tmp_path / "home" / "pgdata"
+    pgdata = tmp_path / "home" / DATA_FOLDER
     database.embedded_handle = SimpleNamespace(pgdata=pgdata)
     engine = build_engine(
         settings(tmp_path, decode_processes=0), database, FakeClock(), WorkerOptions()

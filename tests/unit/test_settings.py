@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from safelight.core.filemodes import FileModes
+from safelight.db.embedded import DATA_FOLDER
 from safelight.db.urls import url_problem
 from safelight.library.files.limits import DEFAULT_DECODE_MEMORY_MIB, MIN_DECODE_MEMORY_MIB
 from safelight.library.render.images import ProxySpec
@@ -121,7 +122,7 @@ def test_the_database_url_is_never_shown_with_its_password() -> None:
 
 def test_the_embedded_database_is_shown_by_its_folder(tmp_path: Path) -> None:
     settings = Settings.load({"home": tmp_path}, {})
-    assert settings.database_display == f"embedded PostgreSQL in {tmp_path / 'pgdata'}"
+    assert settings.database_display == f"embedded PostgreSQL in {tmp_path / DATA_FOLDER}"
 
 
 def test_settings_are_frozen() -> None:

@@ -15,6 +15,8 @@ EXIT_DATABASE = 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: a bug in safelight
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
+ERROR_PREFIX = "safelight: error: "
+"""How every error line of the CLI starts (``cli.failures``; a Ctrl-C's line here)."""
 INTERRUPTED = "interrupted"
 """The error of a command stopped by Ctrl-C before it could say anything else."""
 
@@ -22,7 +24,7 @@ INTERRUPTED = "interrupted"
 def interrupted() -> None:
     """End the process as a Ctrl-C ends a command: one line on stderr, exit 130."""
     try:
-        sys.stderr.write(f"safelight: error: {INTERRUPTED}\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{INTERRUPTED}\n")
         sys.stderr.flush()
     finally:
         raise SystemExit(EXIT_INTERRUPTED)

@@ -15,6 +15,7 @@ import click
 
 from safelight.accounts.users import AccountError
 from safelight.cli.exits import (
+    ERROR_PREFIX,
     EXIT_DATABASE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -75,7 +76,7 @@ class Failure(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         # Masked once more on the way out: a message can quote a connection string.
-        click.echo(f"safelight: error: {self.format_message()}", file=file, err=file is None)
+        click.echo(f"{ERROR_PREFIX}{self.format_message()}", file=file, err=file is None)
 
 
 def one_line(text: str) -> str:

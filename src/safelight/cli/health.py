@@ -27,6 +27,7 @@ import psycopg
 from safelight.cli.admin import json_option
 from safelight.cli.output import print_json
 from safelight.cli.state import CliState, pass_state
+from safelight.db.availability import no_answer
 from safelight.db.database import resolve_url
 from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.db.migrate import SchemaError, applied_migrations, available_migrations, verify
@@ -73,7 +74,7 @@ async def judge(settings: Settings, now: Any) -> Verdict:
         conn = await connect(url, "safelight-health")
     except (psycopg.Error, OSError) as exc:
         reason = masker.mask(mask_url(describe_briefly(exc)))
-        verdict.check("database", False, f"the database does not answer: {reason}")
+        verdict.check("database", False, no_answer(reason))
         return verdict
     try:
         known = available_migrations()
@@ -101,7 +102,7 @@ async def judge(settings: Settings, now: Any) -> Verdict:
         )
     except psycopg.Error as exc:
         reason = masker.mask(mask_url(describe_briefly(exc)))
-        verdict.check("database", False, f"the database does not answer: {reason}")
+        verdict.check("database", False, no_answer(reason))
         return verdict
     finally:
         await conn.close()

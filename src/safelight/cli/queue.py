@@ -29,6 +29,8 @@ from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
+from safelight.views import answers
+from safelight.views.answers import Answer, no_item
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
@@ -290,7 +292,7 @@ def items_show(state: CliState, item_id: int, as_json: bool) -> None:
 
     item, attempts = state.with_database(body)
     if item is None:
-        raise Failure(f"there is no work item {item_id}")
+        raise Failure(no_item(item_id))
     if as_json:
         print_json({**item_document(item), "attempts": attempts})
         return
@@ -351,21 +353,13 @@ def items_retry(
 def retry_one(state: CliState, item_id: int) -> str:
     """``items retry ID``: the line to print, or a one-line :class:`Failure`."""
 
-    async def body(database: Database, settings: Settings) -> tuple[RetryResult, WorkItem | None]:
-        store = app_store(database, settings, state.clock)
-        return await store.retry_failed(item_id), await store.get(item_id)
+    async def body(database: Database, settings: Settings) -> Answer[RetryResult]:
+        return await answers.retry(app_store(database, settings, state.clock), item_id)
 
-    result, item = state.with_database(body)
-    if result is RetryResult.RETRIED:
-        return f"item {item_id} is queued again, due now"
-    if item is None:
-        raise Failure(f"there is no work item {item_id}")
-    if result is RetryResult.KEY_QUEUED:
-        raise Failure(
-            f"item {item_id} stays failed: its dedup key {item.dedup_key} already has a "
-            "queued item, which does its work"
-        )
-    raise Failure(f"item {item_id} is {item.status.value}, not failed: nothing to retry")
+    answer = state.with_database(body)
+    if answer.result is not RetryResult.RETRIED:
+        raise Failure(answer.message)
+    return answer.message
 
 
 def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None) -> str:
@@ -392,21 +386,13 @@ def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None
 def cancel(state: CliState, item_id: int) -> None:
     """Cancel a work item: a queued one at once, a running one at its next heartbeat."""
 
-    async def body(database: Database, settings: Settings) -> CancelResult:
-        return await app_store(database, settings, state.clock).request_cancel(item_id)
+    async def body(database: Database, settings: Settings) -> Answer[CancelResult]:
+        return await answers.cancel(app_store(database, settings, state.clock), item_id)
 
-    result = state.with_database(body)
-    messages: Mapping[CancelResult, str] = {
-        CancelResult.CANCELLED: f"cancelled item {item_id}",
-        CancelResult.REQUESTED: (
-            f"asked item {item_id} to stop: it is running, and its attempt stops at its "
-            "next heartbeat"
-        ),
-        CancelResult.FINISHED: f"item {item_id} had already finished; nothing to cancel",
-    }
-    if result is CancelResult.NOT_FOUND:
-        raise Failure(f"there is no work item {item_id}")
-    click.echo(messages[result])
+    answer = state.with_database(body)
+    if answer.result is CancelResult.NOT_FOUND:
+        raise Failure(answer.message)
+    click.echo(answer.message)
 
 
 @click.command("status")

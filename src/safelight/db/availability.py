@@ -20,7 +20,7 @@ from __future__ import annotations
 import psycopg
 import psycopg_pool
 
-__all__ = ["TRANSIENT_MESSAGES", "is_connection_lost", "is_transient"]
+__all__ = ["TRANSIENT_MESSAGES", "is_connection_lost", "is_transient", "no_answer"]
 
 TRANSIENT_MESSAGES: tuple[str, ...] = (
     # SQLSTATE 57P03, cannot_connect_now: the server is starting, replaying its WAL after
@@ -69,3 +69,9 @@ def is_connection_lost(error: BaseException) -> bool:
         return False
     state = error.sqlstate
     return state is None or state.startswith(("08", "57P"))
+
+
+def no_answer(reason: str) -> str:
+    """A health check's words for a database that could not be reached (``safelight
+    health``, the Worker's ``/healthz``); ``reason`` says why, masked by the caller."""
+    return f"the database does not answer: {reason}"

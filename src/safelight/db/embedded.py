@@ -72,7 +72,10 @@ ROLE = "postgres"
 # every root home before ADR 0037. A data folder of another home's user (the home was
 # moved or renamed, so its digest changed) is taken over too.
 ADOPTABLE_OWNERS = ("root", "pgserver", LEGACY_SERVER_USER)
-INITDB_STAGING = ".pgdata-initdb"
+DATA_FOLDER = "pgdata"
+"""The data folder's name in the home. Its one definition: the settings' display, the
+storage roots' overlap check and the crawl's own folders read it from here."""
+INITDB_STAGING = f".{DATA_FOLDER}-initdb"
 """Where ``initdb`` writes a new data folder, beside it, before it is renamed into place."""
 
 
@@ -130,7 +133,7 @@ def start_embedded(
     server stops (``stop_on_exit``; ``False``: it keeps running).
     """
     home = Path(os.path.abspath(home))
-    pgdata = home / "pgdata"
+    pgdata = home / DATA_FOLDER
     log = pgdata / "log"
     try:
         # Private, passable by the server's own user as root (ADR 0043); a home that

@@ -66,6 +66,10 @@ def handler_failure(message: str, cause: BaseException) -> HandlerFailed:
     return HandlerFailed(message)
 
 
+STOPPED = "stopped: the attempt was asked to stop"
+"""The error of an attempt a handler stopped because the executor asked it to."""
+
+
 def stop_if_cancelled(ctx: HandlerContext) -> None:
     """Stop between steps once the executor asked the attempt to stop.
 
@@ -74,7 +78,7 @@ def stop_if_cancelled(ctx: HandlerContext) -> None:
     """
     if ctx.cancelled.is_set():
         ctx.ensure_alive()
-        raise AttemptStopped("stopped: the attempt was asked to stop")
+        raise AttemptStopped(STOPPED)
 
 
 def config_id_of(ctx: HandlerContext) -> UUID:
@@ -102,7 +106,7 @@ class ThreadAlive:
 
     def check(self) -> None:
         if self._ctx.cancelled.is_set():
-            raise AttemptStopped("stopped: the attempt was asked to stop")
+            raise AttemptStopped(STOPPED)
 
     def ensure_alive(self) -> None:
         if threading.get_ident() == self._loop_thread:

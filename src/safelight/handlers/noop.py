@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from safelight.handlers.contract import HandlerContext
+from safelight.handlers.contract import STOPPED, HandlerContext
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
@@ -51,4 +51,4 @@ async def _sleep_unless_cancelled(ctx: HandlerContext, seconds: float) -> None:
         stopper.cancel()
     if not sleeper.done() or sleeper.cancelled():
         ctx.ensure_alive()
-        raise AttemptStopped("stopped: the attempt was asked to stop")
+        raise AttemptStopped(STOPPED)

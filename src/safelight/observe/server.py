@@ -41,6 +41,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from safelight.core.clock import Clock, wait_with_timeout
 from safelight.core.connections import ConnectionLimits, beyond_loopback
+from safelight.db.availability import no_answer
 from safelight.db.pool import Connections
 from safelight.logs import RefusalLine, masker
 from safelight.observe.fresh import Fresh
@@ -88,7 +89,7 @@ class Health:
         except TimeoutError:
             return f"the database did not answer within {self._timeout_seconds:g} s"
         except (psycopg.Error, OSError) as exc:
-            return masker.mask(f"the database does not answer: {describe_briefly(exc)}")
+            return masker.mask(no_answer(describe_briefly(exc)))
         if not self._listening():
             return "the wake-up listener is not connected to the database (reconnecting)"
         return None

@@ -27,7 +27,7 @@ from safelight.web.auth import client_of, refuse_plain_http, too_many
 from safelight.web.security import refuse_cross_site
 from safelight.web.sessions import SESSION_KEY, Session
 from safelight.web.signin import signed_in
-from safelight.web.viewer import viewer_of
+from safelight.web.viewer import not_signed_in, viewer_of
 
 _log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ async def _user(request: Request) -> User:
     viewer = viewer_of(request)
     user: User | None = await api.web(request).accounts.get(viewer.name)
     if user is None:  # removed since this request's session was read
-        raise HTTPException(401, "sign in to see this")
+        raise not_signed_in()
     return user
 
 

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from safelight.handlers import CRAWL, PURGE
 from safelight.handlers.kind import Kind
+from safelight.views import answers
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.model import CancelResult, RetryResult
 from safelight.work.store import WorkStore
@@ -36,48 +37,43 @@ class Done:
         }
 
 
-# What each store answer means to the person who pressed the button.
-_CANCELLED: Mapping[CancelResult, tuple[int, str]] = {
-    CancelResult.CANCELLED: (200, "cancelled item {id}"),
-    CancelResult.REQUESTED: (
-        200,
-        "asked item {id} to stop: its attempt stops at its next heartbeat",
-    ),
-    CancelResult.FINISHED: (409, "item {id} had already finished"),
-    CancelResult.NOT_FOUND: (404, "there is no work item {id}"),
+# The HTTP status of each store answer; its sentence is the CLI's (views.answers).
+_CANCEL_STATUS: Mapping[CancelResult, int] = {
+    CancelResult.CANCELLED: 200,
+    CancelResult.REQUESTED: 200,
+    CancelResult.FINISHED: 409,
+    CancelResult.NOT_FOUND: 404,
 }
-_RETRIED: Mapping[RetryResult, tuple[int, str]] = {
-    RetryResult.RETRIED: (200, "item {id} is queued again, due now"),
-    RetryResult.KEY_QUEUED: (
-        409,
-        "item {id} stays failed: an item of its dedup key is queued already, which does its work",
-    ),
-    RetryResult.NOT_FAILED: (409, "item {id} is not failed: nothing to retry"),
-    RetryResult.NOT_FOUND: (404, "there is no work item {id}"),
+_RETRY_STATUS: Mapping[RetryResult, int] = {
+    RetryResult.RETRIED: 200,
+    RetryResult.KEY_QUEUED: 409,
+    RetryResult.NOT_FAILED: 409,
+    RetryResult.NOT_FOUND: 404,
 }
 
 
-def _answer(table: Mapping[R, tuple[int, str]], result: R, item_id: int) -> Done:
-    status_code, text = table[result]
-    return Done(status_code, result.value, text.format(id=item_id), item_id)
+def _done(statuses: Mapping[R, int], answer: answers.Answer[R], item_id: int) -> Done:
+    return Done(statuses[answer.result], answer.result.value, answer.message, item_id)
 
 
 async def cancel_item(store: WorkStore, item_id: int) -> Done:
-    return _answer(_CANCELLED, await store.request_cancel(item_id), item_id)
+    return _done(_CANCEL_STATUS, await answers.cancel(store, item_id), item_id)
 
 
 async def retry_item(store: WorkStore, item_id: int) -> Done:
-    return _answer(_RETRIED, await store.retry_failed(item_id), item_id)
+    return _done(_RETRY_STATUS, await answers.retry(store, item_id), item_id)
 
 
 # An item the viewer may not see is answered as the store answers one that does not
-# exist, from the same table: nothing tells the two apart (ADR 0044).
+# exist, in the same words: nothing tells the two apart (ADR 0044).
 def cancel_unseen(item_id: int) -> Done:
-    return _answer(_CANCELLED, CancelResult.NOT_FOUND, item_id)
+    unseen = answers.Answer(CancelResult.NOT_FOUND, answers.no_item(item_id))
+    return _done(_CANCEL_STATUS, unseen, item_id)
 
 
 def retry_unseen(item_id: int) -> Done:
-    return _answer(_RETRIED, RetryResult.NOT_FOUND, item_id)
+    unseen = answers.Answer(RetryResult.NOT_FOUND, answers.no_item(item_id))
+    return _done(_RETRY_STATUS, unseen, item_id)
 
 
 async def _queue(store: WorkStore, kind: Kind[Any], config_id: UUID, what: str) -> Done:

@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from safelight.logs import masker
 from safelight.terminal import printable
+from safelight.views import answers
 from safelight.views.documents import item_document, json_default
 from safelight.views.queries import item_owner, library_counts, list_items, queue_status
 from safelight.web import actions, reads
@@ -202,7 +203,7 @@ async def items(request: Request) -> Response:
 
 def no_item(item_id: int) -> HTTPException:
     """The 404 of an item that does not exist, and of one the viewer may not see."""
-    return HTTPException(404, f"there is no work item {item_id}")
+    return HTTPException(404, answers.no_item(item_id))
 
 
 async def may_see_item(request: Request, item_id: int) -> bool:

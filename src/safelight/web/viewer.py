@@ -36,8 +36,13 @@ class Viewer:
         return self.is_admin or (owner is not None and owner == self.name)
 
 
+def not_signed_in() -> HTTPException:
+    """The 401 of a request with no user behind it, or whose user is gone."""
+    return HTTPException(401, "sign in to see this")
+
+
 def viewer_of(conn: HTTPConnection) -> Viewer:
     found = conn.scope.get(SCOPE_KEY)
     if not isinstance(found, Viewer):
-        raise HTTPException(401, "sign in to see this")
+        raise not_signed_in()
     return found

@@ -277,7 +277,7 @@ RETURNING a.work_item_id
 -- Put an interrupted attempt's item back to queued in its place with one more stall (fenced).
 -- The same decision as item_recover_expired_lease (taken_back_status, migration 0006): failed
 -- once it reaches max_stalls, ended as superseded when its dedup key already has a
--- queued item, else queued.
+-- queued item (dedup_key_queued, migration 0020), else queued.
 WITH current AS (
     SELECT id, attempt, stalls, dedup_key
     FROM work_items
@@ -297,7 +297,7 @@ WITH current AS (
             ELSE coalesce(%(now)s::timestamptz, clock_timestamp()) END,
         error = CASE d.new_status
             WHEN 'failed' THEN format('interrupted %%s times; last: %%s', w.stalls + 1, %(error)s::text)
-            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+            WHEN 'cancelled' THEN superseded_error()
             ELSE %(error)s::text
         END
     FROM decided d
@@ -316,10 +316,11 @@ SELECT new_status FROM retried
 -- Put a failed attempt's item back to queued until its backoff has passed, one more retry (fenced).
 -- The executor decided it may be retried (safelight.work.retry: a failure that may pass,
 -- attempts left). Superseded instead (cancelled, as lease recovery does) when its dedup
--- key already has a queued item, which will do the same work: requeueing it would break
--- ix_work_items_dedup_key_queued. One stamp, read once the row is locked: not_before is
--- it plus the backoff, an interval added here to the database's clock (ADR 0015), never
--- to a Worker's; the attempt's ended_at is the same stamp, and its outcome 'failed'.
+-- key already has a queued item (dedup_key_queued, migration 0020: the rule's one
+-- definition, which taken_back_status uses too). One stamp, read once the row is
+-- locked: not_before is it plus the backoff, an interval added here to the database's
+-- clock (ADR 0015), never to a Worker's; the attempt's ended_at is the same stamp, and
+-- its outcome 'failed'.
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), current AS (
@@ -329,9 +330,7 @@ WITH stamp AS MATERIALIZED (
     FOR UPDATE
 ), decided AS (
     SELECT c.id, c.attempt,
-           CASE WHEN c.dedup_key IS NOT NULL AND EXISTS (
-               SELECT 1 FROM work_items q WHERE q.dedup_key = c.dedup_key AND q.status = 'queued'
-           ) THEN 'cancelled' ELSE 'queued' END AS new_status
+           CASE WHEN dedup_key_queued(c.dedup_key) THEN 'cancelled' ELSE 'queued' END AS new_status
     FROM current c
 ), retried AS (
     UPDATE work_items w
@@ -344,7 +343,7 @@ WITH stamp AS MATERIALIZED (
         cancel_requested = false,
         finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE (SELECT at FROM stamp) END,
         error = CASE d.new_status
-            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+            WHEN 'cancelled' THEN superseded_error()
             ELSE %(error)s::text
         END
     FROM decided d
@@ -371,7 +370,7 @@ FOR SHARE
 -- item_recover_expired_lease --
 -- Take back one running item whose lease expired: requeue it in its place with one
 -- more stall, fail it once it reaches max_stalls, or end it as superseded when its
--- dedup key already has a queued item (taken_back_status, migration 0006).
+-- dedup key already has a queued item (taken_back_status, migrations 0006 and 0020).
 -- One stamp, read once (an InitPlan, so ix_work_items_running_lease still serves the
 -- comparison): the lease expired before it, and it is the attempt's ended_at. Leases
 -- and this stamp are both the database's clock, so no Worker's clock skews recovery.
@@ -397,7 +396,7 @@ WITH stamp AS MATERIALIZED (
         finished_at = CASE WHEN d.new_status = 'queued' THEN NULL ELSE (SELECT at FROM stamp) END,
         error = CASE d.new_status
             WHEN 'failed' THEN format('stalled: the lease expired %%s times', w.stalls + 1)
-            WHEN 'cancelled' THEN 'superseded: its dedup key already had a queued item'
+            WHEN 'cancelled' THEN superseded_error()
         END
     FROM decided d
     WHERE w.id = d.id
@@ -430,16 +429,14 @@ RETURNING status
 UPDATE work_items w
 SET status = 'queued', finished_at = NULL, result = NULL, not_before = NULL,
     retries = 0, stalls = 0
-WHERE w.id = %(id)s AND w.status = 'failed'
-  AND (w.dedup_key IS NULL OR NOT EXISTS (
-    SELECT 1 FROM work_items q WHERE q.dedup_key = w.dedup_key AND q.status = 'queued'
-  ))
+WHERE w.id = %(id)s AND w.status = 'failed' AND NOT dedup_key_queued(w.dedup_key)
 RETURNING w.id
 
 -- items_retry_failed --
 -- Put the failed items of a kind and a config (NULL: any) back to queued, as item_retry_failed does; how many, and how many stay failed.
 -- Of the failed items that share a dedup key only the newest is requeued, and none whose
--- key already has a queued item (ix_work_items_dedup_key_queued): the rest stay failed.
+-- key already has a queued item (dedup_key_queued, migration 0020;
+-- ix_work_items_dedup_key_queued): the rest stay failed.
 WITH matching AS (
     SELECT w.id, w.dedup_key
     FROM work_items w
@@ -452,9 +449,7 @@ WITH matching AS (
     (
         SELECT DISTINCT ON (m.dedup_key) m.id
         FROM matching m
-        WHERE m.dedup_key IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM work_items q WHERE q.dedup_key = m.dedup_key AND q.status = 'queued'
-        )
+        WHERE m.dedup_key IS NOT NULL AND NOT dedup_key_queued(m.dedup_key)
         ORDER BY m.dedup_key, m.id DESC
     )
 ), retried AS (

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shutil
-import tempfile
-from pathlib import Path
 
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue.assets import NewAsset
@@ -17,7 +15,7 @@ from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import Original
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.proxystore.layout import STAGING_FOLDER
-from safelight.library.proxystore.publishing import make_folders
+from safelight.library.proxystore.publishing import make_video_temp_folder
 from safelight.library.render.video import (
     VideoProxySpec,
     make_video_proxies,
@@ -38,7 +36,7 @@ async def make_video(
     # attempt, the sweep removes it once it is an hour old.
     crawl.ctx.ensure_alive()
     staging = crawl.proxy_root / STAGING_FOLDER
-    temp = Path(await asyncio.to_thread(make_temp_folder, staging))
+    temp = await asyncio.to_thread(make_video_temp_folder, staging)
     try:
         proxies = await make_video_proxies(
             source,
@@ -77,7 +75,7 @@ async def add_motion_video(
         issue = found.issue or "no motion video"
         return dataclasses.replace(row, motion_photo_issue=issue), records
     crawl.ctx.ensure_alive()
-    temp = Path(await asyncio.to_thread(make_temp_folder, crawl.proxy_root / STAGING_FOLDER))
+    temp = await asyncio.to_thread(make_video_temp_folder, crawl.proxy_root / STAGING_FOLDER)
     try:
         embedded = temp / MOTION_VIDEO_NAME
         await asyncio.to_thread(copy_range, source.fd, found, embedded, crawl.alive.check)
@@ -102,8 +100,3 @@ async def add_motion_video(
             crawl.ctx.ensure_alive()
             await asyncio.to_thread(shutil.rmtree, temp, True)
     return dataclasses.replace(row, motion_photo=True), [*records, record]
-
-
-def make_temp_folder(parent: Path) -> str:
-    make_folders(parent)
-    return tempfile.mkdtemp(dir=parent, prefix=".video-", suffix=".tmp")

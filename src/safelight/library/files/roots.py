@@ -23,10 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from safelight.db.embedded import DATA_FOLDER
+
 DEMO_FOLDER = "demo-library"
 """The demo library's folder in the home (``safelight demo``)."""
-DATA_FOLDER = "pgdata"
-"""The embedded PostgreSQL's data folder in the home."""
 
 SYSTEM_FOLDERS = frozenset(
     Path(p) for p in ("/", "/home", "/mnt", "/media", "/srv", "/opt", "/var", "/tmp", "/root")

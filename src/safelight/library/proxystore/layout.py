@@ -32,10 +32,19 @@ _HASH_PREFIX = re.compile(r"[0-9a-f]{2}")
 # ``<item id>-<attempt>`` in canonical decimal (no sign, no leading zero): the one
 # spelling ``AttemptTag.text`` writes, so every name has one parse.
 _ATTEMPT_TAG = re.compile(r"(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,9})")
-# tempfile's names: a prefix, eight of [a-z0-9_], a suffix (write_atomically, and the
-# video's temporary folder in handlers.crawl).
-_STAGED_FILE = re.compile(r"\.[a-z0-9_][a-z0-9_.-]{0,63}\.[a-z0-9_]{8}\.tmp")
-_VIDEO_TEMP_FOLDER = re.compile(r"\.video-[a-z0-9_]{8}\.tmp")
+VIDEO_TEMP_PREFIX = ".video-"
+"""A video's temporary folder in the staging folder: ``.video-<random>.tmp``."""
+TEMP_SUFFIX = ".tmp"
+"""The suffix of every name made in the staging folder."""
+# tempfile's names: a prefix, eight of [a-z0-9_], a suffix (publishing.write_atomically
+# and publishing.make_video_temp_folder, the only two that make names in the staging
+# folder).
+_STAGED_FILE = re.compile(
+    rf"\.[a-z0-9_][a-z0-9_.-]{{0,63}}\.[a-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}"
+)
+_VIDEO_TEMP_FOLDER = re.compile(
+    rf"{re.escape(VIDEO_TEMP_PREFIX)}[a-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}"
+)
 
 
 def proxy_dir(proxy_root: Path, config_id: UUID, content_hash: str) -> Path:

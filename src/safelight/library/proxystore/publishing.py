@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from safelight.core.journal import side_effect
+from safelight.library.proxystore.layout import TEMP_SUFFIX, VIDEO_TEMP_PREFIX
 
 INHERITED_FOLDER_BITS = stat.S_ISGID | 0o750
 """What a folder under the proxy root takes of the folder it is made in: the owner's
@@ -51,7 +52,7 @@ def write_atomically(
     # file either.
     ensure_alive()
     make_folders(staging)
-    fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp_name = tempfile.mkstemp(dir=staging, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     temp = Path(temp_name)
     try:
         with open(fd, "wb", closefd=True) as out:
@@ -141,3 +142,11 @@ def make_folders(folder: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(new, mode, follow_symlinks=False)  # exactly: the umask takes bits off mkdir's mode
+
+
+def make_video_temp_folder(staging: Path) -> Path:
+    """A new folder in ``staging`` (``<proxy root>/STAGING_FOLDER``) for what ffmpeg
+    writes of one video: ``.video-<random>.tmp``, the name ``layout.is_staging_name`` and
+    ``layout.is_layout_folder`` recognise, so the sweep deletes what a crash leaves in it."""
+    make_folders(staging)
+    return Path(tempfile.mkdtemp(dir=staging, prefix=VIDEO_TEMP_PREFIX, suffix=TEMP_SUFFIX))

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from safelight.handlers.crawl import videos
+from safelight.db.embedded import DATA_FOLDER
 from safelight.library.catalogue.database import DatabaseIdentity
 from safelight.library.files.roots import (
     DEMO_FOLDER,
@@ -45,6 +45,7 @@ from safelight.library.proxystore.proxytree import (
     open_file,
     remove_empty_folders,
 )
+from safelight.library.proxystore.publishing import make_video_temp_folder
 from safelight.settings import Settings
 
 CONFIG = UUID("1234abcd-1234-5678-9abc-def012345678")
@@ -75,7 +76,7 @@ def test_a_root_that_contains_the_home_is_refused_with_the_fix(tmp_path: Path) -
     ("inside", "what", "setting"),
     [
         ("proxies/2019", "proxy root", "SAFELIGHT_PROXY_ROOT"),
-        ("home/pgdata/base", "embedded database", "SAFELIGHT_HOME"),
+        (f"home/{DATA_FOLDER}/base", "embedded database", "SAFELIGHT_HOME"),
         ("home/photos", "home", "SAFELIGHT_HOME"),
     ],
 )
@@ -147,7 +148,7 @@ def test_each_refusal_says_what_happens_there_and_the_fix_in_full(tmp_path: Path
 
 
 @pytest.mark.parametrize("active", [True, False], ids=["active", "disabled"])
-@pytest.mark.parametrize("at", ["proxies", "home/pgdata/x", "."])
+@pytest.mark.parametrize("at", ["proxies", f"home/{DATA_FOLDER}/x", "."])
 def test_every_registered_root_is_checked_and_named(tmp_path: Path, active: bool, at: str) -> None:
     """Proxy root, data folder or home: the one that overlaps, the config's id and
     state in the message, whatever its state."""
@@ -503,7 +504,7 @@ def test_a_video_s_temporary_folder_is_a_staging_name_the_sweep_knows(tmp_path: 
     root = tmp_path / "proxies"
     root.mkdir()
     root.chmod(0o2750)
-    temp = Path(videos.make_temp_folder(root / ".staging"))
+    temp = make_video_temp_folder(root / ".staging")
     assert temp.parent == root / ".staging" and temp.is_dir()
     assert stat.S_IMODE(temp.parent.stat().st_mode) == 0o2750
     assert is_staging_name(f".staging/{temp.name}/thumbnail.jpg")

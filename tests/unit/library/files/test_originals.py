@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from safelight.db.embedded import DATA_FOLDER
 from safelight.library.files import originals
 from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.files.hashing import hash_descriptor
@@ -188,7 +189,7 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
     proxies = root / "2024" / "proxies"
     (proxies / "c0").mkdir(parents=True)
     (proxies / "c0" / "thumbnail.jpg").write_bytes(b"a proxy")
-    (root / "home" / "pgdata").mkdir(parents=True)
+    (root / "home" / DATA_FOLDER).mkdir(parents=True)
     # The home configured through a link (as a bind mount would be another name for it):
     # the folder in the library is recognised by device and inode, not by name.
     alias = tmp_path / "home-alias"

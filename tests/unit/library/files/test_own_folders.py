@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import safelight
+from safelight.db.embedded import DATA_FOLDER
 from safelight.library.files.originals import StorageRoot
 from safelight.library.files.roots import (
-    DATA_FOLDER,
     DEMO_FOLDER,
     RootOverlap,
     check_apart,
