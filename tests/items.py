@@ -1,43 +1,6 @@
-"""Work items for tests that need one in hand without a database (journals, executors)."""
+"""Forwards to :mod:`safelight.testing.items` for the fault rig (``tests/faults``), whose
+imports its owner switches; nothing else imports this (ADR 0051). Delete it then."""
 
-from __future__ import annotations
+from safelight.testing.items import running_item, scope_of
 
-from contextlib import AbstractContextManager
-from datetime import UTC, datetime
-from typing import Any
-from uuid import UUID
-
-from safelight.core.journal import Journal, attempt_scope
-from safelight.work.model import Status, WorkItem
-
-
-def running_item(
-    *,
-    id: int,
-    attempt: int,
-    config: UUID | None,
-    kind: str = "crawl",
-    payload: dict[str, Any] | None = None,
-    worker_id: str | None = None,
-) -> WorkItem:
-    """A claimed item: running, its attempt ``attempt``, requested at a fixed time."""
-    return WorkItem(
-        id=id,
-        kind=kind,
-        storage_config_id=config,
-        dedup_key=None,
-        payload=payload or {},
-        status=Status.RUNNING,
-        requested_at=datetime(2026, 1, 1, tzinfo=UTC),
-        attempt=attempt,
-        stalls=0,
-        worker_id=worker_id,
-    )
-
-
-def scope_of(journal: Journal | None, item: WorkItem) -> AbstractContextManager[None]:
-    """The journal's attempt scope of ``item``'s attempt, as a Worker sets it around the
-    handler."""
-    return attempt_scope(
-        journal, config_id=item.storage_config_id, item_id=item.id, attempt=item.attempt
-    )
+__all__ = ["running_item", "scope_of"]
