@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import crawl as crawl_module
 from safelight.library.catalogue import assets
 from safelight.library.walk import crawl as walk_module
+from safelight.testing.handlers import Harness, make_harness
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
     asset_rows,
@@ -24,7 +25,6 @@ from safelight.testing.tinylibrary import (
     write_photo,
 )
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, make_harness
 
 pytestmark = pytest.mark.integration
 

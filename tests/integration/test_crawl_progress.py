@@ -18,10 +18,10 @@ from safelight.cli.summary import INTERRUPTED, build_summary, render_summary, sa
 from safelight.handlers import crawl as crawl_module
 from safelight.library.files import hashing
 from safelight.library.walk import crawl as walk_module
+from safelight.testing.handlers import KINDS, LEASE, jpeg, make_harness, write
 from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
 from safelight.work.outcome import Released
-from tests.integration.handlerfixtures import KINDS, LEASE, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.testing.handlers import jpeg, make_harness, write
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

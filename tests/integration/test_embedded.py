@@ -23,8 +23,8 @@ from safelight.db.embedded import EmbeddedDatabaseError, start_embedded, venv_pg
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.serverusers import remove_users_of_gone_homes
+from safelight.testing.stores import TEST_KINDS
 from safelight.work.store import WorkStore
-from tests.integration.storefixtures import TEST_KINDS
 
 pytestmark = pytest.mark.integration
 

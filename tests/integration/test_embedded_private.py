@@ -34,8 +34,8 @@ from safelight.db.embedded import (
     start_embedded,
     venv_pginstall,
 )
+from safelight.testing.legacypgserver import fetch_legacy_pgserver, legacy_bin
 from safelight.testing.serverusers import remove_users_of_gone_homes
-from tests.integration.legacy_pgserver import fetch_legacy_pgserver, legacy_bin
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def scratch() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def legacy_pgserver() -> Iterator[Path]:
-    """pgserver 0.1.4 unpacked (see ``tests/integration/legacy_pgserver.py``)."""
+    """pgserver 0.1.4 unpacked (see ``safelight.testing.legacypgserver``)."""
     folder = Path(tempfile.mkdtemp(prefix="safelight-legacy-pgserver-"))
     try:
         yield fetch_legacy_pgserver(folder)

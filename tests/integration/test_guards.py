@@ -28,7 +28,7 @@ from safelight.library.proxystore.proxyroot import (
     database_identity,
     read_marker,
 )
-from tests.integration.handlerfixtures import make_harness
+from safelight.testing.handlers import make_harness
 
 pytestmark = pytest.mark.integration
 

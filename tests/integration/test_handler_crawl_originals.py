@@ -20,8 +20,8 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import crawl as crawl_handler
 from safelight.handlers import guards
 from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.handlers import Harness, jpeg, make_harness, touch_later, write
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, make_harness, touch_later, write
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.files.paths import parse_proxy_name
 from safelight.library.proxystore import legacynames
+from safelight.testing.handlers import Harness, jpeg, later, make_harness, write
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
 
 pytestmark = pytest.mark.integration
 

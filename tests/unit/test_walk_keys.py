@@ -28,7 +28,7 @@ from safelight.library.walk.crawl import (
     walked_file,
 )
 from safelight.library.walk.decisions import StatKey, Unchanged, by_stat, stat_key
-from tests.unit.walking import known_row
+from safelight.testing.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),
             SidecarFile("a.xmp", 2, 4), SidecarFile("a.JPG.xmp", 3, 4)]  # fmt: skip

@@ -12,7 +12,7 @@ from safelight.library.files.mediatypes import media_type, media_type_of_name
 from safelight.library.files.originals import StorageRoot
 from safelight.library.walk import crawl as walk_module
 from safelight.library.walk.crawl import KnownInPathOrder, WalkedFile, Walker
-from tests.unit.walking import feed, given_out, match, take_files
+from safelight.testing.walking import feed, given_out, match, take_files
 
 NAMES = [
     "a.jpg",
