@@ -17,7 +17,7 @@ from safelight.testing.executor import FakeExecutor, as_executor
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.items import noop_item
 from safelight.testing.workstore import ScriptedStore, as_work_store
-from safelight.work.executor import RunResult, Shutdown
+from safelight.work.executor import RunResult
 from safelight.work.model import WorkItem
 from safelight.work.observer import NoObserver
 from safelight.work.outcome import Complete, Fail, Failed, Lost, Succeeded
@@ -436,13 +436,7 @@ class TimedExecutor(FakeExecutor):
         super().__init__()
         self.clock, self.seconds, self.result = clock, seconds, result
 
-    async def run(
-        self,
-        work: WorkItem,
-        shutdown: Shutdown | None = None,
-        *,
-        claimed_at: float | None = None,
-    ) -> RunResult:
+    async def run(self, item: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
         await self.clock.sleep(self.seconds)
         return self.result
 
