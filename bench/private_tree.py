@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import print_table, versions, write_result
 
 from safelight.core.filemodes import FileModes
-from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.library.proxystore.proxymodes import tighten_proxy_root
 
 

@@ -26,8 +26,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from safelight.library.proxystore.layout import STAGING_FOLDER
 from safelight.core.clock import SystemClock
-from safelight.library.files.paths import STAGING_FOLDER
 from safelight.testing.rows import add_config
 from safelight.testing.samplegen import generate_jpegs
 from tests.faults.effects import Effect, effects_of, overlaps, read_lines
@@ -190,7 +190,7 @@ def assert_every_asset_has_its_proxies(setup: Setup, *, sigkilled: bool = False)
     """Every asset's proxies are in place, and no temporary file is left in a config's
     folder. A SIGKILLed Worker cannot remove the temporary file it was writing: that one
     may stay in the staging folder, which no config owns, for the proxy sweep to delete
-    once it is an hour old (``safelight.library.files.paths.STAGING_FOLDER``)."""
+    once it is an hour old (``safelight.library.proxystore.layout.STAGING_FOLDER``)."""
     rows = setup.query(
         "SELECT a.id, p.path FROM assets a JOIN proxy_files p ON p.asset_id = a.id "
         "WHERE NOT a.is_deleted AND p.path IS NOT NULL"

@@ -47,7 +47,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from safelight.library.files.paths import parse_proxy_name
+from safelight.library.proxystore.layout import parse_proxy_name
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
 from tests.integration.storefixtures import OVERLAPPING_ATTEMPTS, RUNNING_ITEM_MISMATCHES
 

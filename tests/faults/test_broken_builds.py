@@ -26,7 +26,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.files.paths import parse_proxy_name
+from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.settings import Settings
 from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
 from tests.faults import checker

@@ -32,7 +32,7 @@ import pytest
 
 from safelight.core.clock import SystemClock
 from safelight.core.journal import Journal, side_effect
-from safelight.library.files import paths
+from safelight.library.proxystore import layout, publishing
 from safelight.library.proxystore.proxytree import delete_file
 from safelight.library.render.images import make_image_proxies
 from safelight.library.walk.crawl import publish_image_proxies
@@ -49,7 +49,7 @@ pytestmark = pytest.mark.faults
 CONFIG = UUID("00000000-0000-0000-0000-00000000c0f1")
 CONTENT_HASH = "0123456789abcdef"
 ITEM = running_item(id=11, attempt=2, config=CONFIG)
-WRITTEN_BY = paths.AttemptTag(ITEM.id, ITEM.attempt)
+WRITTEN_BY = layout.AttemptTag(ITEM.id, ITEM.attempt)
 
 
 class Attempt:
@@ -116,14 +116,14 @@ def test_a_proxy_write_s_interval_ends_with_its_rename_not_with_the_folder_s_fsy
     root = tmp_path / "proxies"
     attempt = Attempt(tmp_path, freeze_on="never")
     open_at_fsync: list[bool] = []
-    fsync_dir = paths._fsync_dir
+    fsync_dir = publishing._fsync_dir
 
     def watched(folder: Path) -> None:
         lines = read_lines([attempt.path])
         open_at_fsync.append(bool(lines) and lines[-1]["phase"] == "before")
         fsync_dir(folder)
 
-    monkeypatch.setattr(paths, "_fsync_dir", watched)
+    monkeypatch.setattr(publishing, "_fsync_dir", watched)
     with scope_of(attempt.journal, ITEM):
         publish_image_proxies(
             proxies, root, CONFIG, CONTENT_HASH, attempt.ensure_alive, written_by=WRITTEN_BY
@@ -211,12 +211,12 @@ def frozen_rename(
     rename, the next attempt deleting a file in ``next_in`` ("same" or "another")
     folder meanwhile; what the checker reports of it."""
     root = tmp_path / "proxies"
-    target = paths.proxy_path(root, CONFIG, CONTENT_HASH, "thumbnail", "jpg", WRITTEN_BY)
+    target = layout.proxy_path(root, CONFIG, CONTENT_HASH, "thumbnail", "jpg", WRITTEN_BY)
     next_hash = CONTENT_HASH if next_in == "same" else OTHER_HASH
-    next_target = paths.proxy_path(root, CONFIG, next_hash, "full_preview", "jpg", WRITTEN_BY)
+    next_target = layout.proxy_path(root, CONFIG, next_hash, "full_preview", "jpg", WRITTEN_BY)
     next_target.parent.mkdir(parents=True)
     next_target.write_bytes(b"the next attempt's to delete")
-    staged = root / paths.STAGING_FOLDER / "thumbnail.jpg.tmp"
+    staged = root / layout.STAGING_FOLDER / "thumbnail.jpg.tmp"
     staged.parent.mkdir(parents=True)
     target.parent.mkdir(parents=True, exist_ok=True)  # the rename alone is journalled
     staged.write_bytes(b"a finished proxy")
@@ -234,7 +234,7 @@ def frozen_rename(
 
     monkeypatch.setattr(os, "replace", replace_frozen)
     with scope_of(journal, ITEM):
-        paths.move_into_place(staged, target, lambda: None)
+        publishing.move_into_place(staged, target, lambda: None)
     monkeypatch.undo()
     journal.close()
     assert target.read_bytes() == b"a finished proxy"

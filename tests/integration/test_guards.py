@@ -20,14 +20,10 @@ from safelight.handlers.guards import (
     check_proxy_root,
     tighten_proxy_root_if_ours,
 )
-from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.catalogue.database import DatabaseIdentity, database_identity
 from safelight.library.files.roots import RootOverlap
-from safelight.library.proxystore.proxyroot import (
-    DatabaseIdentity,
-    claim_proxy_root,
-    database_identity,
-    read_marker,
-)
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
+from safelight.library.proxystore.proxyroot import claim_proxy_root, read_marker
 from safelight.testing.handlers import make_harness
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.files.paths import confined
+from safelight.library.files.confinement import confined
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.dng import dng_bytes
 from safelight.testing.handlers import Harness, jpeg, make_harness, write

@@ -14,7 +14,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import KIND_SPECS, build_handlers
 from safelight.handlers.contract import Handler, HandlerContext
-from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
+from safelight.work.errors import InvalidWorkItem
+from safelight.work.kinds import Scope
+from safelight.work.model import Status
+from safelight.work.outcome import Lost, SelfStopped
 from safelight.testing.handlers import (
     KINDS,
     LEASE,
@@ -23,10 +27,6 @@ from safelight.testing.handlers import (
     make_harness,
     write,
 )
-from safelight.work.errors import InvalidWorkItem
-from safelight.work.kinds import Scope
-from safelight.work.model import Status
-from safelight.work.outcome import Lost, SelfStopped
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ from safelight.library.catalogue.configs import (
     NestedConfig,
     StorageConfigs,
 )
-from safelight.library.files.paths import PROXY_ROOT_MARKER, parse_proxy_name, proxy_folder
 from safelight.library.files.roots import RootOverlap, own_folders
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER, parse_proxy_name, proxy_folder
 from safelight.library.proxystore.sweep import scan_proxy_root
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import (

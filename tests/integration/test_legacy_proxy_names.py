@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.files.paths import parse_proxy_name
 from safelight.library.proxystore import legacynames
+from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.testing.handlers import Harness, jpeg, later, make_harness, write
 from safelight.work.model import Status
 

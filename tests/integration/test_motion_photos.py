@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.files.paths import STAGING_FOLDER
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME
+from safelight.library.proxystore.layout import STAGING_FOLDER
 from safelight.testing.handlers import make_harness, write
 from safelight.testing.motionphotos import (
     google_motion_jpeg,

@@ -18,8 +18,8 @@ from uuid import UUID
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.files.paths import AttemptTag
 from safelight.library.proxystore import proxytree, purge
+from safelight.library.proxystore.layout import AttemptTag
 from safelight.library.render.images import make_image_proxies
 from safelight.library.walk.crawl import publish_image_proxies
 from safelight.testing.handlers import Harness, jpeg, later, make_harness, write

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from safelight.library.files.paths import CONTENT_HASH_HEX_LENGTH
+from safelight.library.files.hashing import CONTENT_HASH_HEX_LENGTH
 from tests.faults.checker import (
     Explained,
     Window,

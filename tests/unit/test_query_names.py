@@ -209,15 +209,25 @@ class _Scan:
     unfollowed: list[str]  # uses of a mapping this test cannot follow
 
 
-def _scan(path: Path, loaded: tuple[_Loaded, ...], *, in_src: bool) -> _Scan:
+def _scan(
+    path: Path,
+    loaded: tuple[_Loaded, ...],
+    *,
+    in_src: bool,
+    module: str | None = None,
+    where: Path | None = None,
+) -> _Scan:
+    """``module`` and ``where`` (the file's module and its path in the repository) are
+    derived from ``path`` unless given, as for a planted file outside the tree."""
     tree = _parse(path)
     nodes = list(ast.walk(tree))
-    module = _module_name(path) if in_src else None
+    if in_src and module is None:
+        module = _module_name(path)
     names = _bindings(tree, nodes, module)
     owner = _enclosing_functions(tree, module) if module else {}
     by_identity = {id(entry.queries): entry for entry in loaded}
     helpers = {id(_resolve(qualname)): qualname for qualname in _INDIRECT}
-    where = path.relative_to(_REPO)
+    where = path.relative_to(_REPO) if where is None else where
     scan = _Scan([], [])
 
     def mapping_of(node: ast.expr) -> _Loaded | None:
@@ -323,9 +333,9 @@ def test_the_scan_sees_the_lookups_it_must() -> None:
     }
     assert ("safelight.work.store.QUERIES", "items_claim", "src/safelight/work/store.py") in lookups
     assert (
-        "safelight.library.catalogue.assets.QUERIES",
+        "safelight.library.catalogue.proxies.QUERIES",
         "proxies_repoint",
-        "src/safelight/library/proxystore/legacynames.py",
+        "src/safelight/library/catalogue/proxies.py",
     ) in lookups
     assert (
         "safelight.views.queries.QUERIES",
@@ -347,3 +357,48 @@ def test_names_read_subject_first_and_each_query_says_what_it_does() -> None:
                 undescribed.append(f"{entry.sql_file.name}: {name}")
     assert odd == []
     assert undescribed == []
+
+
+def _owner_file(loaded: _Loaded) -> str:
+    """The file of the module that loads the mapping, relative to the repository."""
+    module = loaded.qualname.rsplit(".", 1)[0]
+    return str(Path("src", *module.split(".")).with_suffix(".py"))
+
+
+def _lookups_elsewhere(scans: list[_Scan]) -> list[str]:
+    return sorted(
+        f"{lookup.where}: {lookup.name!r} of {lookup.loaded.qualname}"
+        for scan in scans
+        for lookup in scan.lookups
+        if lookup.where.split(":")[0] != _owner_file(lookup.loaded)
+    )
+
+
+def test_each_query_mapping_is_read_only_in_the_module_that_loads_it() -> None:
+    """One owner per query file: the module that loads it is the only one of ``src/``
+    that looks a query up in it; everyone else calls that module's functions."""
+    assert _lookups_elsewhere([scan for in_src, scan in _all_scans() if in_src]) == []
+
+
+def test_a_lookup_from_another_module_is_seen(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from safelight.library.catalogue import proxies\n"
+        "from safelight.library.catalogue.assets import QUERIES\n\n\n"
+        "async def f(conn):\n"
+        '    await conn.execute(proxies.QUERIES["proxy_paths_named"], {})\n'
+        '    await conn.execute(QUERIES["asset_delete"], {})\n'
+    )
+    scan = _scan(
+        planted,
+        _loaded_files(),
+        in_src=True,
+        module="safelight.handlers.planted",
+        where=Path("src/safelight/handlers/planted.py"),
+    )
+    assert _lookups_elsewhere([scan]) == [
+        "src/safelight/handlers/planted.py:6: 'proxy_paths_named' of "
+        "safelight.library.catalogue.proxies.QUERIES",
+        "src/safelight/handlers/planted.py:7: 'asset_delete' of "
+        "safelight.library.catalogue.assets.QUERIES",
+    ]

@@ -17,15 +17,13 @@ import asyncio
 from typing import Any
 from uuid import UUID
 
-from psycopg.rows import dict_row
-
 from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue.assets import QUERIES
+from safelight.library.catalogue import groups
+from safelight.library.files.confinement import confined
 from safelight.library.files.errors import PathOutsideRoot
-from safelight.library.files.paths import confined
 from safelight.library.grouping.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
 from safelight.library.grouping.livephotos import Capture, pair_live_photos
 from safelight.library.grouping.stacks import stack_raws
@@ -37,11 +35,8 @@ async def run_burst_detection(
 ) -> dict[str, Any]:
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
-        cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(QUERIES["burst_candidates"], {"config_id": config_id})
-        rows = await cur.fetchall()
-        await cur.execute(QUERIES["livephoto_candidates"], {"config_id": config_id})
-        capture_rows = await cur.fetchall()
+        rows = await groups.burst_candidates(conn, config_id)
+        capture_rows = await groups.livephoto_candidates(conn, config_id)
     captures = [
         Capture(
             id=r["id"],
@@ -79,14 +74,7 @@ async def run_burst_detection(
     pairs = pair_live_photos([c for c in captures if c.id not in stacks])
     stop_if_cancelled(ctx)
     async with ctx.fenced() as conn:
-        await conn.execute(
-            QUERIES["assets_clear_pair_except"], {"config_id": config_id, "keep": list(pairs)}
-        )
-        for image_id, video_id in sorted(pairs.items()):
-            await conn.execute(
-                QUERIES["asset_set_pair"],
-                {"config_id": config_id, "image_id": image_id, "video_id": video_id},
-            )
+        await groups.write_pairs(conn, config_id, pairs)
     return {
         "bursts": len(bursts),
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
@@ -126,41 +114,12 @@ async def _primaries(
 async def _write_bursts(
     ctx: HandlerContext, config_id: UUID, bursts: list[Burst], primaries: dict[str, int]
 ) -> None:
-    members = [asset_id for burst in bursts for asset_id in burst.asset_ids]
+    rows = [(burst.key, primaries[burst.key], burst.asset_ids) for burst in bursts]
     now = ctx.clock.now()
     async with ctx.fenced() as conn:
-        await conn.execute(
-            QUERIES["assets_clear_burst_except"], {"config_id": config_id, "keep": members}
-        )
-        for burst in bursts:
-            cur = await conn.execute(
-                QUERIES["burst_upsert"],
-                {
-                    "config_id": config_id,
-                    "burst_key": burst.key,
-                    "primary_asset_id": primaries[burst.key],
-                    "now": now,
-                },
-            )
-            row = await cur.fetchone()
-            assert row is not None  # an upsert with DO UPDATE always returns its row
-            await conn.execute(
-                QUERIES["assets_set_burst"],
-                {"config_id": config_id, "burst_id": row[0], "ids": list(burst.asset_ids)},
-            )
-        await conn.execute(
-            QUERIES["bursts_delete_except"],
-            {"config_id": config_id, "keep": [b.key for b in bursts]},
-        )
+        await groups.write_bursts(conn, config_id, rows, now)
 
 
 async def _write_stacks(ctx: HandlerContext, config_id: UUID, stacks: dict[int, int]) -> None:
     async with ctx.fenced() as conn:
-        await conn.execute(
-            QUERIES["assets_clear_stack_except"], {"config_id": config_id, "keep": list(stacks)}
-        )
-        for raw_id, primary_id in sorted(stacks.items()):
-            await conn.execute(
-                QUERIES["asset_set_stack"],
-                {"config_id": config_id, "raw_id": raw_id, "primary_id": primary_id},
-            )
+        await groups.write_stacks(conn, config_id, stacks)

@@ -66,23 +66,22 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
-from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset, ProxyRecord
+from safelight.library.catalogue.assets import KnownAsset, KnownRow, NewAsset
+from safelight.library.catalogue.proxies import ProxyRecord, paths_named
+from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import FileChangedWhileHashing, MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
 from safelight.library.files.mediatypes import is_raw
 from safelight.library.files.originals import Original, StorageRoot
-from safelight.library.files.paths import (
-    STAGING_FOLDER,
-    AttemptTag,
-    describe_os_error,
-    make_folders,
-)
+from safelight.library.files.roots import own_folders
 from safelight.library.media.metadata import ImageMetadata, file_time
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME, copy_range, find_motion_video
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
 from safelight.library.proxystore import legacynames
+from safelight.library.proxystore.layout import STAGING_FOLDER, AttemptTag
 from safelight.library.proxystore.legacynames import LegacyProxy
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file
+from safelight.library.proxystore.publishing import make_folders
 from safelight.library.render.decoding import decode_image
 from safelight.library.render.images import ImageProxies, ProxySpec
 from safelight.library.render.video import (
@@ -100,7 +99,6 @@ from safelight.library.walk.crawl import (
     WalkedFile,
     Walker,
     new_asset,
-    own_folders,
     publish_image_proxies,
     publish_video_proxies,
     publish_web_video,
@@ -297,14 +295,7 @@ class _Crawl:
                 f"{describe_os_error(error)}; nothing was changed",
                 error,
             ) from error
-        own = await asyncio.to_thread(
-            own_folders,
-            [
-                ("proxy root", settings.proxies, False),
-                ("home", settings.home, True),
-                ("database folder", settings.home / "pgdata", False),
-            ],
-        )
+        own = await asyncio.to_thread(own_folders, settings.home, settings.proxies)
         self.walker = Walker(
             self.storage, own, follow_links_inside_root=settings.follow_links_inside_root
         )
@@ -512,10 +503,7 @@ class _Crawl:
                 left = await legacynames.repoint(conn, linked)
             self.tally.proxies_renamed += len(linked)
             async with self.services.pool.connection() as conn:
-                cur = await conn.execute(
-                    assets.QUERIES["proxy_paths_named"], {"paths": sorted(left)}
-                )
-                still = {row[0] for row in await cur.fetchall()}
+                still = await paths_named(conn, sorted(left))
             # Only this attempt writes the config's rows, and never a legacy name: a name
             # no row names now stays so.
             await asyncio.to_thread(
@@ -697,8 +685,7 @@ class _Crawl:
             self.services.crawl_observer.proxies_made(len(records))
         if old:
             async with self.services.pool.connection() as conn:
-                cur = await conn.execute(assets.QUERIES["proxy_paths_named"], {"paths": old})
-                still = {r[0] for r in await cur.fetchall()}
+                still = await paths_named(conn, old)
             await asyncio.to_thread(
                 self._delete_old_names,
                 sorted(set(old) - still),

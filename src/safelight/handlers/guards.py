@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.core.filemodes import FileModes, Tightened, make_folder
 from safelight.handlers.services import Services
 from safelight.library.catalogue.configs import every_config
+from safelight.library.catalogue.database import DatabaseIdentity, database_identity
 from safelight.library.files.roots import (
     OwnFolder,
     RegisteredRoot,
@@ -26,12 +27,7 @@ from safelight.library.files.roots import (
     own_folders,
 )
 from safelight.library.proxystore.proxymodes import make_proxy_root, tighten_proxy_root
-from safelight.library.proxystore.proxyroot import (
-    DatabaseIdentity,
-    claim_proxy_root,
-    database_identity,
-    read_marker,
-)
+from safelight.library.proxystore.proxyroot import claim_proxy_root, read_marker
 from safelight.settings import Settings
 
 _log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """``proxy_deletion``: delete given proxy files and their rows.
 
 Payload: ``{"paths": [paths relative to the proxy root]}`` or ``{"asset_ids": [ids]}``.
-Only names of the proxy layout are deleted (``paths.parse_proxy_name``), each in the
+Only names of the proxy layout are deleted (``layout.parse_proxy_name``), each in the
 folder of its own asset and, when the item names a config, of that config. The whole
 payload is checked before the first unlink, with every row it reaches (by asset id),
 and every path walked without following a link: a bad entry fails the item with
@@ -31,8 +31,8 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import Payload
 from safelight.handlers.services import Services
-from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import parse_proxy_name
+from safelight.library.catalogue import assets, proxies
+from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, inspect
 from safelight.work.kinds import Scope
 
@@ -79,40 +79,34 @@ async def run_proxy_deletion(
             stop_if_cancelled(ctx)
             batch = paths[start : start + _BATCH]
             async with ctx.fenced() as conn:
-                cur = await conn.execute(QUERIES["proxies_delete_by_path"], {"paths": batch})
-                tally.rows_deleted += cur.rowcount
+                tally.rows_deleted += await proxies.delete_by_path(conn, batch)
                 for path in batch:
                     _delete(ctx, root, path, tally)
     else:
         assert payload.asset_ids is not None  # exactly one of the two (the model)
         asset_ids = sorted(set(payload.asset_ids))
         async with services.pool.connection() as conn:
-            cur = await conn.execute(QUERIES["assets_config_of"], {"asset_ids": asset_ids})
-            owners = {int(row[0]): row[1] for row in await cur.fetchall()}
+            owners = await assets.configs_of(conn, asset_ids)
             if config_id is not None:
                 foreign = sorted(a for a, c in owners.items() if c != config_id)
                 if foreign:
                     raise MalformedPayload(
                         f"assets {foreign} are not of storage config {config_id}; refused"
                     )
-            cur = await conn.execute(QUERIES["proxies_of_assets"], {"asset_ids": sorted(owners)})
-            _check_rows(await cur.fetchall(), root)  # all of them, before the first unlink
+            rows = await proxies.of_assets(conn, sorted(owners))
+            _check_rows(rows, root)  # all of them, before the first unlink
         tally.missing += len(set(asset_ids) - set(owners))
         known = sorted(owners)
         for start in range(0, len(known), _BATCH):
             stop_if_cancelled(ctx)
             async with ctx.fenced() as conn:
-                cur = await conn.execute(
-                    QUERIES["proxies_of_assets"], {"asset_ids": known[start : start + _BATCH]}
-                )
-                rows = await cur.fetchall()
+                rows = await proxies.of_assets(conn, known[start : start + _BATCH])
                 # Again in the fence: rows added since the first check are checked too.
                 _check_rows(rows, root)
-                await conn.execute(QUERIES["proxies_delete_by_id"], {"ids": [r[0] for r in rows]})
+                await proxies.delete_by_id(conn, [r[0] for r in rows])
                 tally.rows_deleted += len(rows)
                 paths = sorted({r[2] for r in rows if r[2] is not None})
-                cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": paths})
-                still_named = {r[0] for r in await cur.fetchall()}
+                still_named = await proxies.paths_named(conn, paths)
                 for path in paths:
                     if path not in still_named:
                         _delete(ctx, root, path, tally)

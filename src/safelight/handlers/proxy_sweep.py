@@ -21,7 +21,7 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue.assets import QUERIES
+from safelight.library.catalogue import proxies
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, delete_file, remove_folder
 from safelight.library.proxystore.sweep import is_young, scan_proxy_root
 from safelight.work.kinds import Scope
@@ -38,8 +38,7 @@ async def still_orphan(
     checked after this, by the delete itself: a crawl renames its proxy into place,
     with a fresh ctime, before it inserts the row, so a rename that beat this check is
     seen there.)"""
-    cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": [relative]})
-    return await cur.fetchone() is None
+    return not await proxies.paths_named(conn, [relative])
 
 
 async def run_proxy_sweep(
@@ -66,8 +65,7 @@ async def run_proxy_sweep(
     async with services.pool.connection() as conn:
         for start in range(0, len(scan.old_files), _BATCH):
             batch = scan.old_files[start : start + _BATCH]
-            cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": batch})
-            named = {row[0] for row in await cur.fetchall()}
+            named = await proxies.paths_named(conn, batch)
             orphans.extend(p for p in batch if p not in named)
         deleted = 0
         young = partial(_young, ctx)

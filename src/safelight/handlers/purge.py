@@ -13,7 +13,7 @@ from safelight.handlers.guards import check_proxy_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue.assets import QUERIES
+from safelight.library.catalogue import assets
 from safelight.library.proxystore.purge import purge_asset
 from safelight.work.kinds import Scope
 
@@ -22,8 +22,7 @@ async def run_purge(ctx: HandlerContext, services: Services, payload: NoPayload)
     config_id = config_id_of(ctx)
     await check_proxy_root(services)
     async with services.pool.connection() as conn:
-        cur = await conn.execute(QUERIES["assets_deleted_of_config"], {"config_id": config_id})
-        ids = [int(row[0]) for row in await cur.fetchall()]
+        ids = await assets.deleted_of_config(conn, config_id)
     purged = files_deleted = kept_shared = 0
     refused: list[dict[str, str]] = []
     ctx.progress(total=len(ids), purged=0)

@@ -14,7 +14,7 @@ from safelight.handlers.contract import HandlerContext
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue import assets
+from safelight.library.catalogue import signins
 from safelight.work.kinds import Scope
 
 
@@ -23,8 +23,8 @@ async def run_token_cleanup(
 ) -> dict[str, Any]:
     now = ctx.clock.now()
     async with ctx.fenced() as conn:
-        deleted = await assets.delete_expired_tokens(conn, now)
-        sessions = await assets.delete_expired_sessions(conn, now)
+        deleted = await signins.delete_expired_tokens(conn, now)
+        sessions = await signins.delete_expired_sessions(conn, now)
     return {"deleted": deleted, "sessions_deleted": sessions}
 
 

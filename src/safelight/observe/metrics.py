@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -29,7 +30,7 @@ from safelight.core.sql import load_queries
 from safelight.db.pool import Connections
 from safelight.work.model import RecoveryReport, Status
 
-__all__ = ["DURATION_BUCKETS", "UNSCOPED", "Metrics", "QueueSnapshot"]
+__all__ = ["DURATION_BUCKETS", "UNSCOPED", "Metrics", "QueueSnapshot", "ping"]
 
 QUERIES = load_queries("safelight.observe", "queries.sql")
 
@@ -48,6 +49,11 @@ class QueueSnapshot:
     running: dict[UUID | None, int] = field(default_factory=dict)
     """Active config (None: unscoped items) -> running items."""
     stalled_attempts: int = 0
+
+
+async def ping(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Whether the database answers (/healthz): raises if it does not."""
+    await conn.execute(QUERIES["database_ping"])
 
 
 async def read_queue(pool: Connections) -> QueueSnapshot:

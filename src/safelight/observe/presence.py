@@ -18,9 +18,11 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
-from safelight.observe.metrics import QUERIES
+from safelight.core.sql import load_queries
 
 __all__ = ["Presence"]
+
+QUERIES = load_queries("safelight.observe", "presence.sql")
 
 
 class Presence:

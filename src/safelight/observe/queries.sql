@@ -1,7 +1,7 @@
--- The queries of a Worker process's metrics, /healthz and presence (safelight.observe),
--- as named blocks: "-- name --" then a line that says what it does. Loaded once by
--- safelight.observe.metrics and .presence. The metrics' reads run at each scrape.
--- Names read subject first (ADR 0020); tests/unit/test_query_names.py checks them.
+-- The queries of a Worker process's metrics and /healthz (safelight.observe), as named
+-- blocks: "-- name --" then a line that says what it does. Loaded once by
+-- safelight.observe.metrics, the only module that reads them. The metrics' reads run at
+-- each scrape. Names read subject first (ADR 0020); tests/unit/test_query_names.py checks them.
 
 -- database_ping --
 -- Whether the database answers (/healthz).
@@ -26,19 +26,3 @@ SELECT NULL, count(*) FROM work_items WHERE status = 'running' AND storage_confi
 -- attempts_stalled_count --
 -- Attempts recorded as stalled (leases that expired and were recovered), kept as long as their items.
 SELECT count(*) AS stalled FROM work_attempts WHERE outcome = 'stalled'
-
--- workers_touch --
--- Write that this process's Workers were seen now; the first write also sets started_at.
-INSERT INTO workers (worker_id, started_at, last_seen_at)
-SELECT id, stamp.at, stamp.at
-FROM unnest(%(worker_ids)s::text[]) AS ids(id),
-     (SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at) AS stamp
-ON CONFLICT (worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at
-
--- workers_forget --
--- Delete this process's Workers as it stops cleanly.
-DELETE FROM workers WHERE worker_id = ANY(%(worker_ids)s::text[])
-
--- workers_forget_stale --
--- Delete the Workers of processes that died long ago (last seen before the cutoff).
-DELETE FROM workers WHERE last_seen_at < %(cutoff)s::timestamptz

@@ -44,7 +44,7 @@ from safelight.core.connections import ConnectionLimits, beyond_loopback
 from safelight.db.pool import Connections
 from safelight.logs import RefusalLine, masker
 from safelight.observe.fresh import Fresh
-from safelight.observe.metrics import QUERIES, Metrics
+from safelight.observe.metrics import Metrics, ping
 from safelight.work.errors import describe_briefly
 
 __all__ = ["PROBE_SECONDS", "Health", "MetricsServer", "exposure_warning"]
@@ -95,7 +95,7 @@ class Health:
 
     async def _ping(self) -> None:
         async with self._pool.connection() as conn:
-            await conn.execute(QUERIES["database_ping"])
+            await ping(conn)
 
 
 class MetricsServer:

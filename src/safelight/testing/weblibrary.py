@@ -23,8 +23,9 @@ from uuid import UUID
 from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.catalogue.assets import NewAsset, ProxyRecord, insert_asset
-from safelight.library.files.paths import AttemptTag, proxy_path
+from safelight.library.catalogue.assets import NewAsset, insert_asset
+from safelight.library.catalogue.proxies import ProxyRecord
+from safelight.library.proxystore.layout import AttemptTag, proxy_path
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.rows import add_config
 

@@ -2,7 +2,7 @@
 
 A proxy is found by its asset's id and its type, never by a path from the URL: the
 path is the one its row names, which must be a name of the proxy layout
-(``paths.parse_proxy_name``) under the asset's own config and content hash, and it is
+(``layout.parse_proxy_name``) under the asset's own config and content hash, and it is
 opened below the proxy root without following a link at any level
 (``proxytree.open_file``). Originals are never served: no route reads a storage root.
 
@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from safelight.library.files.paths import parse_proxy_name
+from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.library.proxystore.proxytree import UnsafeProxyPath, open_file
 from safelight.web import reads
 from safelight.web.caching import PROXY

@@ -1,8 +1,10 @@
-"""The asset and proxy repository: every library query, by name, on a given connection.
+"""The asset repository: a config's assets, the files that duplicate them and the files
+a crawl could not read, on a given connection.
 
 Writes take the connection of the caller's fenced transaction (``ctx.fenced()``), so an
 attempt that lost its item writes nothing; reads may take any pooled connection. Every
-query is a named block of ``library/catalogue/queries.sql``; nothing here builds SQL.
+query is a named block of ``assets.sql``, read only here; nothing here builds SQL. An
+asset's proxy rows are ``proxies``'s, written with it in the same transaction.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import psycopg
 from psycopg.rows import dict_row
 
 from safelight.core.sql import load_queries
+from safelight.library.catalogue.proxies import ProxyRecord, delete_of_asset_types, insert_proxies
 from safelight.library.files.mediatypes import MediaType
 from safelight.library.media.sidecars import SidecarFile
 
-QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "queries.sql")
+QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "assets.sql")
 
 Conn = psycopg.AsyncConnection[Any]
 
@@ -71,18 +74,6 @@ class NewAsset:
     """Why a still that claims a motion video is shown as a still (library.motionphotos)."""
     sidecar: SidecarFile | None = None
     """The XMP sidecar read with its metadata (``sidecars.read_sidecar``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProxyRecord:
-    """One proxy of an asset: a file (``path`` relative to the proxy root) or a BlurHash."""
-
-    proxy_type: str
-    path: str | None
-    value: str | None = None
-    size_bytes: int | None = None
-    width: int | None = None
-    height: int | None = None
 
 
 KnownRow = tuple[str, int, int, str | None, int | None, int | None, int, str, MediaType]
@@ -219,27 +210,8 @@ async def insert_asset(
     row = await cur.fetchone()
     assert row is not None  # an INSERT ... RETURNING without ON CONFLICT returns its row
     asset_id = int(row[0])
-    await _insert_proxies(conn, asset_id, proxies, now)
+    await insert_proxies(conn, asset_id, proxies, now)
     return asset_id
-
-
-async def _insert_proxies(
-    conn: Conn, asset_id: int, proxies: Sequence[ProxyRecord], now: datetime
-) -> None:
-    for proxy in proxies:
-        await conn.execute(
-            QUERIES["proxy_insert"],
-            {
-                "asset_id": asset_id,
-                "proxy_type": proxy.proxy_type,
-                "path": proxy.path,
-                "value": proxy.value,
-                "size_bytes": proxy.size_bytes,
-                "width": proxy.width,
-                "height": proxy.height,
-                "now": now,
-            },
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,12 +260,8 @@ async def update_read_again(
         return None
     if proxies is None:
         return []
-    cur = await conn.execute(
-        QUERIES["proxies_delete_of_asset_types"],
-        {"asset_id": asset_id, "proxy_types": sorted({p.proxy_type for p in proxies})},
-    )
-    old = [row[0] for row in await cur.fetchall() if row[0] is not None]
-    await _insert_proxies(conn, asset_id, proxies, now)
+    old = await delete_of_asset_types(conn, asset_id, {p.proxy_type for p in proxies})
+    await insert_proxies(conn, asset_id, proxies, now)
     return old
 
 
@@ -401,13 +369,28 @@ async def errors_of_config(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
     return list(await cur.fetchall())
 
 
-async def delete_expired_tokens(conn: Conn, now: datetime) -> int:
-    cur = await conn.execute(QUERIES["tokens_delete_expired"], {"now": now})
-    return cur.rowcount
+async def deleted_of_config(conn: Conn, config_id: UUID) -> list[int]:
+    """The ids of the config's soft-deleted assets, for the purge."""
+    cur = await conn.execute(QUERIES["assets_deleted_of_config"], {"config_id": config_id})
+    return [int(row[0]) for row in await cur.fetchall()]
 
 
-async def delete_expired_sessions(conn: Conn, now: datetime) -> int:
-    """Delete the dashboard's sign-ins that expired: a session no longer signs anyone
-    in after its expiry, and its row is kept no longer than the next clean-up."""
-    cur = await conn.execute(QUERIES["sessions_delete_expired"], {"now": now})
-    return cur.rowcount
+async def lock_deleted(conn: Conn, config_id: UUID, asset_id: int) -> str | None:
+    """Lock the asset's row if it is still a soft-deleted asset of the config, in the
+    caller's transaction; its content hash, or None if it is not (any more)."""
+    cur = await conn.execute(
+        QUERIES["asset_lock_deleted"], {"id": asset_id, "config_id": config_id}
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row[1])
+
+
+async def delete_asset(conn: Conn, asset_id: int) -> None:
+    """Delete the asset's row (its proxy rows first: ``proxies.delete_by_id``)."""
+    await conn.execute(QUERIES["asset_delete"], {"id": asset_id})
+
+
+async def configs_of(conn: Conn, asset_ids: Sequence[int]) -> dict[int, UUID]:
+    """The storage config of each of these assets that exists."""
+    cur = await conn.execute(QUERIES["assets_config_of"], {"asset_ids": list(asset_ids)})
+    return {int(row[0]): row[1] for row in await cur.fetchall()}

@@ -28,12 +28,15 @@ from pathlib import Path
 
 import xxhash
 
+from safelight.library.files.confinement import describe_os_error, open_original
 from safelight.library.files.errors import (
     EmptyFile,
     FileChangedWhileHashing,
     UnreadableFile,
 )
-from safelight.library.files.paths import CONTENT_HASH_HEX_LENGTH, describe_os_error, open_original
+
+CONTENT_HASH_HEX_LENGTH = 16
+"""Length of a content hash in hex digits (XXH3-64)."""
 
 CHUNK_BYTES = 1 << 20
 """Bytes read per call: large enough that per-call overhead vanishes, small enough to
@@ -80,7 +83,7 @@ def hash_file(
     ensure_alive: Callable[[], None] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> HashedFile:
-    """Hash the whole file at ``path`` (a path from ``paths.confined``), streaming.
+    """Hash the whole file at ``path`` (a path from ``confinement.confined``), streaming.
 
     ``ensure_alive`` (if given) is called before every chunk, so an attempt that lost
     its item stops within one chunk; whatever it raises propagates unchanged.

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from safelight.library.files.confinement import describe_os_error, open_original
 from safelight.library.files.errors import FileVanished, MediaError, PathOutsideRoot, UnreadableFile
-from safelight.library.files.paths import describe_os_error, open_original
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
@@ -277,7 +277,7 @@ class OriginalRef:
 
 
 def open_source(source: Path | OriginalRef) -> io.BufferedReader:
-    """Open what a media function was given: a path (``paths.open_original``, for callers
+    """Open what a media function was given: a path (``confinement.open_original``, for callers
     outside a crawl) or a reference to an original the crawl holds open."""
     if isinstance(source, OriginalRef):
         return source.open()

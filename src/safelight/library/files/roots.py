@@ -50,9 +50,12 @@ class RootOverlap(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class OwnFolder:
-    """A folder safelight writes into, with the setting that moves it."""
+    """A folder safelight writes into, with the setting that moves it: the one definition
+    of safelight's own folders, which the checks of a root (below) and the walk
+    (``walk.crawl.Walker``) both read."""
 
     what: str
+    """Shown in messages: ``"proxy root"``, ``"embedded database"``, ``"home"``."""
     path: Path
     """Resolved."""
     setting: str
@@ -72,6 +75,50 @@ def own_folders(home: Path, proxy_root: Path) -> tuple[OwnFolder, ...]:
         OwnFolder("embedded database", _resolved(home / DATA_FOLDER), "SAFELIGHT_HOME"),
         OwnFolder("home", home, "SAFELIGHT_HOME", allowed_inside=(home / DEMO_FOLDER,)),
     )
+
+
+FolderId = tuple[int, int]
+"""A folder's device and inode: a bind mount or a link to it is the same folder."""
+
+
+def folder_id(path: Path) -> FolderId | None:
+    """``path``'s device and inode (links followed); None if it does not exist (a folder
+    that does not exist yet cannot be walked into; if it appears during a walk it is
+    safelight's doing, after the walk)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def by_folder_id(own: Iterable[OwnFolder]) -> dict[FolderId, OwnFolder]:
+    """Those of ``own`` that exist, by device and inode: what a walk recognises them by,
+    wherever they appear below a root and under whatever name."""
+    return {key: folder for folder in own if (key := folder_id(folder.path)) is not None}
+
+
+def own_folder_holding(root: Path, own: Sequence[OwnFolder]) -> OwnFolder | None:
+    """The folder of ``own`` that ``root`` is or lies inside, the nearest first, unless
+    ``root`` lies in one of that folder's ``allowed_inside``: the rule of ``check_apart``
+    (inside), on device and inode instead of resolved paths, as a walk checks its root
+    (a folder reached through a bind mount is still the same folder)."""
+    chain: list[FolderId | None] = []
+    folder = root
+    while True:
+        chain.append(folder_id(folder))
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    known = by_folder_id(own)
+    for depth, key in enumerate(chain):
+        found = known.get(key) if key is not None else None
+        if found is None:
+            continue
+        allowed = {folder_id(path) for path in found.allowed_inside} - {None}
+        if not allowed.intersection(chain[:depth]):
+            return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)

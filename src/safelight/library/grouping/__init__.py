@@ -1,1 +1,7 @@
-"""grouping"""
+"""Groups of assets, as pure functions of their metadata: bursts (``bursts``), Live
+Photo pairs (``livephotos``), RAW+JPEG stacks (``stacks``).
+
+May import ``library.files``, ``library.media`` and ``library.render`` (a burst's
+primary is its sharpest shot); nothing else of the library. ``catalogue.groups`` writes
+what it finds.
+"""

@@ -45,6 +45,7 @@ from PIL import (
 )
 from pillow_jxl import JpegXLImagePlugin  # registers JPEG XL with Pillow (ADR 0029)
 
+from safelight.library.files.confinement import open_original
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -61,7 +62,6 @@ from safelight.library.files.limits import (
 )
 from safelight.library.files.mediatypes import IMAGE_FORMATS
 from safelight.library.files.originals import OriginalRef, open_source
-from safelight.library.files.paths import open_original
 from safelight.library.media.capturetime import (
     CapturedAtSource,
     captured_at_from_exif,
@@ -201,7 +201,7 @@ def open_image(fp: IO[bytes]) -> Image.Image:
 def read_image_metadata(
     path: Path | OriginalRef, sidecar: SidecarFacts = NO_FACTS
 ) -> ImageMetadata:
-    """Metadata of the photo at ``path`` (a path from ``paths.confined``, or the
+    """Metadata of the photo at ``path`` (a path from ``confinement.confined``, or the
     crawl's open original: ``originals.OriginalRef``).
 
     Only headers are read: nothing here decodes pixels (HEIF's container is read into

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import FileVanished, MediaError
 from safelight.library.files.originals import StorageRoot
-from safelight.library.files.paths import describe_os_error
 from safelight.library.media.capturetime import XMP_DATES, CaptureTime, with_zone
 from safelight.library.media.xmp import (
     NS_TIFF,

@@ -29,16 +29,16 @@ from uuid import UUID
 
 import psycopg
 
-from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import (
+from safelight.library.catalogue import proxies
+from safelight.library.proxystore.layout import (
     STAGING_FOLDER,
     AttemptTag,
     ProxyName,
     parse_proxy_name,
     proxy_path,
-    write_atomically,
 )
 from safelight.library.proxystore.proxytree import inspect, link_file, open_file
+from safelight.library.proxystore.publishing import write_atomically
 
 NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV})
 """``link()`` errors that mean "not here": the rename copies instead."""
@@ -69,16 +69,7 @@ async def legacy_page(
     """A page of the config's live proxy rows that name a legacy file, in (asset id,
     proxy type) order after ``after``. The query's pattern only narrows the look (its
     partial index is empty once every proxy is renamed); ``parse_proxy_name`` decides."""
-    cur = await conn.execute(
-        QUERIES["proxies_legacy_of_config"],
-        {
-            "config_id": config_id,
-            "after_asset": after[0],
-            "after_type": after[1],
-            "limit": limit,
-        },
-    )
-    rows = await cur.fetchall()
+    rows = await proxies.legacy_of_config(conn, config_id, after, limit)
     found = []
     for asset_id, proxy_type, path in rows:
         name = parse_proxy_name(path)
@@ -138,13 +129,10 @@ async def repoint(
     names its new one. Returns the legacy names some row stopped naming."""
     if not renamed:
         return set()
-    cur = await conn.execute(
-        QUERIES["proxies_repoint"],
-        {
-            "asset_ids": [legacy.asset_id for legacy, _ in renamed],
-            "proxy_types": [legacy.proxy_type for legacy, _ in renamed],
-            "old_paths": [legacy.name.relative for legacy, _ in renamed],
-            "new_paths": [new for _, new in renamed],
-        },
+    return await proxies.repoint(
+        conn,
+        [
+            (legacy.asset_id, legacy.proxy_type, legacy.name.relative, new)
+            for legacy, new in renamed
+        ],
     )
-    return {row[0] for row in await cur.fetchall()}

@@ -3,13 +3,13 @@
 Proxies show a family's photos: the proxy root is its user's alone (folders 0700,
 files 0600), or also the read group's (0750 with the setgid bit, 0640, of that group).
 A new root is made so (``make_proxy_root``), and what is made below it follows its
-folder (``paths.make_folders``, ``paths.proxy_file_mode``). A root made before this
+folder (``publishing.make_folders``, ``publishing.proxy_file_mode``). A root made before this
 (0755 folders, 0644 proxies) is tightened once: ``tighten_proxy_root`` walks it only
 when the root's own mode or group is not the one the settings give, and sets the root's
 own last, so a walk cut short is done again at the next start and a tightened root
 costs one ``lstat``.
 
-The walk changes only what the proxy layout names (``paths.is_layout_folder``,
+The walk changes only what the proxy layout names (``layout.is_layout_folder``,
 ``parse_proxy_name``, ``is_staging_name``, the marker), as the sweep deletes only those:
 anything else under the root (another program's files, a stray original) is left as it
 is. It follows no link: folders are opened with ``O_NOFOLLOW`` relative to the one
@@ -23,7 +23,7 @@ import stat
 from pathlib import Path
 
 from safelight.core.filemodes import FileModes, Tightened, apply, make_folder
-from safelight.library.files.paths import (
+from safelight.library.proxystore.layout import (
     PROXY_ROOT_MARKER,
     is_layout_folder,
     is_staging_name,

@@ -14,35 +14,15 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import psycopg
-
-from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import PROXY_ROOT_MARKER, proxy_file_mode
+from safelight.library.catalogue.database import DatabaseIdentity
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
+from safelight.library.proxystore.publishing import proxy_file_mode
 
 
 class ProxyRootTaken(ValueError):
     """The proxy root's marker names another database (or cannot be read)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DatabaseIdentity:
-    system_identifier: str
-    """``pg_control_system().system_identifier``: one per cluster, made by initdb."""
-    database: str
-
-    def describe(self) -> str:
-        return f"database {self.database!r} of the PostgreSQL cluster {self.system_identifier}"
-
-
-async def database_identity(conn: psycopg.AsyncConnection[Any]) -> DatabaseIdentity:
-    cur = await conn.execute(QUERIES["database_identity"])
-    row = await cur.fetchone()
-    assert row is not None
-    return DatabaseIdentity(system_identifier=str(row[0]), database=str(row[1]))
 
 
 def claim_proxy_root(root: Path, identity: DatabaseIdentity) -> None:

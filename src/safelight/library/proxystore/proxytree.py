@@ -12,8 +12,8 @@ removes the last name relative to its folder's descriptor (``unlinkat``). So:
   alone (``UnsafeProxyPath``); ``unlinkat`` itself never follows a link either, so a
   swap between the check and the unlink can at worst remove the link someone put in
   safelight's folder;
-- callers pass only names of the layout (``paths.parse_proxy_name``,
-  ``paths.is_staging_name``, ``paths.is_layout_folder``): this module trusts the name's
+- callers pass only names of the layout (``layout.parse_proxy_name``,
+  ``layout.is_staging_name``, ``layout.is_layout_folder``): this module trusts the name's
   shape and guards the way to it.
 """
 

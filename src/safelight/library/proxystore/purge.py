@@ -26,8 +26,8 @@ from uuid import UUID
 
 import psycopg
 
-from safelight.library.catalogue.assets import QUERIES
-from safelight.library.files.paths import parse_proxy_name, proxy_folder
+from safelight.library.catalogue import assets, proxies
+from safelight.library.proxystore.layout import parse_proxy_name, proxy_folder
 from safelight.library.proxystore.proxytree import (
     UnsafeProxyPath,
     delete_file,
@@ -61,20 +61,14 @@ async def purge_asset(
     layout) are deleted, whatever its rows say: a row naming another config's proxy, or
     anything else, is reported and left alone. Folders go only once empty.
     """
-    cur = await conn.execute(
-        QUERIES["asset_lock_deleted"], {"id": asset_id, "config_id": config_id}
-    )
-    row = await cur.fetchone()
-    if row is None:
+    content_hash = await assets.lock_deleted(conn, config_id, asset_id)
+    if content_hash is None:
         return PurgeOutcome(purged=False)
-    content_hash: str = row[1]
-    cur = await conn.execute(QUERIES["proxies_of_asset"], {"asset_id": asset_id})
-    rows = await cur.fetchall()
+    rows = await proxies.of_asset(conn, asset_id)
     # Its own rows go first, so that what still names one of its paths is another's.
-    await conn.execute(QUERIES["proxies_delete_by_id"], {"ids": [r[0] for r in rows]})
+    await proxies.delete_by_id(conn, [r[0] for r in rows])
     paths = [path for _proxy_id, _proxy_type, path in rows if path is not None]
-    cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": paths})
-    named_elsewhere = {path for (path,) in await cur.fetchall()}
+    named_elsewhere = await proxies.paths_named(conn, paths)
     files_deleted = 0
     refused: list[tuple[str, str]] = []
     kept_shared = False
@@ -91,7 +85,7 @@ async def purge_asset(
         except UnsafeProxyPath as error:
             refused.append((path, error.reason))
     remove_empty_folders(proxy_root, proxy_folder(config_id, content_hash), ensure_alive)
-    await conn.execute(QUERIES["asset_delete"], {"id": asset_id})
+    await assets.delete_asset(conn, asset_id)
     return PurgeOutcome(
         purged=True,
         files_deleted=files_deleted,

@@ -6,8 +6,8 @@ older than an hour are orphans. Age counts from the later of the file's mtime an
 ctime, because a rename into place (which sets ctime) keeps the mtime of the temporary
 file: a proxy whose temporary file was written long ago and renamed just now is young.
 
-Only safelight's own names are candidates (``paths.parse_proxy_name``,
-``paths.is_staging_name``, ``paths.is_layout_folder``). Anything else under the proxy
+Only safelight's own names are candidates (``layout.parse_proxy_name``,
+``layout.is_staging_name``, ``layout.is_layout_folder``). Anything else under the proxy
 root (a file someone copied there, a link, a folder of another program, originals of a
 misconfigured library) is listed as foreign, never descended into, and left alone.
 """
@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from safelight.library.files.paths import (
+from safelight.library.proxystore.layout import (
     PROXY_ROOT_MARKER,
     is_layout_folder,
     is_staging_name,

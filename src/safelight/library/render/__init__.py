@@ -1,1 +1,6 @@
-"""render"""
+"""Pixels to proxies: the thumbnail, preview and BlurHash of a photo (``images``), RAW
+files (``raw``), videos through ffmpeg (``video``), decoded in a process pool
+(``decoding``).
+
+May import ``library.files`` and ``library.media``; nothing else of the library.
+"""

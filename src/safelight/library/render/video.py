@@ -25,7 +25,7 @@ with at most ``limits.tool_threads()`` threads.
 
 ffmpeg reads originals only through the ``file`` protocol and known demuxers (see
 ``metadata.ffmpeg_input_options``), and writes only into the caller's temporary folder;
-publishing the web video is the caller's ``paths.move_into_place``. Given the crawl's
+publishing the web video is the caller's ``publishing.move_into_place``. Given the crawl's
 open original (``originals.Original``), ffprobe and ffmpeg never look its name up: they
 inherit its descriptor (``pass_fds``) and open ``/dev/fd/<n>``, a new open file of the
 same inode (its own offset, so seeking works as on the path).
@@ -47,6 +47,7 @@ from typing import Any
 from PIL import Image
 
 from safelight.core.clock import Clock, SystemClock, wait_done
+from safelight.library.files.confinement import open_original
 from safelight.library.files.errors import CorruptMedia, MediaError, UnsupportedMedia
 from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
@@ -61,7 +62,6 @@ from safelight.library.files.limits import (
     web_video_max_bytes,
 )
 from safelight.library.files.originals import Original
-from safelight.library.files.paths import open_original
 from safelight.library.media.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
@@ -103,7 +103,7 @@ class VideoProxies:
     poster: ImageProxies
     """Thumbnail, preview and BlurHash of the poster frame (upright)."""
     web_video: Path
-    """The encoded MP4 inside ``out_dir_tmp``; publish it with ``paths.move_into_place``."""
+    """The encoded MP4 inside ``out_dir_tmp``; publish it with ``publishing.move_into_place``."""
     web_video_width: int
     web_video_height: int
 

@@ -45,7 +45,7 @@ import hashlib
 import operator
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -55,9 +55,10 @@ from safelight.library.catalogue.assets import (
     KnownAsset,
     KnownRow,
     NewAsset,
-    ProxyRecord,
     known_asset,
 )
+from safelight.library.catalogue.proxies import ProxyRecord
+from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.mediatypes import (
@@ -67,16 +68,11 @@ from safelight.library.files.mediatypes import (
     media_type_of_name,
 )
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
-from safelight.library.files.paths import (
-    STAGING_FOLDER,
-    AttemptTag,
-    describe_os_error,
-    move_into_place,
-    proxy_path,
-    write_atomically,
-)
+from safelight.library.files.roots import FolderId, OwnFolder, by_folder_id, own_folder_holding
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
 from safelight.library.media.sidecars import SidecarFile, is_sidecar_name, sidecar_for
+from safelight.library.proxystore.layout import STAGING_FOLDER, AttemptTag, proxy_path
+from safelight.library.proxystore.publishing import move_into_place, write_atomically
 from safelight.library.render.images import ImageProxies
 from safelight.library.render.video import VideoProxies, WebVideo
 from safelight.library.walk.decisions import StatKey, stat_key
@@ -166,39 +162,6 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class OwnFolder:
-    """A folder of safelight's own (the proxy root, the home, the embedded database's
-    data folder) that a walk must never enter, wherever it lies."""
-
-    label: str
-    """Shown in the skipped entry: ``"proxy root"``, ``"home"``, ``"database folder"``."""
-    path: Path
-    """Resolved."""
-    device: int
-    inode: int
-    may_hold_roots: bool = False
-    """A root inside it is walked (the home holds the demo library, beside its proxy root
-    and data folder, which are folders of their own here); met below a root, it is
-    skipped all the same."""
-
-
-def own_folders(folders: Iterable[tuple[str, Path, bool]]) -> list[OwnFolder]:
-    """``(label, folder, may_hold_roots)`` that exist, resolved and identified by device
-    and inode (a bind mount or a link to one is the same folder). One that does not exist
-    yet cannot be walked into; if it appears during a walk it is safelight's doing,
-    after the walk."""
-    found: list[OwnFolder] = []
-    for label, folder, may_hold_roots in folders:
-        resolved = Path(os.path.realpath(folder))
-        try:
-            st = os.stat(resolved)
-        except OSError:
-            continue
-        found.append(OwnFolder(label, resolved, st.st_dev, st.st_ino, may_hold_roots))
-    return found
-
-
 SYMLINK_REASON = "symbolic link: not followed"
 
 
@@ -207,8 +170,9 @@ class Walker:
     """An iterative walk of ``storage``'s root, in steps; see the module."""
 
     storage: StorageRoot
-    own: list[OwnFolder] = field(default_factory=list)
-    """Skipped, with a ``skipped`` entry, wherever they appear (the root included)."""
+    own: Sequence[OwnFolder] = ()
+    """Skipped, with a ``skipped`` entry, wherever they appear (the root included):
+    ``roots.own_folders`` of the settings."""
     follow_links_inside_root: bool = False
     """File links whose target resolves inside the root become files (see ``links``)."""
     errors: list[FileError] = field(default_factory=list)
@@ -228,6 +192,7 @@ class Walker:
     never the whole tree."""
     _pending_links: list[tuple[WalkedFile, str]] = field(default_factory=list)
     _checked_root: bool = False
+    _own_by_id: dict[FolderId, OwnFolder] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -259,12 +224,13 @@ class Walker:
         max_files = WALK_FILES_PER_STEP if max_files is None else max_files
         if not self._checked_root:
             self._checked_root = True
-            inside = self._root_inside_own_folder()
+            self._own_by_id = by_folder_id(self.own)
+            inside = own_folder_holding(self.root, self.own)
             if inside is not None:
                 self._stack.clear()
                 self.skipped.append(
                     FileError("", f"the storage root is inside safelight's own folder "
-                              f"({inside.label}, {inside.path}): not crawled")
+                              f"({inside.what}, {inside.path}): not crawled")
                 )  # fmt: skip
                 return
         stack, listed = self._stack, self._listed
@@ -403,7 +369,7 @@ class Walker:
                 own = None  # gone since the listing; listing it will say so
             if own is not None:
                 self.skipped.append(
-                    FileError(child + "/", f"safelight's own folder ({own.label}): not crawled")
+                    FileError(child + "/", f"safelight's own folder ({own.what}): not crawled")
                 )
                 return False
         return True
@@ -426,25 +392,8 @@ class Walker:
                 if found is not None:
                     self._pending_links[index] = (replace(walked, sidecar=found), source)
 
-    def _root_inside_own_folder(self) -> OwnFolder | None:
-        by_id = {(f.device, f.inode): f for f in self.own if not f.may_hold_roots}
-        folder = self.root
-        while True:
-            try:
-                st = os.stat(folder)
-            except OSError:
-                st = None
-            if st is not None and (st.st_dev, st.st_ino) in by_id:
-                return by_id[(st.st_dev, st.st_ino)]
-            if folder.parent == folder:
-                return None
-            folder = folder.parent
-
     def _own_folder(self, st: os.stat_result) -> OwnFolder | None:
-        for folder in self.own:
-            if (folder.device, folder.inode) == (st.st_dev, st.st_ino):
-                return folder
-        return None
+        return self._own_by_id.get((st.st_dev, st.st_ino))
 
     @staticmethod
     def _keep_sidecar(
@@ -497,7 +446,7 @@ class Walker:
             except OSError:
                 own = None
             if own is not None:
-                return f"symbolic link into safelight's own folder ({own.label}): not followed"
+                return f"symbolic link into safelight's own folder ({own.what}): not followed"
             folder = folder.parent
         return None
 

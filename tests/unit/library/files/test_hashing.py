@@ -17,7 +17,7 @@ from safelight.library.files.errors import (
     UnreadableFile,
 )
 from safelight.library.files.hashing import CHUNK_BYTES, hash_file
-from safelight.library.files.paths import proxy_dir
+from safelight.library.proxystore.layout import proxy_dir
 
 
 def test_hash_is_xxh3_64_of_all_bytes(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_read_error_is_wrapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     path = tmp_path / "a.jpg"
     path.write_bytes(os.urandom(10))
-    from safelight.library.files.paths import open_original as real_open
+    from safelight.library.files.confinement import open_original as real_open
 
     class Failing:
         def __init__(self, inner: object) -> None:

@@ -1,17 +1,13 @@
--- Every runtime query of the library (assets, proxies, bursts, per-file errors,
--- tokens), as named blocks: "-- name --" then a line that says what it does. Loaded once
--- by safelight.library.catalogue.assets. Time comes in as now from the injected clock. Handlers
+-- A config's assets, the files that duplicate them and the files a crawl could not read
+-- (tables assets, asset_duplicates, asset_errors), as named blocks: "-- name --" then a
+-- line that says what it does. Loaded once by safelight.library.catalogue.assets, the
+-- only module that reads them. Time comes in as now from the injected clock. Handlers
 -- run the writes inside their attempt's fenced transaction; the reads may use any
--- connection, because one item per storage config runs at a time (ADR 0008), so no
--- other attempt changes a config's assets under a running handler.
--- Names read subject first (ADR 0020): the table or thing the query reads or changes,
--- singular for one row and plural for a set, then what it does or returns, then any
--- qualifier (`asset_insert`, `proxies_of_asset`).
+-- connection, because one item per storage config runs at a time (ADR 0008). Names read
+-- subject first (ADR 0020): the table or thing the query reads or changes, singular for
+-- one row and plural for a set, then what it does or returns, then any qualifier
+-- (`asset_insert`, `assets_live_at_paths`).
 -- tests/unit/test_query_names.py checks that each is used and each name used exists.
-
--- database_identity --
--- Which database this is, for the proxy root's marker: the cluster's id and the name.
-SELECT system_identifier, current_database() FROM pg_control_system()
 
 -- assets_live_of_config_after_path --
 -- A page of what a crawl needs of the live assets of a config, after a path, in the
@@ -112,18 +108,6 @@ SET captured_at = %(captured_at)s, captured_local = %(captured_local)s,
 WHERE id = %(id)s AND storage_config_id = %(config_id)s AND NOT is_deleted
 RETURNING id
 
--- proxies_delete_of_asset_types --
--- Delete an asset's proxy rows of these types (remade); the paths they named.
-DELETE FROM proxy_files
-WHERE asset_id = %(asset_id)s AND proxy_type = ANY(%(proxy_types)s)
-RETURNING path
-
--- proxy_insert --
--- Record one proxy of an asset: a file under the proxy root, or a BlurHash value.
-INSERT INTO proxy_files (asset_id, proxy_type, path, value, size_bytes, width, height, created_at)
-VALUES (%(asset_id)s, %(proxy_type)s, %(path)s, %(value)s, %(size_bytes)s, %(width)s,
-        %(height)s, %(now)s)
-
 -- asset_move --
 -- A live asset follows its content to another path (a move or rename): no new proxies.
 UPDATE assets
@@ -188,69 +172,6 @@ SELECT file_path FROM asset_errors WHERE storage_config_id = %(config_id)s
 SELECT file_path, reason, failures FROM asset_errors
 WHERE storage_config_id = %(config_id)s ORDER BY file_path
 
--- burst_candidates --
--- A config's live photos with what burst grouping needs, and their thumbnail's path.
-SELECT a.id, a.file_path, a.captured_at, a.captured_at_source, a.camera_make,
-       a.camera_model, a.maker_burst_id, a.sequence_number, a.burst_id, t.path AS thumbnail
-FROM assets a
-LEFT JOIN proxy_files t ON t.asset_id = a.id AND t.proxy_type = 'thumbnail'
-WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted AND a.media_type = 'image'
-
--- burst_upsert --
--- Create or update the burst of a key, with its primary; returns its id.
-INSERT INTO bursts (storage_config_id, burst_key, primary_asset_id, created_at)
-VALUES (%(config_id)s, %(burst_key)s, %(primary_asset_id)s, %(now)s)
-ON CONFLICT (storage_config_id, burst_key) DO UPDATE
-SET primary_asset_id = EXCLUDED.primary_asset_id
-RETURNING id
-
--- assets_set_burst --
--- Put these live assets of a config in a burst.
-UPDATE assets SET burst_id = %(burst_id)s
-WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s)
-  AND burst_id IS DISTINCT FROM %(burst_id)s
-
--- assets_clear_burst_except --
--- Take every asset of a config that is in a burst out of it, except the given ones.
-UPDATE assets SET burst_id = NULL
-WHERE storage_config_id = %(config_id)s AND burst_id IS NOT NULL AND NOT (id = ANY(%(keep)s))
-
--- bursts_delete_except --
--- Delete a config's bursts other than the given keys (empty or no longer a burst).
-DELETE FROM bursts
-WHERE storage_config_id = %(config_id)s AND NOT (burst_key = ANY(%(keep)s))
-
--- livephoto_candidates --
--- A config's live assets with what Live Photo pairing needs.
-SELECT id, file_path, media_type, captured_at, captured_local, content_identifier,
-       paired_asset_id
-FROM assets
-WHERE storage_config_id = %(config_id)s AND NOT is_deleted
-
--- asset_set_pair --
--- Pair an image of a config with its video (a Live Photo or motion photo).
-UPDATE assets SET paired_asset_id = %(video_id)s
-WHERE storage_config_id = %(config_id)s AND id = %(image_id)s
-  AND paired_asset_id IS DISTINCT FROM %(video_id)s
-
--- assets_clear_pair_except --
--- Unpair every paired asset of a config except the given images.
-UPDATE assets SET paired_asset_id = NULL
-WHERE storage_config_id = %(config_id)s AND paired_asset_id IS NOT NULL
-  AND NOT (id = ANY(%(keep)s))
-
--- asset_set_stack --
--- Stack a RAW of a config on its primary (the photo of the same capture, ADR 0027).
-UPDATE assets SET stack_primary_id = %(primary_id)s
-WHERE storage_config_id = %(config_id)s AND id = %(raw_id)s
-  AND stack_primary_id IS DISTINCT FROM %(primary_id)s
-
--- assets_clear_stack_except --
--- Unstack every stacked RAW of a config except the given ones.
-UPDATE assets SET stack_primary_id = NULL
-WHERE storage_config_id = %(config_id)s AND stack_primary_id IS NOT NULL
-  AND NOT (id = ANY(%(keep)s))
-
 -- assets_deleted_of_config --
 -- A config's soft-deleted assets, oldest deletion first, for a purge.
 SELECT id FROM assets
@@ -264,68 +185,10 @@ SELECT id, content_hash FROM assets
 WHERE id = %(id)s AND storage_config_id = %(config_id)s AND is_deleted
 FOR UPDATE
 
--- proxies_of_asset --
--- The proxy rows of one asset.
-SELECT id, proxy_type, path FROM proxy_files WHERE asset_id = %(asset_id)s ORDER BY id
-
 -- asset_delete --
 -- Delete one asset row (its proxy rows cascade).
 DELETE FROM assets WHERE id = %(id)s
 
--- proxies_of_assets --
--- The proxy rows of some assets, each with its asset's config and content (its folder).
-SELECT p.id, p.asset_id, p.path, a.storage_config_id, a.content_hash
-FROM proxy_files p JOIN assets a ON a.id = p.asset_id
-WHERE p.asset_id = ANY(%(asset_ids)s)
-ORDER BY p.id
-
 -- assets_config_of --
 -- The config of each of these assets.
 SELECT id, storage_config_id FROM assets WHERE id = ANY(%(asset_ids)s)
-
--- proxies_delete_by_id --
--- Delete proxy rows by id.
-DELETE FROM proxy_files WHERE id = ANY(%(ids)s)
-
--- proxies_delete_by_path --
--- Delete every proxy row that names one of these paths (relative to the proxy root).
-DELETE FROM proxy_files WHERE path = ANY(%(paths)s)
-
--- proxy_paths_named --
--- Which of these paths (relative to the proxy root) some proxy row names.
-SELECT DISTINCT path FROM proxy_files WHERE path = ANY(%(paths)s)
-
--- proxies_legacy_of_config --
--- A page of a config's live proxy rows whose file name is <type>.<ext> (before ADR 0016),
--- in (asset, type) order after a key. The pattern is the one of
--- ix_proxy_files_legacy_name (migration 0007), written the same so that the planner
--- uses that index: empty once every proxy is renamed, so this costs a crawl nothing.
-SELECT p.asset_id, p.proxy_type, p.path
-FROM proxy_files p
-WHERE p.path ~ '/[^/.]+\.[^/.]+$'
-  AND (p.asset_id, p.proxy_type) > (%(after_asset)s::bigint, %(after_type)s::text)
-  AND EXISTS (
-    SELECT 1 FROM assets a
-    WHERE a.id = p.asset_id AND a.storage_config_id = %(config_id)s AND NOT a.is_deleted
-  )
-ORDER BY p.asset_id, p.proxy_type
-LIMIT %(limit)s
-
--- proxies_repoint --
--- Each row that still names its legacy file names the new one; the legacy names it left.
-UPDATE proxy_files p
-SET path = r.new_path
-FROM unnest(
-    %(asset_ids)s::bigint[], %(proxy_types)s::text[], %(old_paths)s::text[],
-    %(new_paths)s::text[]
-) AS r(asset_id, proxy_type, old_path, new_path)
-WHERE p.asset_id = r.asset_id AND p.proxy_type = r.proxy_type AND p.path = r.old_path
-RETURNING r.old_path
-
--- tokens_delete_expired --
--- Delete the auth tokens that expired before now.
-DELETE FROM auth_tokens WHERE expires_at < %(now)s
-
--- sessions_delete_expired --
--- Delete the web sessions that expired before now (a small table, scanned once a run).
-DELETE FROM web_sessions WHERE expires_at < %(now)s

@@ -15,8 +15,9 @@ from safelight.library.files import originals
 from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
 from safelight.library.files.hashing import hash_descriptor
 from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
+from safelight.library.files.roots import OwnFolder, own_folders
 from safelight.library.render.video import make_video_proxies
-from safelight.library.walk.crawl import Walker, own_folders
+from safelight.library.walk.crawl import Walker
 from safelight.testing.specs import VIDEO_SPEC
 from safelight.testing.walking import given_out
 
@@ -192,13 +193,7 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
     # the folder in the library is recognised by device and inode, not by name.
     alias = tmp_path / "home-alias"
     alias.symlink_to(root / "home")
-    own = own_folders(
-        [
-            ("proxy root", proxies, False),
-            ("home", alias, True),
-            ("database folder", alias / "pgdata", False),
-        ]
-    )
+    own = own_folders(alias, proxies)
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
     assert [f.path for f in given_out(walker)] == ["2024/trip/a.jpg"]
@@ -209,7 +204,7 @@ def test_the_walk_never_enters_safelights_own_folders(root: Path, tmp_path: Path
 
 
 def test_a_root_inside_the_proxy_root_is_not_walked(root: Path) -> None:
-    own = own_folders([("proxy root", root.parent, False)])
+    own = own_folders(root.parent.parent / "elsewhere", root.parent)
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
     assert given_out(walker) == []
@@ -219,7 +214,7 @@ def test_a_root_inside_the_proxy_root_is_not_walked(root: Path) -> None:
 
 def test_a_root_inside_the_home_is_walked(root: Path) -> None:
     """As the demo library is: the home's proxy root and data folder are not below it."""
-    own = own_folders([("home", root.parent, True)])
+    own = [OwnFolder("home", root.parent, "SAFELIGHT_HOME", allowed_inside=(root,))]
     with StorageRoot(root) as storage:
         walker = walk(Walker(storage, own))
     assert [f.path for f in given_out(walker)] == ["2024/trip/a.jpg"] and walker.skipped == []

@@ -1,6 +1,6 @@
 """The boundaries between safelight's folders and a user's: which roots may be storage
 roots (``library.roots``), which names under the proxy root are safelight's
-(``paths.parse_proxy_name`` and friends), deletes that never pass a link
+(``layout.parse_proxy_name`` and friends), deletes that never pass a link
 (``library.proxytree``) and the proxy root's marker (``library.proxyroot``)."""
 
 from __future__ import annotations
@@ -15,14 +15,7 @@ from uuid import UUID
 import pytest
 
 from safelight.handlers import crawl as crawl_handler
-from safelight.library.files.paths import (
-    PROXY_ROOT_MARKER,
-    AttemptTag,
-    is_layout_folder,
-    is_staging_name,
-    parse_proxy_name,
-    proxy_path,
-)
+from safelight.library.catalogue.database import DatabaseIdentity
 from safelight.library.files.roots import (
     DEMO_FOLDER,
     RegisteredRoot,
@@ -32,8 +25,15 @@ from safelight.library.files.roots import (
     check_storage_root,
     own_folders,
 )
+from safelight.library.proxystore.layout import (
+    PROXY_ROOT_MARKER,
+    AttemptTag,
+    is_layout_folder,
+    is_staging_name,
+    parse_proxy_name,
+    proxy_path,
+)
 from safelight.library.proxystore.proxyroot import (
-    DatabaseIdentity,
     ProxyRootTaken,
     claim_proxy_root,
     read_marker,

@@ -12,20 +12,17 @@ from uuid import UUID
 import pytest
 
 from safelight.core.journal import Journal, attempt_scope
-from safelight.library.files import paths
+from safelight.library.files.confinement import confined, open_original
 from safelight.library.files.errors import FileVanished, PathOutsideRoot, UnreadableFile
-from safelight.library.files.paths import (
+from safelight.library.proxystore import publishing
+from safelight.library.proxystore.layout import (
     STAGING_FOLDER,
     AttemptTag,
-    confined,
     is_staging_name,
-    make_folders,
-    move_into_place,
-    open_original,
     proxy_dir,
     proxy_path,
-    write_atomically,
 )
+from safelight.library.proxystore.publishing import make_folders, move_into_place, write_atomically
 from safelight.testing.fakeclock import FakeClock
 from safelight.work.errors import AttemptStopped
 
@@ -431,14 +428,14 @@ def test_a_folder_made_meanwhile_by_another_attempt_is_used_and_those_below_made
     """Another attempt may make one of the missing folders between the look and its
     mkdir: the folders below it are made all the same."""
     top = tmp_path / "cfg"
-    real_inherited_mode = paths.inherited_mode
+    real_inherited_mode = publishing.inherited_mode
 
     def another_attempt_first(folder: Path) -> int:
         if folder == top:
             (top / "ab").mkdir(0o700, exist_ok=True)  # the sibling's mkdir, just before ours
         return real_inherited_mode(folder)
 
-    monkeypatch.setattr(paths, "inherited_mode", another_attempt_first)
+    monkeypatch.setattr(publishing, "inherited_mode", another_attempt_first)
     make_folders(top / "ab" / "hash")
     assert (top / "ab" / "hash").is_dir()
     assert stat.S_IMODE((top / "ab" / "hash").stat().st_mode) == 0o700

@@ -32,7 +32,7 @@ from safelight.testing.ghostscript import POSTSCRIPT, FakeGhostscript
 from safelight.testing.specs import proxy_spec
 
 SPEC = proxy_spec(thumbnail_width=32, preview_width=96)
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[4] / "src"
 
 
 @pytest.fixture

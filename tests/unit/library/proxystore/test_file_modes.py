@@ -18,7 +18,7 @@ import pytest
 from safelight.core import filemodes
 from safelight.core.filemodes import FileModes, Tightened, apply, make_folder, tighten_folder
 from safelight.handlers.guards import tightening_line
-from safelight.library.files.paths import PROXY_ROOT_MARKER
+from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.library.proxystore.proxymodes import is_settled, make_proxy_root, tighten_proxy_root
 from safelight.settings import Settings, SettingsError
 

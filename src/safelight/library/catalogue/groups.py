@@ -1,0 +1,90 @@
+"""The groupings of a config's assets: bursts, Live Photo pairs and RAW stacks, as
+``grouping`` finds them and ``burst_detection`` writes them.
+
+Each write converges the database on the grouping it is given (take every other asset
+out, upsert what was found, delete what no longer is), in the caller's fenced
+transaction, so a rerun over the same grouping changes nothing. Every query is a named
+block of ``groups.sql``, read only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from safelight.core.sql import load_queries
+
+QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "groups.sql")
+
+Conn = psycopg.AsyncConnection[Any]
+
+BurstRow = tuple[str, int, Sequence[int]]
+"""A burst as it is written: its key, its primary asset, its assets."""
+
+
+async def burst_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
+    """The config's photos that may belong to a burst, with their thumbnail's path."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["burst_candidates"], {"config_id": config_id})
+    return list(await cur.fetchall())
+
+
+async def livephoto_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
+    """The config's photos and videos that may pair as Live Photos or stack."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["livephoto_candidates"], {"config_id": config_id})
+    return list(await cur.fetchall())
+
+
+async def write_pairs(conn: Conn, config_id: UUID, pairs: Mapping[int, int]) -> None:
+    """The config's Live Photo pairs are exactly ``pairs`` (image id: video id)."""
+    await conn.execute(
+        QUERIES["assets_clear_pair_except"], {"config_id": config_id, "keep": list(pairs)}
+    )
+    for image_id, video_id in sorted(pairs.items()):
+        await conn.execute(
+            QUERIES["asset_set_pair"],
+            {"config_id": config_id, "image_id": image_id, "video_id": video_id},
+        )
+
+
+async def write_bursts(
+    conn: Conn, config_id: UUID, bursts: Sequence[BurstRow], now: datetime
+) -> None:
+    """The config's bursts are exactly ``bursts``."""
+    members = [asset_id for _, _, asset_ids in bursts for asset_id in asset_ids]
+    await conn.execute(
+        QUERIES["assets_clear_burst_except"], {"config_id": config_id, "keep": members}
+    )
+    for key, primary, asset_ids in bursts:
+        cur = await conn.execute(
+            QUERIES["burst_upsert"],
+            {"config_id": config_id, "burst_key": key, "primary_asset_id": primary, "now": now},
+        )
+        row = await cur.fetchone()
+        assert row is not None  # an upsert with DO UPDATE always returns its row
+        await conn.execute(
+            QUERIES["assets_set_burst"],
+            {"config_id": config_id, "burst_id": row[0], "ids": list(asset_ids)},
+        )
+    await conn.execute(
+        QUERIES["bursts_delete_except"],
+        {"config_id": config_id, "keep": [key for key, _, _ in bursts]},
+    )
+
+
+async def write_stacks(conn: Conn, config_id: UUID, stacks: Mapping[int, int]) -> None:
+    """The config's RAW stacks are exactly ``stacks`` (RAW id: primary id)."""
+    await conn.execute(
+        QUERIES["assets_clear_stack_except"], {"config_id": config_id, "keep": list(stacks)}
+    )
+    for raw_id, primary_id in sorted(stacks.items()):
+        await conn.execute(
+            QUERIES["asset_set_stack"],
+            {"config_id": config_id, "raw_id": raw_id, "primary_id": primary_id},
+        )

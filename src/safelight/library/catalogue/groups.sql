@@ -1,0 +1,73 @@
+-- The groupings of a config's assets: bursts, Live Photo pairs, RAW stacks (table
+-- bursts, and the assets' burst, pair and stack columns), as named blocks: "-- name --"
+-- then a line that says what it does. Loaded once by safelight.library.catalogue.groups,
+-- the only module that reads them. Time comes in as now from the injected clock.
+-- Handlers run the writes inside their attempt's fenced transaction; the reads may use
+-- any connection, because one item per storage config runs at a time (ADR 0008). Names
+-- read subject first (ADR 0020): the table or thing the query reads or changes, singular
+-- for one row and plural for a set, then what it does or returns, then any qualifier
+-- (`burst_upsert`, `assets_set_burst`).
+-- tests/unit/test_query_names.py checks that each is used and each name used exists.
+
+-- burst_candidates --
+-- A config's live photos with what burst grouping needs, and their thumbnail's path.
+SELECT a.id, a.file_path, a.captured_at, a.captured_at_source, a.camera_make,
+       a.camera_model, a.maker_burst_id, a.sequence_number, a.burst_id, t.path AS thumbnail
+FROM assets a
+LEFT JOIN proxy_files t ON t.asset_id = a.id AND t.proxy_type = 'thumbnail'
+WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted AND a.media_type = 'image'
+
+-- burst_upsert --
+-- Create or update the burst of a key, with its primary; returns its id.
+INSERT INTO bursts (storage_config_id, burst_key, primary_asset_id, created_at)
+VALUES (%(config_id)s, %(burst_key)s, %(primary_asset_id)s, %(now)s)
+ON CONFLICT (storage_config_id, burst_key) DO UPDATE
+SET primary_asset_id = EXCLUDED.primary_asset_id
+RETURNING id
+
+-- assets_set_burst --
+-- Put these live assets of a config in a burst.
+UPDATE assets SET burst_id = %(burst_id)s
+WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s)
+  AND burst_id IS DISTINCT FROM %(burst_id)s
+
+-- assets_clear_burst_except --
+-- Take every asset of a config that is in a burst out of it, except the given ones.
+UPDATE assets SET burst_id = NULL
+WHERE storage_config_id = %(config_id)s AND burst_id IS NOT NULL AND NOT (id = ANY(%(keep)s))
+
+-- bursts_delete_except --
+-- Delete a config's bursts other than the given keys (empty or no longer a burst).
+DELETE FROM bursts
+WHERE storage_config_id = %(config_id)s AND NOT (burst_key = ANY(%(keep)s))
+
+-- livephoto_candidates --
+-- A config's live assets with what Live Photo pairing needs.
+SELECT id, file_path, media_type, captured_at, captured_local, content_identifier,
+       paired_asset_id
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+
+-- asset_set_pair --
+-- Pair an image of a config with its video (a Live Photo or motion photo).
+UPDATE assets SET paired_asset_id = %(video_id)s
+WHERE storage_config_id = %(config_id)s AND id = %(image_id)s
+  AND paired_asset_id IS DISTINCT FROM %(video_id)s
+
+-- assets_clear_pair_except --
+-- Unpair every paired asset of a config except the given images.
+UPDATE assets SET paired_asset_id = NULL
+WHERE storage_config_id = %(config_id)s AND paired_asset_id IS NOT NULL
+  AND NOT (id = ANY(%(keep)s))
+
+-- asset_set_stack --
+-- Stack a RAW of a config on its primary (the photo of the same capture, ADR 0027).
+UPDATE assets SET stack_primary_id = %(primary_id)s
+WHERE storage_config_id = %(config_id)s AND id = %(raw_id)s
+  AND stack_primary_id IS DISTINCT FROM %(primary_id)s
+
+-- assets_clear_stack_except --
+-- Unstack every stacked RAW of a config except the given ones.
+UPDATE assets SET stack_primary_id = NULL
+WHERE storage_config_id = %(config_id)s AND stack_primary_id IS NOT NULL
+  AND NOT (id = ANY(%(keep)s))

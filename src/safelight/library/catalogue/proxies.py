@@ -1,0 +1,131 @@
+"""The proxy rows of the assets: which files under the proxy root (and which BlurHash
+values) each asset's proxies are, on a given connection.
+
+A row is the one word on which file an asset's proxy is (the layout's names carry the
+attempt that wrote them, ADR 0016): a file is deleted only once no row names it
+(``paths_named``). Writes take the caller's fenced transaction. Every query is a named
+block of ``proxies.sql``, read only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from safelight.core.sql import load_queries
+
+QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "proxies.sql")
+
+Conn = psycopg.AsyncConnection[Any]
+
+ProxyRow = tuple[int, str, str | None]
+"""A proxy row as the deletes read it: its id, type and path (None: a BlurHash)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRecord:
+    """One proxy of an asset: a file (``path`` relative to the proxy root) or a BlurHash."""
+
+    proxy_type: str
+    path: str | None
+    value: str | None = None
+    size_bytes: int | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+async def insert_proxies(
+    conn: Conn, asset_id: int, proxies: Sequence[ProxyRecord], now: datetime
+) -> None:
+    for proxy in proxies:
+        await conn.execute(
+            QUERIES["proxy_insert"],
+            {
+                "asset_id": asset_id,
+                "proxy_type": proxy.proxy_type,
+                "path": proxy.path,
+                "value": proxy.value,
+                "size_bytes": proxy.size_bytes,
+                "width": proxy.width,
+                "height": proxy.height,
+                "now": now,
+            },
+        )
+
+
+async def delete_of_asset_types(
+    conn: Conn, asset_id: int, proxy_types: Collection[str]
+) -> list[str]:
+    """Delete the asset's proxy rows of these types; the paths they named."""
+    cur = await conn.execute(
+        QUERIES["proxies_delete_of_asset_types"],
+        {"asset_id": asset_id, "proxy_types": sorted(proxy_types)},
+    )
+    return [row[0] for row in await cur.fetchall() if row[0] is not None]
+
+
+async def of_asset(conn: Conn, asset_id: int) -> list[ProxyRow]:
+    cur = await conn.execute(QUERIES["proxies_of_asset"], {"asset_id": asset_id})
+    return list(await cur.fetchall())
+
+
+async def of_assets(conn: Conn, asset_ids: Sequence[int]) -> list[ProxyRow]:
+    cur = await conn.execute(QUERIES["proxies_of_assets"], {"asset_ids": list(asset_ids)})
+    return list(await cur.fetchall())
+
+
+async def delete_by_id(conn: Conn, ids: Sequence[int]) -> None:
+    await conn.execute(QUERIES["proxies_delete_by_id"], {"ids": list(ids)})
+
+
+async def delete_by_path(conn: Conn, paths: Sequence[str]) -> int:
+    """Delete every row that names one of these paths; how many rows."""
+    cur = await conn.execute(QUERIES["proxies_delete_by_path"], {"paths": list(paths)})
+    return cur.rowcount
+
+
+async def paths_named(conn: Conn, paths: Iterable[str]) -> set[str]:
+    """Which of these paths (relative to the proxy root) some proxy row names."""
+    cur = await conn.execute(QUERIES["proxy_paths_named"], {"paths": list(paths)})
+    return {row[0] for row in await cur.fetchall()}
+
+
+async def legacy_of_config(
+    conn: Conn, config_id: UUID, after: tuple[int, str], limit: int
+) -> list[tuple[int, str, str]]:
+    """A page of the config's live proxy rows whose path may be a legacy name
+    (``<type>.<ext>``), as (asset id, type, path), in (asset id, type) order after
+    ``after``."""
+    cur = await conn.execute(
+        QUERIES["proxies_legacy_of_config"],
+        {
+            "config_id": config_id,
+            "after_asset": after[0],
+            "after_type": after[1],
+            "limit": limit,
+        },
+    )
+    return list(await cur.fetchall())
+
+
+async def repoint(
+    conn: Conn,
+    renamed: Sequence[tuple[int, str, str, str]],
+) -> set[str]:
+    """Each (asset id, type, old path, new path): the row that still names the old path
+    names the new one. Returns the old paths some row stopped naming."""
+    cur = await conn.execute(
+        QUERIES["proxies_repoint"],
+        {
+            "asset_ids": [asset_id for asset_id, _, _, _ in renamed],
+            "proxy_types": [proxy_type for _, proxy_type, _, _ in renamed],
+            "old_paths": [old for _, _, old, _ in renamed],
+            "new_paths": [new for _, _, _, new in renamed],
+        },
+    )
+    return {row[0] for row in await cur.fetchall()}
