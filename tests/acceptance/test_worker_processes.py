@@ -26,8 +26,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from safelight.library.proxystore.layout import STAGING_FOLDER
 from safelight.core.clock import SystemClock
+from safelight.library.proxystore.layout import STAGING_FOLDER
 from safelight.testing.rows import add_config
 from safelight.testing.samplegen import generate_jpegs
 from tests.faults.effects import Effect, effects_of, overlaps, read_lines
