@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 
 from safelight.cli.main import cli
 from safelight.logs import CHATTY_LIBRARIES
+from safelight.testing.invoking import Invoke
 from safelight.testing.samplegen import generate_library
 from tests.acceptance.harness import Sample
 
@@ -83,9 +84,6 @@ def cli_env(database_url: str, home: Path) -> dict[str, str | None]:
     env: dict[str, str | None] = dict.fromkeys(_FOREIGN)
     env.update({"SAFELIGHT_DATABASE_URL": database_url, "SAFELIGHT_HOME": str(home)})
     return env
-
-
-Invoke = Callable[..., Result]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from PIL import Image
 
 from safelight.library.media.xmp import NS_XMP
 from safelight.testing.dateplaces import exif_with_gps, xmp_packet
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import json_of
 
 pytestmark = pytest.mark.acceptance

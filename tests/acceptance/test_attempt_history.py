@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import REPO, process_env
 
 pytestmark = pytest.mark.acceptance

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from safelight.cli.admin import os_user
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import follow_welcome_link, json_of, link_in, start_safelight
 
 pytestmark = pytest.mark.acceptance

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import safelight_process, start_safelight
 from tests.faults.cluster import free_port
 

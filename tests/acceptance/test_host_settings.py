@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 
 pytestmark = pytest.mark.acceptance
 

@@ -8,6 +8,7 @@ test process holds the 2,200 client sockets, its own soft limit raised to its ha
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import resource
 import signal
@@ -22,9 +23,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from safelight.core.clock import SystemClock
 from safelight.handlers.crawl.result import CrawlResult
+from safelight.testing.invoking import Invoke
+from safelight.testing.rows import add_config
 from safelight.testing.tinylibrary import generate_tree
-from tests.acceptance.conftest import Invoke
 from tests.faults.cluster import free_port
 from tests.faults.processes import REPO, clean_env, wait_for
 
@@ -122,14 +125,8 @@ def test_idle_connections_by_the_thousand_cost_the_crawl_nothing(
         wait_for("the metrics port", lambda: answered(metrics), GUARD_SECONDS)
         wait_for("the dashboard", lambda: answered(web), GUARD_SECONDS)
         held = idle_connections(metrics_port, IDLE) + idle_connections(web_port, IDLE)
+        config = asyncio.run(add_config(database_url, SystemClock(), "alice", str(library)))
         with psycopg.connect(database_url, autocommit=True) as conn:
-            row = conn.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at)"
-                " VALUES ('alice', %s, now()) RETURNING id",
-                (str(library),),
-            ).fetchone()
-            assert row is not None
-            config = row[0]
             conn.execute(
                 "INSERT INTO work_items (kind, storage_config_id, dedup_key, requested_at)"
                 " VALUES ('crawl', %s, %s, now()) ON CONFLICT DO NOTHING",

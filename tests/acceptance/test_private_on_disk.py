@@ -26,9 +26,9 @@ from safelight.cli.state import CliState
 from safelight.db.database import Database
 from safelight.db.embedded import DATA_FOLDER
 from safelight.settings import Settings
+from safelight.testing.invoking import Invoke
 from safelight.testing.serverusers import remove_users_of_gone_homes
 from safelight.testing.tinylibrary import write_photo
-from tests.acceptance.conftest import Invoke
 
 pytestmark = pytest.mark.acceptance
 

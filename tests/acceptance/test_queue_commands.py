@@ -13,7 +13,7 @@ from safelight.app import app_store
 from safelight.core.clock import SystemClock
 from safelight.db.database import open_database
 from safelight.settings import Settings
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import json_of, safelight_process
 
 pytestmark = pytest.mark.acceptance

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import json_of
 
 pytestmark = pytest.mark.acceptance

@@ -17,9 +17,9 @@ from safelight.db.pool import connect
 from safelight.settings import Settings
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
+from safelight.testing.invoking import Invoke
 from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
 from safelight.testing.samplegen import marker_picture
-from tests.acceptance.conftest import Invoke
 from tests.acceptance.harness import Sample, json_of
 
 pytestmark = pytest.mark.acceptance

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from safelight.testing.selfsigned import NAME, make_certificate
 from tests.acceptance.harness import safelight_process, start_safelight
-from tests.selfsigned import NAME, make_certificate
 
 pytestmark = pytest.mark.acceptance
 

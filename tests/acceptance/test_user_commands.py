@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from safelight.accounts.passwords import verify_password
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import json_of
 
 pytestmark = pytest.mark.acceptance

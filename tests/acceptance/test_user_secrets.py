@@ -15,7 +15,7 @@ import pytest
 from safelight.accounts.store import Accounts
 from safelight.core.clock import SystemClock
 from safelight.db.pool import open_pool
-from tests.acceptance.conftest import Invoke
+from safelight.testing.invoking import Invoke
 
 pytestmark = pytest.mark.acceptance
 

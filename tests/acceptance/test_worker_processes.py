@@ -12,6 +12,7 @@ fault itself).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -25,7 +26,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from safelight.core.clock import SystemClock
 from safelight.library.proxystore.layout import STAGING_FOLDER
+from safelight.testing.rows import add_config
 from safelight.testing.samplegen import generate_jpegs
 from tests.faults.effects import Effect, effects_of, overlaps, read_lines
 from tests.faults.processes import WorkerProcess, start_worker, wait_for
@@ -208,19 +211,14 @@ def setup(database_url: str, tmp_path: Path) -> Iterator[Setup]:
     # Photos big enough that each takes a while to decode and encode: the crawl is
     # still running when a fault lands, and between two photos most of the time.
     generate_jpegs(library, PHOTOS, 1.0, seed=5, per_folder=10)
+    config = asyncio.run(add_config(database_url, SystemClock(), "alice", str(library.resolve())))
     with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute(
-            "INSERT INTO storage_configs (owner, root_path, created_at) "
-            "VALUES ('alice', %s, now()) RETURNING id",
-            (str(library.resolve()),),
-        ).fetchone()
-        assert row is not None
         # The Workers' scheduler would queue a crawl of the new config at once, beside
         # the test's own; its schedule says the config was crawled a moment ago.
         conn.execute(
             "INSERT INTO work_schedules (name, kind, storage_config_id, next_run_at) "
             "VALUES (%s, 'crawl', %s, now() + interval '1 day')",
-            (f"crawl:{row[0]}", row[0]),
+            (f"crawl:{config}", config),
         )
     proxies = tmp_path / "proxies"
     env = {
@@ -234,7 +232,7 @@ def setup(database_url: str, tmp_path: Path) -> Iterator[Setup]:
         "SAFELIGHT_SHUTDOWN_GRACE_SECONDS": "2",
         "SAFELIGHT_MAX_CONCURRENT_FILES": "1",
     }
-    state = Setup(database_url, tmp_path, str(row[0]), proxies, env, [])
+    state = Setup(database_url, tmp_path, str(config), proxies, env, [])
     try:
         yield state
     finally:

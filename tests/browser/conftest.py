@@ -35,13 +35,10 @@ import queue
 import re
 import shutil
 import threading
-from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
-from datetime import date
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import psycopg
 import pytest
 from click.testing import CliRunner
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -52,7 +49,21 @@ from safelight.cli.main import cli
 from safelight.core.clock import SystemClock
 from safelight.logs import CHATTY_LIBRARIES
 from safelight.settings import Settings
-from safelight.testing.samplegen import Manifest, generate_day_library
+from safelight.testing.browsersite import (
+    ADMIN,
+    ASKED_DAY,
+    OTHER_DAY,
+    OTHER_OWNER,
+    OTHER_YEARS,
+    OWNER,
+    PASSWORD,
+    PASSWORDS,
+    YEARS,
+    PageOf,
+    Site,
+    run_async,
+)
+from safelight.testing.samplegen import generate_day_library
 from safelight.web.app import create_app
 from safelight.web.server import WebServer
 from tests.acceptance.harness import safelight_process
@@ -62,28 +73,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("SAFELIGHT_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts")
 CHROMIUM_COMMANDS = ("chromium", "chromium-browser")
 
-# The day the tests ask for, and the years of each library's photos of that day.
-ASKED_DAY = date(2025, 6, 15)
-YEARS = (2016, 2019, 2021, 2024)
-OTHER_DAY = date(2025, 7, 20)
-OTHER_YEARS = (2015, 2018, 2020)
-# The owners of the two libraries, each a user of that name, and an admin who sees both.
-OWNER = "browser"
-OTHER_OWNER = "other"
-ADMIN = "admin"
-PASSWORD = "a long family password, 28 June"
-PASSWORDS = {
-    OWNER: "first family passphrase",
-    OTHER_OWNER: "second family passphrase",
-    ADMIN: PASSWORD,
-}
 # The whole run waits on the page, never on a clock: a generous bound for a busy machine.
 EXPECT_TIMEOUT_MS = 15_000
 START_TIMEOUT_SECONDS = 60
 # A guard against a demo that hangs, not a tested deadline: it generates and crawls.
 DEMO_GUARD_SECONDS = 600
-
-T = TypeVar("T")
 
 
 def chromium_executable() -> str | None:
@@ -95,66 +89,6 @@ def chromium_executable() -> str | None:
         if found:
             return found
     return None
-
-
-def run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine in a thread of its own with its own event loop: the tests are
-    synchronous (Playwright's sync API owns this thread), the store is async."""
-    results: queue.Queue[tuple[bool, Any]] = queue.Queue()
-
-    def main() -> None:
-        try:
-            results.put((True, asyncio.run(make())))
-        except BaseException as error:
-            results.put((False, error))
-
-    thread = threading.Thread(target=main, name="browser-test-async")
-    thread.start()
-    thread.join()
-    ok, value = results.get_nowait()
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
-
-
-@dataclass(frozen=True)
-class Site:
-    url: str
-    """``http://127.0.0.1:<port>/``"""
-    database_url: str
-    settings: Settings
-    manifest: Manifest
-
-    def connect(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(self.database_url, autocommit=True)
-
-    def asset_ids(self, owner: str) -> set[int]:
-        """Every asset of ``owner``'s configs."""
-        with self.connect() as conn:
-            rows = conn.execute(
-                "SELECT a.id FROM assets a JOIN storage_configs c ON c.id = a.storage_config_id"
-                " WHERE c.owner = %s",
-                (owner,),
-            ).fetchall()
-        return {int(row[0]) for row in rows}
-
-    def config_id(self, owner: str) -> str:
-        """The id of ``owner``'s one config."""
-        with self.connect() as conn:
-            [(config_id,)] = conn.execute(
-                "SELECT id::text FROM storage_configs WHERE owner = %s", (owner,)
-            ).fetchall()
-        return str(config_id)
-
-    def crawls_pending(self, config_id: str) -> int:
-        """Crawls of a config queued and not started (nothing runs them here)."""
-        with self.connect() as conn:
-            [(count,)] = conn.execute(
-                "SELECT count(*) FROM work_items WHERE kind = 'crawl'"
-                " AND storage_config_id = %s AND status = 'queued'",
-                (config_id,),
-            ).fetchall()
-        return int(count)
 
 
 class _Served:
@@ -230,7 +164,7 @@ def _crawl(root: Path, database_url: str, home: Path, owner: str) -> None:
     _invoke(["run", str(root), "--user", owner], database_url, home)
 
 
-def demo_summary(database_url: str, home: Path) -> Any:
+def _demo_summary(database_url: str, home: Path) -> Any:
     """``safelight demo --json`` into ``home``, as a process, as a new user runs it (not in
     this thread: Playwright's event loop runs here): its summary, with the serve command."""
     result = safelight_process(
@@ -378,6 +312,24 @@ def open_page(
                 made.screenshot(path=str(shot), full_page=True)
             finally:
                 context.close()
+
+
+@pytest.fixture
+def demo_summary() -> Callable[[str, Path], Any]:
+    """``demo_summary(database_url, home)``: ``safelight demo --json`` into ``home``, as a
+    process, as a new user runs it (not in this thread: Playwright's event loop runs
+    here): its summary, with the serve command."""
+    return _demo_summary
+
+
+@pytest.fixture
+def page_of(
+    browser: Browser, page_problems: list[str], request: pytest.FixtureRequest
+) -> Iterator[PageOf]:
+    """``page_of(url)``: a fresh browser context's page on ``url`` (signed in as nobody),
+    watched and photographed as the ``page`` fixture's."""
+    with open_page(browser, page_problems, request) as opener:
+        yield opener
 
 
 @pytest.fixture

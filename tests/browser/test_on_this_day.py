@@ -11,8 +11,8 @@ from datetime import datetime
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from safelight.testing.browsersite import ASKED_DAY, Site
 from safelight.testing.samplegen import Manifest
-from tests.browser.conftest import ASKED_DAY, Site
 
 pytestmark = pytest.mark.browser
 

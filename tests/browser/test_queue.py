@@ -19,7 +19,8 @@ from safelight.core.clock import SystemClock
 from safelight.db.database import Database
 from safelight.db.pool import open_pool
 from safelight.handlers import CRAWL
-from tests.browser.conftest import ADMIN, PASSWORD, Site, run_async
+from safelight.testing.browsersite import ADMIN, PASSWORD, Site, run_async
+from safelight.testing.rows import add_config
 
 pytestmark = pytest.mark.browser
 
@@ -57,14 +58,9 @@ class Queue:
 
     def running(self) -> Running:
         owner = f"queue-test-{next(_owners)}"
-        with self.site.connect() as conn:
-            row = conn.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at)"
-                " VALUES (%s, %s, now()) RETURNING id",
-                (owner, f"/photos/{owner}"),
-            ).fetchone()
-        assert row is not None
-        config_id = UUID(str(row[0]))
+        config_id = run_async(
+            lambda: add_config(self.site.database_url, SystemClock(), owner, f"/photos/{owner}")
+        )
 
         async def claim(store: Any) -> Running:
             item_id = await CRAWL.enqueue_for(store, config_id)

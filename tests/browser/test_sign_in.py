@@ -7,25 +7,25 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from safelight.cli.admin import os_user
-from tests.acceptance.harness import link_in, start_safelight
-from tests.browser.conftest import (
+from safelight.testing.browsersite import (
     ADMIN,
     ASKED_DAY,
     OTHER_DAY,
     OTHER_OWNER,
     OWNER,
     PASSWORDS,
+    PageOf,
     Site,
-    demo_summary,
-    open_page,
 )
+from tests.acceptance.harness import link_in, start_safelight
 from tests.dbserver import PgTestServer
 
 pytestmark = pytest.mark.browser
@@ -35,18 +35,6 @@ DAYS = {OWNER: ASKED_DAY.isoformat(), OTHER_OWNER: OTHER_DAY.isoformat()}
 NEW_PASSWORD = "a long passphrase of my own"
 # A real guard for a process that would otherwise hang a broken test; no tested deadline.
 GUARD_SECONDS = 120
-
-PageOf = Callable[[str], Page]
-
-
-@pytest.fixture
-def page_of(
-    browser: Browser, page_problems: list[str], request: pytest.FixtureRequest
-) -> Iterator[PageOf]:
-    """``page_of(url)``: a fresh browser context's page on ``url`` (signed in as nobody),
-    watched and photographed as the ``page`` fixture's."""
-    with open_page(browser, page_problems, request) as opener:
-        yield opener
 
 
 def fill_sign_in(page: Page, name: str, password: str | None = None) -> None:
@@ -227,7 +215,10 @@ def test_the_first_admin_link_signs_in_and_a_password_set_then_signs_in(
 
 
 def test_the_demos_printed_command_and_its_one_link_show_the_demos_day(
-    page_of: PageOf, pg_server: PgTestServer, tmp_path: Path
+    page_of: PageOf,
+    pg_server: PgTestServer,
+    tmp_path: Path,
+    demo_summary: Callable[[str, Path], Any],
 ) -> None:
     name, database_url = pg_server.new_database()
     home = tmp_path / "home"

@@ -49,8 +49,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from safelight.library.proxystore.layout import parse_proxy_name
+from safelight.testing.stores import OVERLAPPING_ATTEMPTS, RUNNING_ITEM_MISMATCHES
 from tests.faults.effects import KERNEL_CLOCK_MARGIN, Effect, overlaps
-from tests.integration.storefixtures import OVERLAPPING_ATTEMPTS, RUNNING_ITEM_MISMATCHES
 
 AUDIT_SQL = """
 CREATE TABLE faults_audit (

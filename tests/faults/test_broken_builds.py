@@ -28,15 +28,15 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.proxystore.layout import parse_proxy_name
 from safelight.settings import Settings
-from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
-from tests.faults import checker
-from tests.faults.processes import wait_for
-from tests.faults.rig import RECOVERY_SECONDS, Rig
-from tests.integration.storefixtures import (
+from safelight.testing.stores import (
     TEST_KINDS,
     DatabaseTimeClock,
     wait_until_blocked_on_a_lock,
 )
+from safelight.work.store import QUERIES, RUNNING_CONFIG_INDEX, WorkStore
+from tests.faults import checker
+from tests.faults.processes import wait_for
+from tests.faults.rig import RECOVERY_SECONDS, Rig
 
 pytestmark = pytest.mark.faults
 

@@ -37,12 +37,12 @@ from safelight.library.proxystore.proxytree import delete_file
 from safelight.library.render.images import make_image_proxies
 from safelight.library.walk.publishing import publish_image_proxies
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import running_item, scope_of
 from safelight.testing.samplegen import generate_jpegs
+from safelight.testing.specs import DEFAULT_SPEC
 from safelight.work.errors import AttemptStopped, StopReason
 from tests.faults.checker import check_side_effects
 from tests.faults.effects import effects_of, read_lines
-from tests.items import running_item, scope_of
-from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.faults
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from tests.integration.webfixtures import (
+from safelight.testing.web import (
     TODAY,
     Web,
     clock_on,

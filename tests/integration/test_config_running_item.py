@@ -11,16 +11,16 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.store import WorkStore
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
-    add_config,
     claimed,
     make_store,
     running_item_mismatches,
     running_item_of,
 )
+from safelight.work.store import WorkStore
 
 pytestmark = pytest.mark.integration
 

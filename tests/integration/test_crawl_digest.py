@@ -15,7 +15,7 @@ from safelight.library.catalogue import assets
 from safelight.library.walk.decisions import StatKey
 from safelight.library.walk.matching import stat_keys_digest
 from safelight.testing.fakeclock import FakeClock
-from tests.integration.storefixtures import add_config
+from safelight.testing.rows import add_config
 
 pytestmark = pytest.mark.integration
 

@@ -17,6 +17,7 @@ from safelight.handlers.crawl import attempt
 from safelight.library.catalogue import assets
 from safelight.library.walk import matching
 from safelight.library.walk import walker as walk_module
+from safelight.testing.handlers import Harness, crawl_result, make_harness
 from safelight.testing.tinylibrary import (
     ASSET_COLUMNS,
     asset_rows,
@@ -25,7 +26,6 @@ from safelight.testing.tinylibrary import (
     write_photo,
 )
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, crawl_result, make_harness
 
 pytestmark = pytest.mark.integration
 

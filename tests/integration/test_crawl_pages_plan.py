@@ -12,6 +12,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.catalogue import assets
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
 
 pytestmark = pytest.mark.integration
 
@@ -28,14 +30,7 @@ async def test_a_page_of_known_assets_walks_the_path_index_from_its_keyset(
     async with pool.connection() as conn:
         configs = []
         for root in ("/a", "/b"):
-            cur = await conn.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at)"
-                " VALUES ('bench', %s, now()) RETURNING id",
-                (root,),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            configs.append(row[0])
+            configs.append(await add_config(conn, FakeClock(), "bench", root))
         # 30,000 live assets in each of two configs, a tenth of them soft-deleted; paths
         # whose byte order differs from a linguistic one (capitals, an accent, digits).
         await conn.execute(

@@ -21,10 +21,10 @@ from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.files import hashing
 from safelight.library.walk import walker as walk_module
 from safelight.library.walk.walker import FileError
+from safelight.testing.handlers import KINDS, LEASE, jpeg, make_harness, write
 from safelight.views.documents import item_document, progress_line
 from safelight.work.model import Beat, Status
 from safelight.work.outcome import Released
-from tests.integration.handlerfixtures import KINDS, LEASE, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from safelight.db.database import open_database
 from safelight.db.embedded import DATA_FOLDER, EmbeddedDatabaseError, start_embedded, venv_pginstall
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.stores import TEST_KINDS
 from safelight.work.store import WorkStore
-from tests.integration.storefixtures import TEST_KINDS
 from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.integration

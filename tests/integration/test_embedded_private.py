@@ -35,7 +35,7 @@ from safelight.db.embedded import (
     start_embedded,
     venv_pginstall,
 )
-from tests.integration.legacy_pgserver import fetch_legacy_pgserver, legacy_bin
+from safelight.testing.legacypgserver import fetch_legacy_pgserver, legacy_bin
 from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,7 @@ def scratch() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def legacy_pgserver() -> Iterator[Path]:
-    """pgserver 0.1.4 unpacked (see ``tests/integration/legacy_pgserver.py``)."""
+    """pgserver 0.1.4 unpacked (see ``safelight.testing.legacypgserver``)."""
     folder = Path(tempfile.mkdtemp(prefix="safelight-legacy-pgserver-"))
     try:
         yield fetch_legacy_pgserver(folder)

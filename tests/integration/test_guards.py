@@ -24,7 +24,7 @@ from safelight.library.catalogue.database import DatabaseIdentity, database_iden
 from safelight.library.files.roots import RootOverlap
 from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.library.proxystore.proxyroot import claim_proxy_root, read_marker
-from tests.integration.handlerfixtures import make_harness
+from safelight.testing.handlers import make_harness
 
 pytestmark = pytest.mark.integration
 

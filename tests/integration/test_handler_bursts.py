@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.testing.handlers import Harness, copy_library, jpeg, make_harness, write
 from safelight.testing.samplegen import Manifest, generate_library
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, copy_library, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

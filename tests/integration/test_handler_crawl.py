@@ -17,10 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers.crawl.result import COUNTERS
 from safelight.library.files.originals import StorageRoot
 from safelight.library.render.decoding import ImageDecoder
-from safelight.testing.samplegen import Manifest, generate_library
-from safelight.work.model import Status
-from safelight.work.outcome import Retrying, Succeeded
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     LEASE,
     copy_library,
     crawl_result,
@@ -29,6 +26,9 @@ from tests.integration.handlerfixtures import (
     touch_later,
     write,
 )
+from safelight.testing.samplegen import Manifest, generate_library
+from safelight.work.model import Status
+from safelight.work.outcome import Retrying, Succeeded
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,7 @@ from safelight.handlers import guards
 from safelight.handlers.crawl import deciding, ingesting, opening
 from safelight.handlers.crawl.result import Duplicate
 from safelight.library.render.decoding import ImageDecoder
-from safelight.work.model import Status
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     Harness,
     crawl_result,
     jpeg,
@@ -32,6 +31,7 @@ from tests.integration.handlerfixtures import (
     touch_later,
     write,
 )
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

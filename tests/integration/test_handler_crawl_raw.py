@@ -17,10 +17,10 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.library.files.confinement import confined
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.dng import dng_bytes
+from safelight.testing.handlers import Harness, crawl_result, jpeg, make_harness, write
 from safelight.testing.samplegen import GREEN, RED, marker_picture
 from safelight.views.queries import library_counts, list_assets
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, crawl_result, jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

@@ -20,12 +20,11 @@ from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.media import sidecars
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.exif import exif_bytes
-from safelight.testing.oriented import quadrants
+from safelight.testing.handlers import crawl_result, make_harness, touch_later, write
+from safelight.testing.oriented import assert_shows, quadrant_colours, quadrants, turned
 from safelight.testing.samplegen import INVERSE_TRANSPOSE
+from safelight.testing.sidecars import photo, sidecar_xml
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import crawl_result, make_harness, touch_later, write
-from tests.unit.library.media.test_orientation import assert_shows, quadrant_colours, turned
-from tests.unit.library.media.test_sidecars import photo, sidecar_xml
 
 pytestmark = pytest.mark.integration
 

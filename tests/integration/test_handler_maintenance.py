@@ -15,11 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers import KIND_SPECS, build_handlers
 from safelight.handlers.contract import Handler, HandlerContext
 from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
-from safelight.work.errors import InvalidWorkItem
-from safelight.work.kinds import Scope
-from safelight.work.model import Status
-from safelight.work.outcome import Lost, SelfStopped
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     KINDS,
     LEASE,
     files_under,
@@ -27,6 +23,10 @@ from tests.integration.handlerfixtures import (
     make_harness,
     write,
 )
+from safelight.work.errors import InvalidWorkItem
+from safelight.work.kinds import Scope
+from safelight.work.model import Status
+from safelight.work.outcome import Lost, SelfStopped
 
 pytestmark = pytest.mark.integration
 

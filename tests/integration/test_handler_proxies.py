@@ -11,8 +11,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import PROXY_DELETION, PayloadRejected, proxy_sweep
-from safelight.work.model import Status
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     Harness,
     jpeg,
     later,
@@ -20,6 +19,7 @@ from tests.integration.handlerfixtures import (
     share_proxy_files,
     write,
 )
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

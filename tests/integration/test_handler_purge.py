@@ -13,8 +13,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers.contract import Handler, HandlerContext
-from safelight.work.model import Status
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     KINDS,
     LEASE,
     Harness,
@@ -23,6 +22,7 @@ from tests.integration.handlerfixtures import (
     share_proxy_files,
     write,
 )
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,7 @@ from safelight.library.files.roots import RootOverlap, own_folders
 from safelight.library.proxystore.layout import PROXY_ROOT_MARKER, parse_proxy_name, proxy_folder
 from safelight.library.proxystore.sweep import scan_proxy_root
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.model import Status
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     Harness,
     database_of,
     files_under,
@@ -36,6 +35,8 @@ from tests.integration.handlerfixtures import (
     make_harness,
     write,
 )
+from safelight.testing.rows import add_config
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 
@@ -222,11 +223,7 @@ async def test_two_adds_of_nested_folders_at_once_make_one_config(
     async with await psycopg.AsyncConnection.connect(database_url) as held:
         async with held.transaction():
             await held.execute(QUERIES["configs_lock_for_add"], {"key": ADD_LOCK_KEY})
-            await held.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at)"
-                " VALUES ('bob', %s, now())",
-                (str(outer / "2019"),),
-            )
+            await add_config(held, FakeClock(), "bob", str(outer / "2019"))
             second = asyncio.create_task(configs.add("alice", outer))
             await _until_an_add_waits(held)
         with pytest.raises(NestedConfig, match=f"{outer} contains {outer / '2019'}"):

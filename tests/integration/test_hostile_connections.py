@@ -28,10 +28,10 @@ from safelight.db.pool import Connections, OneConnection
 from safelight.observe import metrics as metrics_module
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.web import TODAY, clock_on, web_settings
 from safelight.testing.webserver import dashboard_in_thread
 from safelight.work.model import Status
 from tests.faults.cluster import free_port
-from tests.integration.webfixtures import TODAY, clock_on, web_settings
 
 pytestmark = pytest.mark.integration
 

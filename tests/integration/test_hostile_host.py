@@ -16,9 +16,9 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.db.pool import open_pool
 from safelight.handlers import proxy_deletion
 from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
+from safelight.testing.handlers import Harness, jpeg, later, make_harness, write
 from safelight.work.model import Status
 from tests.dbserver import PgTestServer
-from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
 
 pytestmark = pytest.mark.integration
 

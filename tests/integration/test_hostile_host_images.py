@@ -13,9 +13,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.ghostscript import POSTSCRIPT, FakeGhostscript
+from safelight.testing.handlers import jpeg, make_harness, write
 from safelight.work.model import Status
-from tests.ghostscript import POSTSCRIPT, FakeGhostscript
-from tests.integration.handlerfixtures import jpeg, make_harness, write
 
 pytestmark = pytest.mark.integration
 

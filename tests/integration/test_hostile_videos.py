@@ -12,9 +12,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.walk.walker import FileError
+from safelight.testing.handlers import crawl_result, jpeg, make_harness, write
 from safelight.testing.hostilevideos import hostile_videos
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import crawl_result, jpeg, make_harness, write
 
 pytestmark = [
     pytest.mark.integration,

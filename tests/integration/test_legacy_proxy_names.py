@@ -15,8 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.proxystore import legacynames
 from safelight.library.proxystore.layout import parse_proxy_name
-from safelight.work.model import Status
-from tests.integration.handlerfixtures import (
+from safelight.testing.handlers import (
     Harness,
     crawl_result,
     jpeg,
@@ -24,6 +23,7 @@ from tests.integration.handlerfixtures import (
     make_harness,
     write,
 )
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

@@ -14,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.media.motionphotos import MOTION_VIDEO_NAME
 from safelight.library.proxystore.layout import STAGING_FOLDER
+from safelight.testing.handlers import crawl_result, make_harness, write
 from safelight.testing.motionphotos import (
     google_motion_jpeg,
     heic_with_mpvd,
@@ -22,9 +23,8 @@ from safelight.testing.motionphotos import (
     still_jpeg,
     tiny_mp4,
 )
+from safelight.testing.samples import needs_samples, samples_dir
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import crawl_result, make_harness, write
-from tests.unit.test_samples_folder import needs_samples, samples_dir
 
 pytestmark = [
     pytest.mark.integration,

@@ -25,10 +25,11 @@ from safelight.handlers import schedule_settings
 from safelight.observe.metrics import UNSCOPED
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.handlers import crawl_result, database_of, jpeg, write
+from safelight.testing.rows import add_config
 from safelight.work.model import Status
 from tests.faults.cluster import free_port
 from tests.faults.netproxy import TcpProxy
-from tests.integration.handlerfixtures import crawl_result, database_of, jpeg, write
 
 pytestmark = pytest.mark.integration
 
@@ -92,18 +93,6 @@ async def until(check: Callable[[], Awaitable[bool]]) -> None:
     await asyncio.wait_for(poll(), GUARD_SECONDS)
 
 
-async def add_config(pool: AsyncConnectionPool[Any], root: Path) -> UUID:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "INSERT INTO storage_configs (owner, root_path, created_at)"
-            " VALUES ('alice', %s, now()) RETURNING id",
-            (str(root),),
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return UUID(str(row[0]))
-
-
 async def put_off_schedules(
     pool: AsyncConnectionPool[Any], config: Settings, config_ids: list[UUID]
 ) -> None:
@@ -162,7 +151,10 @@ async def test_a_workers_metrics_count_what_it_ran_and_show_the_queue(
     write(library, "broken.jpg", b"not a photo at all")
     gone = tmp_path / "unmounted"
     gone.mkdir()
-    crawled, failing = await add_config(pool, library), await add_config(pool, gone)
+    crawled, failing = (
+        await add_config(pool, FakeClock(), root=str(library)),
+        await add_config(pool, FakeClock(), root=str(gone)),
+    )
     gone.rmdir()  # its crawl fails: the root is missing
     config = settings(database_url, tmp_path)
     await put_off_schedules(pool, config, [crawled, failing])

@@ -11,9 +11,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
+from safelight.testing.stores import ALL_KINDS, LEASE, make_store
 from safelight.work.model import Status
 from safelight.work.store import MAX_CLAIM_BATCH, QUERIES, claim_query
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, make_store
 
 pytestmark = pytest.mark.integration
 

@@ -14,18 +14,18 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.db.pool import connect
 from safelight.handlers import KIND_SPECS
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.errors import AttemptLost, InvalidWorkItem
-from safelight.work.model import Status
-from safelight.work.store import QUERIES, WorkStore
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
-    add_config,
     claimed,
     count,
     make_store,
     wait_until_blocked_on_a_lock,
 )
+from safelight.work.errors import AttemptLost, InvalidWorkItem
+from safelight.work.model import Status
+from safelight.work.store import QUERIES, WorkStore
 
 pytestmark = pytest.mark.integration
 

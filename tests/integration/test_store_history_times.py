@@ -17,17 +17,17 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
-from safelight.views.queries import queue_status
-from tests.faults import checker
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
     DatabaseTimeClock,
-    add_config,
     claimed,
     make_store,
     overlapping_attempts,
 )
+from safelight.views.queries import queue_status
+from tests.faults import checker
 
 pytestmark = pytest.mark.integration
 

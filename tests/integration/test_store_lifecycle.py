@@ -12,9 +12,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
+from safelight.testing.stores import ALL_KINDS, LEASE, count, make_store
 from safelight.work.errors import AttemptLost
 from safelight.work.model import Beat, CancelResult, RecoveryReport, Status
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, count, make_store
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,9 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
+from safelight.testing.stores import ALL_KINDS, LEASE, make_store
 from safelight.work.store import QUERIES, WorkStore
-from tests.integration.storefixtures import ALL_KINDS, LEASE, add_config, make_store
 
 pytestmark = pytest.mark.integration
 

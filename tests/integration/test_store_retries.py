@@ -15,16 +15,16 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.model import RecoveryReport, RetriedCount, RetryResult, Status
-from safelight.work.store import WorkStore
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
     DatabaseTimeClock,
-    add_config,
     make_store,
     running_item_mismatches,
 )
+from safelight.work.model import RecoveryReport, RetriedCount, RetryResult, Status
+from safelight.work.store import WorkStore
 
 pytestmark = pytest.mark.integration
 

@@ -12,18 +12,18 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import connect
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.model import Status
-from safelight.work.observer import NoObserver
-from safelight.work.store import QUERIES
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
-    add_config,
     count,
     make_store,
     running_item_of,
     wait_until_blocked_on_a_lock,
 )
+from safelight.work.model import Status
+from safelight.work.observer import NoObserver
+from safelight.work.store import QUERIES
 
 pytestmark = pytest.mark.integration
 

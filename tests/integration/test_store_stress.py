@@ -11,11 +11,11 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
-from tests.integration.storefixtures import (
+from safelight.testing.rows import add_config
+from safelight.testing.stores import (
     ALL_KINDS,
     LEASE,
     DatabaseTimeClock,
-    add_config,
     count,
     make_store,
     overlapping_attempts,

@@ -13,8 +13,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import CRAWL, NOOP, PURGE
-from safelight.work.model import Status
-from tests.integration.webfixtures import (
+from safelight.testing.web import (
     ADMIN,
     COOKIE,
     FORM,
@@ -28,6 +27,7 @@ from tests.integration.webfixtures import (
     store_of,
     web_settings,
 )
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

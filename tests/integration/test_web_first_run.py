@@ -21,10 +21,10 @@ from safelight.accounts.store import Accounts
 from safelight.accounts.users import User
 from safelight.db.database import Database
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.web import BASE_URL, TODAY, clock_on, web_settings
 from safelight.web.account import BROWSER_ONLY, DONE_PATH
 from safelight.web.app import create_app
 from safelight.web.welcome import USED, WRONG_TOKEN, Welcome, WelcomeLink, link_for
-from tests.integration.webfixtures import BASE_URL, TODAY, clock_on, web_settings
 
 pytestmark = pytest.mark.integration
 

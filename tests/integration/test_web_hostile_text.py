@@ -12,7 +12,7 @@ import re
 import pytest
 
 from safelight.handlers import CRAWL, NOOP
-from tests.integration.webfixtures import Web, library_of, store_of
+from safelight.testing.web import Web, library_of, store_of
 
 pytestmark = pytest.mark.integration
 

@@ -21,12 +21,12 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.core.connections import ConnectionLimits
 from safelight.db.database import Database
 from safelight.settings import Settings
+from safelight.testing.selfsigned import NAME, make_certificate
+from safelight.testing.web import TODAY, clock_on, web_settings
 from safelight.web.app import create_app
 from safelight.web.guard import MISDIRECTED
 from safelight.web.server import WebServer
 from safelight.web.tls import server_context
-from tests.integration.webfixtures import TODAY, clock_on, web_settings
-from tests.selfsigned import NAME, make_certificate
 
 pytestmark = pytest.mark.integration
 

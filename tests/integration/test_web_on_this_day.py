@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.testing.weblibrary import WebLibrary, make_web_library
-from safelight.web.onthisday import on_this_day
-from safelight.web.reads import QUERIES
-from tests.integration.webfixtures import (
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
+from safelight.testing.web import (
     TODAY,
     Web,
     clock_on,
@@ -26,6 +25,9 @@ from tests.integration.webfixtures import (
     session_for,
     web_settings,
 )
+from safelight.testing.weblibrary import WebLibrary, make_web_library
+from safelight.web.onthisday import on_this_day
+from safelight.web.reads import QUERIES
 
 pytestmark = pytest.mark.integration
 
@@ -225,12 +227,7 @@ async def test_the_query_runs_on_the_days_index(pool: AsyncConnectionPool[Any]) 
     conditions), a Live Photo's video is left out through ix_assets_paired, and no step
     reads the whole table."""
     async with pool.connection() as conn:
-        cur = await conn.execute(
-            "INSERT INTO storage_configs (owner, root_path, created_at)"
-            " VALUES ('bench', '/bench', now()) RETURNING id"
-        )
-        row = await cur.fetchone()
-        assert row is not None
+        config = await add_config(conn, FakeClock(), "bench", "/bench")
         await conn.execute(
             """
             INSERT INTO assets (storage_config_id, file_path, file_name, content_hash,
@@ -245,7 +242,7 @@ async def test_the_query_runs_on_the_days_index(pool: AsyncConnectionPool[Any]) 
                           + (n * 7919 %% 7300) * interval '1 day'
                           + (n %% 86400) * interval '1 second' AS t) s
             """,
-            {"config": row[0]},
+            {"config": config},
         )
         await conn.execute("ANALYZE assets")
         for days, owner in (([15], None), ([28, 29], None), ([15], "bench")):

@@ -15,12 +15,7 @@ import httpx
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
-from safelight.web.app import MAX_BODY_BYTES
-from safelight.web.caching import PROXY
-from safelight.web.guard import SECURITY_HEADERS
-from safelight.web.proxies import NO_PROXY
-from tests.integration.webfixtures import (
+from safelight.testing.web import (
     BASE_URL,
     COOKIE,
     FORM,
@@ -32,6 +27,11 @@ from tests.integration.webfixtures import (
     session_for,
     web_settings,
 )
+from safelight.testing.weblibrary import FAKE_MP4, WebLibrary
+from safelight.web.app import MAX_BODY_BYTES
+from safelight.web.caching import PROXY
+from safelight.web.guard import SECURITY_HEADERS
+from safelight.web.proxies import NO_PROXY
 
 pytestmark = pytest.mark.integration
 

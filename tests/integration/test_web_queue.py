@@ -10,7 +10,7 @@ import re
 import pytest
 
 from safelight.handlers import CRAWL, NOOP
-from tests.integration.webfixtures import (
+from safelight.testing.web import (
     Web,
     library_of,
     store_of,

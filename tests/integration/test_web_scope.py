@@ -17,11 +17,11 @@ import pytest
 
 from safelight.handlers import CRAWL, NOOP, PURGE
 from safelight.logs import SecretMasker
+from safelight.testing.web import TODAY, Web, as_viewer, store_of
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web import api, pages, reads
 from safelight.web.proxies import NO_PROXY, proxy_url
 from safelight.work.model import Status
-from tests.integration.webfixtures import TODAY, Web, as_viewer, store_of
 
 pytestmark = pytest.mark.integration
 

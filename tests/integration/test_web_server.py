@@ -16,9 +16,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.accounts.store import Accounts
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.web import TODAY, clock_on, web_settings
 from safelight.testing.weblibrary import make_web_library
 from safelight.testing.webserver import dashboard_in_thread
-from tests.integration.webfixtures import TODAY, clock_on, web_settings
 
 pytestmark = pytest.mark.integration
 

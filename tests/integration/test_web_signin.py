@@ -27,14 +27,7 @@ from safelight.db.database import Database
 from safelight.handlers import CRAWL, NOOP
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
-from safelight.testing.weblibrary import WebLibrary, make_web_library
-from safelight.testing.webserver import dashboard_in_thread
-from safelight.web.app import create_app
-from safelight.web.auth import PLAIN_HTTP, SIGN_IN_FIRST, is_open
-from safelight.web.proxies import proxy_url
-from safelight.web.server import WebServer
-from safelight.work.model import Status
-from tests.integration.webfixtures import (
+from safelight.testing.web import (
     COOKIE,
     FORM,
     PASSWORD,
@@ -46,6 +39,13 @@ from tests.integration.webfixtures import (
     user_named,
     web_settings,
 )
+from safelight.testing.weblibrary import WebLibrary, make_web_library
+from safelight.testing.webserver import dashboard_in_thread
+from safelight.web.app import create_app
+from safelight.web.auth import PLAIN_HTTP, SIGN_IN_FIRST, is_open
+from safelight.web.proxies import proxy_url
+from safelight.web.server import WebServer
+from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 

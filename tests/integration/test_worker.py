@@ -10,6 +10,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import CRAWL
+from safelight.testing.rows import add_config
+from safelight.testing.stores import count
+from safelight.testing.workerstack import LEASE, make_stack
 from safelight.work.maintenance import (
     LeaseRecovery,
     PerConfig,
@@ -20,8 +23,6 @@ from safelight.work.maintenance import (
 from safelight.work.model import Status
 from safelight.work.outcome import Released, Succeeded
 from safelight.work.wakeup import Listener, WakeupHub
-from tests.integration.storefixtures import add_config, count
-from tests.integration.workerstack import LEASE, make_stack
 
 pytestmark = pytest.mark.integration
 

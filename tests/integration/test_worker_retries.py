@@ -17,10 +17,10 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.app import WorkerOptions, build_engine
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock, FakeTimer
+from safelight.testing.handlers import database_of
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.model import Status
 from safelight.work.worker import Worker
-from tests.integration.handlerfixtures import database_of
 
 pytestmark = pytest.mark.integration
 

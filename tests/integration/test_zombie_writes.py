@@ -22,9 +22,9 @@ from safelight.library.proxystore import proxytree, purge
 from safelight.library.proxystore.layout import AttemptTag
 from safelight.library.render.images import make_image_proxies
 from safelight.library.walk.publishing import publish_image_proxies
+from safelight.testing.handlers import Harness, jpeg, later, make_harness, write
+from safelight.testing.specs import DEFAULT_SPEC
 from safelight.work.model import Status
-from tests.integration.handlerfixtures import Harness, jpeg, later, make_harness, write
-from tests.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.integration
 

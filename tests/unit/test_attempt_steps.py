@@ -15,6 +15,8 @@ import pytest
 from safelight.logs import JsonFormatter, SecretMasker
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import ITEM
+from safelight.testing.workstore import ScriptedStore
 from safelight.work.attemptlog import AttemptLog, attempt_fields
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptStopped, StopReason
@@ -28,7 +30,6 @@ from safelight.work.outcome import (
     SelfStopped,
     Succeeded,
 )
-from tests.unit.conftest import ITEM, ScriptedStore
 
 RESULT = {"files": 3}
 RETURNED = _Ending(cancelled=False, error=None, result=RESULT)

@@ -41,8 +41,8 @@ from safelight.library.catalogue.configs import ConfigError
 from safelight.logs import CHATTY_LIBRARIES, masker
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.summaries import rendered, summary_document
 from safelight.work.errors import InvalidWorkItem
-from tests.unit.summaries import rendered, summary_document
 
 UNREACHABLE = "postgresql://u:pw-unit@127.0.0.1:1/x"
 

@@ -36,13 +36,13 @@ from safelight.library.render.decoding import ImageDecoder
 from safelight.observe.presence import Presence
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import running_item
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.executor import RunResult
 from safelight.work.maintenance import LeaseRecovery, Scheduler, every
 from safelight.work.model import WorkItem
 from safelight.work.outcome import Complete, Succeeded
 from safelight.work.wakeup import Listener
-from tests.items import running_item
 
 pytestmark = pytest.mark.usefixtures("loop_errors")
 

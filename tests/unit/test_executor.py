@@ -21,6 +21,8 @@ import pytest
 
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import ITEM
+from safelight.testing.workstore import HANG, ScriptedStore, at
 from safelight.work.context import HandlerContext
 from safelight.work.errors import AttemptLost, AttemptStopped, StopReason, WorkError
 from safelight.work.executor import (
@@ -49,7 +51,6 @@ from safelight.work.outcome import (
     Succeeded,
     UnknownKind,
 )
-from tests.unit.conftest import HANG, ITEM, ScriptedStore, at
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

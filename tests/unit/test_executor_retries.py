@@ -16,13 +16,14 @@ import pytest
 
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import ITEM
+from safelight.testing.workstore import ScriptedStore
 from safelight.work.context import HandlerContext
 from safelight.work.errors import Retryable
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
 from safelight.work.outcome import Fail, Failed, Released, Retrying, RetryLater, UnknownKind
 from safelight.work.retry import Retries, RetryPolicy
-from tests.unit.conftest import ITEM, ScriptedStore
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

@@ -29,10 +29,10 @@ from safelight.handlers import (
     schedule_settings,
 )
 from safelight.settings import Settings
+from safelight.testing.items import running_item
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.maintenance import PerConfig, Periodic, ScheduleSettings
 from safelight.work.retry import RetryPolicy
-from tests.items import running_item
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

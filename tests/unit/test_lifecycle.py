@@ -9,10 +9,10 @@ import logging
 import pytest
 
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import running_item
 from safelight.work.executor import RunResult
 from safelight.work.lifecycle import Lifecycle
 from safelight.work.outcome import Complete, Fail, Failed, Succeeded
-from tests.items import running_item
 
 LOGGER = "test.lifecycle"
 ITEM = running_item(id=4, attempt=1, config=None, worker_id="w1")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -12,6 +11,7 @@ import pytest
 
 from safelight.handlers import CRAWL
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.workstore import ScriptedStore, as_work_store
 from safelight.work.maintenance import (
     LeaseRecovery,
     PerConfig,
@@ -28,29 +28,6 @@ C1 = UUID("00000000-0000-0000-0000-0000000000c1")
 C2 = UUID("00000000-0000-0000-0000-0000000000c2")
 
 
-class Store:
-    def __init__(self, kinds: set[str], configs: list[UUID], due: set[str]) -> None:
-        self.kind_names = frozenset(kinds)
-        self.configs = configs
-        self.due = due
-        self.calls: list[tuple[Any, ...]] = []
-        self.report = RecoveryReport()
-
-    async def schedule_if_due(
-        self, name: str, kind: str, interval_seconds: float, *, config_id: UUID | None = None
-    ) -> int | None:
-        self.calls.append(("schedule", name, kind, interval_seconds, config_id))
-        return len(self.calls) if name in self.due else None
-
-    async def active_config_ids(self, owner: str | None = None) -> list[UUID]:
-        self.calls.append(("configs", owner))
-        return self.configs
-
-    async def recover_expired_leases(self) -> RecoveryReport:
-        self.calls.append(("recover",))
-        return self.report
-
-
 SETTINGS = ScheduleSettings(
     periodic=(Periodic("token_cleanup", 86400.0), Periodic("proxy_sweep", 3600.0)),
     per_config=(PerConfig("crawl", 14400.0, CRAWL.dedup_key),),
@@ -58,10 +35,12 @@ SETTINGS = ScheduleSettings(
 
 
 async def test_scheduler_enqueues_what_is_due_and_a_crawl_per_config() -> None:
-    store = Store(
-        {"token_cleanup", "proxy_sweep", "crawl"}, [C1, C2], due={"proxy_sweep", f"crawl:{C2}"}
+    store = ScriptedStore(
+        kinds={"token_cleanup", "proxy_sweep", "crawl"},
+        configs=[C1, C2],
+        due={"proxy_sweep", f"crawl:{C2}"},
     )
-    enqueued = await Scheduler(store, SETTINGS, owner="bob").run_once()  # type: ignore[arg-type]
+    enqueued = await Scheduler(as_work_store(store), SETTINGS, owner="bob").run_once()
     assert store.calls == [
         ("schedule", "token_cleanup", "token_cleanup", 86400.0, None),
         ("schedule", "proxy_sweep", "proxy_sweep", 3600.0, None),
@@ -73,8 +52,8 @@ async def test_scheduler_enqueues_what_is_due_and_a_crawl_per_config() -> None:
 
 
 async def test_scheduler_skips_kinds_it_has_no_handler_for() -> None:
-    store = Store({"proxy_sweep"}, [C1], due=set())
-    assert await Scheduler(store, SETTINGS).run_once() == []  # type: ignore[arg-type]
+    store = ScriptedStore(kinds={"proxy_sweep"}, configs=[C1])
+    assert await Scheduler(as_work_store(store), SETTINGS).run_once() == []
     assert store.calls == [("schedule", "proxy_sweep", "proxy_sweep", 3600.0, None)]
 
 
@@ -87,8 +66,8 @@ def test_schedule_settings_defaults() -> None:
 async def test_lease_recovery_reports_and_logs_only_when_it_took_something(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = Store(set(), [], set())
-    recovery = LeaseRecovery(store)  # type: ignore[arg-type]
+    store = ScriptedStore()
+    recovery = LeaseRecovery(as_work_store(store))
     with caplog.at_level(logging.INFO, logger="safelight.work.maintenance"):
         assert await recovery.run_once() == RecoveryReport()
         assert caplog.records == []

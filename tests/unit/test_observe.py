@@ -23,10 +23,13 @@ from safelight.logs import REFUSALS_LOG_SECONDS
 from safelight.observe.metrics import Metrics, QueueSnapshot
 from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.settings import Settings, SettingsError
+from safelight.testing.executor import FakeExecutor
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import noop_item
+from safelight.testing.workers import noop_worker
+from safelight.testing.workstore import ScriptedStore
 from safelight.work.model import RecoveryReport, Status
 from safelight.work.supervisor import Background, BackgroundFailed, supervise
-from tests.unit.test_supervisor import Executor, Store, item, worker
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
@@ -371,7 +374,7 @@ async def test_a_metrics_server_that_ends_ends_the_run(
     metrics = Metrics(["noop"], listening=lambda: True)
     server = metrics_server(metrics, pool, clock)
     await server.bind("127.0.0.1", 0)
-    busy = Executor()
+    busy = FakeExecutor(until_shutdown=True)
     bug = OSError("the listening socket went away")
     assert server._server is not None
 
@@ -382,7 +385,7 @@ async def test_a_metrics_server_that_ends_ends_the_run(
     monkeypatch.setattr(server._server, "serve_forever", broken)
     with pytest.raises(BackgroundFailed) as raised:
         await supervise(
-            [worker(clock, Store([item(1)]), busy, "w1")],
+            [noop_worker(clock, ScriptedStore(claims=[noop_item(1)]), busy, "w1")],
             [Background("metrics", server.serve)],
             shutdown=asyncio.Event(),
             log=logging.getLogger("test.observe"),

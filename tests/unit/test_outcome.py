@@ -8,6 +8,8 @@ from typing import Any, get_args
 import pytest
 
 from safelight.app import FinishedItem, finished_item
+from safelight.testing.items import ITEM
+from safelight.testing.workstore import ScriptedStore
 from safelight.work.errors import StopReason
 from safelight.work.executor import RunResult
 from safelight.work.outcome import (
@@ -33,7 +35,6 @@ from safelight.work.outcome import (
     record,
     write_for,
 )
-from tests.unit.conftest import ITEM, ScriptedStore
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 

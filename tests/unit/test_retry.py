@@ -22,6 +22,7 @@ from safelight.handlers.contract import (
 from safelight.library.files.errors import CorruptMedia, UnreadableFile
 from safelight.library.render.video import ToolTimedOut
 from safelight.settings import Settings, SettingsError
+from safelight.testing.items import running_item
 from safelight.work.errors import InvalidWorkItem, Retryable
 from safelight.work.kinds import KindSpec, Scope
 from safelight.work.outcome import (
@@ -34,7 +35,6 @@ from safelight.work.outcome import (
     Succeeded,
 )
 from safelight.work.retry import TRANSIENT_ERRNOS, Retries, RetryPolicy, after_failure, is_retryable
-from tests.items import running_item
 
 POLICY = RetryPolicy(max_attempts=4, delay_seconds=30.0, max_delay_seconds=100.0, jitter=0.25)
 EIO = OSError(errno.EIO, "Input/output error")

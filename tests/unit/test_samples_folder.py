@@ -8,7 +8,6 @@ Skipped, with the reason, when the folder is absent.
 from __future__ import annotations
 
 import io
-import os
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,32 +18,14 @@ import pytest
 from PIL import Image
 
 from safelight.library.files.errors import MediaError
-from safelight.library.files.mediatypes import is_raw, media_type
+from safelight.library.files.mediatypes import media_type
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
 from safelight.library.render.images import ImageProxies, make_image_proxies
-from tests.specs import DEFAULT_SPEC
+from safelight.testing.samples import IMAGES, SAMPLES, needs_samples
+from safelight.testing.specs import DEFAULT_SPEC
 
 pytestmark = pytest.mark.samples
 
-
-def samples_dir() -> Path | None:
-    configured = os.environ.get("SAFELIGHT_SAMPLES_DIR")
-    folder = (
-        Path(configured) if configured else Path(__file__).parents[2].parent / "shared" / "samples"
-    )
-    return folder if folder.is_dir() else None
-
-
-SAMPLES = samples_dir()
-IMAGES = (
-    # RAW files decode through LibRaw, not Pillow: library/render/test_raw.py checks them.
-    sorted(
-        p for p in SAMPLES.rglob("*") if p.is_file() and media_type(p) == "image" and not is_raw(p)
-    )
-    if SAMPLES is not None
-    else []
-)
-needs_samples = pytest.mark.skipif(SAMPLES is None, reason="no samples folder (../shared/samples)")
 
 DATES_OUTSIDE_EXIF = {
     "exif-samples/jpg/Reconyx_HC500_Hyperfire.jpg": "Reconyx maker note",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from safelight.settings import Settings, SettingsError
-from tests.unit.summaries import rendered, summary_document
+from safelight.testing.summaries import rendered, summary_document
 
 
 def summary_of(result: dict[str, Any] | None) -> dict[str, Any]:

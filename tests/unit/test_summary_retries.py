@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from safelight.testing.summaries import rendered, summary_document
 from safelight.work.outcome import FAILS_BY_NAME
-from tests.unit.summaries import rendered, summary_document
 
 
 def rendered_items(items: list[dict[str, Any]]) -> str:

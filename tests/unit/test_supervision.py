@@ -23,11 +23,14 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.app import Engine, WorkerOptions, build_engine
 from safelight.db.database import Database
 from safelight.settings import Settings
+from safelight.testing.executor import FakeExecutor
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import noop_item
+from safelight.testing.workers import noop_worker
+from safelight.testing.workstore import ScriptedStore
 from safelight.work import wakeup
 from safelight.work.model import RecoveryReport
 from safelight.work.supervisor import Background, BackgroundFailed, supervise
-from tests.unit.test_supervisor import Executor, Store, item, worker
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
@@ -62,9 +65,9 @@ def warnings(caplog: pytest.LogCaptureFixture, logger: str) -> list[str]:
 
 
 @pytest.fixture
-def busy() -> Executor:
+def busy() -> FakeExecutor:
     """The executor of the Worker beside the task: it runs its item until shutdown."""
-    return Executor()
+    return FakeExecutor(until_shutdown=True)
 
 
 async def ends_the_run(
@@ -72,7 +75,7 @@ async def ends_the_run(
     caplog: pytest.LogCaptureFixture,
     background: Background,
     bug: BaseException,
-    busy: Executor,
+    busy: FakeExecutor,
 ) -> None:
     """Run ``background`` beside a Worker running an item on ``busy`` (the bug waits for
     ``busy.started``), until the run ends: with BackgroundFailed, the traceback logged,
@@ -80,7 +83,7 @@ async def ends_the_run(
     shutdown = asyncio.Event()
     with pytest.raises(BackgroundFailed) as raised:
         await supervise(
-            [worker(clock, Store([item(1)]), busy, "w1")],
+            [noop_worker(clock, ScriptedStore(claims=[noop_item(1)]), busy, "w1")],
             [background],
             shutdown=shutdown,
             log=logging.getLogger(LOGGER),
@@ -160,7 +163,7 @@ async def test_a_bug_in_the_listener_ends_the_run(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
-    busy: Executor,
+    busy: FakeExecutor,
 ) -> None:
     bug = AttributeError("a bug in the listener")
 
@@ -211,7 +214,7 @@ async def test_a_bug_in_lease_recovery_ends_the_run(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
-    busy: Executor,
+    busy: FakeExecutor,
 ) -> None:
     """The issue's complaint: an unexpected exception ended lease recovery for that
     process with no log line."""
@@ -264,7 +267,7 @@ async def test_a_bug_in_the_scheduler_ends_the_run(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
-    busy: Executor,
+    busy: FakeExecutor,
 ) -> None:
     bug = TypeError("a bug in the scheduler")
 
@@ -332,7 +335,7 @@ async def test_a_bug_in_the_presence_ends_the_run(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
-    busy: Executor,
+    busy: FakeExecutor,
 ) -> None:
     bug = IndexError("a bug in the presence")
     monkeypatch.setattr(engine.presence, "_pool", Pool(clock, [bug], before=busy.started))

@@ -7,90 +7,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
-from safelight.settings import Settings
+from safelight.testing.executor import FakeExecutor
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import RunResult, Shutdown
+from safelight.testing.items import noop_item as item
+from safelight.testing.workers import noop_worker as worker
+from safelight.testing.workstore import ScriptedStore
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Release, Released, Succeeded
 from safelight.work.supervisor import Background, BackgroundFailed, Stopped, supervise
 from safelight.work.worker import Worker
-from tests.items import running_item
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
 
 LOGGER = "test.supervisor"
-
-
-def item(n: int) -> WorkItem:
-    return running_item(id=n, attempt=1, config=None, kind="noop")
-
-
-class Store:
-    """Claims answer from a script (an item, None, or an exception to raise); nothing is
-    ever pending, so a Worker until idle returns once its claims come back empty, and no
-    retry is ever due."""
-
-    def __init__(self, claims: list[Any]) -> None:
-        self.claims = deque(claims)
-
-    async def claim(
-        self, worker_id: str, kinds: Any, *, owner: str | None, lease_seconds: float
-    ) -> WorkItem | None:
-        reply = self.claims.popleft() if self.claims else None
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply
-
-    async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
-        return 0
-
-    async def next_due_seconds(self, kinds: Any, owner: str | None = None) -> float | None:
-        return None
-
-
-class Executor:
-    """Runs an item until shutdown (or ``gate``), then releases it as the real one does;
-    with ``ignore_shutdown`` it runs until cancelled."""
-
-    def __init__(self, *, gate: asyncio.Event | None = None, ignore_shutdown: bool = False):
-        self.started = asyncio.Event()
-        self.gate = gate
-        self.ignore_shutdown = ignore_shutdown
-        self.released: list[int] = []
-        self.finished: list[int] = []
-
-    async def run(
-        self,
-        work: WorkItem,
-        shutdown: Shutdown | None = None,
-        *,
-        claimed_at: float | None = None,
-    ) -> RunResult:
-        # A Worker hands its attempts its watch of the shutdown (executor.shutdown_watch).
-        assert isinstance(shutdown, asyncio.Future)
-        self.started.set()
-        if self.ignore_shutdown:
-            await asyncio.Event().wait()
-        if self.gate is not None:
-            await self.gate.wait()
-            self.finished.append(work.id)
-            return RunResult(Succeeded({}), None, True)
-        await asyncio.shield(shutdown)
-        self.released.append(work.id)
-        return RunResult(Released(), Release(), True)
-
-
-def worker(
-    clock: FakeClock, store: Store, executor: Executor, name: str, *, until_idle: bool = False
-) -> Worker:
-    settings = Settings().worker(name, frozenset({"noop"}), until_idle=until_idle)
-    return Worker(store, executor, clock, settings)  # type: ignore[arg-type]
 
 
 class Service:
@@ -157,7 +90,7 @@ async def assert_nothing_left(clock: FakeClock) -> None:
 async def test_a_failed_background_task_is_logged_stops_the_workers_and_fails_the_run(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    busy, idle = Executor(), Executor()
+    busy, idle = FakeExecutor(until_shutdown=True), FakeExecutor(until_shutdown=True)
     ended: list[str] = []
 
     async def recovery() -> None:
@@ -167,7 +100,10 @@ async def test_a_failed_background_task_is_logged_stops_the_workers_and_fails_th
     shutdown = asyncio.Event()
     with pytest.raises(BackgroundFailed) as raised:
         await run(
-            [worker(clock, Store([item(1)]), busy, "w1"), worker(clock, Store([]), idle, "w2")],
+            [
+                worker(clock, ScriptedStore(claims=[item(1)]), busy, "w1"),
+                worker(clock, ScriptedStore(), idle, "w2"),
+            ],
             [Service("listener", ended).background, Background("lease-recovery", recovery)],
             shutdown,
         )
@@ -194,7 +130,7 @@ async def test_a_background_task_that_returns_fails_the_run_too(
     shutdown = asyncio.Event()
     with pytest.raises(BackgroundFailed, match=r"^the scheduler task stopped: it returned$"):
         await run(
-            [worker(clock, Store([]), Executor(), "w1")],
+            [worker(clock, ScriptedStore(), FakeExecutor(until_shutdown=True), "w1")],
             [Background("scheduler", scheduler)],
             shutdown,
         )
@@ -213,7 +149,7 @@ async def test_the_first_failure_is_the_one_raised(clock: FakeClock) -> None:
 
     with pytest.raises(BackgroundFailed, match=r"^the one task stopped: KeyError: 'first'$"):
         await run(
-            [worker(clock, Store([]), Executor(), "w1")],
+            [worker(clock, ScriptedStore(), FakeExecutor(until_shutdown=True), "w1")],
             [Background("one", first), Background("two", second)],
             asyncio.Event(),
         )
@@ -239,7 +175,7 @@ async def test_a_fatal_error_cancels_the_workers_at_once_and_is_raised_as_it_is(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # One item that would never be released (its database is gone), one idle Worker.
-    stuck = Executor(ignore_shutdown=True)
+    stuck = FakeExecutor(ignore_shutdown=True)
     ended: list[str] = []
     gone = asyncio.Event()
     error = Gone("the database stopped\nand more")
@@ -247,8 +183,8 @@ async def test_a_fatal_error_cancels_the_workers_at_once_and_is_raised_as_it_is(
     task = asyncio.create_task(
         run(
             [
-                worker(clock, Store([]), Executor(), "w1"),
-                worker(clock, Store([item(5)]), stuck, "w2"),
+                worker(clock, ScriptedStore(), FakeExecutor(until_shutdown=True), "w1"),
+                worker(clock, ScriptedStore(claims=[item(5)]), stuck, "w2"),
             ],
             [Service("listener", ended).background, watch(gone, error)],
             shutdown,
@@ -268,13 +204,18 @@ async def test_a_fatal_error_cancels_the_workers_at_once_and_is_raised_as_it_is(
 
 
 async def test_a_fatal_error_goes_before_a_workers_error(clock: FakeClock) -> None:
-    stuck = Executor(ignore_shutdown=True)
+    stuck = FakeExecutor(ignore_shutdown=True)
     gone = asyncio.Event()
     task = asyncio.create_task(
         run(
             [
-                worker(clock, Store([item(5)]), stuck, "w1"),
-                worker(clock, Store([RuntimeError("a bug")]), Executor(), "w2"),
+                worker(clock, ScriptedStore(claims=[item(5)]), stuck, "w1"),
+                worker(
+                    clock,
+                    ScriptedStore(claims=[RuntimeError("a bug")]),
+                    FakeExecutor(until_shutdown=True),
+                    "w2",
+                ),
             ],
             [watch(gone, Gone("the database stopped"))],
             asyncio.Event(),
@@ -296,7 +237,7 @@ async def test_an_error_the_task_does_not_name_fatal_is_a_bug_as_ever(
     gone.set()
     with pytest.raises(BackgroundFailed, match=r"^the embedded-server task stopped: KeyError"):
         await run(
-            [worker(clock, Store([]), Executor(), "w1")],
+            [worker(clock, ScriptedStore(), FakeExecutor(until_shutdown=True), "w1")],
             [watch(gone, KeyError("a bug"))],
             asyncio.Event(),
         )
@@ -315,11 +256,17 @@ async def test_workers_until_idle_end_the_run_and_the_background_is_cancelled_qu
     shutdown = asyncio.Event()
     gate = asyncio.Event()
     gate.set()
-    executor = Executor(gate=gate)
+    executor = FakeExecutor(gate=gate)
     stopped = await run(
         [
-            worker(clock, Store([item(1)]), executor, "w1", until_idle=True),
-            worker(clock, Store([]), Executor(), "w2", until_idle=True),
+            worker(clock, ScriptedStore(claims=[item(1)]), executor, "w1", until_idle=True),
+            worker(
+                clock,
+                ScriptedStore(),
+                FakeExecutor(until_shutdown=True),
+                "w2",
+                until_idle=True,
+            ),
         ],
         [Service("listener", ended).background, Service("lease-recovery", ended).background],
         shutdown,
@@ -341,7 +288,15 @@ async def test_a_task_that_returns_when_cancelled_at_the_end_is_quiet(
             return  # swallows it: it ended as it was asked to
 
     stopped = await run(
-        [worker(clock, Store([]), Executor(), "w1", until_idle=True)],
+        [
+            worker(
+                clock,
+                ScriptedStore(),
+                FakeExecutor(until_shutdown=True),
+                "w1",
+                until_idle=True,
+            )
+        ],
         [Background("listener", listener)],
         asyncio.Event(),
     )
@@ -350,11 +305,11 @@ async def test_a_task_that_returns_when_cancelled_at_the_end_is_quiet(
 
 
 async def test_a_shutdown_set_from_outside_ends_the_run(clock: FakeClock) -> None:
-    executor = Executor()
+    executor = FakeExecutor(until_shutdown=True)
     shutdown = asyncio.Event()
     task = asyncio.create_task(
         run(
-            [worker(clock, Store([item(4)]), executor, "w1")],
+            [worker(clock, ScriptedStore(claims=[item(4)]), executor, "w1")],
             [Service("listener", []).background],
             shutdown,
         )
@@ -382,12 +337,12 @@ async def test_a_workers_error_is_logged_at_once_and_stops_its_siblings(
 ) -> None:
     """The issue's complaint: a Worker that died of a bug left its siblings running, and
     surfaced only when all had stopped (never, without a signal)."""
-    sibling = Executor()  # runs its item until shutdown, then releases it
+    sibling = FakeExecutor(until_shutdown=True)  # runs its item until shutdown, then releases it
     ended: list[str] = []
     bug = KeyError("a bug")
     claimed = asyncio.Event()
 
-    class AfterTheSibling(Store):
+    class AfterTheSibling(ScriptedStore):
         async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
             await claimed.wait()
             raise bug
@@ -396,8 +351,8 @@ async def test_a_workers_error_is_logged_at_once_and_stops_its_siblings(
     task = asyncio.create_task(
         run(
             [
-                worker(clock, AfterTheSibling([]), Executor(), "w1"),
-                worker(clock, Store([item(2)]), sibling, "w2"),
+                worker(clock, AfterTheSibling(), FakeExecutor(until_shutdown=True), "w1"),
+                worker(clock, ScriptedStore(claims=[item(2)]), sibling, "w2"),
             ],
             [Service("listener", ended).background],
             shutdown,
@@ -420,9 +375,9 @@ async def test_a_workers_error_is_logged_at_once_and_stops_its_siblings(
 async def test_the_first_workers_error_is_the_one_raised(clock: FakeClock) -> None:
     first, second = KeyError("first"), KeyError("second")
 
-    class Failing(Store):
+    class Failing(ScriptedStore):
         def __init__(self, error: BaseException, turns: int) -> None:
-            super().__init__([])
+            super().__init__()
             self.error, self.turns = error, turns
 
         async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
@@ -433,8 +388,8 @@ async def test_the_first_workers_error_is_the_one_raised(clock: FakeClock) -> No
     with pytest.raises(KeyError) as raised:
         await run(
             [
-                worker(clock, Failing(second, 3), Executor(), "w1"),
-                worker(clock, Failing(first, 0), Executor(), "w2"),
+                worker(clock, Failing(second, 3), FakeExecutor(until_shutdown=True), "w1"),
+                worker(clock, Failing(first, 0), FakeExecutor(until_shutdown=True), "w2"),
             ],
             [],
             asyncio.Event(),
@@ -450,7 +405,7 @@ async def test_a_workers_error_goes_before_a_background_failure(clock: FakeClock
         await started.wait()
         raise ZeroDivisionError
 
-    class Failing(Store):
+    class Failing(ScriptedStore):
         async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
             started.set()
             await asyncio.sleep(0)
@@ -459,7 +414,7 @@ async def test_a_workers_error_goes_before_a_background_failure(clock: FakeClock
 
     with pytest.raises(KeyError, match="a bug"):
         await run(
-            [worker(clock, Failing([]), Executor(), "w1")],
+            [worker(clock, Failing(), FakeExecutor(until_shutdown=True), "w1")],
             [Background("lease-recovery", recovery)],
             asyncio.Event(),
         )
@@ -472,12 +427,12 @@ async def test_a_workers_error_goes_before_a_background_failure(clock: FakeClock
 async def test_the_first_signal_releases_the_running_items(
     clock: FakeClock, caplog: pytest.LogCaptureFixture, signals: dict[int, Callable[[], object]]
 ) -> None:
-    executor = Executor()
+    executor = FakeExecutor(until_shutdown=True)
     ended: list[str] = []
     shutdown = asyncio.Event()
     task = asyncio.create_task(
         supervise(
-            [worker(clock, Store([item(3)]), executor, "w1")],
+            [worker(clock, ScriptedStore(claims=[item(3)]), executor, "w1")],
             [Service("listener", ended).background],
             shutdown=shutdown,
             log=logging.getLogger(LOGGER),
@@ -501,13 +456,13 @@ async def test_the_first_signal_releases_the_running_items(
 async def test_a_second_signal_stops_the_workers_at_once(
     clock: FakeClock, caplog: pytest.LogCaptureFixture, signals: dict[int, Callable[[], object]]
 ) -> None:
-    stuck = Executor(ignore_shutdown=True)
+    stuck = FakeExecutor(ignore_shutdown=True)
     ended: list[str] = []
     task = asyncio.create_task(
         supervise(
             [
-                worker(clock, Store([]), Executor(), "w1"),
-                worker(clock, Store([item(5)]), stuck, "w2"),
+                worker(clock, ScriptedStore(), FakeExecutor(until_shutdown=True), "w1"),
+                worker(clock, ScriptedStore(claims=[item(5)]), stuck, "w2"),
             ],
             [Service("listener", ended).background],
             shutdown=asyncio.Event(),

@@ -13,10 +13,10 @@ import pytest
 
 from safelight.core.hostnames import canonical_host, host_name_problem, proxy_address_problem
 from safelight.settings import Settings, SettingsError
+from safelight.testing.selfsigned import encrypt_key, make_certificate
 from safelight.web.guard import MISDIRECTED, SECURITY_HEADERS, Guard, answered_hosts, host_name
 from safelight.web.server import trusted_peers
 from safelight.web.tls import key_readable_by_others, server_context
-from tests.selfsigned import encrypt_key, make_certificate
 
 
 def settings(**values: Any) -> Settings:

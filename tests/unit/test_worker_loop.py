@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections import deque
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -15,92 +13,17 @@ import psycopg
 import pytest
 
 from safelight.settings import Settings
+from safelight.testing.executor import FakeExecutor, as_executor
 from safelight.testing.fakeclock import FakeClock
-from safelight.work.executor import RunResult, Shutdown
-from safelight.work.model import Status, WorkItem
+from safelight.testing.items import noop_item
+from safelight.testing.workstore import ScriptedStore, as_work_store
+from safelight.work.executor import RunResult
+from safelight.work.model import WorkItem
 from safelight.work.observer import NoObserver
 from safelight.work.outcome import Complete, Fail, Failed, Lost, Succeeded
 from safelight.work.worker import Worker, WorkerSettings, worker_ids
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
-
-
-def item(n: int) -> WorkItem:
-    return WorkItem(
-        id=n,
-        kind="noop",
-        storage_config_id=None,
-        dedup_key=None,
-        payload={},
-        status=Status.RUNNING,
-        requested_at=datetime(2026, 1, 1, tzinfo=UTC),
-        attempt=1,
-        stalls=0,
-    )
-
-
-class Store:
-    """Claims answer from a script (an item, None, or an exception to raise), and so do
-    the pending counts and the seconds until the next retry falls due (None: none)."""
-
-    def __init__(
-        self,
-        clock: FakeClock,
-        claims: list[Any],
-        pending: list[int] | None = None,
-        dues: list[Any] | None = None,
-    ):
-        self.clock = clock
-        self.claims = deque(claims)
-        self.pending = deque(pending or [])
-        self.dues = deque(dues or [])
-        self.calls: list[tuple[Any, ...]] = []
-
-    async def claim(
-        self, worker_id: str, kinds: Any, *, owner: str | None, lease_seconds: float
-    ) -> WorkItem | None:
-        self.calls.append(
-            (
-                self.clock.monotonic() - 1000.0,
-                "claim",
-                worker_id,
-                sorted(kinds),
-                owner,
-                lease_seconds,
-            )
-        )
-        reply = self.claims.popleft() if self.claims else None
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply
-
-    async def pending_count(self, kinds: Any, owner: str | None = None) -> int:
-        self.calls.append((self.clock.monotonic() - 1000.0, "pending", sorted(kinds), owner))
-        return self.pending.popleft() if self.pending else 0
-
-    async def next_due_seconds(self, kinds: Any, owner: str | None = None) -> float | None:
-        self.calls.append((self.clock.monotonic() - 1000.0, "next_due", sorted(kinds), owner))
-        reply = self.dues.popleft() if self.dues else None
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply
-
-
-class Executor:
-    def __init__(self) -> None:
-        self.ran: list[tuple[int, Shutdown | None]] = []
-        self.claimed_at: list[float | None] = []
-
-    async def run(
-        self,
-        work: WorkItem,
-        shutdown: Shutdown | None = None,
-        *,
-        claimed_at: float | None = None,
-    ) -> RunResult:
-        self.ran.append((work.id, shutdown))
-        self.claimed_at.append(claimed_at)
-        return RunResult(outcome=Succeeded({"id": work.id}), write=None, applied=True)
 
 
 SETTINGS = WorkerSettings(
@@ -114,18 +37,20 @@ SETTINGS = WorkerSettings(
 )
 
 
-def claim_times(store: Store) -> list[float]:
+def claim_times(store: ScriptedStore) -> list[float]:
     """When each claim was made, in seconds since the start."""
     return [c[0] for c in store.calls if c[1] == "claim"]
 
 
-def make(clock: FakeClock, store: Store, **kwargs: Any) -> tuple[Worker, Executor, list[Any]]:
-    executor = Executor()
+def make(
+    clock: FakeClock, store: ScriptedStore, **kwargs: Any
+) -> tuple[Worker, FakeExecutor, list[Any]]:
+    executor = FakeExecutor()
     finished: list[Any] = []
     settings = kwargs.pop("settings", SETTINGS)
     worker = Worker(
-        store,  # type: ignore[arg-type]  # a stand-in with the methods the Worker calls
-        executor,  # type: ignore[arg-type]  # likewise
+        as_work_store(store),
+        as_executor(executor),
         clock,
         settings,
         on_finished=lambda i, r: finished.append((i.id, r.outcome)),
@@ -135,7 +60,7 @@ def make(clock: FakeClock, store: Store, **kwargs: Any) -> tuple[Worker, Executo
 
 
 async def test_run_once_claims_runs_and_reports(clock: FakeClock) -> None:
-    store = Store(clock, [item(1)])
+    store = ScriptedStore(clock, [noop_item(1)])
     pokes: list[str] = []
     worker, executor, finished = make(clock, store, after_item=lambda: pokes.append("poke"))
     shutdown = asyncio.Event()
@@ -149,12 +74,12 @@ async def test_run_once_claims_runs_and_reports(clock: FakeClock) -> None:
 
 
 async def test_the_attempt_counts_from_when_the_claim_was_sent(clock: FakeClock) -> None:
-    class SlowStore(Store):
+    class SlowStore(ScriptedStore):
         async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
             clock.jump(25)  # the claim's answer comes 25 s after it was sent
             return await super().claim(*args, **kwargs)
 
-    store = SlowStore(clock, [item(1)])
+    store = SlowStore(clock, [noop_item(1)])
     worker, executor, _ = make(clock, store)
     await worker.run_once()
     assert executor.claimed_at == [1000.0]
@@ -162,14 +87,14 @@ async def test_the_attempt_counts_from_when_the_claim_was_sent(clock: FakeClock)
 
 
 async def test_run_once_with_nothing_to_claim_runs_nothing(clock: FakeClock) -> None:
-    store = Store(clock, [None])
+    store = ScriptedStore(clock, [None])
     worker, executor, finished = make(clock, store)
     assert await worker.run_once() is None
     assert executor.ran == [] and finished == []
 
 
 async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: FakeClock) -> None:
-    store = Store(clock, [item(1), item(2), None, None, item(3)])
+    store = ScriptedStore(clock, [noop_item(1), noop_item(2), None, None, noop_item(3)])
     worker, executor, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -195,7 +120,7 @@ async def test_an_idle_worker_claims_again_at_each_poll_and_not_before(clock: Fa
 
 async def test_a_worker_that_stops_cancels_its_watch_of_the_shutdown(clock: FakeClock) -> None:
     """Until idle, the Worker returns with shutdown never set: its watch goes with it."""
-    store = Store(clock, [item(1), None], pending=[0])
+    store = ScriptedStore(clock, [noop_item(1), None], pending=[0])
     worker, executor, _ = make(
         clock, store, settings=dataclasses.replace(SETTINGS, until_idle=True)
     )
@@ -210,7 +135,7 @@ async def test_a_retry_that_falls_due_before_the_poll_is_claimed_when_it_is_due(
     clock: FakeClock,
 ) -> None:
     """No notification comes when a not-before time passes: the Worker wakes for it."""
-    store = Store(clock, [None, item(5)], dues=[3.0])
+    store = ScriptedStore(clock, [None, noop_item(5)], dues=[3.0])
     worker, executor, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -230,7 +155,7 @@ async def test_a_retry_that_falls_due_before_the_poll_is_claimed_when_it_is_due(
 
 
 async def test_a_retry_due_after_the_poll_waits_only_for_the_poll(clock: FakeClock) -> None:
-    store = Store(clock, [None, None], dues=[12.0, 7.0])
+    store = ScriptedStore(clock, [None, None], dues=[12.0, 7.0])
     worker, _, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -243,7 +168,7 @@ async def test_a_retry_due_after_the_poll_waits_only_for_the_poll(clock: FakeClo
 
 async def test_a_worker_until_idle_waits_for_a_retry_to_fall_due(clock: FakeClock) -> None:
     settings = Settings().worker("w1", frozenset({"noop"}), owner="alice", until_idle=True)
-    store = Store(clock, [None, item(6), None], pending=[1, 0], dues=[1.5])
+    store = ScriptedStore(clock, [None, noop_item(6), None], pending=[1, 0], dues=[1.5])
     worker, executor, _ = make(clock, store, settings=settings)
     run = asyncio.create_task(worker.run(asyncio.Event()))
     await clock.settle()
@@ -257,7 +182,7 @@ async def test_a_worker_until_idle_waits_for_a_retry_to_fall_due(clock: FakeCloc
 async def test_a_database_outage_asking_for_the_next_retry_waits_for_the_poll(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = Store(clock, [None, item(8)], dues=[psycopg.OperationalError("down")])
+    store = ScriptedStore(clock, [None, noop_item(8)], dues=[psycopg.OperationalError("down")])
     worker, executor, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -275,7 +200,7 @@ async def test_a_database_outage_asking_for_the_next_retry_waits_for_the_poll(
 
 
 async def test_a_wake_up_claims_at_once_without_waiting_for_the_poll(clock: FakeClock) -> None:
-    store = Store(clock, [None, item(7)])
+    store = ScriptedStore(clock, [None, noop_item(7)])
     wake = asyncio.Event()
     worker, executor, _ = make(clock, store, wake=wake)
     shutdown = asyncio.Event()
@@ -294,12 +219,12 @@ async def test_a_wake_up_claims_at_once_without_waiting_for_the_poll(clock: Fake
 async def test_a_wake_up_during_a_claim_is_not_lost(clock: FakeClock) -> None:
     wake = asyncio.Event()
 
-    class WakingStore(Store):
+    class WakingStore(ScriptedStore):
         async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
             wake.set()  # a notification arrives while the claim is in flight
             return await super().claim(*args, **kwargs)
 
-    store = WakingStore(clock, [None, item(4)])
+    store = WakingStore(clock, [None, noop_item(4)])
     worker, executor, _ = make(clock, store, wake=wake)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -311,7 +236,7 @@ async def test_a_wake_up_during_a_claim_is_not_lost(clock: FakeClock) -> None:
 
 
 async def test_shutdown_ends_a_waiting_worker_at_once(clock: FakeClock) -> None:
-    store = Store(clock, [])
+    store = ScriptedStore(clock, [])
     worker, _, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -323,7 +248,7 @@ async def test_shutdown_ends_a_waiting_worker_at_once(clock: FakeClock) -> None:
 
 
 async def test_waiting_leaves_no_waiter_behind(clock: FakeClock) -> None:
-    worker, _, _ = make(clock, Store(clock, []), wake=asyncio.Event())
+    worker, _, _ = make(clock, ScriptedStore(clock, []), wake=asyncio.Event())
     shutdown = asyncio.Event()
     shutdown.set()
     await worker._wait(shutdown, 5.0)
@@ -333,7 +258,7 @@ async def test_waiting_leaves_no_waiter_behind(clock: FakeClock) -> None:
 
 
 async def test_a_shut_down_worker_does_not_claim(clock: FakeClock) -> None:
-    store = Store(clock, [item(1)])
+    store = ScriptedStore(clock, [noop_item(1)])
     worker, executor, _ = make(clock, store)
     shutdown = asyncio.Event()
     shutdown.set()
@@ -343,7 +268,7 @@ async def test_a_shut_down_worker_does_not_claim(clock: FakeClock) -> None:
 
 async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock) -> None:
     settings = Settings().worker("w1", frozenset({"noop"}), owner="alice", until_idle=True)
-    store = Store(clock, [item(1), None, None], pending=[1, 0])
+    store = ScriptedStore(clock, [noop_item(1), None, None], pending=[1, 0])
     worker, executor, _ = make(clock, store, settings=settings)
     run = asyncio.create_task(worker.run(asyncio.Event()))
     await clock.settle()
@@ -358,7 +283,7 @@ async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock)
 
 
 async def test_without_until_idle_an_empty_queue_is_not_counted(clock: FakeClock) -> None:
-    store = Store(clock, [None])
+    store = ScriptedStore(clock, [None])
     worker, _, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -372,7 +297,7 @@ async def test_without_until_idle_an_empty_queue_is_not_counted(clock: FakeClock
 async def test_a_database_outage_is_logged_and_retried_after_a_growing_wait(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = Store(clock, [psycopg.OperationalError("down"), TimeoutError(), item(9)])
+    store = ScriptedStore(clock, [psycopg.OperationalError("down"), TimeoutError(), noop_item(9)])
     worker, executor, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -400,7 +325,7 @@ async def test_the_outage_backoff_stops_at_its_ceiling_and_a_success_resets_it(
 ) -> None:
     down = psycopg.OperationalError("down")
     # Five failures, an empty claim (a success), then one more failure.
-    store = Store(clock, [down, down, down, down, down, None, down])
+    store = ScriptedStore(clock, [down, down, down, down, down, None, down])
     worker, _, _ = make(clock, store)
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
@@ -423,7 +348,7 @@ async def test_the_outage_backoff_stops_at_its_ceiling_and_a_success_resets_it(
 
 
 async def test_a_wake_up_cuts_an_outage_wait_short(clock: FakeClock) -> None:
-    store = Store(clock, [psycopg.OperationalError("down"), item(3)])
+    store = ScriptedStore(clock, [psycopg.OperationalError("down"), noop_item(3)])
     wake = asyncio.Event()
     worker, executor, _ = make(clock, store, wake=wake)
     shutdown = asyncio.Event()
@@ -447,14 +372,14 @@ async def test_each_item_that_ends_is_reported_with_its_kind_outcome_and_seconds
         def item_ended(self, kind: str, outcome: str, seconds: float) -> None:
             ended.append((kind, outcome, seconds))
 
-    class Slow(Executor):
-        async def run(self, work: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
+    class Slow(FakeExecutor):
+        async def run(self, item: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
             await clock.sleep(7.5)
-            return await super().run(work, *args, **kwargs)
+            return await super().run(item, *args, **kwargs)
 
     worker = Worker(
-        Store(clock, [item(4)]),  # type: ignore[arg-type]
-        Slow(),  # type: ignore[arg-type]
+        as_work_store(ScriptedStore(clock, [noop_item(4)])),
+        as_executor(Slow()),
         clock,
         SETTINGS,
         observer=Observer(),
@@ -465,7 +390,7 @@ async def test_each_item_that_ends_is_reported_with_its_kind_outcome_and_seconds
 
 
 async def test_a_bug_is_not_mistaken_for_an_outage(clock: FakeClock) -> None:
-    store = Store(clock, [KeyError("bug")])
+    store = ScriptedStore(clock, [KeyError("bug")])
     worker, _, _ = make(clock, store)
     with pytest.raises(KeyError):
         await worker.run(asyncio.Event())
@@ -504,20 +429,14 @@ def test_worker_ids_are_numbered_only_when_there_are_several() -> None:
     assert worker_ids("host:1", 3) == ["host:1/0", "host:1/1", "host:1/2"]
 
 
-class TimedExecutor(Executor):
+class TimedExecutor(FakeExecutor):
     """Takes ``seconds`` on the clock and ends as ``result`` says."""
 
     def __init__(self, clock: FakeClock, seconds: float, result: RunResult) -> None:
         super().__init__()
         self.clock, self.seconds, self.result = clock, seconds, result
 
-    async def run(
-        self,
-        work: WorkItem,
-        shutdown: Shutdown | None = None,
-        *,
-        claimed_at: float | None = None,
-    ) -> RunResult:
+    async def run(self, item: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
         await self.clock.sleep(self.seconds)
         return self.result
 
@@ -552,11 +471,11 @@ async def test_an_item_running_past_a_second_has_one_info_line_then_and_one_when
 ) -> None:
     """ADR 0032: at INFO a quick success is only counted (work.lifecycle); an item still
     running a second after its claim says so then, and how it ended when it ends."""
-    claimed = dataclasses.replace(item(4), storage_config_id=config)
+    claimed = dataclasses.replace(noop_item(4), storage_config_id=config)
     scope = "unscoped" if config is None else f"config {config}"
     worker = Worker(
-        Store(clock, [claimed]),  # type: ignore[arg-type]  # a stand-in
-        TimedExecutor(clock, 2.5004, result),  # type: ignore[arg-type]  # likewise
+        as_work_store(ScriptedStore(clock, [claimed])),
+        as_executor(TimedExecutor(clock, 2.5004, result)),
         clock,
         SETTINGS,
     )

@@ -138,3 +138,36 @@ def _png_before_iend(png: bytes, kind: bytes, body: bytes) -> bytes:
 def _png_after_ihdr(png: bytes, kind: bytes, body: bytes) -> bytes:
     after = 8 + 8 + struct.unpack(">I", png[8:12])[0] + 4
     return png[:after] + _png_chunk(kind, body) + png[after:]
+
+
+# --- what a test sees in a picture of the pattern ---------------------------------
+
+
+def near(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+    return all(abs(a - e) <= 40 for a, e in zip(actual, expected, strict=True))
+
+
+def quadrant_colours(image: Image.Image) -> list[tuple[int, ...]]:
+    """The colours at the middle of the four quadrants: TL, TR, BL, BR."""
+    width, height = image.size
+    points = [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)]
+    return [tuple(image.getpixel((int(width * x), int(height * y)))) for x, y in points]  # type: ignore[arg-type]
+
+
+def assert_shows(image: Image.Image, expected: list[tuple[int, int, int]]) -> None:
+    colours = quadrant_colours(image)
+    assert all(near(c, e) for c, e in zip(colours, expected, strict=True)), colours
+
+
+def turned(image: Image.Image, orientation: int) -> Image.Image:
+    """``image`` turned as EXIF's ``orientation`` turns stored pixels upright."""
+    upright = {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,
+        3: Image.Transpose.ROTATE_180,
+        4: Image.Transpose.FLIP_TOP_BOTTOM,
+        5: Image.Transpose.TRANSPOSE,
+        6: Image.Transpose.ROTATE_270,
+        7: Image.Transpose.TRANSVERSE,
+        8: Image.Transpose.ROTATE_90,
+    }
+    return image.transpose(upright[orientation]) if orientation > 1 else image.copy()

@@ -26,6 +26,8 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.library.catalogue.assets import NewAsset, insert_asset
 from safelight.library.catalogue.proxies import ProxyRecord
 from safelight.library.proxystore.layout import AttemptTag, proxy_path
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
 
 # A valid BlurHash (4 x 3 components), as a crawl would store one.
 BLURHASH = "LEHV6nWB2yk8pyo0adR*.7kCMdnj"
@@ -152,15 +154,7 @@ async def make_web_library(
     """
     now = now or datetime.combine(today, datetime.min.time(), UTC) + timedelta(hours=12)
     await asyncio.to_thread(proxy_root.mkdir, parents=True, exist_ok=True)
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "INSERT INTO storage_configs (owner, root_path, created_at) VALUES (%s, %s, %s)"
-            " RETURNING id",
-            (owner, root, now),
-        )
-        row = await cur.fetchone()
-        assert row is not None
-    config_id = UUID(str(row[0]))
+    config_id = await add_config(pool, FakeClock(now), owner, root)
     made = _Maker(pool, proxy_root, config_id, now)
     library = WebLibrary(config_id, today, proxy_root)
     ids = library.ids

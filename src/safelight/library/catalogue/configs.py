@@ -143,6 +143,23 @@ async def config_by_id(conn: psycopg.AsyncConnection[Any], config_id: UUID) -> S
     return None if row is None else _config_from_row(row)
 
 
+async def insert_config(
+    conn: psycopg.AsyncConnection[Any], owner: str, root_path: str, now: datetime
+) -> StorageConfig | None:
+    """Write the config row as given; None when ``owner`` already has ``root_path``.
+
+    Checks nothing of the folder: :meth:`StorageConfigs.add` resolves and checks it and
+    calls this under its lock; the tests' row factory (``safelight.testing.rows``) calls
+    it for folders that need not exist.
+    """
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(
+        QUERIES["config_insert"], {"owner": owner, "root_path": root_path, "now": now}
+    )
+    row = await cur.fetchone()
+    return None if row is None else _config_from_row(row)
+
+
 class StorageConfigs:
     """Adding, finding and disabling storage configs, on a pool of autocommit connections."""
 
@@ -171,17 +188,13 @@ class StorageConfigs:
         # Resolving stats the file system, which may be a slow network share.
         resolved = await asyncio.to_thread(resolve_root, root)
         check_storage_root(resolved, self._own_folders)
-        params = {
-            "owner": owner,
-            "root_path": str(resolved),
-            "now": self._clock.now(),
-        }
+        now = self._clock.now()
+        params = {"owner": owner, "root_path": str(resolved), "now": now}
         async with self._pool.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(QUERIES["configs_lock_for_add"], {"key": ADD_LOCK_KEY})
-            await cur.execute(QUERIES["config_insert"], params)
-            row = await cur.fetchone()
-            if row is not None:
+            created = await insert_config(conn, owner, str(resolved), now)
+            if created is not None:
                 # A new config: none may be nested in it, nor it in one. Under the lock,
                 # every other add's row is committed or not yet written; raising rolls
                 # this one back. (A folder already registered is reused as it is.)
@@ -189,7 +202,7 @@ class StorageConfigs:
                 nested = await cur.fetchone()
                 if nested is not None:
                     raise _nested_error(resolved, _config_from_row(nested))
-                return Added(_config_from_row(row), created=True)
+                return Added(created, created=True)
             # The unique (owner, root_path) row exists and cannot vanish before this
             # statement reads it: nothing deletes storage configs.
             await cur.execute(QUERIES["config_reactivate"], params)

@@ -19,8 +19,8 @@ from safelight.library.files.originals import StorageRoot, SymbolicLinkRefused
 from safelight.library.files.roots import OwnFolder, own_folders
 from safelight.library.render.video import make_video_proxies
 from safelight.library.walk.walker import Walker
-from tests.specs import VIDEO_SPEC
-from tests.unit.walking import given_out
+from safelight.testing.specs import VIDEO_SPEC
+from safelight.testing.walking import given_out
 
 
 @pytest.fixture(params=["openat2", "per-component"])

@@ -28,7 +28,7 @@ from safelight.library.files.mediatypes import media_type
 from safelight.library.media.location import Location
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
 from safelight.library.media.motionphotos import find_motion_video
-from tests.unit.test_samples_folder import SAMPLES
+from safelight.testing.samples import SAMPLES
 
 EXIFTOOL = shutil.which("exiftool")
 

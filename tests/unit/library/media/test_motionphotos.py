@@ -21,7 +21,7 @@ from safelight.testing.motionphotos import (
     still_jpeg,
     with_xmp,
 )
-from tests.unit.test_samples_folder import IMAGES, needs_samples, samples_dir
+from safelight.testing.samples import IMAGES, needs_samples, samples_dir
 
 # Only the box that says "MP4" is checked by the finder: the rest may be anything.
 FAKE_MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(range(256)) * 4

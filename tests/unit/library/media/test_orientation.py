@@ -28,11 +28,14 @@ from safelight.testing.oriented import (
     EXTENSIONS,
     WHITE,
     OrientedFormat,
+    assert_shows,
     oriented_photo,
+    quadrant_colours,
     quadrants,
+    turned,
 )
 from safelight.testing.samplegen import GREEN, INVERSE_TRANSPOSE, RED
-from tests.specs import DEFAULT_SPEC
+from safelight.testing.specs import DEFAULT_SPEC
 
 FORMATS: tuple[OrientedFormat, ...] = tuple(EXTENSIONS)
 SIZE = (400, 240)
@@ -50,22 +53,6 @@ def decoded(data: bytes) -> Image.Image:
     image = Image.open(io.BytesIO(data))
     image.load()
     return image.convert("RGB")
-
-
-def near(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
-    return all(abs(a - e) <= 40 for a, e in zip(actual, expected, strict=True))
-
-
-def quadrant_colours(image: Image.Image) -> list[tuple[int, ...]]:
-    """The colours at the middle of the four quadrants: TL, TR, BL, BR."""
-    width, height = image.size
-    points = [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)]
-    return [tuple(image.getpixel((int(width * x), int(height * y)))) for x, y in points]  # type: ignore[arg-type]
-
-
-def assert_shows(image: Image.Image, expected: list[tuple[int, int, int]]) -> None:
-    colours = quadrant_colours(image)
-    assert all(near(c, e) for c, e in zip(colours, expected, strict=True)), colours
 
 
 UPRIGHT = [RED, GREEN, BLUE, WHITE]
@@ -301,20 +288,6 @@ def test_the_turn_left_after_a_decoder_undoes_what_it_applied(wanted: int, appli
     )
     assert Orientation(wanted, applied).remaining == turn_after_undoing(wanted, applied)
     assert Orientation(wanted, applied).displayed_size(decoded.size) == turned(stored, wanted).size
-
-
-def turned(image: Image.Image, orientation: int) -> Image.Image:
-    """``image`` turned as EXIF's ``orientation`` turns stored pixels upright."""
-    upright = {
-        2: Image.Transpose.FLIP_LEFT_RIGHT,
-        3: Image.Transpose.ROTATE_180,
-        4: Image.Transpose.FLIP_TOP_BOTTOM,
-        5: Image.Transpose.TRANSPOSE,
-        6: Image.Transpose.ROTATE_270,
-        7: Image.Transpose.TRANSVERSE,
-        8: Image.Transpose.ROTATE_90,
-    }
-    return image.transpose(upright[orientation]) if orientation > 1 else image.copy()
 
 
 def _jxl_header(orientation: int | None, *, small: bool) -> bytes:

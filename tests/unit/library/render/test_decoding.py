@@ -29,7 +29,7 @@ from safelight.library.render.decoding import (
     decode_image,
 )
 from safelight.testing.samplegen import Manifest, generate_library
-from tests.specs import proxy_spec
+from safelight.testing.specs import proxy_spec
 
 SPEC = proxy_spec(thumbnail_width=32, preview_width=96)
 # Only a test that hangs on a bug waits this long; a passing one never does.

@@ -40,7 +40,7 @@ from safelight.testing.hostilevideos import (
     hostile_videos,
     huge_frame_video,
 )
-from tests.specs import VIDEO_SPEC, video_spec
+from safelight.testing.specs import VIDEO_SPEC, video_spec
 
 pytestmark = [
     pytest.mark.skipif(

@@ -28,8 +28,8 @@ from safelight.library.media.metadata import read_image_metadata
 from safelight.library.render.decoding import ImageDecoder, decode_image
 from safelight.library.render.raw import _preview_image
 from safelight.library.render.video import _poster_proxies
-from tests.ghostscript import POSTSCRIPT, FakeGhostscript
-from tests.specs import proxy_spec
+from safelight.testing.ghostscript import POSTSCRIPT, FakeGhostscript
+from safelight.testing.specs import proxy_spec
 
 SPEC = proxy_spec(thumbnail_width=32, preview_width=96)
 SRC = Path(__file__).resolve().parents[4] / "src"

@@ -32,7 +32,7 @@ from safelight.library.render.images import (
     make_image_proxies,
 )
 from safelight.testing.samplegen import GREEN, P3_PATCH, RED, Manifest, generate_library
-from tests.specs import DEFAULT_SPEC, proxy_spec
+from safelight.testing.specs import DEFAULT_SPEC, proxy_spec
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ from safelight.library.render.video import (
 )
 from safelight.settings import Settings, SettingsError
 from safelight.testing.fakeclock import FakeClock
-from tests.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
+from safelight.testing.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
 
 SMALL = proxy_spec(thumbnail_width=32, preview_width=96)
 

@@ -31,8 +31,8 @@ from safelight.testing.dateplaces import ciff_app0
 from safelight.testing.dng import dng_bytes
 from safelight.testing.exif import exif_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
-from tests.specs import DEFAULT_SPEC, proxy_spec
-from tests.unit.test_samples_folder import SAMPLES
+from safelight.testing.samples import SAMPLES
+from safelight.testing.specs import DEFAULT_SPEC, proxy_spec
 
 TAKEN = datetime(2024, 5, 1, 10, 0, 7)
 _STORE = {  # orientation -> how a camera stores an upright picture (the inverse turn)

@@ -43,7 +43,7 @@ from safelight.testing.samplegen import (
     marker_picture,
     set_mp4_rotation,
 )
-from tests.specs import VIDEO_SPEC, video_spec
+from safelight.testing.specs import VIDEO_SPEC, video_spec
 
 FFMPEG = shutil.which("ffmpeg")
 pytestmark = [

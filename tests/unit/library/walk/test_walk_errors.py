@@ -18,7 +18,7 @@ import pytest
 from safelight.library.files.originals import StorageRoot
 from safelight.library.media.sidecars import SidecarFile
 from safelight.library.walk.walker import FileError, WalkedFile, Walker
-from tests.unit.walking import take_files
+from safelight.testing.walking import take_files
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")  # Latin-1 "café": an undecodable byte, escaped
 

@@ -23,7 +23,7 @@ from safelight.library.walk import matching as match_module
 from safelight.library.walk.decisions import StatKey, Unchanged, by_stat, stat_key
 from safelight.library.walk.matching import KnownInPathOrder, stat_keys_digest
 from safelight.library.walk.walker import WalkedFile, Walker, walked_file
-from tests.unit.walking import known_row
+from safelight.testing.walking import known_row
 
 SIDECARS = [None, SidecarFile("a.xmp", 3, 4), SidecarFile("a.xmp", 3, 5),
             SidecarFile("a.xmp", 2, 4), SidecarFile("a.JPG.xmp", 3, 4)]  # fmt: skip

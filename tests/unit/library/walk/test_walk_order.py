@@ -13,7 +13,7 @@ from safelight.library.files.originals import StorageRoot
 from safelight.library.walk import walker as walk_module
 from safelight.library.walk.matching import KnownInPathOrder
 from safelight.library.walk.walker import WalkedFile, Walker
-from tests.unit.walking import feed, given_out, match, take_files
+from safelight.testing.walking import feed, given_out, match, take_files
 
 NAMES = [
     "a.jpg",

@@ -1,4 +1,5 @@
-"""Work items for tests that need one in hand without a database (journals, executors)."""
+"""Work items for tests that need one in hand without a database (journals, executors,
+Workers)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,18 @@ def scope_of(journal: Journal | None, item: WorkItem) -> AbstractContextManager[
     return attempt_scope(
         journal, config_id=item.storage_config_id, item_id=item.id, attempt=item.attempt
     )
+
+
+def noop_item(n: int) -> WorkItem:
+    """Item ``n`` of the ``noop`` kind, unscoped, on its first attempt."""
+    return running_item(id=n, attempt=1, config=None, kind="noop")
+
+
+ITEM = running_item(
+    id=7,
+    attempt=3,
+    config=UUID("00000000-0000-4000-8000-000000000001"),
+    payload={"root": "/photos/ann"},
+    worker_id="worker-a",
+)
+"""The item of the executor's tests: a crawl of a config, on its third attempt."""

@@ -3,7 +3,7 @@ fetched for the tests that open the data folders it made.
 
 The venv no longer holds that package and the repository holds nothing binary, so pip
 downloads its wheel, checked against the hashes the lock files held
-(``legacy_pgserver.txt``; 11 MB, about 2 s here), from pip's cache after the first
+(``legacypgserver.txt``; 11 MB, about 2 s here), from pip's cache after the first
 time, and unpacks it once per session (under a second, 27 MB). Only what the tests run
 is unpacked: the package's Python code and its PostgreSQL, without the C headers.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-REQUIREMENT = Path(__file__).with_name("legacy_pgserver.txt")
+REQUIREMENT = Path(__file__).with_name("legacypgserver.txt")
 VERSION = "16.2"
 
 

@@ -47,29 +47,6 @@ def make_store(
     return WorkStore(pool, clock, TEST_KINDS, max_stalls=max_stalls, observer=observer)
 
 
-async def add_config(
-    pool: AsyncConnectionPool[Any],
-    clock: FakeClock,
-    owner: str = "alice",
-    root: str | None = None,
-    active: bool = True,
-) -> UUID:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "INSERT INTO storage_configs (owner, root_path, active, created_at)"
-            " VALUES (%s, %s, %s, %s) RETURNING id",
-            (
-                owner,
-                root or f"/photos/{owner}/{clock.monotonic()}-{id(object())}",
-                active,
-                clock.now(),
-            ),
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        return UUID(str(row[0]))
-
-
 async def claimed(store: WorkStore, config_id: UUID, kind: str = "crawl") -> int:
     """Enqueue an item of ``config_id`` and claim it (the queue holding nothing older)."""
     item_id = await store.enqueue(kind, config_id=config_id)
@@ -154,5 +131,6 @@ async def wait_until_blocked_on_a_lock(admin: psycopg.AsyncConnection[Any], app:
         row = await cur.fetchone()
         if row and row[0] > 0:
             return
-        await asyncio.sleep(0.005)  # a poll of the server, not a wait for a deadline
+        # A poll of the server, not a wait for a deadline.
+        await asyncio.sleep(0.005)  # noqa: TID251
     raise AssertionError(f"{app} never blocked on a lock")

@@ -26,6 +26,7 @@ from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.render.decoding import ImageDecoder
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import Status, WorkItem
 from safelight.work.store import WorkStore
@@ -53,15 +54,7 @@ class Harness:
         return self.settings.proxies
 
     async def add_config(self, root: Path, owner: str = "alice") -> UUID:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                "INSERT INTO storage_configs (owner, root_path, created_at)"
-                " VALUES (%s, %s, %s) RETURNING id",
-                (owner, str(root), self.clock.now()),
-            )
-            row = await cur.fetchone()
-        assert row is not None
-        return UUID(str(row[0]))
+        return await add_config(self.pool, self.clock, owner, str(root))
 
     async def run(
         self,
@@ -237,7 +230,7 @@ def files_under(root: Path) -> set[str]:
 def later(hours: float) -> FakeClock:
     """A clock whose now is ``hours`` after the real time (for the sweep's age floor, which
     compares file times, set by the kernel in real time, with the clock)."""
-    return FakeClock(start=datetime.now(UTC) + timedelta(hours=hours))
+    return FakeClock(start=datetime.now(UTC) + timedelta(hours=hours))  # noqa: TID251
 
 
 async def share_proxy_files(h: Harness, dead: int, live: int) -> None:
