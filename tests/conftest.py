@@ -12,6 +12,40 @@ from safelight.db.pool import open_pool
 from safelight.testing.serverusers import remove_users_of_gone_homes
 from tests.dbserver import PgTestServer, start_test_server, stop_test_server
 
+TESTS = Path(__file__).resolve().parent
+
+# Tests whose session-scoped fixtures are costly to build twice run in one xdist worker
+# (``scripts/test`` runs ``--dist loadgroup``): the fault run's private cluster, the
+# browser tests' crawled site and Chromium.
+GROUPED_FOLDERS = {"faults": "faults", "browser": "browser"}
+
+# What ``scripts/test --quick`` (``-m "not slow"``) leaves out, by cost (ADR 0048): the
+# folders that start real processes or a browser, and the modules that took more than
+# about 5 s in all on a quiet machine (measured with ``--durations``). A listed module
+# that no longer exists stops the run, so a move cannot drop it from the list unseen.
+SLOW_FOLDERS = {"acceptance", "browser", "faults"}
+SLOW_MODULES: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    gone = sorted(m for m in SLOW_MODULES if not (TESTS / m).is_file())
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {gone}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests ``slow`` and ``xdist_group`` by where they live. First, so that
+    xdist's own hook sees the groups (and only with xdist there, which registers it)."""
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        relative = Path(item.path).resolve().relative_to(TESTS)
+        folder = relative.parts[0]
+        if folder in SLOW_FOLDERS or relative.as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if xdist and folder in GROUPED_FOLDERS:
+            item.add_marker(pytest.mark.xdist_group(GROUPED_FOLDERS[folder]))
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """As root, every home a test started the embedded server in made an OS user (ADR
