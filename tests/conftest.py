@@ -9,6 +9,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import open_pool
+from safelight.testing.samplegen import Manifest, generate_library
 from safelight.testing.serverusers import remove_users_of_gone_homes
 from tests.dbserver import PgTestServer, start_test_server, stop_test_server
 
@@ -61,6 +62,13 @@ def pg_server() -> Iterator[PgTestServer]:
         yield server
     finally:
         stop_test_server(server)
+
+
+@pytest.fixture(scope="session")
+def generated_library(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
+    """The sample generator's library (its default seed), made once a session (a worker):
+    tests that read it share it, and crawl a copy of it when the crawl may change it."""
+    return generate_library(tmp_path_factory.mktemp("sample") / "library")
 
 
 @pytest.fixture
