@@ -25,7 +25,24 @@ GROUPED_FOLDERS = {"faults": "faults", "browser": "browser"}
 # about 5 s in all on a quiet machine (measured with ``--durations``). A listed module
 # that no longer exists stops the run, so a move cannot drop it from the list unseen.
 SLOW_FOLDERS = {"acceptance", "browser", "faults"}
-SLOW_MODULES: set[str] = set()
+SLOW_MODULES = {
+    # Embedded PostgreSQL servers started and stopped, several a test.
+    "integration/test_embedded.py",
+    "integration/test_embedded_private.py",
+    "integration/test_embedded_watch.py",
+    # Whole generated libraries crawled, with decode processes; thousands of files.
+    "integration/test_handler_crawl.py",
+    "integration/test_handler_bursts.py",
+    "integration/test_crawl_many_files.py",
+    "integration/test_store_stress.py",
+    # ffmpeg encodes, decode processes, large images decoded under memory limits.
+    "unit/test_decoding.py",
+    "unit/test_hostile_videos.py",
+    "unit/test_limits.py",
+    "unit/test_raw.py",
+    "unit/test_samplegen.py",
+    "unit/test_video.py",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
