@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -45,7 +49,27 @@ SLOW_MODULES = {
 }
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _interrupted_with_the_controller() -> None:
+    """An xdist worker whose controller dies (a SIGTERM'd or SIGKILL'd ``scripts/test``)
+    would run on, orphaned, with its servers: the kernel sends it SIGINT instead, and it
+    stops as on Ctrl-C, through its fixtures' teardowns. The controller's main thread
+    started it (execnet's popen), so that thread's end is the controller's."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_PDEATHSIG): {os.strerror(error)}")
+    if os.getppid() == 1:  # gone already, before the signal was asked for
+        raise KeyboardInterrupt
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        _interrupted_with_the_controller()
     gone = sorted(m for m in SLOW_MODULES if not (TESTS / m).is_file())
     if gone:
         raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {gone}")
