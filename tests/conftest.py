@@ -27,33 +27,33 @@ GROUPED_FOLDERS = {"faults": "faults", "browser": "browser"}
 # What ``scripts/test --quick`` (``-m "not slow"``) leaves out, by cost (ADR 0048): the
 # folders that start real processes or a browser, and the modules whose tests took the
 # longest each (``--junitxml`` times of a run on 2 workers; ADR 0048 has the figures).
-# A listed module that no longer exists stops the run, so a move cannot drop it from the
-# list unseen.
+# Modules are named by file name, wherever under tests/ they live, so that moving one
+# keeps its mark; a name no file bears any more stops the run, so a rename cannot drop
+# it from the list unseen.
 SLOW_FOLDERS = {"acceptance", "browser", "faults"}
 SLOW_MODULES = {
     # Embedded PostgreSQL servers started and stopped, several a test.
-    "integration/test_embedded.py",
-    "integration/test_embedded_private.py",
-    "integration/test_embedded_watch.py",
+    "test_embedded.py",
+    "test_embedded_private.py",
+    "test_embedded_watch.py",
     # Whole generated libraries crawled, with decode processes; thousands of files.
-    "integration/test_handler_crawl.py",
-    "integration/test_handler_bursts.py",
-    "integration/test_crawl_many_files.py",
-    "integration/test_store_stress.py",
-    "integration/test_crawl_pages_plan.py",
-    "integration/test_handler_crawl_originals.py",
-    "integration/test_handler_crawl_raw.py",
-    "integration/test_handler_crawl_sidecars.py",
-    "integration/test_hostile_videos.py",
+    "test_handler_crawl.py",
+    "test_handler_bursts.py",
+    "test_crawl_many_files.py",
+    "test_store_stress.py",
+    "test_crawl_pages_plan.py",
+    "test_handler_crawl_originals.py",
+    "test_handler_crawl_raw.py",
+    "test_handler_crawl_sidecars.py",
     # Password hashes made and checked at their real cost, many a test.
-    "integration/test_accounts.py",
+    "test_accounts.py",
     # ffmpeg encodes, decode processes, large images decoded under memory limits.
-    "unit/test_decoding.py",
-    "unit/test_hostile_videos.py",
-    "unit/test_limits.py",
-    "unit/test_raw.py",
-    "unit/test_samplegen.py",
-    "unit/test_video.py",
+    "test_decoding.py",
+    "test_hostile_videos.py",  # tests/unit's and tests/integration's
+    "test_limits.py",
+    "test_raw.py",
+    "test_samplegen.py",
+    "test_video.py",
 }
 
 
@@ -78,7 +78,7 @@ def _interrupted_with_the_controller() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         _interrupted_with_the_controller()
-    gone = sorted(m for m in SLOW_MODULES if not (TESTS / m).is_file())
+    gone = sorted(SLOW_MODULES - {path.name for path in TESTS.rglob("test_*.py")})
     if gone:
         raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names no file: {gone}")
 
@@ -91,7 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         relative = Path(item.path).resolve().relative_to(TESTS)
         folder = relative.parts[0]
-        if folder in SLOW_FOLDERS or relative.as_posix() in SLOW_MODULES:
+        if folder in SLOW_FOLDERS or relative.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
         if xdist and folder in GROUPED_FOLDERS:
             item.add_marker(pytest.mark.xdist_group(GROUPED_FOLDERS[folder]))
