@@ -10,15 +10,16 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.handlers import Harness, copy_library, jpeg, make_harness, write
-from safelight.testing.samplegen import Manifest, generate_library
+from safelight.testing.samplegen import Manifest
 from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
-    return generate_library(tmp_path_factory.mktemp("sample") / "library")
+@pytest.fixture
+def sample(generated_library: Manifest) -> Manifest:
+    """The session's generated library; the tests crawl copies of it."""
+    return generated_library
 
 
 async def bursts_of(h: Harness, config: Any) -> dict[str, tuple[frozenset[str], str | None]]:

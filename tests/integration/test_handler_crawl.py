@@ -26,7 +26,7 @@ from safelight.testing.handlers import (
     touch_later,
     write,
 )
-from safelight.testing.samplegen import Manifest, generate_library
+from safelight.testing.samplegen import Manifest
 from safelight.work.model import Status
 from safelight.work.outcome import Retrying, Succeeded
 
@@ -52,9 +52,10 @@ RESULT_KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
-    return generate_library(tmp_path_factory.mktemp("sample") / "library")
+@pytest.fixture
+def sample(generated_library: Manifest) -> Manifest:
+    """The session's generated library; the tests crawl copies of it."""
+    return generated_library
 
 
 async def live_paths(h: Any, config_id: Any) -> dict[str, int]:
