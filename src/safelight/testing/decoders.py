@@ -1,0 +1,22 @@
+"""A decode-process pool for the span of a test: started on entry, its processes shut
+down on exit (in a thread, as shutting them down blocks), whatever the test raised."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from safelight.library.files.limits import DEFAULT_DECODE_MEMORY_MIB
+from safelight.library.render.decoding import ImageDecoder
+
+
+@asynccontextmanager
+async def running_decoder(
+    processes: int, memory_mib: int = DEFAULT_DECODE_MEMORY_MIB
+) -> AsyncIterator[ImageDecoder]:
+    decoder = ImageDecoder(processes, memory_mib)
+    try:
+        yield decoder
+    finally:
+        await asyncio.to_thread(decoder.shutdown)
