@@ -20,3 +20,14 @@ async def running_decoder(
         yield decoder
     finally:
         await asyncio.to_thread(decoder.shutdown)
+
+
+@asynccontextmanager
+async def decoder_or_threads(processes: int) -> AsyncIterator[ImageDecoder | None]:
+    """``running_decoder(processes)``; or, with no processes, None: the crawl then decodes
+    in threads. For the tests that run a crawl both ways."""
+    if not processes:
+        yield None
+        return
+    async with running_decoder(processes) as decoder:
+        yield decoder
