@@ -224,6 +224,21 @@ class _Library:
         )
         return relative
 
+    def live_pair(self, stem: str, photo_at: datetime, video_at: datetime) -> LivePair:
+        """An iPhone Live Photo: ``stem``.HEIC and ``stem``.MOV of one content identifier."""
+        content_id = self.new_uuid()
+        photo = self.photo(
+            f"{stem}.HEIC",
+            "Apple",
+            "iPhone 13",
+            photo_at,
+            size=(480, 360),
+            content_identifier=content_id,
+            heif=True,
+        )
+        video = self.video(f"{stem}.MOV", video_at, size=(240, 180), content_identifier=content_id)
+        return LivePair(photo, video, content_id)
+
     def video(
         self,
         relative: str,
@@ -387,20 +402,8 @@ def generate_library(root: Path, *, seed: int = 0, ffmpeg: str | None = "ffmpeg"
         for i in range(4)
     )
 
-    content_id = lib.new_uuid()
     live_at = (day + timedelta(days=500)).replace(microsecond=250000, tzinfo=paris)
-    live_photo = lib.photo(
-        "2020/live/IMG_0200.HEIC",
-        "Apple",
-        "iPhone 13",
-        live_at,
-        size=(480, 360),
-        content_identifier=content_id,
-        heif=True,
-    )
-    live_video = lib.video(
-        "2020/live/IMG_0200.MOV", live_at, size=(240, 180), content_identifier=content_id
-    )
+    live_pair = lib.live_pair("2020/live/IMG_0200", live_at, live_at)
 
     # 12 MP: exercises DCT-scaled decoding and real downscaling.
     lib.photo(
@@ -439,7 +442,7 @@ def generate_library(root: Path, *, seed: int = 0, ffmpeg: str | None = "ffmpeg"
         ),
         ignored=tuple(ignored),
         bursts=(SampleBurst(apple_burst, burst_id), SampleBurst(time_burst, None)),
-        live_pairs=(LivePair(live_photo, live_video, content_id),),
+        live_pairs=(live_pair,),
         video_skipped_reason=lib.video_skipped_reason,
     )
 
@@ -692,22 +695,9 @@ def generate_day_library(
         )
         for i in range(3)
     )
-    content_id = lib.new_uuid()
     live_at = at(years[2], 18)
-    live_photo = lib.photo(
-        f"{years[2]}/live/IMG_{years[2]}_1800.HEIC",
-        "Apple",
-        "iPhone 13",
-        live_at,
-        size=(480, 360),
-        content_identifier=content_id,
-        heif=True,
-    )
-    live_video = lib.video(
-        f"{years[2]}/live/IMG_{years[2]}_1800.MOV",
-        live_at.replace(tzinfo=UTC),
-        size=(240, 180),
-        content_identifier=content_id,
+    live_pair = lib.live_pair(
+        f"{years[2]}/live/IMG_{years[2]}_1800", live_at, live_at.replace(tzinfo=UTC)
     )
     lib.video(
         f"{years[2]}/clip_{years[2]}_1900.mp4", at(years[2], 19).replace(tzinfo=UTC), seconds=2
@@ -724,6 +714,6 @@ def generate_day_library(
         errors=(),
         ignored=(),
         bursts=(SampleBurst(burst, burst_id),),
-        live_pairs=(LivePair(live_photo, live_video, content_id),),
+        live_pairs=(live_pair,),
         video_skipped_reason=lib.video_skipped_reason,
     )
