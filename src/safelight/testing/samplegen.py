@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -224,6 +224,22 @@ class _Library:
         )
         return relative
 
+    def burst(
+        self,
+        paths: Sequence[str],
+        camera: tuple[str, str],
+        start: datetime,
+        gap: timedelta,
+        *,
+        burst_id: str | None = None,
+    ) -> tuple[str, ...]:
+        """Photos of one camera (make, model) taken ``gap`` apart from ``start``, in the
+        order of ``paths``; with ``burst_id``, the maker's burst id (Apple's BurstUUID)."""
+        return tuple(
+            self.photo(path, *camera, start + gap * i, burst_id=burst_id)
+            for i, path in enumerate(paths)
+        )
+
     def live_pair(self, stem: str, photo_at: datetime, video_at: datetime) -> LivePair:
         """An iPhone Live Photo: ``stem``.HEIC and ``stem``.MOV of one content identifier."""
         content_id = self.new_uuid()
@@ -381,25 +397,19 @@ def generate_library(root: Path, *, seed: int = 0, ffmpeg: str | None = "ffmpeg"
     )
 
     burst_id, start = lib.new_uuid(), (day + timedelta(days=400)).replace(tzinfo=paris)
-    apple_burst = tuple(
-        lib.photo(
-            f"2019/burst/IMG_{101 + i:04d}.JPG",
-            "Apple",
-            "iPhone 12",
-            start + timedelta(milliseconds=150 * i),
-            burst_id=burst_id,
-        )
-        for i in range(5)
+    apple_burst = lib.burst(
+        [f"2019/burst/IMG_{101 + i:04d}.JPG" for i in range(5)],
+        ("Apple", "iPhone 12"),
+        start,
+        timedelta(milliseconds=150),
+        burst_id=burst_id,
     )
     start = day + timedelta(days=420)
-    time_burst = tuple(
-        lib.photo(
-            f"2019/sports/IMG_{2001 + i:04d}.JPG",
-            "Canon",
-            "Canon EOS 90D",
-            start + timedelta(milliseconds=250 * i),
-        )
-        for i in range(4)
+    time_burst = lib.burst(
+        [f"2019/sports/IMG_{2001 + i:04d}.JPG" for i in range(4)],
+        ("Canon", "Canon EOS 90D"),
+        start,
+        timedelta(milliseconds=250),
     )
 
     live_at = (day + timedelta(days=500)).replace(microsecond=250000, tzinfo=paris)
@@ -685,15 +695,12 @@ def generate_day_library(
         size=(320, 480),
     )
     burst_id = lib.new_uuid()
-    burst = tuple(
-        lib.photo(
-            f"{years[1]}/burst/IMG_{years[1]}_12{i:02d}.JPG",
-            "Apple",
-            "iPhone 12",
-            at(years[1], 12) + timedelta(milliseconds=150 * i),
-            burst_id=burst_id,
-        )
-        for i in range(3)
+    burst = lib.burst(
+        [f"{years[1]}/burst/IMG_{years[1]}_12{i:02d}.JPG" for i in range(3)],
+        ("Apple", "iPhone 12"),
+        at(years[1], 12),
+        timedelta(milliseconds=150),
+        burst_id=burst_id,
     )
     live_at = at(years[2], 18)
     live_pair = lib.live_pair(
