@@ -22,7 +22,7 @@ from safelight.db.embedded import DATA_FOLDER
 from safelight.handlers import guards
 from safelight.handlers.crawl import deciding, ingesting, opening
 from safelight.handlers.crawl.result import Duplicate
-from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.decoders import decoder_or_threads
 from safelight.testing.handlers import (
     Harness,
     crawl_result,
@@ -289,14 +289,10 @@ async def test_an_image_swapped_after_the_open_is_decoded_from_the_opened_file(
         "decide",
         lambda: swap_folder_for_link(root / "album", tmp_path / "secret"),
     )
-    decoder = ImageDecoder(decoder_processes) if decoder_processes else None
-    try:
+    async with decoder_or_threads(decoder_processes) as decoder:
         h = make_harness(pool, tmp_path, decoder=decoder)
         config = await h.add_config(root)
         item = await h.run("crawl", config_id=config)
-    finally:
-        if decoder is not None:
-            await asyncio.to_thread(decoder.shutdown)
 
     assert item.status is Status.SUCCEEDED, item.error
     result = crawl_result(item)

@@ -15,7 +15,7 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.library.files.confinement import confined
-from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.decoders import decoder_or_threads
 from safelight.testing.dng import dng_bytes
 from safelight.testing.handlers import Harness, crawl_result, jpeg, make_harness, write
 from safelight.testing.samplegen import GREEN, RED, marker_picture
@@ -64,12 +64,11 @@ async def preview_of(h: Harness, path: str) -> Image.Image:
     return image
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+@pytest.mark.parametrize("processes", [0, 1], ids=["threads", "processes"])
 async def test_raw_files_become_assets_with_upright_proxies(
-    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: bool
+    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: int
 ) -> None:
-    decoder = ImageDecoder(1) if processes else None
-    try:
+    async with decoder_or_threads(processes) as decoder:
         h = make_harness(pool, tmp_path, decoder=decoder)
         config = await h.add_config(library(tmp_path / "library"))
 
@@ -99,9 +98,6 @@ async def test_raw_files_become_assets_with_upright_proxies(
         preview = await preview_of(h, "shoot/IMG_0001.DNG")
         assert preview.size == (48, 64) and upright(preview)
         assert (await preview_of(h, "shoot/IMG_0002.DNG")).size == (32, 24)  # half of 64 x 48
-    finally:
-        if decoder is not None:
-            decoder.shutdown()
 
 
 async def test_a_raw_and_its_jpeg_are_stacked_not_a_burst_and_unstacked_when_it_goes(

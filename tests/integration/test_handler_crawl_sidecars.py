@@ -5,7 +5,6 @@ A sidecar added, changed or removed later has its photo read again, in place."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,7 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers.crawl import ingesting
 from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.media import sidecars
-from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.decoders import decoder_or_threads
 from safelight.testing.exif import exif_bytes
 from safelight.testing.handlers import crawl_result, make_harness, touch_later, write
 from safelight.testing.oriented import assert_shows, quadrant_colours, quadrants, turned
@@ -29,12 +28,11 @@ from safelight.work.model import Status
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+@pytest.mark.parametrize("processes", [0, 1], ids=["threads", "processes"])
 async def test_the_sidecar_dates_and_turns_the_photo(
-    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: bool
+    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: int
 ) -> None:
-    decoder = ImageDecoder(1) if processes else None
-    try:
+    async with decoder_or_threads(processes) as decoder:
         h = make_harness(pool, tmp_path, decoder=decoder)
         root = tmp_path / "library"
         write(root, "IMG_1.JPG", photo("2020:01:02 03:04:05", 1))
@@ -69,9 +67,6 @@ async def test_the_sidecar_dates_and_turns_the_photo(
         )
         with Image.open(h.proxy_root / preview[0]) as image:
             assert image.width < image.height  # turned as the stored orientation says
-    finally:
-        if decoder is not None:
-            await asyncio.to_thread(decoder.shutdown)
 
 
 async def test_a_sidecar_that_is_a_link_is_reported_and_the_photo_keeps_its_own(
@@ -155,12 +150,11 @@ async def crawl(h: Any, config: Any) -> CrawlResult:
     return crawl_result(item)
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+@pytest.mark.parametrize("processes", [0, 1], ids=["threads", "processes"])
 async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_place(
-    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: bool
+    pool: AsyncConnectionPool[Any], tmp_path: Path, processes: int
 ) -> None:
-    decoder = ImageDecoder(1) if processes else None
-    try:
+    async with decoder_or_threads(processes) as decoder:
         h = make_harness(pool, tmp_path, decoder=decoder)
         root = tmp_path / "library"
         write(root, "IMG_1.JPG", sideways_photo())
@@ -227,9 +221,6 @@ async def test_a_sidecar_added_changed_and_removed_later_rereads_the_photo_in_pl
         assert (
             await h.value("SELECT count(*) FROM assets WHERE storage_config_id = %s", config) == 1
         )  # in place: no other asset, live or deleted
-    finally:
-        if decoder is not None:
-            await asyncio.to_thread(decoder.shutdown)
 
 
 async def test_a_moved_or_touched_photo_is_read_with_the_sidecar_it_has_now(

@@ -48,6 +48,20 @@ async def crawled(h: Harness, root: Path) -> UUID:
     return config
 
 
+async def dead_then_back_under_another_name(h: Harness, root: Path) -> tuple[UUID, int, int]:
+    """A crawled config whose ``a.jpg`` is deleted, then comes back (the same content) as
+    ``back/a again.jpg``, each change crawled: the config, the dead asset, the live one."""
+    write(root, "a.jpg", jpeg(3))
+    write(root, "b.jpg", jpeg(6))
+    config = await crawled(h, root)
+    dead = await asset_at(h, "a.jpg")
+    (root / "a.jpg").unlink()
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    write(root, "back/a again.jpg", jpeg(3))
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    return config, dead, await asset_at(h, "back/a again.jpg")
+
+
 async def test_purge_deletes_the_files_and_rows_of_soft_deleted_assets_only(
     pool: AsyncConnectionPool[Any], tmp_path: Path
 ) -> None:
@@ -83,16 +97,7 @@ async def test_purge_deletes_the_dead_asset_s_files_beside_a_live_asset_of_the_s
     with files of its own (their names carry the attempt that wrote them). The purge
     deletes the dead asset's files, and keeps the folder, which is not empty."""
     h = make_harness(pool, tmp_path)
-    root = tmp_path / "library"
-    write(root, "a.jpg", jpeg(3))
-    write(root, "b.jpg", jpeg(6))
-    config = await crawled(h, root)
-    dead = await asset_at(h, "a.jpg")
-    (root / "a.jpg").unlink()
-    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
-    write(root, "back/a again.jpg", jpeg(3))
-    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
-    live = await asset_at(h, "back/a again.jpg")
+    config, dead, live = await dead_then_back_under_another_name(h, tmp_path / "library")
     live_files, dead_files = await proxy_files_of(h, live), await proxy_files_of(h, dead)
     assert {f.parent for f in live_files} == {f.parent for f in dead_files}
     assert not set(live_files) & set(dead_files)
@@ -112,17 +117,7 @@ async def test_purge_keeps_the_files_a_live_asset_with_the_same_content_uses(
     """Legacy names, written before they carried their attempt, were one set of files
     for every asset of one content: a row of another asset still names them."""
     h = make_harness(pool, tmp_path)
-    root = tmp_path / "library"
-    write(root, "a.jpg", jpeg(3))
-    write(root, "b.jpg", jpeg(6))
-    config = await crawled(h, root)
-    dead = await asset_at(h, "a.jpg")
-    (root / "a.jpg").unlink()
-    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
-    # The same content comes back under another name: a new live asset, same folder.
-    write(root, "back/a again.jpg", jpeg(3))
-    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
-    live = await asset_at(h, "back/a again.jpg")
+    config, dead, live = await dead_then_back_under_another_name(h, tmp_path / "library")
     await share_proxy_files(h, dead, live)
     live_files = await proxy_files_of(h, live)
     assert set(live_files) == set(await proxy_files_of(h, dead))

@@ -5,14 +5,13 @@ neighbours are indexed, and the fake Ghostscript first on PATH never runs."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.library.render.decoding import ImageDecoder
+from safelight.testing.decoders import running_decoder
 from safelight.testing.ghostscript import POSTSCRIPT, FakeGhostscript
 from safelight.testing.handlers import jpeg, make_harness, write
 from safelight.work.model import Status
@@ -27,16 +26,13 @@ async def test_a_postscript_file_named_jpg_is_refused_and_ghostscript_never_runs
     library = tmp_path / "library"
     write(library, "2024/IMG_0001.jpg", POSTSCRIPT)
     write(library, "2024/IMG_0002.jpg", jpeg(7))
-    decoder = ImageDecoder(1)  # started after the fake gs is on PATH
-    try:
+    async with running_decoder(1) as decoder:  # started after the fake gs is on PATH
         h = make_harness(pool, tmp_path, decoder=decoder)
         config = await h.add_config(library)
 
         item = await h.run("crawl", config_id=config)
 
         assert decoder.pids()  # the photos went through a decode process
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
     assert item.status is Status.SUCCEEDED, item.error
     errors = await h.rows("SELECT file_path, reason FROM asset_errors")
     assert [path for path, _ in errors] == ["2024/IMG_0001.jpg"]

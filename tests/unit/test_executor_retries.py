@@ -18,7 +18,7 @@ from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.items import ITEM
 from safelight.testing.workstore import ScriptedStore
-from safelight.work.context import HandlerContext
+from safelight.work.context import Handler, HandlerContext
 from safelight.work.errors import Retryable
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
@@ -53,19 +53,26 @@ def logs(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
     return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
 
 
-def make(store: ScriptedStore, clock: FakeClock, error: BaseException, draws: Draws) -> Executor:
-    async def handler(ctx: HandlerContext) -> dict[str, Any]:
-        await clock.sleep(3)
-        raise error
-
+def executor_of(
+    store: ScriptedStore, clock: FakeClock, handler: Handler, retries: Retries | None
+) -> Executor:
+    """An executor that runs ``handler`` for crawl items, retrying by ``retries``."""
     return Executor(
         store,
         clock,
         {"crawl": handler},
         Settings().executor(),
         logging.getLogger(LOGGER),
-        retries=Retries({"crawl": POLICY}, draws),
+        retries=retries,
     )
+
+
+def make(store: ScriptedStore, clock: FakeClock, error: BaseException, draws: Draws) -> Executor:
+    async def handler(ctx: HandlerContext) -> dict[str, Any]:
+        await clock.sleep(3)
+        raise error
+
+    return executor_of(store, clock, handler, Retries({"crawl": POLICY}, draws))
 
 
 async def run(executor: Executor, clock: FakeClock, item: WorkItem = ITEM) -> RunResult:
@@ -138,14 +145,7 @@ async def test_a_kind_without_a_policy_is_not_retried(
     async def handler(ctx: HandlerContext) -> dict[str, Any]:
         raise OSError(errno.ESTALE, "Stale file handle")
 
-    executor = Executor(
-        store,
-        clock,
-        {"crawl": handler},
-        Settings().executor(),
-        logging.getLogger(LOGGER),
-        retries=retries,
-    )
+    executor = executor_of(store, clock, handler, retries)
     task = asyncio.create_task(executor.run(ITEM))
     await clock.settle()
     text = "OSError: [Errno 116] Stale file handle"
@@ -170,14 +170,7 @@ async def test_a_stopped_attempt_is_released_not_retried_whatever_its_handler_ra
         return {}
 
     draws = Draws()
-    executor = Executor(
-        store,
-        clock,
-        {"crawl": handler},
-        Settings().executor(),
-        logging.getLogger(LOGGER),
-        retries=Retries({"crawl": POLICY}, draws),
-    )
+    executor = executor_of(store, clock, handler, Retries({"crawl": POLICY}, draws))
     shutdown = asyncio.Event()
     task = asyncio.create_task(executor.run(ITEM, shutdown))
     await clock.advance(1)

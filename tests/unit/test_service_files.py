@@ -60,6 +60,17 @@ def seconds(span: str) -> float:
     return int(match[1]) * (60 if match[2] == "min" else 1)
 
 
+def systemd_analyze_verify(unit: Path) -> subprocess.CompletedProcess[str]:
+    """What ``systemd-analyze verify`` says of the unit file ``unit``."""
+    return subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_the_unit_runs_a_worker_as_its_own_user() -> None:
     assert value("User") == value("Group") == "safelight"
     assert values("DynamicUser") in ([], ["no"])
@@ -154,13 +165,7 @@ def test_systemd_analyze_verify_finds_nothing_to_say(tmp_path: Path) -> None:
     copy = tmp_path / UNIT.name
     copy.write_text(text.replace(SERVICE_EXECUTABLE, str(executable)))
 
-    result = subprocess.run(
-        ["systemd-analyze", "verify", "--man=no", str(copy)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = systemd_analyze_verify(copy)
 
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
@@ -175,13 +180,7 @@ def test_systemd_analyze_would_catch_a_mistake(tmp_path: Path) -> None:
         .replace(SERVICE_EXECUTABLE, "/bin/true")
         .replace("ProtectSystem=strict", "ProtectSystem=strickt")
     )
-    result = subprocess.run(
-        ["systemd-analyze", "verify", "--man=no", str(copy)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = systemd_analyze_verify(copy)
     assert "strickt" in result.stdout + result.stderr
 
 

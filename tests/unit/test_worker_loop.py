@@ -235,14 +235,20 @@ async def test_a_wake_up_during_a_claim_is_not_lost(clock: FakeClock) -> None:
     assert run.done()
 
 
-async def test_shutdown_ends_a_waiting_worker_at_once(clock: FakeClock) -> None:
-    store = ScriptedStore(clock, [])
-    worker, _, _ = make(clock, store)
+async def run_then_shut_down(clock: FakeClock, worker: Worker) -> asyncio.Task[None]:
+    """Run ``worker`` until nothing is left to settle, then shut it down and settle again."""
     shutdown = asyncio.Event()
     run = asyncio.create_task(worker.run(shutdown))
     await clock.settle()
     shutdown.set()
     await clock.settle()
+    return run
+
+
+async def test_shutdown_ends_a_waiting_worker_at_once(clock: FakeClock) -> None:
+    store = ScriptedStore(clock, [])
+    worker, _, _ = make(clock, store)
+    run = await run_then_shut_down(clock, worker)
     assert run.done() and run.exception() is None
     assert clock.deadlines() == []  # its poll timer went with it
 
@@ -285,11 +291,7 @@ async def test_until_idle_returns_only_when_nothing_is_pending(clock: FakeClock)
 async def test_without_until_idle_an_empty_queue_is_not_counted(clock: FakeClock) -> None:
     store = ScriptedStore(clock, [None])
     worker, _, _ = make(clock, store)
-    shutdown = asyncio.Event()
-    run = asyncio.create_task(worker.run(shutdown))
-    await clock.settle()
-    shutdown.set()
-    await clock.settle()
+    run = await run_then_shut_down(clock, worker)
     assert run.done()
     assert [c[1] for c in store.calls] == ["claim", "next_due"]
 

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -224,6 +224,37 @@ class _Library:
         )
         return relative
 
+    def burst(
+        self,
+        paths: Sequence[str],
+        camera: tuple[str, str],
+        start: datetime,
+        gap: timedelta,
+        *,
+        burst_id: str | None = None,
+    ) -> tuple[str, ...]:
+        """Photos of one camera (make, model) taken ``gap`` apart from ``start``, in the
+        order of ``paths``; with ``burst_id``, the maker's burst id (Apple's BurstUUID)."""
+        return tuple(
+            self.photo(path, *camera, start + gap * i, burst_id=burst_id)
+            for i, path in enumerate(paths)
+        )
+
+    def live_pair(self, stem: str, photo_at: datetime, video_at: datetime) -> LivePair:
+        """An iPhone Live Photo: ``stem``.HEIC and ``stem``.MOV of one content identifier."""
+        content_id = self.new_uuid()
+        photo = self.photo(
+            f"{stem}.HEIC",
+            "Apple",
+            "iPhone 13",
+            photo_at,
+            size=(480, 360),
+            content_identifier=content_id,
+            heif=True,
+        )
+        video = self.video(f"{stem}.MOV", video_at, size=(240, 180), content_identifier=content_id)
+        return LivePair(photo, video, content_id)
+
     def video(
         self,
         relative: str,
@@ -366,41 +397,23 @@ def generate_library(root: Path, *, seed: int = 0, ffmpeg: str | None = "ffmpeg"
     )
 
     burst_id, start = lib.new_uuid(), (day + timedelta(days=400)).replace(tzinfo=paris)
-    apple_burst = tuple(
-        lib.photo(
-            f"2019/burst/IMG_{101 + i:04d}.JPG",
-            "Apple",
-            "iPhone 12",
-            start + timedelta(milliseconds=150 * i),
-            burst_id=burst_id,
-        )
-        for i in range(5)
+    apple_burst = lib.burst(
+        [f"2019/burst/IMG_{101 + i:04d}.JPG" for i in range(5)],
+        ("Apple", "iPhone 12"),
+        start,
+        timedelta(milliseconds=150),
+        burst_id=burst_id,
     )
     start = day + timedelta(days=420)
-    time_burst = tuple(
-        lib.photo(
-            f"2019/sports/IMG_{2001 + i:04d}.JPG",
-            "Canon",
-            "Canon EOS 90D",
-            start + timedelta(milliseconds=250 * i),
-        )
-        for i in range(4)
+    time_burst = lib.burst(
+        [f"2019/sports/IMG_{2001 + i:04d}.JPG" for i in range(4)],
+        ("Canon", "Canon EOS 90D"),
+        start,
+        timedelta(milliseconds=250),
     )
 
-    content_id = lib.new_uuid()
     live_at = (day + timedelta(days=500)).replace(microsecond=250000, tzinfo=paris)
-    live_photo = lib.photo(
-        "2020/live/IMG_0200.HEIC",
-        "Apple",
-        "iPhone 13",
-        live_at,
-        size=(480, 360),
-        content_identifier=content_id,
-        heif=True,
-    )
-    live_video = lib.video(
-        "2020/live/IMG_0200.MOV", live_at, size=(240, 180), content_identifier=content_id
-    )
+    live_pair = lib.live_pair("2020/live/IMG_0200", live_at, live_at)
 
     # 12 MP: exercises DCT-scaled decoding and real downscaling.
     lib.photo(
@@ -439,7 +452,7 @@ def generate_library(root: Path, *, seed: int = 0, ffmpeg: str | None = "ffmpeg"
         ),
         ignored=tuple(ignored),
         bursts=(SampleBurst(apple_burst, burst_id), SampleBurst(time_burst, None)),
-        live_pairs=(LivePair(live_photo, live_video, content_id),),
+        live_pairs=(live_pair,),
         video_skipped_reason=lib.video_skipped_reason,
     )
 
@@ -682,32 +695,16 @@ def generate_day_library(
         size=(320, 480),
     )
     burst_id = lib.new_uuid()
-    burst = tuple(
-        lib.photo(
-            f"{years[1]}/burst/IMG_{years[1]}_12{i:02d}.JPG",
-            "Apple",
-            "iPhone 12",
-            at(years[1], 12) + timedelta(milliseconds=150 * i),
-            burst_id=burst_id,
-        )
-        for i in range(3)
+    burst = lib.burst(
+        [f"{years[1]}/burst/IMG_{years[1]}_12{i:02d}.JPG" for i in range(3)],
+        ("Apple", "iPhone 12"),
+        at(years[1], 12),
+        timedelta(milliseconds=150),
+        burst_id=burst_id,
     )
-    content_id = lib.new_uuid()
     live_at = at(years[2], 18)
-    live_photo = lib.photo(
-        f"{years[2]}/live/IMG_{years[2]}_1800.HEIC",
-        "Apple",
-        "iPhone 13",
-        live_at,
-        size=(480, 360),
-        content_identifier=content_id,
-        heif=True,
-    )
-    live_video = lib.video(
-        f"{years[2]}/live/IMG_{years[2]}_1800.MOV",
-        live_at.replace(tzinfo=UTC),
-        size=(240, 180),
-        content_identifier=content_id,
+    live_pair = lib.live_pair(
+        f"{years[2]}/live/IMG_{years[2]}_1800", live_at, live_at.replace(tzinfo=UTC)
     )
     lib.video(
         f"{years[2]}/clip_{years[2]}_1900.mp4", at(years[2], 19).replace(tzinfo=UTC), seconds=2
@@ -724,6 +721,6 @@ def generate_day_library(
         errors=(),
         ignored=(),
         bursts=(SampleBurst(burst, burst_id),),
-        live_pairs=(LivePair(live_photo, live_video, content_id),),
+        live_pairs=(live_pair,),
         video_skipped_reason=lib.video_skipped_reason,
     )

@@ -10,6 +10,7 @@ block of ``groups.sql``, read only here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -25,6 +26,26 @@ Conn = psycopg.AsyncConnection[Any]
 
 BurstRow = tuple[str, int, Sequence[int]]
 """A burst as it is written: its key, its primary asset, its assets."""
+
+
+@dataclass(frozen=True)
+class _LinkQueries:
+    """The queries of one kind of link from an asset to another (a Live Photo pair, a RAW
+    stack): ``clear_except`` unlinks every asset not in ``keep``; ``set_one`` links one,
+    its two ids bound as ``source`` and ``target``."""
+
+    clear_except: str
+    set_one: str
+    source: str
+    target: str
+
+
+_PAIRS = _LinkQueries(
+    QUERIES["assets_clear_pair_except"], QUERIES["asset_set_pair"], "image_id", "video_id"
+)
+_STACKS = _LinkQueries(
+    QUERIES["assets_clear_stack_except"], QUERIES["asset_set_stack"], "raw_id", "primary_id"
+)
 
 
 async def burst_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
@@ -43,14 +64,7 @@ async def livephoto_candidates(conn: Conn, config_id: UUID) -> list[dict[str, An
 
 async def write_pairs(conn: Conn, config_id: UUID, pairs: Mapping[int, int]) -> None:
     """The config's Live Photo pairs are exactly ``pairs`` (image id: video id)."""
-    await conn.execute(
-        QUERIES["assets_clear_pair_except"], {"config_id": config_id, "keep": list(pairs)}
-    )
-    for image_id, video_id in sorted(pairs.items()):
-        await conn.execute(
-            QUERIES["asset_set_pair"],
-            {"config_id": config_id, "image_id": image_id, "video_id": video_id},
-        )
+    await _write_links(conn, config_id, pairs, _PAIRS)
 
 
 async def write_bursts(
@@ -80,11 +94,16 @@ async def write_bursts(
 
 async def write_stacks(conn: Conn, config_id: UUID, stacks: Mapping[int, int]) -> None:
     """The config's RAW stacks are exactly ``stacks`` (RAW id: primary id)."""
-    await conn.execute(
-        QUERIES["assets_clear_stack_except"], {"config_id": config_id, "keep": list(stacks)}
-    )
-    for raw_id, primary_id in sorted(stacks.items()):
+    await _write_links(conn, config_id, stacks, _STACKS)
+
+
+async def _write_links(
+    conn: Conn, config_id: UUID, links: Mapping[int, int], kind: _LinkQueries
+) -> None:
+    """The config's links of one kind are exactly ``links`` (asset id: the asset it links
+    to): every other one cleared, then each set."""
+    await conn.execute(kind.clear_except, {"config_id": config_id, "keep": list(links)})
+    for asset_id, target_id in sorted(links.items()):
         await conn.execute(
-            QUERIES["asset_set_stack"],
-            {"config_id": config_id, "raw_id": raw_id, "primary_id": primary_id},
+            kind.set_one, {"config_id": config_id, kind.source: asset_id, kind.target: target_id}
         )

@@ -88,15 +88,9 @@ _STRIP_PIXELS = 1 << 20
 """Pixels per strip when an image is converted or reduced piecewise (a few MB)."""
 
 _MAX_TOP_LEVEL_BOXES = 1000  # real HEIF/AVIF files have about five
-_DECODE_ERRORS = (
-    OSError,
-    SyntaxError,
-    ValueError,
-    EOFError,
-    struct.error,
-    IndexError,
-    RuntimeError,
-)
+BROKEN_FILE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError)
+"""What Pillow raises reading a broken or hostile file (the RAW previews' reader too)."""
+_DECODE_ERRORS = (*BROKEN_FILE_ERRORS, RuntimeError)
 
 
 @dataclass(frozen=True, slots=True)

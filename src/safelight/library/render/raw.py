@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import io
 import os
-import struct
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +56,7 @@ from safelight.library.media.metadata import (
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
 from safelight.library.render.images import (
     _TRANSPOSE,
+    BROKEN_FILE_ERRORS,
     ImageProxies,
     ProxySpec,
     proxies_from_upright_image,
@@ -88,12 +88,7 @@ _PREVIEW_FORMATS = ("JPEG",)
 """What an embedded preview LibRaw hands over as encoded bytes may be opened as; a
 preview in any other format is none (the sensor data decodes instead)."""
 _PREVIEW_ERRORS = (
-    OSError,
-    SyntaxError,
-    ValueError,
-    EOFError,
-    struct.error,
-    IndexError,
+    *BROKEN_FILE_ERRORS,
     Image.DecompressionBombError,
     # Pillow warns of some broken headers and goes on; ``metadata`` makes its bomb
     # warning an error, and where every warning is (the tests), any arrives here.

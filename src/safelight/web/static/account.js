@@ -34,12 +34,7 @@
       body: JSON.stringify({ current: value("password-current"), password: value("password-new") }),
       credentials: "same-origin",
     });
-    let answer = {};
-    try {
-      answer = await response.json();
-    } catch (error) {
-      answer = { error: "the dashboard answered " + response.status };
-    }
+    const answer = await window.safelight.answerOf(response, "error");
     if (!response.ok) {
       say(answer.error || answer.message || "the dashboard answered " + response.status);
       return;

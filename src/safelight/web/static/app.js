@@ -42,18 +42,23 @@
     box.hidden = false;
   }
 
+  // The JSON a response carries; when it carries none (a proxy's error page, say), one
+  // whose `key` says what the dashboard answered. The pages' scripts use it too.
+  async function answerOf(response, key) {
+    try {
+      return await response.json();
+    } catch (error) {
+      return { [key]: "the dashboard answered " + response.status };
+    }
+  }
+
   async function act(url) {
     const response = await fetch(url, {
       method: "POST",
       headers: { "X-CSRF-Token": csrfToken(), Accept: "application/json" },
       credentials: "same-origin",
     });
-    let answer = {};
-    try {
-      answer = await response.json();
-    } catch (error) {
-      answer = { message: "the dashboard answered " + response.status };
-    }
+    const answer = await answerOf(response, "message");
     flash(answer.message || answer.error || "done", response.ok);
     document.dispatchEvent(new CustomEvent("safelight:acted", { detail: answer }));
     return response.ok;
@@ -94,5 +99,6 @@
     keepCsrfToken: keepCsrfToken,
     canAct: canAct,
     actionLabel: actionLabel,
+    answerOf: answerOf,
   };
 })();

@@ -25,12 +25,7 @@
         headers: { Accept: "application/json" },
         credentials: "same-origin",
       });
-      let answer = {};
-      try {
-        answer = await response.json();
-      } catch (error) {
-        answer = { error: "the dashboard answered " + response.status };
-      }
+      const answer = await window.safelight.answerOf(response, "error");
       if (response.ok && answer.csrf) {
         window.safelight.keepCsrfToken(answer.csrf);
         window.location.assign(answer.next || "/");

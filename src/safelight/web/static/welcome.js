@@ -22,12 +22,7 @@
       body: JSON.stringify({ token: token }),
       credentials: "same-origin",
     });
-    let answer = {};
-    try {
-      answer = await response.json();
-    } catch (error) {
-      answer = { error: "the dashboard answered " + response.status };
-    }
+    const answer = await window.safelight.answerOf(response, "error");
     if (response.ok) {
       window.safelight.keepCsrfToken(answer.csrf);
       window.location.replace(answer.next);

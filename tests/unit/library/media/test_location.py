@@ -12,7 +12,7 @@ from PIL import Image
 from safelight.library.media.exif import read_exif
 from safelight.library.media.location import Location, location_of, parse_iso6709
 from safelight.library.media.metadata import read_image_metadata, video_metadata_from_probe
-from safelight.library.media.xmp import NS_EXIF, parse_xmp
+from safelight.library.media.xmp import NS_EXIF, XmpProperties, parse_xmp
 from safelight.testing.dateplaces import exif_with_gps, xmp_packet
 
 
@@ -66,31 +66,27 @@ def test_no_gps_null_island_and_out_of_range_are_no_position() -> None:
     assert parse_iso6709("+10.0000+181.0000/") is None
 
 
-def test_xmp_gps_when_exif_has_none() -> None:
-    xmp = parse_xmp(
+def xmp_gps(latitude: str, longitude: str, altitude: str, altitude_ref: str) -> XmpProperties:
+    """Parsed XMP holding a GPS position, each value as XMP writes it."""
+    return parse_xmp(
         xmp_packet(
             {
-                (NS_EXIF, "GPSLatitude"): "39,6.9N",
-                (NS_EXIF, "GPSLongitude"): "108,24,3.48W",
-                (NS_EXIF, "GPSAltitude"): "14839/10",
-                (NS_EXIF, "GPSAltitudeRef"): "0",
+                (NS_EXIF, "GPSLatitude"): latitude,
+                (NS_EXIF, "GPSLongitude"): longitude,
+                (NS_EXIF, "GPSAltitude"): altitude,
+                (NS_EXIF, "GPSAltitudeRef"): altitude_ref,
             }
         )
     )
+
+
+def test_xmp_gps_when_exif_has_none() -> None:
+    xmp = xmp_gps("39,6.9N", "108,24,3.48W", "14839/10", "0")
     found = location_of(read_exif(b""), xmp)
     assert near(found, 39.115, -(108 + 24 / 60 + 3.48 / 3600), 1483.9)
     exif = read_exif(exif_with_gps(10.0, 20.0))
     assert near(location_of(exif, xmp), 10.0, 20.0, None), "EXIF wins over XMP"
-    below = parse_xmp(
-        xmp_packet(
-            {
-                (NS_EXIF, "GPSLatitude"): "31,30S",
-                (NS_EXIF, "GPSLongitude"): "35,30E",
-                (NS_EXIF, "GPSAltitude"): "4305/10",
-                (NS_EXIF, "GPSAltitudeRef"): "1",
-            }
-        )
-    )
+    below = xmp_gps("31,30S", "35,30E", "4305/10", "1")
     assert near(location_of(read_exif(b""), below), -31.5, 35.5, -430.5)
     wrong = parse_xmp(
         xmp_packet({(NS_EXIF, "GPSLatitude"): "39,6.9E", (NS_EXIF, "GPSLongitude"): "1,0W"})

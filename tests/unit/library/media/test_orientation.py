@@ -6,7 +6,6 @@ the container's transforms, never EXIF's Orientation.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import struct
 from datetime import datetime
@@ -20,8 +19,9 @@ from safelight.library.media.containers import container_orientation, jxl_orient
 from safelight.library.media.exif import read_exif
 from safelight.library.media.metadata import Orientation, read_image_metadata, turn_after_undoing
 from safelight.library.media.sidecars import SidecarFacts
-from safelight.library.render.decoding import ImageDecoder, decode_image
+from safelight.library.render.decoding import decode_image
 from safelight.library.render.images import ImageProxies, make_image_proxies
+from safelight.testing.decoders import running_decoder
 from safelight.testing.exif import exif_bytes
 from safelight.testing.oriented import (
     BLUE,
@@ -220,11 +220,8 @@ async def test_the_decode_processes_turn_every_format_as_a_thread_does(tmp_path:
     paths = [write(tmp_path / fmt, fmt, 6) for fmt in ("png-raw-profile", "tiff", "heif")]
     paths.append(tmp_path / "photo.jxl")
     quadrants(*SIZE).save(paths[-1], "JXL")
-    decoder = ImageDecoder(1)
-    try:
+    async with running_decoder(1) as decoder:
         results = [await decoder.decode(path, DEFAULT_SPEC) for path in paths]
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
     for path, (meta, proxies) in zip(paths, results, strict=True):
         assert (meta.width, meta.height) == SIZE, path
         assert_upright_proxies(proxies)

@@ -28,6 +28,7 @@ from safelight.library.render.decoding import (
     ImageDecoder,
     decode_image,
 )
+from safelight.testing.decoders import running_decoder
 from safelight.testing.samplegen import Manifest, generate_library
 from safelight.testing.specs import proxy_spec
 
@@ -43,20 +44,14 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
 
 @pytest.fixture
 async def decoder() -> AsyncIterator[ImageDecoder]:
-    decoder = ImageDecoder(2)
-    try:
+    async with running_decoder(2) as decoder:
         yield decoder
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
 
 
 @pytest.fixture
 async def one_process() -> AsyncIterator[ImageDecoder]:
-    decoder = ImageDecoder(1)
-    try:
+    async with running_decoder(1) as decoder:
         yield decoder
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
 
 
 # --- run in a decode process (importable there: this module is on sys.path) --------------

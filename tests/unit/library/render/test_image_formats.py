@@ -10,7 +10,6 @@ with a reason and the marker never appears. The source is scanned so that a futu
 from __future__ import annotations
 
 import ast
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from safelight.library.media.metadata import read_image_metadata
 from safelight.library.render.decoding import ImageDecoder, decode_image
 from safelight.library.render.raw import _preview_image
 from safelight.library.render.video import _poster_proxies
+from safelight.testing.decoders import running_decoder
 from safelight.testing.ghostscript import POSTSCRIPT, FakeGhostscript
 from safelight.testing.specs import proxy_spec
 
@@ -50,11 +50,8 @@ def postscript(tmp_path: Path) -> Path:
 @pytest.fixture
 async def decoder(gs: FakeGhostscript) -> AsyncIterator[ImageDecoder]:
     """One decode process, started after the fake gs is on PATH (it inherits PATH)."""
-    decoder = ImageDecoder(1)
-    try:
+    async with running_decoder(1) as decoder:
         yield decoder
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
 
 
 def test_the_fake_gs_is_what_pillow_would_run(gs: FakeGhostscript) -> None:

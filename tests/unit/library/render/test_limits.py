@@ -39,7 +39,7 @@ from safelight.library.files.limits import (
     web_video_max_bytes,
 )
 from safelight.library.media.metadata import VideoMetadata, read_video_metadata
-from safelight.library.render.decoding import DecodeOutOfMemory, ImageDecoder
+from safelight.library.render.decoding import DecodeOutOfMemory
 from safelight.library.render.images import ProxySpec, make_image_proxies
 from safelight.library.render.video import (
     ToolBounds,
@@ -48,6 +48,7 @@ from safelight.library.render.video import (
     run_killable,
 )
 from safelight.settings import Settings, SettingsError
+from safelight.testing.decoders import running_decoder
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.specs import DEFAULT_SPEC, VIDEO_SPEC, proxy_spec, video_spec
 
@@ -367,8 +368,7 @@ def test_settings_size_the_pool_by_the_memory_budget(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.usefixtures("loop_errors")
 async def test_a_decode_process_has_an_address_space_limit() -> None:
-    decoder = ImageDecoder(1, memory_mib=300)
-    try:
+    async with running_decoder(1, memory_mib=300) as decoder:
         soft, _ = await decoder.run(resource.getrlimit, resource.RLIMIT_AS)
         assert soft == 300 * MIB + ADDRESS_SPACE_HEADROOM_BYTES
         (pid,) = decoder.pids()
@@ -377,8 +377,6 @@ async def test_a_decode_process_has_an_address_space_limit() -> None:
             await decoder.run(bytearray, 8 << 30)
         assert await decoder.run(len, b"next") == 4
         assert decoder.pids() == [pid]
-    finally:
-        await asyncio.to_thread(decoder.shutdown)
 
 
 # --- ffprobe and ffmpeg -------------------------------------------------------------------

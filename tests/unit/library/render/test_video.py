@@ -29,6 +29,7 @@ from safelight.library.files.limits import (
 from safelight.library.render import video
 from safelight.library.render.video import (
     ToolTimedOut,
+    VideoProxies,
     killable_command,
     make_video_proxies,
     probe_video,
@@ -641,6 +642,17 @@ def ffmpeg_calls(folder: Path) -> list[str]:
     return (folder / "calls").read_text().splitlines()
 
 
+async def proxies_through_wrapped_ffmpeg(tmp_path: Path, source: Path) -> tuple[VideoProxies, str]:
+    """The proxies of ``source`` made through an ffmpeg that logs its calls, and the one
+    call that made the web video."""
+    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", ":")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    [web_call] = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
+    return result, web_call
+
+
 @pytest.mark.parametrize(
     ("name", "options"),
     [
@@ -653,13 +665,9 @@ async def test_a_browser_ready_video_is_remuxed_not_encoded(
     tmp_path: Path, name: str, options: dict[str, Any]
 ) -> None:
     source = clip(tmp_path / name, **options)
-    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", ":")
-    out = tmp_path / "out"
-    out.mkdir()
-    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    result, web_call = await proxies_through_wrapped_ffmpeg(tmp_path, source)
     assert video.browser_ready(result.metadata, VIDEO_SPEC)
     assert video_md5(result.web_video) == video_md5(source)  # the same H.264, copied
-    [web_call] = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
     assert "-c copy" in web_call and "libx264" not in web_call
     boxes = top_level_boxes(result.web_video)
     assert boxes.index(b"moov") < boxes.index(b"mdat")  # faststart
@@ -683,13 +691,10 @@ async def test_a_browser_ready_video_is_remuxed_not_encoded(
 async def test_a_video_a_browser_may_not_play_is_encoded(
     tmp_path: Path, name: str, options: dict[str, Any]
 ) -> None:
-    source = clip(tmp_path / name, **options)
-    ffmpeg = wrapping(tmp_path / "ffmpeg", "ffmpeg", ":")
-    out = tmp_path / "out"
-    out.mkdir()
-    result = await make_video_proxies(source, out, video_spec(ffmpeg=ffmpeg), alive)
+    result, web_call = await proxies_through_wrapped_ffmpeg(
+        tmp_path, clip(tmp_path / name, **options)
+    )
     assert not video.browser_ready(result.metadata, VIDEO_SPEC)
-    [web_call] = [c for c in ffmpeg_calls(tmp_path / "ffmpeg") if "video.mp4" in c]
     assert "libx264" in web_call and "-c copy" not in web_call
     (encoded, *_) = streams(result.web_video)
     assert (encoded["codec_name"], encoded["pix_fmt"]) == ("h264", "yuv420p")
