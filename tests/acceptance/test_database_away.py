@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +32,7 @@ from safelight.db.urls import mask_url
 from safelight.settings import Settings
 from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env, safelight_process
 from tests.faults.startingup import STARTING_UP, StartingUpProxy
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.acceptance
 
@@ -52,13 +51,13 @@ SHORT_LEASES = {
 def embedded_home() -> Iterator[Path]:
     # Not pytest's tmp_path: as root the embedded server runs as another user, who must
     # reach its home (see test_processes.test_run_on_the_embedded_database_with_no_url).
-    scratch = Path(tempfile.mkdtemp(prefix="safelight-db-away-"))
+    scratch = temporary_folder("safelight-db-away-", homes=True)  # tied to the session
     scratch.chmod(0o711)
     try:
         yield scratch / "home"
     finally:
         _kill_server(scratch / "home" / DATA_FOLDER)
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_folder(scratch, homes=True)
 
 
 def _kill_server(pgdata: Path) -> None:

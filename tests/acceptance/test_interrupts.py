@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pytest
 
 from safelight.db.embedded import DATA_FOLDER
 from tests.acceptance.harness import PAUSE_POINTS, REPO, paused_at, process_env
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.acceptance
 
@@ -102,7 +101,7 @@ def test_ctrl_c_during_the_first_initdb_leaves_nothing_half_made(
     removed, and the next start makes a whole one."""
     # Not pytest's tmp_path: as root the embedded server runs as another user, who must
     # be able to reach its home (see test_processes.test_run_on_the_embedded_database).
-    scratch = Path(tempfile.mkdtemp(prefix="safelight-initdb-"))
+    scratch = temporary_folder("safelight-initdb-", homes=True)  # tied to the session
     scratch.chmod(0o711)
     home = scratch / "home"
     env = {"SAFELIGHT_HOME": str(home)}
@@ -136,7 +135,7 @@ def test_ctrl_c_during_the_first_initdb_leaves_nothing_half_made(
         _assert_stops(home / DATA_FOLDER / "postmaster.pid")
     finally:
         _stop_server(home / DATA_FOLDER)
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_folder(scratch, homes=True)
 
 
 def _assert_stops(pid_file: Path) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +25,8 @@ from safelight.db.database import Database
 from safelight.db.embedded import DATA_FOLDER
 from safelight.settings import Settings
 from safelight.testing.invoking import Invoke
-from safelight.testing.serverusers import remove_users_of_gone_homes
 from safelight.testing.tinylibrary import write_photo
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.acceptance
 
@@ -45,13 +43,12 @@ def scratch() -> Iterator[Path]:
     """Not pytest's tmp_path, whose base folder is 0700: another user could reach
     nothing in it whatever safelight did, and as root the embedded server's user must
     reach the home. This one is 0755, as a user's home folder often is."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-private-"))
+    folder = temporary_folder("safelight-private-", homes=True)  # tied to the session
     folder.chmod(0o755)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        remove_users_of_gone_homes(folder)
+        remove_folder(folder, homes=True)
 
 
 @pytest.fixture

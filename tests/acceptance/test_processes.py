@@ -4,9 +4,7 @@ password, Ctrl-C in the middle of a crawl, and a run on the embedded PostgreSQL.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from psycopg import sql
 
 from safelight.db.embedded import DATA_FOLDER
 from tests.acceptance.harness import Sample, safelight_process, start_safelight
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = pytest.mark.acceptance
 
@@ -216,12 +215,12 @@ def test_run_on_the_embedded_database_with_no_url(sample_library: Sample) -> Non
     # Not pytest's tmp_path: pytest resets its base folder to mode 0700 whenever a session
     # starts, and as root the embedded server runs as another user, who must be able to
     # reach its data folder for the whole run (safelight opens no folder for it).
-    scratch = Path(tempfile.mkdtemp(prefix="safelight-cli-embedded-"))
+    scratch = temporary_folder("safelight-cli-embedded-", homes=True)  # tied to the session
     scratch.chmod(0o711)
     try:
         _run_on_the_embedded_database(sample_library, scratch / "home")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_folder(scratch, homes=True)
 
 
 def _run_on_the_embedded_database(sample_library: Sample, home: Path) -> None:

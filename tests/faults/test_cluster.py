@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import stat
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.cluster import CLUSTER_USER, PrivateCluster
+from tests.reaper import remove_folder, temporary_folder
 
 pytestmark = [
     pytest.mark.faults,
@@ -61,12 +61,12 @@ finally:
 @pytest.fixture
 def closed() -> Iterator[Path]:
     """A folder of mode 0700 (mkdtemp's), as root's home is on Debian."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-faults-closed-"))
+    folder = temporary_folder("safelight-faults-closed-")  # tied to the session
     try:
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)
 
 
 def modes(paths: list[Path]) -> dict[Path, int]:

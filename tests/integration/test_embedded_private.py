@@ -12,11 +12,9 @@ import grp
 import os
 import pwd
 import shlex
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,11 +57,11 @@ def scratch() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def legacy_pgserver() -> Iterator[Path]:
     """pgserver 0.1.4 unpacked (see ``safelight.testing.legacypgserver``)."""
-    folder = Path(tempfile.mkdtemp(prefix="safelight-legacy-pgserver-"))
+    folder = temporary_folder("safelight-legacy-pgserver-")  # tied to the session
     try:
         yield fetch_legacy_pgserver(folder)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)
 
 
 def long_home(scratch: Path, length: int) -> Path:
