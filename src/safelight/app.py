@@ -434,7 +434,7 @@ async def run_workers(
     try:
         # Before anything is claimed: nothing this process writes or deletes may land in
         # any registered library (whoever's, whatever its state), and its proxy root must
-        # be this database's (library.roots, .proxyroot).
+        # be this database's (library.files.roots, .proxyroot).
         await check_proxy_root(engine.services)
         _log.info(
             "%d worker(s) %s serving %s on %s",

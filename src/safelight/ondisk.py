@@ -10,7 +10,7 @@ What is tightened: the home itself (what safelight keeps in it is private by its
 mode: the data folder and socket folder are the server's 0700, the lock files 0600,
 the demo library 0700 since it was first generated; the copy of the PostgreSQL
 binaries stays 0755 for the server's user as root, and holds nothing else), and the
-proxy root's layout (``library.proxymodes``). Never a storage root: the demo library is
+proxy root's layout (``library.proxystore.proxymodes``). Never a storage root: the demo library is
 one, a folder of originals, and is left as it is.
 """
 

@@ -405,7 +405,7 @@ class Settings:
     def proxies(self) -> Path:
         """The proxy root, resolved. By default ``<home>/proxies`` for the embedded
         database and ``<home>/proxies-<database>`` for a server's: a proxy root belongs
-        to one database (``library.proxyroot``), and one home may serve both."""
+        to one database (``library.proxystore.proxyroot``), and one home may serve both."""
         if self.proxy_root is not None:
             return self.proxy_root.expanduser().resolve()
         folder = (

@@ -8,7 +8,7 @@ output (the ``run`` summary, tables, progress lines, text logs, error lines) pas
 text through :func:`printable`; JSON output passes through :func:`json_text`, which
 keeps the document exact. The dashboard shows text as :func:`printable` does, in its
 pages and in the JSON its scripts show (``web.pages``, ``web.api``); owner names may
-hold none of what it escapes (``library.owners``).
+hold none of what it escapes (``library.catalogue.owners``).
 
 Escaped: control characters (C0, DEL, C1), format characters (bidi embeddings,
 overrides and isolates, zero-width spaces, the BOM, tag characters), line and paragraph

@@ -69,7 +69,7 @@ def test_run_indexes_a_library_and_a_second_run_reuses_it(
     assert "secret" not in first.output
 
     # Every proxy the database knows is a file on disk, where the summary says.
-    # A server's proxies go to a proxy root of its own in the home (library.proxyroot).
+    # A server's proxies go to a proxy root of its own in the home (library.proxystore.proxyroot).
     proxy_root = Settings(home=home, database_url=database_url).proxies
     assert proxy_root.parent == home.resolve() and proxy_root.name.startswith("proxies-")
     folder = Path(summary["proxies"]["folder"])

@@ -1,5 +1,5 @@
 """Proxies under the names of before ADR 0016 get the crawl attempt's name (ADR 0017,
-``library.legacynames``): linked, the rows repointed in the fenced transaction, the old
+``library.proxystore.legacynames``): linked, the rows repointed in the fenced transaction, the old
 name deleted once no row names it; never a row naming a missing file, never a link
 followed, and every file that could not be renamed reported."""
 

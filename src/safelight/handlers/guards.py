@@ -1,6 +1,6 @@
 """The checks that keep safelight's writes and deletes on its own side of the host:
-every registered folder disjoint from safelight's folders (``library.roots``), and a
-proxy root that belongs to this database (``library.proxyroot``). A Worker runs them at
+every registered folder disjoint from safelight's folders (``library.files.roots``), and a
+proxy root that belongs to this database (``library.proxystore.proxyroot``). A Worker runs them at
 its start; the handlers that write or delete run them again before their first effect,
 since a config can be added, or a marker replaced, while a Worker runs."""
 
@@ -78,7 +78,7 @@ async def check_proxy_root(services: Services) -> None:
     overlaps safelight's folders (so the marker is never written in a library, nor
     around one), and the proxy root is this database's (claimed on first use); raise
     ``RootOverlap`` or ``ProxyRootTaken``. A root it makes is private, and one an
-    earlier release made is tightened first (``library.proxymodes``, ADR 0043; one
+    earlier release made is tightened first (``library.proxystore.proxymodes``, ADR 0043; one
     warning line when anything changed)."""
     _check_own_folders(services.settings)
     # Through ``check_every_root``, the one step of a Worker's start that reads every

@@ -4,7 +4,7 @@ Safe beside a crawl of any config without the per-config rule (ADR 0008): a craw
 fresh file is younger than the floor until its row is committed, and every file is
 re-checked (no row names it, then still old, on the very entry it unlinks) right before
 its delete. Only names of the proxy layout are candidates; anything else under the
-proxy root is reported in the result and left alone (``library.sweep``).
+proxy root is reported in the result and left alone (``library.proxystore.sweep``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Writers of the places other than EXIF where cameras and editors put a capture time:
 an XMP packet, IPTC, a Reconyx maker note, Canon's CIFF heap and Olympus's APP12, so
-the tests build the files safelight must date (the readers are ``library.xmp``,
-``library.capturetime``, ``library.exif`` and ``library.jpegblocks``)."""
+the tests build the files safelight must date (the readers are ``library.media.xmp``,
+``library.media.capturetime``, ``library.media.exif`` and ``library.media.jpegblocks``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (files under a proxy root, BlurHash values), captured on one day's month and day in
 several earlier years and on other days, with every grouping "On this day" knows.
 
-Rows go in through the crawl's own insert (``library.assets.insert_asset``); the
+Rows go in through the crawl's own insert (``library.catalogue.assets.insert_asset``); the
 groupings a crawl or burst detection would set (bursts, Live Photo pairs, RAW stacks,
 soft deletes) are set on them directly. No photo library on disk is made: the page
 never reads one. For the web tests and the browser tests; ``make_web_library`` names

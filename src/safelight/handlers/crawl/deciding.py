@@ -65,7 +65,7 @@ async def process(
 
 
 async def decide(crawl: Attempt, walked: WalkedFile, hashed: HashedFile) -> Then:
-    """Decide a hashed file (``library.decisions``) and apply what is decided; what
+    """Decide a hashed file (``library.walk.decisions``) and apply what is decided; what
     is left to do outside the lock (ingest new content, or read the asset again).
     Under the lock: the index must not change between the decision and its writes."""
     h = hashed.content_hash

@@ -19,7 +19,7 @@ from safelight.library.walk.walker import FileError
 async def rename_legacy_proxies(crawl: Attempt) -> None:
     """Give each of the config's proxies still under a legacy name this attempt's
     name, a page at a time: link, repoint the rows (fenced), then delete each old
-    name no row names any more (library.legacynames, ADR 0017)."""
+    name no row names any more (library.proxystore.legacynames, ADR 0017)."""
     after: tuple[int, str] | None = (0, "")
     while after is not None:
         stop_if_cancelled(crawl.ctx)

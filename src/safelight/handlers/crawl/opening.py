@@ -54,7 +54,7 @@ async def resolve_config(ctx: HandlerContext, services: Services) -> tuple[UUID,
             raise HandlerFailed(f"storage config {config_id} is disabled")
         error_paths = await assets.error_paths(conn, config_id)
     # Before the first write: the config or the settings may have changed since the
-    # Worker started (library.roots, library.proxyroot).
+    # Worker started (library.files.roots, library.proxystore.proxyroot).
     await check_config_root(services, Path(config.root_path))
     await check_proxy_root(services)
     return config_id, Path(config.root_path), error_paths

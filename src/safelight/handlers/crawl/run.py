@@ -9,7 +9,7 @@ asset at its path is unchanged and costs nothing more (its key equals its asset'
 object is made for it); the others go, through a bounded queue, to up to
 ``max_concurrent_files`` workers as the walk goes (hashing and writes run in threads; a
 photo's metadata and proxies in the Worker process's decode processes when it has them,
-``Services.decoder``, else in a thread too). Per file, ``library.decisions`` decides
+``Services.decoder``, else in a thread too). Per file, ``library.walk.decisions`` decides
 (once hashed: touched, moved, a duplicate, or new content) and ``deciding.apply`` makes the
 writes; new content is ingested: metadata, proxies written atomically, then the asset
 and its proxy rows in one fenced transaction. A known path with new content
@@ -25,7 +25,7 @@ encoding) run outside that lock.
 
 At the end, live assets whose file the walk did not see are soft-deleted, unless they
 lie under a folder that could not be listed; then proxies still under a name of before
-ADR 0016 get this attempt's (``library.legacynames``, ADR 0017). A root that is
+ADR 0016 get this attempt's (``library.proxystore.legacynames``, ADR 0017). A root that is
 missing, cannot be listed, or holds no media while the config has live assets fails the
 crawl and soft-deletes nothing: an unmounted share must not empty a library.
 

@@ -64,7 +64,7 @@ async def add_motion_video(
     row: NewAsset,
     records: list[ProxyRecord],
 ) -> tuple[NewAsset, list[ProxyRecord]]:
-    """A motion photo's embedded video (library.motionphotos) as its web_video proxy,
+    """A motion photo's embedded video (library.media.motionphotos) as its web_video proxy,
     made from a copy of the video's bytes in the staging area (like a video's, see
     ``make_video``). A still that claims a video which is not there, or whose video
     ffmpeg cannot read, stays a still with the reason, recorded and reported."""

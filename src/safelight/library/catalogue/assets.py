@@ -71,7 +71,7 @@ class NewAsset:
     motion_photo: bool = False
     """A still with its motion video inside the file, made into its web_video proxy."""
     motion_photo_issue: str | None = None
-    """Why a still that claims a motion video is shown as a still (library.motionphotos)."""
+    """Why a still that claims a motion video is shown as a still (library.media.motionphotos)."""
     sidecar: SidecarFile | None = None
     """The XMP sidecar read with its metadata (``sidecars.read_sidecar``)."""
 

@@ -172,7 +172,7 @@ class StorageConfigs:
     ) -> None:
         self._pool = pool
         self._clock = clock
-        # safelight's own folders, which no root may overlap (library.roots); the CLI
+        # safelight's own folders, which no root may overlap (library.files.roots); the CLI
         # passes the settings' folders.
         self._own_folders = own_folders
 

@@ -1,4 +1,4 @@
-"""What an owner name may be (``library.owners``, issue #27 item 7): short, plain and
+"""What an owner name may be (``library.catalogue.owners``, issue #27 item 7): short, plain and
 visible, refused with the reason wherever it enters."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The boundaries between safelight's folders and a user's: which roots may be storage
-roots (``library.roots``), which names under the proxy root are safelight's
+roots (``library.files.roots``), which names under the proxy root are safelight's
 (``layout.parse_proxy_name`` and friends), deletes that never pass a link
-(``library.proxytree``) and the proxy root's marker (``library.proxyroot``)."""
+(``library.proxystore.proxytree``) and the proxy root's marker
+(``library.proxystore.proxyroot``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Where a photo or video was taken: EXIF's GPS IFD, else XMP, for photos; QuickTime's
-ISO 6709 location for videos (``library.location``)."""
+ISO 6709 location for videos (``library.media.location``)."""
 
 from __future__ import annotations
 

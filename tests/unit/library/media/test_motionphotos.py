@@ -1,4 +1,4 @@
-"""Finding the video inside Android motion photos (library.motionphotos), in files built
+"""Finding the video inside Android motion photos (library.media.motionphotos), in files built
 as Google and Samsung lay them out, and in the sample folder's when it is there."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The modes of safelight's files (``core.filemodes``), the proxy root's tightening
-(``library.proxymodes``) and the read group setting, on real files (ADR 0043)."""
+(``library.proxystore.proxymodes``) and the read group setting, on real files (ADR 0043)."""
 
 from __future__ import annotations
 

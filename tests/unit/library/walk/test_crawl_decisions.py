@@ -1,4 +1,4 @@
-"""The crawl's decisions (``library.decisions``), as a table: every case a walked file
+"""The crawl's decisions (``library.walk.decisions``), as a table: every case a walked file
 can meet, decided from what the crawl knows, with no I/O."""
 
 from __future__ import annotations
