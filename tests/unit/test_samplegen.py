@@ -41,7 +41,7 @@ def test_manifest_lists_exactly_the_files_written(library: Manifest) -> None:
     listed = (
         {p.path for p in library.photos}
         | {v.path for v in library.videos}
-        | {e.path for e in library.files.errors}
+        | {e.path for e in library.errors}
         | set(library.ignored)
     )
     assert files_under(library.root) == listed
@@ -55,7 +55,7 @@ def test_what_a_crawl_must_see_and_skip(library: Manifest) -> None:
         assert not any(is_ignored_name(part) for part in photo.path.split("/")), photo.path
     for video in library.videos:
         assert media_type(video.path) == "video", video.path
-    for error in library.files.errors:
+    for error in library.errors:
         assert media_type(error.path) == "image"
     for path in library.ignored:
         parts = path.split("/")
@@ -68,9 +68,9 @@ def test_orientations_cameras_bursts_and_pairs(library: Manifest) -> None:
         p.orientation for p in library.photos if p.path.startswith("orientation/")
     ) == list(range(1, 9))
     assert len({(p.make, p.model) for p in library.photos}) >= 8
-    apple, by_time = library.grouping.bursts
+    apple, by_time = library.bursts
     assert apple.burst_id and len(apple.paths) == 5 and by_time.burst_id is None
-    for burst in library.grouping.bursts:
+    for burst in library.bursts:
         times = [library.photo(p).captured_at for p in burst.paths]
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
         assert all(0 < gap < 1 for gap in gaps)
@@ -93,7 +93,7 @@ def test_same_seed_same_library(tmp_path: Path, library: Manifest) -> None:
     for path in jpegs:
         assert (again.root / path).read_bytes() == (library.root / path).read_bytes(), path
     other = generate_library(tmp_path / "other", seed=12, ffmpeg=None)
-    assert other.bursts[0].burst_id != library.grouping.bursts[0].burst_id
+    assert other.bursts[0].burst_id != library.bursts[0].burst_id
 
 
 def test_without_ffmpeg_videos_are_skipped_and_said_so(tmp_path: Path) -> None:

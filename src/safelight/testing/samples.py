@@ -22,7 +22,8 @@ def samples_dir() -> Path | None:
 
 SAMPLES = samples_dir()
 IMAGES = (
-    # RAW files decode through LibRaw, not Pillow: tests/unit/library/render/test_raw.py checks them.
+    # RAW files decode through LibRaw, not Pillow: tests/unit/library/render/test_raw.py
+    # checks them.
     sorted(
         p for p in SAMPLES.rglob("*") if p.is_file() and media_type(p) == "image" and not is_raw(p)
     )

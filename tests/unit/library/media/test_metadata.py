@@ -95,10 +95,10 @@ def test_capture_time_kinds(library: Manifest) -> None:
 
 
 def test_burst_and_live_photo_identifiers(library: Manifest) -> None:
-    apple_burst = next(b for b in library.grouping.bursts if b.burst_id)
+    apple_burst = next(b for b in library.bursts if b.burst_id)
     ids = {read_image_metadata(library.root / p).burst_id for p in apple_burst.paths}
     assert ids == {apple_burst.burst_id}
-    other = next(b for b in library.grouping.bursts if b.burst_id is None)
+    other = next(b for b in library.bursts if b.burst_id is None)
     assert {read_image_metadata(library.root / p).burst_id for p in other.paths} == {None}
     pair = library.live_pairs[0]
     photo = read_image_metadata(library.root / pair.photo)

@@ -175,8 +175,8 @@ async def test_photos_decode_in_a_process_as_they_do_in_a_thread(
 async def test_a_bad_photo_is_the_same_per_file_error_as_in_a_thread(
     library: Manifest, decoder: ImageDecoder
 ) -> None:
-    assert library.files.errors
-    for bad in library.files.errors:
+    assert library.errors
+    for bad in library.errors:
         path = library.root / bad.path
         with pytest.raises(MediaError) as in_thread:
             decode_image(path, SPEC)
