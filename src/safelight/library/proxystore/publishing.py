@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -109,6 +110,10 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+MAKING_FOLDERS = threading.Lock()
+"""Held while ``make_folders`` makes folders and sets their modes."""
+
+
 def inherited_mode(folder: Path) -> int:
     """The mode a new folder at ``folder`` gets: that of the nearest folder above it that
     exists (``folder`` itself if it does), within ``INHERITED_FOLDER_BITS``."""
@@ -130,18 +135,24 @@ def make_folders(folder: Path) -> None:
     """Make ``folder`` and its missing parents, each with the mode of the folder it is
     made in (``inherited_mode``); the setgid bit of a folder gives its group to what is
     made in it. A folder made meanwhile by another attempt is fine."""
-    missing = []
-    for candidate in (folder, *folder.parents):
-        if candidate.is_dir():
-            break
-        missing.append(candidate)
-    for new in reversed(missing):
-        mode = inherited_mode(new.parent)
-        try:
-            new.mkdir(mode & 0o700)  # never more open than that before its mode is set
-        except FileExistsError:
-            continue
-        os.chmod(new, mode, follow_symlinks=False)  # exactly: the umask takes bits off mkdir's mode
+    # One at a time in a process: a folder another thread has just made still has
+    # mkdir's narrower mode until its chmod, and a folder made in it meanwhile would
+    # inherit that. Across processes no lock is needed: a config's folders are made only
+    # by the attempt that holds the config, and the shared ones inherit from the root.
+    with MAKING_FOLDERS:
+        missing = []
+        for candidate in (folder, *folder.parents):
+            if candidate.is_dir():
+                break
+            missing.append(candidate)
+        for new in reversed(missing):
+            mode = inherited_mode(new.parent)
+            try:
+                new.mkdir(mode & 0o700)  # never more open than that before its mode is set
+            except FileExistsError:
+                continue
+            # Exactly: the umask takes bits off mkdir's mode.
+            os.chmod(new, mode, follow_symlinks=False)
 
 
 def make_video_temp_folder(staging: Path) -> Path:

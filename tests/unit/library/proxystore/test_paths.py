@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -489,3 +490,48 @@ def test_a_new_folder_swapped_for_a_link_is_not_followed(
     with pytest.raises(NotImplementedError):
         make_folders(shared / "cfg")
     assert stat.S_IMODE(outside.stat().st_mode) == 0o755
+
+
+def test_a_folder_made_in_one_another_thread_just_made_gets_the_settled_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two threads of one crawl publish into the same new hash-prefix folder: the second
+    must not inherit the first's folder while it still has mkdir's narrower mode. The
+    second thread starts while the first is between its mkdir and its chmod; the first
+    goes on once the second has asked for the lock (or, were there none, has finished)."""
+    root = tmp_path / "proxies"
+    root.mkdir()
+    root.chmod(0o2750)
+    asked = threading.Event()
+    lock = publishing.MAKING_FOLDERS
+
+    class Watched:
+        def __enter__(self) -> None:
+            if threading.current_thread() is not threading.main_thread():
+                asked.set()
+            lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            lock.release()
+
+    def make_b() -> None:
+        try:
+            publishing.make_folders(root / "53" / "b")
+        finally:
+            asked.set()
+
+    second = threading.Thread(target=make_b)
+    real_chmod = os.chmod
+
+    def chmod(path: Any, mode: int, **kwargs: Any) -> None:
+        if Path(path) == root / "53" and not second.is_alive() and not asked.is_set():
+            second.start()
+            asked.wait()
+        real_chmod(path, mode, **kwargs)
+
+    monkeypatch.setattr(publishing, "MAKING_FOLDERS", Watched())
+    monkeypatch.setattr(os, "chmod", chmod)
+    publishing.make_folders(root / "53" / "a")
+    second.join()
+    folders = [root / "53", root / "53" / "a", root / "53" / "b"]
+    assert [oct(stat.S_IMODE(f.stat().st_mode)) for f in folders] == [oct(0o2750)] * 3
