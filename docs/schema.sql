@@ -99,7 +99,12 @@ CREATE TABLE public.asset_errors (
     reason text NOT NULL,
     first_seen_at timestamp with time zone NOT NULL,
     last_seen_at timestamp with time zone NOT NULL,
-    failures integer DEFAULT 1 NOT NULL
+    failures integer DEFAULT 1 NOT NULL,
+    size bigint,
+    modified_ns bigint,
+    inode bigint,
+    retry_after timestamp with time zone,
+    CONSTRAINT asset_errors_size_check CHECK ((size >= 0))
 );
 
 CREATE TABLE public.assets (
@@ -142,7 +147,9 @@ CREATE TABLE public.assets (
     sidecar_path text,
     sidecar_size bigint,
     sidecar_modified_ns bigint,
-    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'video'::text, 'file'::text]))),
+    read_note text,
+    stack_kind text,
+    CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'modified'::text, 'png'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
     CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),
@@ -156,6 +163,7 @@ CREATE TABLE public.assets (
     CONSTRAINT assets_sidecar_size_check CHECK ((sidecar_size >= 0)),
     CONSTRAINT assets_sidecar_whole CHECK ((((sidecar_path IS NULL) = (sidecar_size IS NULL)) AND ((sidecar_path IS NULL) = (sidecar_modified_ns IS NULL)))),
     CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0)),
+    CONSTRAINT assets_stack_kind_check CHECK ((stack_kind = ANY (ARRAY['raw'::text, 'format'::text, 'copy'::text]))),
     CONSTRAINT ck_assets_motion_photo_is_an_image CHECK (((NOT motion_photo) OR (media_type = 'image'::text)))
 );
 
