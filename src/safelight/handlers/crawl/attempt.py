@@ -19,7 +19,8 @@ from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlCounts, Duplicate
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.assets import KnownAsset
+from safelight.library.catalogue.assets import FailedFile, FileVersion, KnownAsset
+from safelight.library.files.errors import plain_reason
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import StorageRoot
 from safelight.library.media.metadata import file_time
@@ -54,6 +55,11 @@ class Tally:
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
     motion_photo_issues: list[FileError] = field(default_factory=list)
     """Stills that claim a motion video which is not there (each ingested as a still)."""
+    failed_as: dict[str, FileVersion] = field(default_factory=dict)
+    """The file as it was when it failed, by path, where it is known (``errors``)."""
+    not_retried: list[FileError] = field(default_factory=list)
+    """Files that failed before, unchanged since, not read again (``walk.failures``),
+    with the reason recorded then."""
 
 
 class Attempt:
@@ -95,6 +101,9 @@ class Attempt:
         self._last_progress = ctx.clock.monotonic()
         self._since_progress = 0
         self.walk_errors = 0  # how many of the walk's errors are in the tally
+        # The files earlier crawls could not ingest (``opening.resolve_config`` sets it):
+        # each is read again only when it changed or is due (``walk.failures``).
+        self.failed: dict[str, FailedFile] = {}
 
     def publish(self, publish: Callable[..., T], made: object, content_hash: str) -> T:
         """``publish`` (``library.walk.publishing``) what was made for ``content_hash``
@@ -163,10 +172,19 @@ class Attempt:
         self.tally.counts.duplicates += 1
         self.tally.duplicates.append(Duplicate(path, same_as))
 
-    def error(self, path: str, reason: str) -> None:
-        self.tally.errors.append(FileError(path, reason))
+    def error(self, path: str, reason: str, version: FileVersion | None = None) -> None:
+        """``path`` could not be crawled; ``version``: the file as it was then, if known
+        (a later crawl reads it again only once it changed, or is due)."""
+        self.tally.errors.append(FileError(path, plain_reason(reason)))
+        if version is not None:
+            self.tally.failed_as[path] = version
         self.tally.counts.errors += 1
         self.services.crawl_observer.file_errors(1)
+
+    def not_retried(self, failed: FailedFile) -> None:
+        """A file that failed before and has not changed since: left unread, listed."""
+        self.tally.not_retried.append(FileError(failed.path, failed.reason))
+        self.tally.counts.not_retried += 1
 
     def progress(self, *, force: bool = False) -> None:
         self._since_progress += 1

@@ -40,6 +40,10 @@ class CrawlCounts:
     proxies: int = 0
     errors: int = 0
     skipped: int = 0
+    not_retried: int = 0
+    """Files that failed before, unchanged since, not read again (ADR 0057)."""
+    other_files: int = 0
+    """Files that are no photo, video or sidecar: left alone (ADR 0057)."""
 
     def as_json(self) -> dict[str, int]:
         """The counters as the item's progress saves them, in ``COUNTERS`` order."""
@@ -91,6 +95,11 @@ class CrawlResult:
     """Proxy files (relative to the proxy root) a step could not rename or delete."""
     motion_photo_issues: tuple[FileError, ...] = ()
     """Stills that claim a motion video which is not there (each ingested as a still)."""
+    not_retried: tuple[FileError, ...] = ()
+    """Files that failed before and have not changed since: not read again, listed with
+    the reason they failed with (ADR 0057)."""
+    other_files: int = 0
+    """Files that are no photo, video or sidecar: left alone (ADR 0057)."""
 
     @property
     def counts(self) -> CrawlCounts:
@@ -116,6 +125,8 @@ class CrawlResult:
             "proxies_renamed": self.proxies_renamed,
             "proxy_errors": _entries_json(self.proxy_errors),
             "motion_photo_issues": _entries_json(self.motion_photo_issues),
+            "not_retried": _entries_json(self.not_retried),
+            "other_files": self.other_files,
         }
 
     @classmethod
@@ -126,7 +137,7 @@ class CrawlResult:
             name: _count(result.get(name))
             for name in (
                 "total", "found", "unchanged", "ingested", "moved", "reread", "deleted",
-                "proxies", "images", "videos", "proxies_renamed",
+                "proxies", "images", "videos", "proxies_renamed", "other_files",
             )
         }  # fmt: skip
         return cls(
@@ -138,6 +149,7 @@ class CrawlResult:
             skipped=_entries(result.get("skipped")),
             proxy_errors=_entries(result.get("proxy_errors")),
             motion_photo_issues=_entries(result.get("motion_photo_issues")),
+            not_retried=_entries(result.get("not_retried")),
         )
 
 
