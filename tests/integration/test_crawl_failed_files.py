@@ -8,6 +8,8 @@ decode call of ``ingesting``, counted here."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -267,3 +269,41 @@ async def test_an_error_recorded_before_the_file_was_is_read_again_once(
     assert (failures, size) == (2, broken.stat().st_size)
     _, hashed = await crawl(h, config)
     assert (hashed, decodes.of(broken)) == (0, 2)
+
+
+def no_moov(seed: int) -> bytes:
+    """An MP4 with its file type box and no movie box (other bytes for each ``seed``):
+    ffprobe says "[mov,mp4,... @ 0x...] moov atom not found" and names the file it
+    read, /dev/fd/N."""
+    return (
+        b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2"
+        + b"\x00\x00\x00\x10free"
+        + seed.to_bytes(8, "big")
+        + b"\x00\x00\x01\x00mdat"
+        + b"\x00" * 248
+    )
+
+
+@pytest.mark.skipif(shutil.which("ffprobe") is None, reason="needs ffmpeg and ffprobe")
+async def test_files_broken_alike_fail_with_one_reason_free_of_addresses_and_descriptors(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    for seed, name in enumerate(("a.mp4", "b/c.mp4", "d.mov")):
+        write(root, name, no_moov(seed))
+    config = await h.add_config(root)
+
+    first, _ = await crawl(h, config)
+    async with pool.connection() as conn:
+        await assets.errors_due_now(conn, config, h.clock.now())
+    again, _ = await crawl(h, config)  # another run: other descriptors, other addresses
+
+    reasons = {e.reason for e in first.errors + again.errors}
+    assert len(first.errors) == len(again.errors) == 3
+    assert len(reasons) == 1, reasons
+    [reason] = reasons
+    assert "moov atom not found" in reason
+    assert not re.search(r"0x[0-9a-fA-F]{4,}|/dev/fd/\d|/proc/\d", reason)
+    stored = {r for (r,) in await h.rows("SELECT reason FROM asset_errors")}
+    assert stored == reasons
