@@ -464,7 +464,9 @@ def test_every_failed_file_is_listed_however_many_and_the_unread_and_other_files
         # lists every one, from the catalogue, and no entry that is not a file.
         "errors": [{"path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1000)]
         + [{"path": "...", "reason": "and 300 more"}],
-        "not_retried": [{"path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1000, 1200)],
+        "not_retried": [
+            {"path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1000, 1200)
+        ],
         "other_files": 13,
     }
     document = summary_document(result=result, stored_errors=stored)

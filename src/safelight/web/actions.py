@@ -99,7 +99,7 @@ async def queue_purge(store: WorkStore, config_id: UUID) -> Done:
 async def retry_failed(
     store: WorkStore, pool: AsyncConnectionPool[Any], config_id: UUID, now: datetime
 ) -> Done:
-    """"Try failed files again": every failed file of the config due at ``now`` (the
+    """ "Try failed files again": every failed file of the config due at ``now`` (the
     next crawl reads each one, changed or not: ADR 0057), and that crawl queued."""
     async with pool.connection() as conn:
         due = await assets.errors_due_now(conn, config_id, now)

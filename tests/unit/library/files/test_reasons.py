@@ -54,7 +54,7 @@ def test_an_open_descriptor_and_a_tools_lines_give_one_reason_whatever_their_num
         ("cannot write /var/tmp/tmpk3j_9xq2/frame.png", "cannot write /var/tmp/tmp.../frame.png"),
         # What does not vary stays: a size, an exit code, a path of the library.
         ("exit code 1 after 300 frames of 0x12", "exit code 1 after 300 frames of 0x12"),
-        ("the storage root /tmp/photos cannot be listed", "the storage root /tmp/photos cannot be listed"),
+        ("the root /tmp/photos cannot be listed", "the root /tmp/photos cannot be listed"),
     ],
 )
 def test_what_varies_is_made_constant_and_nothing_else(text: str, plain: str) -> None:
