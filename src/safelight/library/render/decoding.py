@@ -37,18 +37,29 @@ Lifetimes:
   pool. The photo it was decoding gets a per-file error naming how it died; photos that
   were only waiting in the pool, or running in the other processes, are sent once more
   to a fresh pool, which the next photo starts.
+
+What a decoder says while it decodes a photo (Pillow's Python warnings, libtiff's and
+the other codecs' lines written from C to the process's stderr) is heard per call: the
+decode process's descriptor 2 points at a file of its own while a call runs, and the
+warnings the call raises are recorded (those the filters make errors still raise). Both
+come back with the call's outcome and go to the Worker's log, with the file's name
+(``ImageDecoder.run``'s ``about``), never as bare lines on the terminal (ADR 0057).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import logging
 import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -80,6 +91,12 @@ TRIES = 2
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _NOT_STARTED = 0
+HEARD_LIMIT = 20
+"""At most this many lines a decoder said are logged per photo (the rest are counted)."""
+HEARD_BYTES = 64 * 1024
+"""At most this much of what a codec wrote to stderr during one call is read back."""
+
+log = logging.getLogger("safelight.decode")
 
 
 class DecodeProcessDied(MediaError):
@@ -118,12 +135,27 @@ started the call (0: not started). Set by the initializer."""
 _memory_limit_bytes = 0
 """This process's address-space limit (0: none); named in ``DecodeOutOfMemory``."""
 
+_stderr_file: Any = None
+"""An unnamed file this process's descriptor 2 points at while a call runs (``_heard``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """A call's outcome as it crosses back to the Worker, with what the decoder said
+    meanwhile: its value, or the ``MediaError`` it raised."""
+
+    value: Any
+    error: MediaError | None
+    heard: tuple[str, ...]
+
 
 def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> None:
     global _started_by, _memory_limit_bytes
     _started_by = started_by
     limit_address_space(memory_budget_bytes)
     _memory_limit_bytes = address_space_limit_bytes(memory_budget_bytes)
+    global _stderr_file
+    _stderr_file = tempfile.TemporaryFile()  # unlinked: no name anyone else sees
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
     # stops, then shuts this pool down); a decode process must not die of it first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -146,11 +178,16 @@ def _die_with_parent(worker_pid: int) -> None:
         os._exit(1)
 
 
-def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> _Said:
     if slot >= 0:
         _started_by[slot] = os.getpid()
+    heard: list[str] = []
     try:
-        return function(*args)
+        with _heard(heard):
+            value = function(*args)
+        return _Said(value, None, tuple(heard))
+    except MediaError as error:
+        return _Said(None, error, tuple(heard))
     except MemoryError:
         # The allocation that failed is not made, and what the decode held is freed as
         # the exception unwinds: the process goes on with the next photo.
@@ -159,6 +196,49 @@ def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
             f"{_memory_limit_bytes // MIB} MiB of address space; "
             "SAFELIGHT_DECODE_MEMORY_MIB raises it)"
         ) from None
+
+
+@contextmanager
+def _heard(heard: list[str]) -> Iterator[None]:
+    """What is said while the block runs, into ``heard``: the warnings it raises (as
+    "Category: message"; a warning the filters make an error still raises) and the
+    lines written to descriptor 2 (from C: libtiff, libjpeg, libheif...), which points
+    at this process's own file meanwhile. One call at a time runs in a decode process,
+    so nothing else writes there then."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(_stderr_file.fileno(), 2)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            # Shown each time, not once per place: each photo's are its own. Appended,
+            # so a filter that makes a warning an error (a decompression bomb) still wins.
+            warnings.simplefilter("always", append=True)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        heard += [f"{w.category.__name__}: {w.message}" for w in caught]
+        heard += _written()
+
+
+def _written() -> list[str]:
+    """What was written to the process's stderr file since the last call; emptied."""
+    _stderr_file.seek(0)
+    data = _stderr_file.read(HEARD_BYTES)
+    _stderr_file.seek(0)
+    _stderr_file.truncate()
+    text = data.decode("utf-8", "replace")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def tell_heard(about: str | None, heard: tuple[str, ...]) -> None:
+    """Log what a decoder said about a photo (``about``: its name), a record a line."""
+    name = about if about is not None else "a photo"
+    for line in heard[:HEARD_LIMIT]:
+        log.warning("decoding %s: %s", name, line)
+    if len(heard) > HEARD_LIMIT:
+        log.warning("decoding %s: %d more lines not logged", name, len(heard) - HEARD_LIMIT)
 
 
 # --- in the Worker -----------------------------------------------------------------------
@@ -197,18 +277,21 @@ class ImageDecoder:
         spec: ProxySpec,
         raw: bool = False,
         sidecar: SidecarFacts = NO_FACTS,
+        *,
+        about: str | None = None,
     ) -> tuple[ImageMetadata, ImageProxies]:
         """``decode_image(path, spec, raw, sidecar)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
         Cancelling the caller cancels the call if it has not started; a call already
-        running finishes in its process, and its result is dropped.
+        running finishes in its process, and its result is dropped. What the decoder
+        said meanwhile is logged with ``about`` (the file's name).
         """
-        return await self.run(decode_image, path, spec, raw, sidecar)
+        return await self.run(decode_image, path, spec, raw, sidecar, about=about)
 
-    async def run(self, function: Callable[..., T], *args: Any) -> T:
+    async def run(self, function: Callable[..., T], *args: Any, about: str | None = None) -> T:
         """``function(*args)`` in a decode process; both must pickle (a module-level
-        function)."""
+        function). What it said (warnings, a codec's stderr) is logged with ``about``."""
         broken: BrokenProcessPool | None = None
         for _ in range(TRIES):
             pool = self._current_pool()
@@ -221,13 +304,19 @@ class ImageDecoder:
                 broken = error
                 continue
             try:
-                return await asyncio.wrap_future(future)
+                said: _Said = await asyncio.wrap_future(future)
             except BrokenProcessPool as error:
                 await self._end_broken(pool)
                 death = self._death_of_call(pool, slot)
                 if death is not None:
                     raise DecodeProcessDied(death) from error
                 broken = error
+            else:
+                tell_heard(about, said.heard)
+                if said.error is not None:
+                    raise said.error
+                value: T = said.value
+                return value
             finally:
                 self._give_back_when_done(future, slot)
         raise DecodeProcessDied(
