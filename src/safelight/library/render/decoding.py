@@ -59,9 +59,9 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -135,7 +135,7 @@ started the call (0: not started). Set by the initializer."""
 _memory_limit_bytes = 0
 """This process's address-space limit (0: none); named in ``DecodeOutOfMemory``."""
 
-_stderr_file: Any = None
+_stderr_fd = -1
 """An unnamed file this process's descriptor 2 points at while a call runs (``_heard``)."""
 
 
@@ -154,8 +154,9 @@ def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> N
     _started_by = started_by
     limit_address_space(memory_budget_bytes)
     _memory_limit_bytes = address_space_limit_bytes(memory_budget_bytes)
-    global _stderr_file
-    _stderr_file = tempfile.TemporaryFile()  # unlinked: no name anyone else sees
+    global _stderr_fd
+    _stderr_fd, name = tempfile.mkstemp(prefix="safelight-decode-")
+    os.unlink(name)  # no name anyone else sees; it goes with the process
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
     # stops, then shuts this pool down); a decode process must not die of it first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -207,7 +208,7 @@ def _heard(heard: list[str]) -> Iterator[None]:
     so nothing else writes there then."""
     sys.stderr.flush()
     saved = os.dup(2)
-    os.dup2(_stderr_file.fileno(), 2)
+    os.dup2(_stderr_fd, 2)
     try:
         with warnings.catch_warnings(record=True) as caught:
             # Shown each time, not once per place: each photo's are its own. Appended,
@@ -224,10 +225,9 @@ def _heard(heard: list[str]) -> Iterator[None]:
 
 def _written() -> list[str]:
     """What was written to the process's stderr file since the last call; emptied."""
-    _stderr_file.seek(0)
-    data = _stderr_file.read(HEARD_BYTES)
-    _stderr_file.seek(0)
-    _stderr_file.truncate()
+    data = os.pread(_stderr_fd, HEARD_BYTES, 0)
+    os.ftruncate(_stderr_fd, 0)
+    os.lseek(_stderr_fd, 0, os.SEEK_SET)  # descriptor 2's offset too: they share it
     text = data.decode("utf-8", "replace")
     return [line.strip() for line in text.splitlines() if line.strip()]
 
