@@ -73,6 +73,7 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> Decodes:
 
 async def broken_library(h: Harness, root: Path) -> tuple[UUID, Path]:
     write(root, "good.jpg", jpeg(1))
+    write(root, "notes.txt", b"no photo: left alone, counted")
     broken = write(root, "broken.jpg", BROKEN)
     return await h.add_config(root), broken
 
@@ -85,6 +86,7 @@ async def test_a_broken_file_fails_once_and_is_not_read_again_while_unchanged(
 
     first, hashed = await crawl(h, config)
     assert (first.ingested, hashed, decodes.of(broken)) == (1, 2, 1)
+    assert first.other_files == first.counts.other_files == 1  # notes.txt
     [error] = first.errors
     assert error.path == "broken.jpg" and error.reason
     st = broken.stat()
