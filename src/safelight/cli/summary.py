@@ -243,10 +243,11 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             _listing(errors),
         ]
     if summary.get("not_retried"):
+        unread = summary["not_retried"]
         parts.append(
             Text(
-                f"{_plural(summary['not_retried'], 'failed file')} unchanged since they "
-                "failed; not read again: run --retry-failed"
+                f"{_plural(unread, 'failed file')} unchanged since "
+                f"{'it' if unread == 1 else 'they'} failed; not read again: run --retry-failed"
             )
         )
     duplicates = summary.get("duplicate_files") or []
