@@ -206,7 +206,7 @@ def _heard(heard: list[str]) -> Iterator[None]:
     lines written to descriptor 2 (from C: libtiff, libjpeg, libheif...), which points
     at this process's own file meanwhile. One call at a time runs in a decode process,
     so nothing else writes there then."""
-    sys.stderr.flush()
+    _flush_stderr()
     saved = os.dup(2)
     os.dup2(_stderr_fd, 2)
     try:
@@ -216,11 +216,17 @@ def _heard(heard: list[str]) -> Iterator[None]:
             warnings.simplefilter("always", append=True)
             yield
     finally:
-        sys.stderr.flush()
+        _flush_stderr()
         os.dup2(saved, 2)
         os.close(saved)
         heard += [f"{w.category.__name__}: {w.message}" for w in caught]
         heard += _written()
+
+
+def _flush_stderr() -> None:
+    """What Python buffered for descriptor 2 goes where descriptor 2 points now."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
 
 
 def _written() -> list[str]:
