@@ -32,7 +32,7 @@ async def process(
     version: FileVersion | None = None
     try:
         failed = crawl.failed.get(walked.path) if by_stat is None else None
-        if failed is not None and not await read_again(crawl, walked, failed):
+        if failed is not None and not await read_failed_again(crawl, walked, failed):
             crawl.not_retried(failed)
             return
         # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
@@ -65,15 +65,15 @@ async def process(
     except (pg_errors.IntegrityError, pg_errors.DataError) as error:
         # Not expected (the index is this crawl's own view), but one row must not
         # stop the crawl: the next crawl sees the database as it now is.
-        crawl.error(walked.path, f"could not be recorded: {error.diag.message_primary}")
+        crawl.error(walked.path, f"could not be recorded: {error.diag.message_primary}", version)
     except (psycopg.Error, asyncio.CancelledError):
         raise
     except Exception as error:
         crawl.ctx.logger.exception("crawl: unexpected error on %s", walked.path)
-        crawl.error(walked.path, f"unexpected error: {type(error).__name__}: {error}")
+        crawl.error(walked.path, f"unexpected error: {type(error).__name__}: {error}", version)
 
 
-async def read_again(crawl: Attempt, walked: WalkedFile, failed: FailedFile) -> bool:
+async def read_failed_again(crawl: Attempt, walked: WalkedFile, failed: FailedFile) -> bool:
     """Whether to read a file that failed before (``walk.failures``): its inode is asked
     for (a stat, no byte read) only when its size and mtime would leave it alone."""
     now = crawl.ctx.clock.now()
