@@ -29,11 +29,13 @@ def short_clip(
 ) -> Path:
     """An H.264 MP4 of ``frames`` frames; with ``audio_seconds``, an AAC track that long,
     so the container's duration (the longest track) claims more than the frames cover."""
-    args = ["-f", "lavfi", "-i", _PATTERN.format(size="320x240", rate=rate)]
+    # The source's own duration, not -frames:v, which would end the audio with the frames.
+    pattern = _PATTERN.format(size="320x240", rate=rate) + f":d={frames / rate}"
+    args = ["-f", "lavfi", "-i", pattern]
     if audio_seconds is not None:
         args += ["-f", "lavfi", "-i", f"sine=frequency=440:duration={audio_seconds}"]
         args += ["-c:a", "aac"]
-    args += ["-frames:v", str(frames), "-c:v", "libx264", "-preset", "ultrafast"]
+    args += ["-c:v", "libx264", "-preset", "ultrafast"]
     _ffmpeg(*args, "-pix_fmt", "yuv420p", str(path))
     return path
 
@@ -130,9 +132,23 @@ def mdpm_sei(recorded: datetime, zone: int) -> bytes:
     date += bytes([bcd(recorded.month), 0x19, bcd(recorded.day), bcd(recorded.hour)])
     date += bytes([bcd(recorded.minute), bcd(recorded.second)])
     payload = AVCHD_UUID + b"MDPM" + bytes([2]) + date
-    assert b"\0\0" not in payload, "would need emulation prevention"
     # SEI: payload type 5 (unregistered user data), its size, the payload, the RBSP stop.
-    return b"\0\0\0\1\x06\x05" + bytes([len(payload)]) + payload + b"\x80"
+    body = bytes([5, len(payload)]) + payload + b"\x80"
+    return b"\0\0\0\1\x06" + _escaped(body)
+
+
+def _escaped(rbsp: bytes) -> bytes:
+    """A NAL unit's payload with H.264's emulation prevention: a 3 after two zeros
+    before any byte of 0 to 3, so that no start code appears inside it."""
+    out = bytearray()
+    zeros = 0
+    for byte in rbsp:
+        if zeros >= 2 and byte <= 3:
+            out.append(3)
+            zeros = 0
+        out.append(byte)
+        zeros = zeros + 1 if byte == 0 else 0
+    return bytes(out)
 
 
 def _with_sei_before_first_slice(stream: bytes, sei: bytes) -> bytes:
