@@ -183,29 +183,42 @@ _QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})
 
 
 def video_capture_time(
-    creationdate: object, recorded: bytes | None, creation_time: object
+    *,
+    creationdate: object,
+    recorded: bytes | None,
+    content_date: object,
+    creation_time: object,
 ) -> CaptureTime | None:
-    """A video's capture time (source ``"video"``), its own local-time tags first:
+    """A video's capture time (source ``"video"``), its own local-time tags first, as
+    ExifTool reads them (none of them is subject to its ``QuickTimeUTC``):
 
-    1. QuickTime's ``com.apple.quicktime.creationdate`` (an ``mdta`` key; iPhones and
-       the apps that keep their metadata): the local time, with its zone
-       (``2024-07-14T18:03:12+0200``); without one, the wall clock, naive.
-    2. AVCHD's recording date (``containers.avchd_recording_date``, ExifTool's
-       ``H264:DateTimeOriginal``): the camcorder's clock, with its zone.
-    3. The container's ``creation_time`` (``mvhd``): UTC by the QuickTime spec, so its
-       local date is the UTC date (no zone to show another).
+    1. ``creationdate``: QuickTime's ``com.apple.quicktime.creationdate`` (an ``mdta``
+       key, ExifTool's ``Keys:CreationDate``; iPhones, and the apps that keep their
+       metadata): the local time with its zone (``2024-07-14T18:03:12+0200``).
+    2. ``recorded``: AVCHD's recording date (``containers.avchd_recording_date``,
+       ExifTool's ``H264:DateTimeOriginal``): the camcorder's clock, with its zone.
+    3. ``content_date``: ``©day`` in ``udta`` or ``ilst`` (ffprobe's ``date``, ExifTool's
+       ``ContentCreateDate``), as older iPhones and some cameras write it: local, with
+       its zone; a date alone (a song's year) is no capture time.
+    4. ``creation_time``: the container's (``mvhd``, ExifTool's ``QuickTime:CreateDate``),
+       UTC by the QuickTime spec, so its local date is the UTC date (no zone to show
+       another).
 
-    None when none holds a date."""
+    A local time without a zone is the wall clock (naive). None when none holds a date."""
     local = _quicktime_time(creationdate, naive_is_utc=False)
     if local is None and recorded is not None:
         local = mdpm_datetime(recorded)
+    if local is None:
+        local = _quicktime_time(content_date, naive_is_utc=False)
     if local is None:
         local = _quicktime_time(creation_time, naive_is_utc=True)
     return CaptureTime(local, "video") if local is not None else None
 
 
 def _quicktime_time(value: object, *, naive_is_utc: bool) -> datetime | None:
-    if not isinstance(value, str) or not value.strip():
+    """An ISO 8601 date and time (``T`` or a space between); None for anything else, a
+    date without a time of day, or an unset QuickTime time."""
+    if not isinstance(value, str) or len(value.strip()) <= len("2024-07-14"):
         return None
     try:
         stamp = datetime.fromisoformat(value.strip())

@@ -2,7 +2,7 @@
 
 Capture time: for photos, the first of EXIF, embedded XMP, IPTC and the maker's own
 blocks that holds a date (``capturetime``, ADR 0026); for videos, their own local-time
-tags (Apple's ``com.apple.quicktime.creationdate``, AVCHD's recording date), else the
+tags (Apple's ``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``), else the
 container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR 0054).
 With an offset the result is aware;
 without one it is **naive**: the camera's wall-clock time, zone unknown (most cameras
@@ -550,7 +550,10 @@ def video_metadata_from_probe(
     fmt = probe.get("format") or {}
     tags = {**_lower_keys(video.get("tags")), **_lower_keys(fmt.get("tags"))}
     captured = video_capture_time(
-        tags.get("com.apple.quicktime.creationdate"), recorded, tags.get("creation_time")
+        creationdate=tags.get("com.apple.quicktime.creationdate"),
+        recorded=recorded,
+        content_date=tags.get("date"),
+        creation_time=tags.get("creation_time"),
     )
     return VideoMetadata(
         width=width,

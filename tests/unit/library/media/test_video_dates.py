@@ -153,21 +153,52 @@ def test_a_utc_creation_time_alone_is_read_as_utc(tmp_path: Path) -> None:
 def test_the_order_of_a_videos_dates() -> None:
     mdpm = bytes.fromhex("0420240714180312")
     local = "2024-07-15T01:03:12+0200"
+    day = "2024-07-14T20:03:12-0300"
     utc = "2024-07-14T23:03:12Z"
 
-    def at(creationdate: object, recorded: bytes | None, creation_time: object) -> str | None:
-        chosen = video_capture_time(creationdate, recorded, creation_time)
+    def at(
+        creationdate: object, recorded: bytes | None, content_date: object, creation_time: object
+    ) -> str | None:
+        chosen = video_capture_time(
+            creationdate=creationdate,
+            recorded=recorded,
+            content_date=content_date,
+            creation_time=creation_time,
+        )
         if chosen is None:
             return None
         assert chosen.source == "video"
         return chosen.at.isoformat()
 
-    assert at(local, mdpm, utc) == "2024-07-15T01:03:12+02:00"
-    assert at(None, mdpm, utc) == "2024-07-14T18:03:12+02:00"
-    assert at("not a date", None, utc) == "2024-07-14T23:03:12+00:00"
-    assert at(None, None, "2024-07-14T23:03:12") == "2024-07-14T23:03:12+00:00"  # UTC by spec
-    assert at("2024-07-15T01:03:12", None, utc) == "2024-07-15T01:03:12"  # a wall clock
-    assert at(None, bytes.fromhex("04202407141803ff"), utc) == "2024-07-14T23:03:12+00:00"
-    assert at(None, None, "1904-01-01T00:00:00Z") is None  # QuickTime's unset time
-    assert at("1970-01-01T00:00:00+0000", None, None) is None
-    assert at(None, None, None) is None
+    assert at(local, mdpm, day, utc) == "2024-07-15T01:03:12+02:00"
+    assert at(None, mdpm, day, utc) == "2024-07-14T18:03:12+02:00"
+    assert at(None, None, day, utc) == "2024-07-14T20:03:12-03:00"
+    assert at("not a date", None, None, utc) == "2024-07-14T23:03:12+00:00"
+    assert at(None, None, None, "2024-07-14T23:03:12") == "2024-07-14T23:03:12+00:00"  # UTC
+    assert at("2024-07-15T01:03:12", None, None, utc) == "2024-07-15T01:03:12"  # a wall clock
+    assert at(None, None, "2024-07-14 20:03:12", utc) == "2024-07-14T20:03:12"
+    assert at(None, None, "2024-07-14", utc) == "2024-07-14T23:03:12+00:00"  # no time of day
+    assert at(None, None, "2009", utc) == "2024-07-14T23:03:12+00:00"  # a song's year
+    assert at(None, bytes.fromhex("04202407141803ff"), None, utc) == "2024-07-14T23:03:12+00:00"
+    assert at(None, None, None, "1904-01-01T00:00:00Z") is None  # QuickTime's unset time
+    assert at("1970-01-01T00:00:00+0000", None, None, None) is None
+    assert at(None, None, None, None) is None
+
+
+@needs_ffmpeg
+@needs_exiftool
+@pytest.mark.parametrize("suffix", [".mov", ".mp4"])
+def test_a_content_date_with_its_zone_wins_over_the_utc_creation_time(
+    tmp_path: Path, suffix: str
+) -> None:
+    """``©day`` as an older iPhone wrote it: 13:27 on 12 February in California, which
+    is 21:27 UTC."""
+    clip = quicktime_clip(
+        tmp_path / f"clip{suffix}",
+        creation_time="2010-02-12T21:27:14Z",
+        content_date="2010-02-12T13:27:14-0800",
+    )
+    oracle = exiftool_times(clip)
+    [content] = [v for k, v in oracle.items() if k.endswith(":ContentCreateDate")]
+    assert exiftool_date(content).isoformat() == "2010-02-12T13:27:14-08:00"
+    assert read_video_metadata(clip).captured_at.isoformat() == "2010-02-12T13:27:14-08:00"
