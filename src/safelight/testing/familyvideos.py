@@ -15,7 +15,9 @@ from datetime import datetime
 from pathlib import Path
 
 AVCHD_UUID = bytes.fromhex("17ee8c60f84d11d98cd60800200c9a66")
-"""The unregistered user data (SEI) that carries AVCHD's Modified DV Pack Metadata."""
+"""The unregistered user data (SEI) that carries AVCHD's Modified DV Pack Metadata.
+Written here from ExifTool's H264 module, not taken from the reader
+(``containers``): the builder stays an independent witness, checked by ExifTool."""
 
 _PATTERN = "testsrc2=s={size}:r={rate}"
 
