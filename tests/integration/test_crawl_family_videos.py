@@ -15,6 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.familyvideos import (
     avchd_clip,
+    claim_duration,
     family_format_clip,
     quicktime_clip,
     short_clip,
@@ -60,6 +61,7 @@ async def test_family_videos_are_crawled_with_posters_and_their_local_dates(
     short_clip(root / "one-frame.mp4", frames=1)
     short_clip(root / "blink.mp4", frames=5)
     short_clip(root / "lying.mp4", frames=1, audio_seconds=5.0)
+    claim_duration(short_clip(root / "claims-100s.mp4", frames=5), 100.0)
     config = await h.add_config(root)
 
     item = await h.run("crawl", config_id=config)
@@ -67,7 +69,7 @@ async def test_family_videos_are_crawled_with_posters_and_their_local_dates(
     assert item.status is Status.SUCCEEDED, item.error
     result = crawl_result(item)
     assert result.errors == ()
-    assert result.videos == 10
+    assert result.videos == 11
     rows = await h.rows(
         "SELECT a.file_path, a.captured_at, a.captured_local, a.captured_at_source,"
         "       a.captured_month, a.captured_day, p.path"
@@ -77,7 +79,7 @@ async def test_family_videos_are_crawled_with_posters_and_their_local_dates(
         config,
     )
     by_path = {r[0]: r[1:] for r in rows}
-    assert len(by_path) == 10
+    assert len(by_path) == 11
     for path, (*_, preview) in by_path.items():
         assert preview is not None, f"{path} has no poster"
         with Image.open(h.proxy_root / preview) as poster:

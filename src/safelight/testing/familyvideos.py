@@ -10,6 +10,7 @@ blank poster is right for.
 
 from __future__ import annotations
 
+import struct
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -187,4 +188,21 @@ def quicktime_clip(
         args += ["-metadata", f"com.apple.quicktime.creationdate={creationdate}"]
         args += ["-movflags", "use_metadata_tags"]
     _ffmpeg(*args, str(path))
+    return path
+
+
+def claim_duration(path: Path, seconds: float) -> Path:
+    """Rewrite the ``mvhd`` duration of the MP4 at ``path`` to claim ``seconds``, its
+    tracks left as they are: a header that lies about how long the clip is."""
+    data = bytearray(path.read_bytes())
+    box = data.find(b"mvhd")
+    if box < 0:
+        raise ValueError(f"{path} has no mvhd box")
+    if data[box + 4] == 1:  # version 1: 64-bit times, then a 32-bit time scale
+        (scale,) = struct.unpack_from(">I", data, box + 24)
+        struct.pack_into(">Q", data, box + 28, round(seconds * scale))
+    else:
+        (scale,) = struct.unpack_from(">I", data, box + 16)
+        struct.pack_into(">I", data, box + 20, round(seconds * scale))
+    path.write_bytes(bytes(data))
     return path

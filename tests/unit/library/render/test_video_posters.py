@@ -23,7 +23,12 @@ from safelight.library.render.video import (
     poster_time,
     probe_video,
 )
-from safelight.testing.familyvideos import black_clip, family_format_clip, short_clip
+from safelight.testing.familyvideos import (
+    black_clip,
+    claim_duration,
+    family_format_clip,
+    short_clip,
+)
 from safelight.testing.specs import VIDEO_SPEC, video_spec
 
 FFMPEG = shutil.which("ffmpeg")
@@ -106,6 +111,16 @@ async def test_every_short_clip_gets_a_poster_of_its_frames(
     assert poster_of(result).size == (320, 240)
     assert spread(poster_of(result)) > BLANK_STDDEV * 4
     assert result.web_video.stat().st_size > 0
+
+
+@needs_ffmpeg
+async def test_a_header_that_claims_minutes_gets_a_poster_of_its_frames(tmp_path: Path) -> None:
+    clip = claim_duration(short_clip(tmp_path / "clip.mp4", frames=5), 100.0)
+    metadata = await probe_video(clip)
+    assert metadata.duration_seconds == pytest.approx(100.0)
+    assert poster_time(metadata, VIDEO_SPEC) == pytest.approx(0.1)
+    result = await proxies(clip, tmp_path)
+    assert spread(poster_of(result)) > BLANK_STDDEV * 4
 
 
 @needs_ffmpeg
