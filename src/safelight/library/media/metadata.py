@@ -2,11 +2,11 @@
 
 Capture time: for photos, the first of EXIF, embedded XMP, IPTC and the maker's own
 blocks that holds a date (``capturetime``, ADR 0026); for videos, their own local-time
-tags (Apple's ``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``), else the
-container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR 0054).
-With an offset the result is aware;
-without one it is **naive**: the camera's wall-clock time, zone unknown (most cameras
-before ~2018 and many today), never to be read as UTC. Only when no place holds a date,
+tags (Apple's ``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``),
+else the container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR
+0054). With an offset the result is aware; without one it is **naive**: the camera's
+wall-clock time, zone unknown (most cameras before ~2018 and many today), never to be
+read as UTC. Only when no place holds a date,
 the file's modification time (``"file"``, aware UTC): every asset has a capture time.
 
 Opening images names the formats it may open as (``mediatypes.IMAGE_FORMATS``), imports

@@ -232,10 +232,7 @@ async def probe_video(
 ) -> VideoMetadata:
     """``metadata.read_video_metadata``, async and cancellable: within a time limit from
     the file's size and an address-space limit from ``decode_memory_mib``."""
-    if isinstance(src, Original):
-        st, recorded = await asyncio.to_thread(_stat_and_recording_date, src)
-    else:
-        st, recorded = await asyncio.to_thread(_original_stat, src)
+    st, recorded = await asyncio.to_thread(_stat_and_recording_date, src)
     name, fds = _input(src)
     address_space = tool_address_space(decode_memory_mib)
     result = await run_killable(
@@ -267,16 +264,15 @@ def _input(src: Path | Original) -> tuple[str, tuple[int, ...]]:
     return str(src), ()
 
 
-def _original_stat(src: Path) -> tuple[os.stat_result, bytes | None]:
+def _stat_and_recording_date(src: Path | Original) -> tuple[os.stat_result, bytes | None]:
     """The stat of ``src`` and its AVCHD recording date (``containers``), which ffprobe
-    does not show."""
-    with open_original(src) as original:  # read-only, no symlink, no FIFO
+    does not show: read by position, through the crawl's descriptor or a new read-only
+    open (no symlink, no FIFO)."""
+    if isinstance(src, Original):
+        with os.fdopen(os.dup(src.fd), "rb", buffering=0) as original:
+            return os.fstat(original.fileno()), avchd_recording_date(original)
+    with open_original(src) as original:
         return os.fstat(original.fileno()), avchd_recording_date(original)
-
-
-def _stat_and_recording_date(src: Original) -> tuple[os.stat_result, bytes | None]:
-    with os.fdopen(os.dup(src.fd), "rb", buffering=0) as original:  # read by position
-        return os.fstat(src.fd), avchd_recording_date(original)
 
 
 async def make_video_proxies(
