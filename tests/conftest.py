@@ -54,6 +54,7 @@ SLOW_MODULES = {
     "test_raw.py",
     "test_samplegen.py",
     "test_video.py",
+    "test_video_posters.py",
 }
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Literal
 
 from safelight.library.media.exif import ExifDate, ExifFields
@@ -174,3 +174,82 @@ def _parse_offset(text: str) -> timezone | None:
     if delta > timedelta(hours=14) or int(minutes) >= 60:
         return None
     return timezone(-delta if sign == "-" else delta)
+
+
+# --- videos (ADR 0054) --------------------------------------------------------------------
+
+_QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})
+"""An unset QuickTime creation time (its epoch, or Unix's), not a date."""
+
+
+def video_capture_time(
+    *,
+    creationdate: object,
+    recorded: bytes | None,
+    content_date: object,
+    creation_time: object,
+) -> CaptureTime | None:
+    """A video's capture time (source ``"video"``), its own local-time tags first, as
+    ExifTool reads them (none of them is subject to its ``QuickTimeUTC``):
+
+    1. ``creationdate``: QuickTime's ``com.apple.quicktime.creationdate`` (an ``mdta``
+       key, ExifTool's ``Keys:CreationDate``; iPhones, and the apps that keep their
+       metadata): the local time with its zone (``2024-07-14T18:03:12+0200``).
+    2. ``recorded``: AVCHD's recording date (``containers.avchd_recording_date``,
+       ExifTool's ``H264:DateTimeOriginal``): the camcorder's clock, with its zone.
+    3. ``content_date``: ``©day`` in ``udta`` or ``ilst`` (ffprobe's ``date``, ExifTool's
+       ``ContentCreateDate``), as older iPhones and some cameras write it: local, with
+       its zone; a date alone (a song's year) is no capture time.
+    4. ``creation_time``: the container's (``mvhd``, ExifTool's ``QuickTime:CreateDate``),
+       UTC by the QuickTime spec, so its local date is the UTC date (no zone to show
+       another).
+
+    A local time without a zone is the wall clock (naive). None when none holds a date."""
+    local = _quicktime_time(creationdate, naive_is_utc=False)
+    if local is None and recorded is not None:
+        local = mdpm_datetime(recorded)
+    if local is None:
+        local = _quicktime_time(content_date, naive_is_utc=False)
+    if local is None:
+        local = _quicktime_time(creation_time, naive_is_utc=True)
+    return CaptureTime(local, "video") if local is not None else None
+
+
+def _quicktime_time(value: object, *, naive_is_utc: bool) -> datetime | None:
+    """An ISO 8601 date and time (``T`` or a space between); None for anything else, a
+    date without a time of day, or an unset QuickTime time."""
+    if not isinstance(value, str) or len(value.strip()) <= len("2024-07-14"):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if stamp.year in _QUICKTIME_ZERO_YEARS:
+        return None
+    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None and naive_is_utc else stamp
+
+
+def mdpm_datetime(recorded: bytes) -> datetime | None:
+    """AVCHD's MDPM date (tags 0x18 and 0x19: a zone byte, then year, month, day, hour,
+    minute and second in BCD) as ExifTool's H264 module reads it: the zone byte's 0x20
+    is the sign, bits 1-4 the hours, 0x01 a half hour; its DST flag (0x40) is already
+    counted in the offset. A zone byte with its unused top bit set, or past 14 hours,
+    says no zone: the wall clock, naive. None for digits that are not a date."""
+    if len(recorded) != 8:
+        return None
+    digits = []
+    for byte in recorded[1:]:
+        high, low = byte >> 4, byte & 0x0F
+        if high > 9 or low > 9:
+            return None
+        digits.append(high * 10 + low)
+    century, year, month, day, hour, minute, second = digits
+    try:
+        stamp = datetime(century * 100 + year, month, day, hour, minute, second)
+    except ValueError:
+        return None
+    zone = recorded[0]
+    delta = timedelta(hours=(zone >> 1) & 0x0F, minutes=30 if zone & 0x01 else 0)
+    if zone & 0x80 or delta > timedelta(hours=14):
+        return stamp
+    return stamp.replace(tzinfo=timezone(-delta if zone & 0x20 else delta))

@@ -1,7 +1,8 @@
 """Orientation and EXIF that sit in a file's container rather than where Pillow looks
 at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, the
 ``irot``/``imir`` transforms of a HEIF image, and the orientation in a JPEG XL
-codestream's image header (ADR 0029).
+codestream's image header (ADR 0029); and an AVCHD clip's recording date in the H.264
+stream of its MPEG-TS (ADR 0054).
 
 Read from the open original by position (``os.pread`` where there is a descriptor), so
 the file position Pillow decodes from later is left as it was. Each reader is bounded
@@ -12,6 +13,7 @@ pixels then fail or succeed in the decoder, with its own error.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import struct
 import zlib
@@ -308,3 +310,79 @@ class _Bits:
             value |= ((byte >> (self._position & 7)) & 1) << shift
             self._position += 1
         return value
+
+
+# --- MPEG-TS (AVCHD) ----------------------------------------------------------------------
+
+_TS_PACKET = 188
+_TS_SYNC = 0x47
+_TS_SCAN_BYTES = 1 << 20
+"""Camcorders write the MDPM in the SEI of every key frame, the first one in the first
+access unit: within the first tens of kilobytes of a clip. A megabyte bounds the look."""
+_AVCHD_MDPM = bytes.fromhex("17ee8c60f84d11d98cd60800200c9a66") + b"MDPM"
+"""The UUID of the unregistered user data (H.264 SEI) that holds AVCHD's Modified DV
+Pack Metadata, and its name: what ExifTool's H264 module looks for."""
+_MDPM_DATE, _MDPM_TIME = 0x18, 0x19
+
+
+def avchd_recording_date(fp: IO[bytes]) -> bytes | None:
+    """The 8 bytes of an AVCHD clip's recording date: MDPM tag 0x18 (zone byte, then
+    year's two BCD bytes and the month) and tag 0x19 (day, hour, minute, second), from
+    the first MDPM in the H.264 stream of an MPEG-TS, bare (188-byte packets) or as
+    AVCHD's ``.mts``/``.m2ts`` write it (192: a 4-byte time stamp before each packet).
+    ``None`` for any other file, or when no MDPM holds both tags."""
+    size = _ts_packet_size(_read_at(fp, 0, 3 * 192))
+    if size is None:
+        return None
+    data = _read_at(fp, 0, _TS_SCAN_BYTES)
+    payloads: dict[int, bytearray] = {}
+    lead = size - _TS_PACKET
+    for offset in range(0, len(data) - size + 1, size):
+        packet = data[offset + lead : offset + size]
+        if packet[0] != _TS_SYNC:
+            break
+        control = (packet[3] >> 4) & 3
+        start = 5 + packet[4] if control & 2 else 4  # after the adaptation field
+        if control & 1 and start < _TS_PACKET:
+            pid = (packet[1] & 0x1F) << 8 | packet[2]
+            payloads.setdefault(pid, bytearray()).extend(packet[start:])
+    for stream in payloads.values():
+        found = stream.find(_AVCHD_MDPM)
+        if found >= 0:
+            return _mdpm_date(_unescaped(stream[found + len(_AVCHD_MDPM) :]))
+    return None
+
+
+def _ts_packet_size(head: bytes) -> int | None:
+    """188 or 192 when the first three packets start with the sync byte where each
+    layout puts it."""
+    for size, lead in ((_TS_PACKET, 0), (192, 4)):
+        if len(head) > lead + 2 * size and all(head[lead + i * size] == _TS_SYNC for i in range(3)):
+            return size
+    return None
+
+
+def _unescaped(nal: bytes | bytearray) -> bytes:
+    """An H.264 NAL unit's payload without its emulation prevention bytes (the 3 of
+    every ``00 00 03``); only as much as an MDPM can take (a count and 255 entries)."""
+    out = bytearray()
+    zeros = 0
+    for byte in nal[: 2 * (1 + 5 * 255)]:
+        if zeros >= 2 and byte == 3:
+            zeros = 0
+            continue
+        out.append(byte)
+        zeros = zeros + 1 if byte == 0 else 0
+    return bytes(out[: 1 + 5 * 255])
+
+
+def _mdpm_date(mdpm: bytes) -> bytes | None:
+    """Tags 0x18 and 0x19's values from an MDPM: a count, then entries of a tag byte
+    and four value bytes, in increasing tag order; 0x19 must follow 0x18 at once."""
+    if not mdpm:
+        return None
+    entries = [mdpm[1 + 5 * i : 6 + 5 * i] for i in range(mdpm[0])]
+    for first, second in itertools.pairwise(entries):
+        if len(second) == 5 and first[0] == _MDPM_DATE and second[0] == _MDPM_TIME:
+            return first[1:] + second[1:]
+    return None
