@@ -16,6 +16,9 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import IO
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -26,6 +29,10 @@ _MAX_EXIF_BYTES = 1 << 20
 _RAW_PROFILES = frozenset({b"Raw profile type exif", b"Raw profile type APP1"})
 """ImageMagick's (and ExifTool's) names for EXIF kept as hex text in a PNG."""
 _TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt"})
+_CREATION_TIME = b"Creation Time"
+"""The PNG spec's predefined keyword for "time of original image creation"."""
+_MAX_TIME_TEXT = 64
+_EARLIEST_YEAR = 1980  # before digital images: an unset clock
 
 _MAX_BOXES = 1000
 _MAX_META_BYTES = 16 << 20
@@ -48,27 +55,93 @@ def _read_at(fp: IO[bytes], offset: int, size: int) -> bytes:
 # --- PNG ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PngFacts:
+    """What a PNG's chunks say beside its pixels, read in one walk over them."""
+
+    exif: bytes | None = None
+    """The EXIF block (TIFF structure, perhaps after ``Exif\\0\\0``): the ``eXIf``
+    chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk."""
+    created: datetime | None = None
+    """The ``Creation Time`` text (RFC 1123, as the PNG spec recommends, or ISO 8601):
+    aware when it names a zone, naive otherwise."""
+    modified: datetime | None = None
+    """The ``tIME`` chunk: the image's last modification, in UTC by the PNG spec."""
+
+
 def png_exif(fp: IO[bytes]) -> bytes | None:
-    """The EXIF block of a PNG (TIFF structure, perhaps after ``Exif\\0\\0``): its
-    ``eXIf`` chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk;
-    ``None`` when there is neither."""
+    """The EXIF block of a PNG (``PngFacts.exif``); ``None`` when there is none."""
+    return png_facts(fp).exif
+
+
+def png_facts(fp: IO[bytes]) -> PngFacts:
+    """The EXIF block and the two dates of a PNG; nothing for any other file."""
     if _read_at(fp, 0, 8) != _PNG_SIGNATURE:
-        return None
+        return PngFacts()
     offset = 8
+    exif: bytes | None = None
     from_text: bytes | None = None
+    created: datetime | None = None
+    modified: datetime | None = None
     for _ in range(_MAX_PNG_CHUNKS):
         header = _read_at(fp, offset, 8)
         if len(header) < 8:
             break
         length, kind = struct.unpack(">I4s", header)
-        if kind == b"eXIf":
-            return _read_at(fp, offset + 8, min(length, _MAX_EXIF_BYTES))
-        if kind in _TEXT_CHUNKS and from_text is None and length <= 4 * _MAX_EXIF_BYTES:
-            from_text = _raw_profile(kind, _read_at(fp, offset + 8, length))
+        if kind == b"eXIf" and exif is None:
+            exif = _read_at(fp, offset + 8, min(length, _MAX_EXIF_BYTES))
+        elif kind == b"tIME" and length == 7 and modified is None:
+            modified = _png_time(_read_at(fp, offset + 8, 7))
+        elif (
+            kind in _TEXT_CHUNKS
+            and length <= 4 * _MAX_EXIF_BYTES
+            and (from_text is None or created is None)
+        ):
+            data = _read_at(fp, offset + 8, length)
+            from_text = from_text if from_text is not None else _raw_profile(kind, data)
+            created = created if created is not None else _png_creation_time(kind, data)
         if kind == b"IEND":
             break
         offset += 12 + length
-    return from_text
+    return PngFacts(exif if exif is not None else from_text, created, modified)
+
+
+def _png_time(data: bytes) -> datetime | None:
+    """A ``tIME`` chunk (year, month, day, hour, minute, second), UTC by the spec; a
+    second of 60 (a leap second, which the spec allows) is read as 59."""
+    if len(data) != 7:
+        return None
+    year, month, day, hour, minute, second = struct.unpack(">H5B", data)
+    try:
+        return datetime(year, month, day, hour, minute, min(second, 59), tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _png_creation_time(kind: bytes, data: bytes) -> datetime | None:
+    """The ``Creation Time`` of an uncompressed text chunk, parsed; None for other text
+    or a time that is neither RFC 1123 (``Mon, 1 Jan 2018 12:10:22 +0100``, a zone
+    name or none) nor ISO 8601 with a time of day."""
+    keyword, _, rest = data.partition(b"\0")
+    if keyword != _CREATION_TIME:
+        return None
+    if kind == b"zTXt":
+        return None  # a few bytes of text are never worth compressing; not seen written
+    if kind == b"iTXt":  # flag, method, language\0, translated keyword\0, text
+        if len(rest) < 2 or rest[0] != 0:
+            return None
+        rest = rest[2:].split(b"\0", 2)[-1]
+    text = rest[:_MAX_TIME_TEXT].decode("latin-1").strip()
+    try:
+        stamp = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        try:
+            stamp = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if len(text) <= len("YYYY-MM-DD"):
+            return None  # a date without its time of day is no capture time
+    return stamp if stamp.year >= _EARLIEST_YEAR else None
 
 
 def _raw_profile(kind: bytes, data: bytes) -> bytes | None:
