@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from safelight.library.media.exif import ExifDate, ExifFields
@@ -60,6 +61,7 @@ from safelight.library.media.xmp import (
 
 _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+_EARLIEST_PNG_YEAR = 1980  # before digital images: an unset clock
 
 CapturedAtSource = Literal[
     "sidecar", "exif", "xmp", "iptc", "maker", "modified", "png", "video", "file"
@@ -184,6 +186,25 @@ def iptc_capture_time(date: bytes | None, time: bytes | None) -> datetime | None
         if delta <= timedelta(hours=14) and int(zone[3:5]) < 60:
             return stamp.replace(tzinfo=timezone(-delta if zone[0] == "-" else delta))
     return stamp
+
+
+def png_text_time(text: str | None) -> datetime | None:
+    """A PNG's ``Creation Time`` text: RFC 1123 as the PNG spec recommends (``Mon, 1 Jan
+    2018 12:10:22 +0100``, a zone's name, or none), EXIF's form (``2007:02:13 06:34:38``,
+    which some writers use, with an offset after it or none) or ISO 8601 with a time of
+    day; aware when it names a zone, naive otherwise; None for anything else."""
+    if text is None:
+        return None
+    text = text.strip()
+    if (iso := parse_xmp_date(text)) is not None:
+        return iso
+    if (match := _EXIF_DATE.match(text)) is not None:
+        return parse_exif_datetime(text, None, text[match.end() :] or None)
+    try:
+        stamp = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return stamp if stamp.year >= _EARLIEST_PNG_YEAR else None
 
 
 def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:

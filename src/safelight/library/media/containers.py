@@ -18,7 +18,6 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import IO
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -32,7 +31,6 @@ _TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt"})
 _CREATION_TIME = b"Creation Time"
 """The PNG spec's predefined keyword for "time of original image creation"."""
 _MAX_TIME_TEXT = 64
-_EARLIEST_YEAR = 1980  # before digital images: an unset clock
 
 _MAX_BOXES = 1000
 _MAX_META_BYTES = 16 << 20
@@ -62,9 +60,8 @@ class PngFacts:
     exif: bytes | None = None
     """The EXIF block (TIFF structure, perhaps after ``Exif\\0\\0``): the ``eXIf``
     chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk."""
-    created: datetime | None = None
-    """The ``Creation Time`` text (RFC 1123, as the PNG spec recommends, or ISO 8601):
-    aware when it names a zone, naive otherwise."""
+    created: str | None = None
+    """The ``Creation Time`` text, as written (``capturetime.png_text_time`` reads it)."""
     modified: datetime | None = None
     """The ``tIME`` chunk: the image's last modification, in UTC by the PNG spec."""
 
@@ -81,7 +78,7 @@ def png_facts(fp: IO[bytes]) -> PngFacts:
     offset = 8
     exif: bytes | None = None
     from_text: bytes | None = None
-    created: datetime | None = None
+    created: str | None = None
     modified: datetime | None = None
     for _ in range(_MAX_PNG_CHUNKS):
         header = _read_at(fp, offset, 8)
@@ -99,7 +96,7 @@ def png_facts(fp: IO[bytes]) -> PngFacts:
         ):
             data = _read_at(fp, offset + 8, length)
             from_text = from_text if from_text is not None else _raw_profile(kind, data)
-            created = created if created is not None else _png_creation_time(kind, data)
+            created = created if created is not None else _png_creation_text(kind, data)
         if kind == b"IEND":
             break
         offset += 12 + length
@@ -118,30 +115,17 @@ def _png_time(data: bytes) -> datetime | None:
         return None
 
 
-def _png_creation_time(kind: bytes, data: bytes) -> datetime | None:
-    """The ``Creation Time`` of an uncompressed text chunk, parsed; None for other text
-    or a time that is neither RFC 1123 (``Mon, 1 Jan 2018 12:10:22 +0100``, a zone
-    name or none) nor ISO 8601 with a time of day."""
+def _png_creation_text(kind: bytes, data: bytes) -> str | None:
+    """The text of an uncompressed ``Creation Time`` chunk (``capturetime`` parses it);
+    None for any other text."""
     keyword, _, rest = data.partition(b"\0")
-    if keyword != _CREATION_TIME:
-        return None
-    if kind == b"zTXt":
-        return None  # a few bytes of text are never worth compressing; not seen written
+    if keyword != _CREATION_TIME or kind == b"zTXt":
+        return None  # a few bytes are never worth compressing; not seen written so
     if kind == b"iTXt":  # flag, method, language\0, translated keyword\0, text
         if len(rest) < 2 or rest[0] != 0:
             return None
         rest = rest[2:].split(b"\0", 2)[-1]
-    text = rest[:_MAX_TIME_TEXT].decode("latin-1").strip()
-    try:
-        stamp = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        try:
-            stamp = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if len(text) <= len("YYYY-MM-DD"):
-            return None  # a date without its time of day is no capture time
-    return stamp if stamp.year >= _EARLIEST_YEAR else None
+    return rest[:_MAX_TIME_TEXT].decode("latin-1").strip() or None
 
 
 def _raw_profile(kind: bytes, data: bytes) -> bytes | None:

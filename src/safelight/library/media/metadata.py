@@ -70,6 +70,7 @@ from safelight.library.media.capturetime import (
     choose_capture_time,
     iptc_capture_time,
     parse_exif_datetime,
+    png_text_time,
 )
 from safelight.library.media.containers import (
     PngFacts,
@@ -232,7 +233,7 @@ def read_image_metadata(
                 xmp,
                 iptc=_iptc_time(image),
                 maker=blocks.captured_at or flir_capture_time(applist),
-                png_created=png.created if png is not None else None,
+                png_created=png_text_time(png.created) if png is not None else None,
                 png_modified=png.modified if png is not None else None,
             )
             format_name = image.format or "unknown"

@@ -5,8 +5,9 @@ is inside. Each disagreement that is
 safelight's choice is listed below with its reason; any other fails the test. Skips
 without ExifTool (``scripts/setup --dev`` installs it) or without the samples folder.
 
-ExifTool's values are taken in safelight's documented order of precedence (ADR 0026):
-the oracle checks that each place is *read* right, the order is the ADR's.
+ExifTool's values are taken in safelight's documented order of precedence (ADR 0026,
+and ADR 0053 for the dates of the file's last write): the oracle checks that each place
+is *read* right, the order is the ADRs'.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
 None today: every sample agrees. An entry must still be a disagreement (remove a fixed
 one); an unlisted disagreement fails the test."""
 
+PNG_TIME_ZONE = "PNG tIME is UTC"
+"""Not a tag: the zone the PNG spec gives ``tIME`` (ExifTool shows its wall clock)."""
+
 DATE_PLACES: tuple[tuple[str, str | None, str | None], ...] = (
     ("EXIF:DateTimeOriginal", "EXIF:SubSecTimeOriginal", "EXIF:OffsetTimeOriginal"),
     ("EXIF:CreateDate", "EXIF:SubSecTimeDigitized", "EXIF:OffsetTimeDigitized"),
@@ -53,6 +57,13 @@ DATE_PLACES: tuple[tuple[str, str | None, str | None], ...] = (
     ("IPTC:DateCreated", None, None),  # with IPTC:TimeCreated (see expected_time)
     ("MakerNotes:DateTimeOriginal", None, None),
     ("APP12:DateTimeOriginal", None, None),
+    ("APP1:DateTimeOriginal", None, None),  # FLIR's FFF CameraInfo
+    # The less certain dates of the file's last write (ADR 0053):
+    ("EXIF:ModifyDate", "EXIF:SubSecTime", "EXIF:OffsetTime"),
+    ("XMP:ModifyDate", None, None),
+    ("XMP:DateTime", None, None),  # tiff:DateTime
+    ("PNG:CreationTime", None, None),
+    ("PNG:ModifyDate", None, PNG_TIME_ZONE),  # tIME
 )
 _DATE = re.compile(r"(\d{4}):(\d\d):(\d\d) (\d\d):(\d\d)(?::(\d\d))?(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
 
@@ -103,7 +114,8 @@ def expected_time(tags: Mapping[str, Any]) -> Stamp | None:
             if time is None:
                 continue
             value = f"{value} {time}"
-        stamp = parse(value, tags.get(subsec or ""), tags.get(offset or ""))
+        zone = "+00:00" if offset == PNG_TIME_ZONE else tags.get(offset or "")
+        stamp = parse(value, tags.get(subsec or ""), zone)
         if stamp is not None:
             return stamp
     return None
