@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from PIL import Image
 
 from safelight.library.media.exif import (
+    TAG_DATE_ORIGINAL,
     TAG_DATE_TIME,
     TAG_EXIF_IFD,
     TAG_MAKE,
@@ -26,11 +27,16 @@ _FLIR_RECORD = 0x20  # CameraInfo
 _FLIR_DATE_AT = 0x384
 
 
-def exif_modified_only(
-    written: datetime, *, make: str | None = None, model: str | None = None
+def exif_with_modify_date(
+    written: datetime,
+    *,
+    make: str | None = None,
+    model: str | None = None,
+    captured_at: datetime | None = None,
 ) -> bytes:
-    """An EXIF block whose only date is IFD0 DateTime (ExifTool's ModifyDate), with
-    SubSecTime (ms) and, when ``written`` is aware, OffsetTime in the Exif IFD."""
+    """An EXIF block with IFD0 DateTime (ExifTool's ModifyDate), SubSecTime (ms) and,
+    when ``written`` is aware, OffsetTime in the Exif IFD; its only date unless
+    ``captured_at`` adds DateTimeOriginal (wall clock only)."""
     exif = Image.Exif()
     for tag, value in ((TAG_MAKE, make), (TAG_MODEL, model)):
         if value is not None:
@@ -38,6 +44,8 @@ def exif_modified_only(
     exif[TAG_DATE_TIME] = written.strftime("%Y:%m:%d %H:%M:%S")
     sub = exif.get_ifd(TAG_EXIF_IFD)
     sub[TAG_SUBSEC_TIME] = f"{written.microsecond // 1000:03d}"
+    if captured_at is not None:
+        sub[TAG_DATE_ORIGINAL] = captured_at.strftime("%Y:%m:%d %H:%M:%S")
     offset = written.utcoffset()
     if offset is not None:
         minutes = int(offset.total_seconds()) // 60

@@ -31,6 +31,7 @@ _TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt"})
 _CREATION_TIME = b"Creation Time"
 """The PNG spec's predefined keyword for "time of original image creation"."""
 _MAX_TIME_TEXT = 64
+_XMP_KEYWORD = b"XML:com.adobe.xmp"
 
 _MAX_BOXES = 1000
 _MAX_META_BYTES = 16 << 20
@@ -64,6 +65,9 @@ class PngFacts:
     """The ``Creation Time`` text, as written (``capturetime.png_text_time`` reads it)."""
     modified: datetime | None = None
     """The ``tIME`` chunk: the image's last modification, in UTC by the PNG spec."""
+    xmp: bytes | None = None
+    """The XMP packet of an uncompressed ``iTXt`` (``XML:com.adobe.xmp``) wherever it
+    is: Pillow sees only those before the pixels at open time."""
 
 
 def png_exif(fp: IO[bytes]) -> bytes | None:
@@ -80,6 +84,7 @@ def png_facts(fp: IO[bytes]) -> PngFacts:
     from_text: bytes | None = None
     created: str | None = None
     modified: datetime | None = None
+    xmp: bytes | None = None
     for _ in range(_MAX_PNG_CHUNKS):
         header = _read_at(fp, offset, 8)
         if len(header) < 8:
@@ -92,15 +97,16 @@ def png_facts(fp: IO[bytes]) -> PngFacts:
         elif (
             kind in _TEXT_CHUNKS
             and length <= 4 * _MAX_EXIF_BYTES
-            and (from_text is None or created is None)
+            and (from_text is None or created is None or xmp is None)
         ):
             data = _read_at(fp, offset + 8, length)
             from_text = from_text if from_text is not None else _raw_profile(kind, data)
             created = created if created is not None else _png_creation_text(kind, data)
+            xmp = xmp if xmp is not None else _png_xmp(kind, data)
         if kind == b"IEND":
             break
         offset += 12 + length
-    return PngFacts(exif if exif is not None else from_text, created, modified)
+    return PngFacts(exif if exif is not None else from_text, created, modified, xmp)
 
 
 def _png_time(data: bytes) -> datetime | None:
@@ -126,6 +132,15 @@ def _png_creation_text(kind: bytes, data: bytes) -> str | None:
             return None
         rest = rest[2:].split(b"\0", 2)[-1]
     return rest[:_MAX_TIME_TEXT].decode("latin-1").strip() or None
+
+
+def _png_xmp(kind: bytes, data: bytes) -> bytes | None:
+    """The packet of an uncompressed XMP ``iTXt`` chunk (as ExifTool and Adobe write
+    it), or None for any other text."""
+    keyword, _, rest = data.partition(b"\0")
+    if kind != b"iTXt" or keyword != _XMP_KEYWORD or len(rest) < 2 or rest[0] != 0:
+        return None
+    return rest[2:].split(b"\0", 2)[-1] or None
 
 
 def _raw_profile(kind: bytes, data: bytes) -> bytes | None:

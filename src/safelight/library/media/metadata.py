@@ -226,6 +226,8 @@ def read_image_metadata(
             png = png_facts(original) if image.format == "PNG" else None
             fields = _exif_fields(image, original, png)
             xmp = embedded_xmp(image)
+            if not xmp and png is not None and png.xmp is not None:
+                xmp = parse_xmp(png.xmp)  # an iTXt after the pixels
             applist = getattr(image, "applist", None) or ()
             blocks = read_maker_blocks(applist)
             found = sidecar.captured or choose_capture_time(
