@@ -83,7 +83,9 @@ def _camera_info_date(data: bytes) -> datetime | None:
         (kind,) = struct.unpack(endian + "H", entry[:2])
         if kind == _CAMERA_INFO:
             offset, length = struct.unpack(endian + "II", entry[0x0C:0x14])
-            return _date_in(data[offset : offset + length], endian)
+            record = data[offset : offset + length]
+            # A record cut short is not read, as ExifTool reads none ("Invalid FLIR record").
+            return _date_in(record, endian) if len(record) == length else None
     return None
 
 
@@ -94,8 +96,10 @@ def _date_in(record: bytes, endian: str) -> datetime | None:
         endian = "<" if endian == ">" else ">"  # ExifTool's test: 2 in the right order
     seconds, fraction, west = struct.unpack(endian + "IIh", record[_DATE_AT : _DATE_AT + 10])
     milliseconds = fraction & 0xFFFF
-    if abs(west) > _MAX_ZONE_MINUTES or milliseconds >= 1000:
+    if abs(west) > _MAX_ZONE_MINUTES:
         return None
+    if milliseconds >= 1000:
+        milliseconds = 0  # not a fraction of a second: the second itself still stands
     try:
         stamp = datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, OSError, ValueError):
