@@ -6,7 +6,7 @@ counts tell the photos dated by a less certain source from those dated by the fi
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from safelight.testing.filedates import (
 )
 from safelight.testing.handlers import crawl_result, make_harness, write
 from safelight.views.queries import library_counts
+from safelight.web.onthisday import on_this_day
 from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
@@ -83,6 +84,7 @@ async def test_the_crawl_takes_the_date_the_file_holds_with_its_source(
             config,
         )
         counts = await library_counts(pool, config)
+        day = await on_this_day(pool, date(2026, 5, 6), owner=None)
     found = {r[0]: (r[1], r[2], r[3]) for r in rows}
     assert found == {
         "app1_junk.jpg": (
@@ -106,3 +108,7 @@ async def test_the_crawl_takes_the_date_the_file_holds_with_its_source(
         "thermal.jpg": (shot, datetime(2018, 3, 4, 10, 11, 12, 345000), "maker"),
     }
     assert (counts["photos_dated_by_file"], counts["photos_dated_by_last_edit"]) == (1, 2)
+    # The dashboard says so on the tile (its title and the preview's caption).
+    (tile,) = [a for year in day["years"] for a in year["assets"]]
+    assert (tile["file_name"], tile["captured_at_source"]) == ("edited.jpg", "modified")
+    assert tile["date_note"] == "date from the file's last edit (less certain)"
