@@ -237,3 +237,29 @@ def test_png_xmp_after_the_pixels_is_found() -> None:
 
 def test_not_a_png_has_no_facts() -> None:
     assert png_facts(io.BytesIO(b"\xff\xd8\xff\xe0 not a png")).modified is None
+
+
+# --- XMP with junk ------------------------------------------------------------------------
+
+_WRAPPED = xmp_packet({(NS_XMP, "CreateDate"): "2016-02-03T04:05:06"})
+_BARE = _WRAPPED[_WRAPPED.index(b"<x:xmpmeta") : _WRAPPED.index(b"</x:xmpmeta>") + 12]
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        _WRAPPED + b"\0\0\0\x89garbage\xff",
+        _WRAPPED + b"\0" + _WRAPPED[:90],  # a second packet, cut short
+        b"\xef\xbb\xbfjunk\0" + _WRAPPED,
+        _BARE + b"\0garbage",  # no wrapper: to the closing </x:xmpmeta>
+        _BARE + b"\r\n<?xpacket end='w'?>\0\0junk",  # the trailer is kept, the junk not
+        _BARE + b"junk" + _WRAPPED,  # the first packet, not everything up to the last end
+    ],
+)
+def test_an_xmp_packet_with_junk_around_it_keeps_its_fields(junk: bytes) -> None:
+    assert parse_xmp(junk).get(NS_XMP, "CreateDate") == "2016-02-03T04:05:06"
+
+
+def test_trimming_never_turns_a_refused_packet_into_one_that_parses() -> None:
+    assert parse_xmp(b'<!DOCTYPE x [<!ENTITY e "boom">]>junk' + _WRAPPED) is EMPTY
+    assert parse_xmp(_WRAPPED[: _WRAPPED.index(b"</x:xmpmeta>")] + b"junk") is EMPTY
