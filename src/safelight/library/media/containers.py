@@ -1,7 +1,8 @@
 """Orientation and EXIF that sit in a file's container rather than where Pillow looks
-at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, the
-``irot``/``imir`` transforms of a HEIF image, and the orientation in a JPEG XL
-codestream's image header (ADR 0029).
+at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk (and,
+in the same walk of its chunks, its ``tIME``, ``Creation Time`` and an XMP ``iTXt``
+after the pixels: ADR 0053), the ``irot``/``imir`` transforms of a HEIF image, and the
+orientation in a JPEG XL codestream's image header (ADR 0029).
 
 Read from the open original by position (``os.pread`` where there is a descriptor), so
 the file position Pillow decodes from later is left as it was. Each reader is bounded
