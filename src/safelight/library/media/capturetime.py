@@ -14,10 +14,25 @@ The order of precedence (ADR 0026), first date that parses wins:
 3. ``"iptc"``: IPTC DateCreated with TimeCreated (a date with no time is not a capture
    time: it is skipped rather than read as midnight).
 4. ``"maker"``: the camera maker's own block, for cameras that write no EXIF date: a
-   maker note (Reconyx), Canon's CIFF heap or Olympus's APP12 picture info.
+   maker note (Reconyx), Canon's CIFF heap, Olympus's APP12 picture info, or FLIR's
+   APP1 FFF block (``flir``: thermal cameras; the one maker date with a zone).
 
-The file's own time comes only after all of these (the caller adds it), and the crawl's
-summary counts the photos it dated so.
+The sources above all mean "when the picture was taken". Those below mean "when the
+file was last written", which for a camera's own file is the shot (a camera writes
+IFD0 DateTime as it saves) and for an edited or exported one is the edit: a better
+guess than the file's time on disk, which a copy to a NAS resets, but less certain
+(ADR 0053), and shown as such.
+
+5. ``"modified"``: EXIF IFD0 DateTime (ExifTool's ModifyDate) with the Exif IFD's
+   SubSecTime and OffsetTime, then the XMP's ``xmp:ModifyDate`` and ``tiff:DateTime``.
+6. ``"png"``: a PNG's own dates (``containers.png_facts``): the ``Creation Time`` text,
+   then the ``tIME`` chunk (the last modification, UTC by the PNG spec).
+
+The file's own time (``"file"``) comes only after all of these (the caller adds it),
+and the crawl's summary counts the photos it dated so, and those dated by 5 or 6.
+``xmp:MetadataDate`` (when the metadata alone changed) and ImageMagick's
+``date:create``/``date:modify`` texts (the file system's times of the file it read)
+are not read: neither says anything of the picture.
 
 A zone is borrowed: EXIF without OffsetTime (most cameras before ~2018) gets the offset
 of an XMP or IPTC date that shows the same wall-clock time to the second, as ExifTool's
@@ -31,12 +46,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from safelight.library.media.exif import ExifDate, ExifFields
 from safelight.library.media.xmp import (
     NS_EXIF,
     NS_PHOTOSHOP,
+    NS_TIFF,
     NS_XMP,
     XmpProperties,
     parse_xmp_date,
@@ -44,8 +61,14 @@ from safelight.library.media.xmp import (
 
 _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+_EARLIEST_PNG_YEAR = 1980  # before digital images: an unset clock
 
-CapturedAtSource = Literal["sidecar", "exif", "xmp", "iptc", "maker", "video", "file"]
+CapturedAtSource = Literal[
+    "sidecar", "exif", "xmp", "iptc", "maker", "modified", "png", "video", "file"
+]
+
+LESS_CERTAIN_SOURCES: frozenset[CapturedAtSource] = frozenset({"modified", "png"})
+"""Sources that date the file's last write rather than the shot (5 and 6 above)."""
 
 XMP_DATES = (
     (NS_EXIF, "DateTimeOriginal"),
@@ -54,6 +77,9 @@ XMP_DATES = (
     (NS_EXIF, "DateTimeDigitized"),
 )
 """The XMP dates read, in the order of precedence."""
+
+XMP_MODIFIED_DATES = ((NS_XMP, "ModifyDate"), (NS_TIFF, "DateTime"))
+"""The XMP dates of the file's last write, read after the maker's (``"modified"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +95,13 @@ def choose_capture_time(
     *,
     iptc: datetime | None = None,
     maker: datetime | None = None,
+    png_created: datetime | None = None,
+    png_modified: datetime | None = None,
 ) -> CaptureTime | None:
-    """The capture time by the order above, or None when no place holds a date."""
+    """The capture time by the order above, or None when no place holds a date.
+
+    ``maker``: the date of a maker's block outside EXIF (CIFF, Olympus, FLIR);
+    ``png_created`` and ``png_modified``: a PNG's ``Creation Time`` and ``tIME``."""
     xmp_dates = [d for name in XMP_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None]
     for date in exif.dates:
         parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
@@ -86,6 +117,30 @@ def choose_capture_time(
             return CaptureTime(parsed, "maker")
     if maker is not None:
         return CaptureTime(maker, "maker")
+    return modified_time(exif, xmp, png_created=png_created, png_modified=png_modified)
+
+
+def modified_time(
+    exif: ExifFields,
+    xmp: XmpProperties,
+    *,
+    png_created: datetime | None = None,
+    png_modified: datetime | None = None,
+) -> CaptureTime | None:
+    """The less certain dates (5 and 6 above), for a file that holds no capture date."""
+    xmp_dates = [
+        d for name in XMP_MODIFIED_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None
+    ]
+    if exif.modified is not None:
+        written = exif.modified
+        parsed = parse_exif_datetime(written.value, written.subsec, written.offset)
+        if parsed is not None:
+            return CaptureTime(with_zone(parsed, xmp_dates), "modified")
+    if xmp_dates:
+        return CaptureTime(with_zone(xmp_dates[0], xmp_dates[1:]), "modified")
+    for stamp in (png_created, png_modified):
+        if stamp is not None:
+            return CaptureTime(stamp, "png")
     return None
 
 
@@ -131,6 +186,25 @@ def iptc_capture_time(date: bytes | None, time: bytes | None) -> datetime | None
         if delta <= timedelta(hours=14) and int(zone[3:5]) < 60:
             return stamp.replace(tzinfo=timezone(-delta if zone[0] == "-" else delta))
     return stamp
+
+
+def png_text_time(text: str | None) -> datetime | None:
+    """A PNG's ``Creation Time`` text: RFC 1123 as the PNG spec recommends (``Mon, 1 Jan
+    2018 12:10:22 +0100``, a zone's name, or none), EXIF's form (``2007:02:13 06:34:38``,
+    which some writers use, with an offset after it or none) or ISO 8601 with a time of
+    day; aware when it names a zone, naive otherwise; None for anything else."""
+    if text is None:
+        return None
+    text = text.strip()
+    if (iso := parse_xmp_date(text)) is not None:
+        return iso
+    if (match := _EXIF_DATE.match(text)) is not None:
+        return parse_exif_datetime(text, None, text[match.end() :] or None)
+    try:
+        stamp = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return stamp if stamp.year >= _EARLIEST_PNG_YEAR else None
 
 
 def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:

@@ -1,10 +1,12 @@
 """What a crawl records about a photo or video, read without decoding a single pixel.
 
 Capture time: for photos, the first of EXIF, embedded XMP, IPTC and the maker's own
-blocks that holds a date (``capturetime``, ADR 0026); for videos, their own local-time
-tags (Apple's ``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``),
-else the container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR
-0054). With an offset the result is aware; without one it is **naive**: the camera's
+blocks that holds a date (``capturetime``, ADR 0026), else the less certain date of
+the file's last write the file itself holds (EXIF's ModifyDate, a PNG's dates: ADR
+0053); for videos, their own local-time tags (Apple's
+``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``), else the
+container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR 0054).
+With an offset the result is aware; without one it is **naive**: the camera's
 wall-clock time, zone unknown (most cameras before ~2018 and many today), never to be
 read as UTC. Only when no place holds a date,
 the file's modification time (``"file"``, aware UTC): every asset has a capture time.
@@ -69,15 +71,18 @@ from safelight.library.media.capturetime import (
     choose_capture_time,
     iptc_capture_time,
     parse_exif_datetime,
+    png_text_time,
     video_capture_time,
 )
 from safelight.library.media.containers import (
+    PngFacts,
     avchd_recording_date,
     container_orientation,
     jxl_orientation,
-    png_exif,
+    png_facts,
 )
 from safelight.library.media.exif import ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.media.flir import flir_capture_time
 from safelight.library.media.jpegblocks import read_maker_blocks
 from safelight.library.media.location import Location, location_of, parse_iso6709
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
@@ -222,11 +227,20 @@ def read_image_metadata(
     with open_source(path) as original:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
         with open_image(original) as image:
-            fields = _exif_fields(image, original)
+            png = png_facts(original) if image.format == "PNG" else None
+            fields = _exif_fields(image, original, png)
             xmp = embedded_xmp(image)
-            blocks = read_maker_blocks(getattr(image, "applist", None) or ())
+            if not xmp and png is not None and png.xmp is not None:
+                xmp = parse_xmp(png.xmp)  # an iTXt after the pixels
+            applist = getattr(image, "applist", None) or ()
+            blocks = read_maker_blocks(applist)
             found = sidecar.captured or choose_capture_time(
-                fields, xmp, iptc=_iptc_time(image), maker=blocks.captured_at
+                fields,
+                xmp,
+                iptc=_iptc_time(image),
+                maker=blocks.captured_at or flir_capture_time(applist),
+                png_created=png_text_time(png.created) if png is not None else None,
+                png_modified=png.modified if png is not None else None,
             )
             format_name = image.format or "unknown"
             turn = orientation_of(image, fields, original, sidecar.orientation)
@@ -356,7 +370,9 @@ def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:
     return _exif_fields(image, original)
 
 
-def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
+def _exif_fields(
+    image: Image.Image, original: IO[bytes], png: PngFacts | None = None
+) -> ExifFields:
     if image.format == "TIFF":
         position = original.tell()
         try:
@@ -367,7 +383,7 @@ def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
     if image.format == "PNG":
         # eXIf may follow the pixels, where Pillow sees it only after decoding them, and
         # ImageMagick and ExifTool write EXIF as hex in a "Raw profile" text chunk.
-        blob = png_exif(original)
+        blob = (png or png_facts(original)).exif
         return read_exif(blob) if blob is not None else ExifFields()
     # JPEG, MPO, WebP, HEIF and AVIF all expose the raw block here at open time.
     blob = image.info.get("exif")
