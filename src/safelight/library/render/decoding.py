@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import logging
 import multiprocessing
 import os
 import signal
@@ -77,6 +76,7 @@ from safelight.library.files.limits import (
 from safelight.library.files.originals import OriginalRef
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.render.heard import said_lines, tell_heard
 from safelight.library.render.images import ImageProxies, ProxySpec, make_image_proxies
 from safelight.library.render.raw import decode_raw
 
@@ -91,12 +91,8 @@ TRIES = 2
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _NOT_STARTED = 0
-HEARD_LIMIT = 20
-"""At most this many lines a decoder said are logged per photo (the rest are counted)."""
 HEARD_BYTES = 64 * 1024
 """At most this much of what a codec wrote to stderr during one call is read back."""
-
-log = logging.getLogger("safelight.decode")
 
 
 class DecodeProcessDied(MediaError):
@@ -234,17 +230,7 @@ def _written() -> list[str]:
     data = os.pread(_stderr_fd, HEARD_BYTES, 0)
     os.ftruncate(_stderr_fd, 0)
     os.lseek(_stderr_fd, 0, os.SEEK_SET)  # descriptor 2's offset too: they share it
-    text = data.decode("utf-8", "replace")
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def tell_heard(about: str | None, heard: tuple[str, ...]) -> None:
-    """Log what a decoder said about a photo (``about``: its name), a record a line."""
-    name = about if about is not None else "a photo"
-    for line in heard[:HEARD_LIMIT]:
-        log.warning("decoding %s: %s", name, line)
-    if len(heard) > HEARD_LIMIT:
-        log.warning("decoding %s: %d more lines not logged", name, len(heard) - HEARD_LIMIT)
+    return said_lines(data)
 
 
 # --- in the Worker -----------------------------------------------------------------------
