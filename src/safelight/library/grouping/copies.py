@@ -8,9 +8,10 @@ picture (None: unknown). Two photos are one capture when:
 
 1. **Their names say so**: the same folder and the same base name once copy marks are
    taken off (``IMG_0001 (1)``, ``IMG_0001-edited``, ``IMG_0001 copy``, ``Copy of
-   IMG_0001``, Apple's ``IMG_E0001``), and either their capture times are within a
-   second (and their content is not known to differ, unless a copy mark says it was
-   edited) or their content is the same.
+   IMG_0001``, Apple's ``IMG_E0001``), and either their content is the same, or it is
+   unknown and their capture times are within a second. A marked copy that looks like
+   none of them (an edit: cropped, filtered) joins the unmarked file of its name taken
+   within a second of it that would be the primary: its original.
 2. **Their moment says so**: the same camera (make and model) and the same capture time
    to the sub-second, read from the photo itself (not the file's time), the same
    content, and either another folder or another format. In one folder and one format,
@@ -130,13 +131,21 @@ def fingerprints_wanted(shots: Iterable[Shot]) -> set[int]:
     return {s.id for group in (*_name_families(listed), *_moments(listed)) for s in group}
 
 
+def _near(a: Shot, b: Shot) -> bool:
+    return abs(a.captured_at - b.captured_at) <= MAX_GAP
+
+
 def _one_capture_by_name(a: Shot, b: Shot, fingerprints: Mapping[int, int]) -> bool:
     same = same_content(fingerprints.get(a.id), fingerprints.get(b.id))
-    if same:
-        return True
-    near = abs(a.captured_at - b.captured_at) <= MAX_GAP
-    # An edited copy may look other than its original; an unmarked other format may not.
-    return near and (same is None or _marked(a) or _marked(b))
+    return bool(same) or (same is None and _near(a, b))
+
+
+def _original_of(copy: Shot, family: list[Shot]) -> Shot | None:
+    """The file an edited copy that looks like nothing else of its name was made from:
+    of the unmarked files of its name taken within a second of it, the first as a
+    primary is chosen."""
+    originals = [s for s in family if not _marked(s) and _near(s, copy)]
+    return min(originals, key=_primary_order) if originals else None
 
 
 def _one_capture_by_moment(a: Shot, b: Shot, fingerprints: Mapping[int, int]) -> bool:
@@ -166,10 +175,23 @@ def stack_copies(shots: Iterable[Shot], fingerprints: Mapping[int, int]) -> dict
     def link(a: Shot, b: Shot) -> None:
         parent[root(a.id)] = root(b.id)
 
-    for named in _name_families(listed):
+    families = _name_families(listed)
+    for named in families:
         for a, b in combinations(named, 2):
             if _one_capture_by_name(a, b, fingerprints):
                 link(a, b)
+    # An edited copy may look other than its original (cropped, filtered): its name
+    # and time tie it to the original alone, never to what only resembles the edit.
+    for named in families:
+        alone = [
+            s
+            for s in named
+            if _marked(s) and all(root(o.id) != root(s.id) for o in named if o is not s)
+        ]
+        for copy in alone:
+            original = _original_of(copy, named)
+            if original is not None:
+                link(copy, original)
     for moment in _moments(listed):
         for a, b in combinations(moment, 2):
             if _one_capture_by_moment(a, b, fingerprints):

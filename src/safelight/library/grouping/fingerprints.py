@@ -21,9 +21,10 @@ GRID = (9, 8)
 """Nine columns, so each of eight rows gives eight comparisons: 64 bits."""
 
 SAME_CONTENT_MAX_BITS = 6
-"""At most this many of the 64 bits differ between two pictures of the same content:
-re-encodes of one picture measured 0-2 bits apart here, frames of a moving subject 20
-and more."""
+"""At most this many of the 64 bits differ between two pictures of the same content.
+Measured on thumbnails made by the crawl (tests/unit/library/grouping/test_copies.py):
+one picture as JPEG, WebP and HEIC, re-saved at another quality, or made brighter,
+0 bits apart; frames whose subject moved, 11 and more."""
 
 FINGERPRINT_MAX_PIXELS = 4_000_000
 """A thumbnail is a few hundred pixels wide; anything far larger is not one of ours."""
