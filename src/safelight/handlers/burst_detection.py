@@ -106,7 +106,8 @@ async def run_burst_detection(
         "bursts": len(bursts),
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
         "live_photos": len(pairs),
-        "stacks": len(stacks),
+        "stacks": sum(1 for s in stacks.values() if s.kind == "raw"),
+        "copies": sum(1 for s in stacks.values() if s.kind != "raw"),
     }
 
 
