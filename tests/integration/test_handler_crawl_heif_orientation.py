@@ -11,7 +11,8 @@ from PIL import Image
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.testing.handlers import make_harness
-from safelight.testing.oriented import BLUE, GREEN, RED, WHITE, assert_shows, oriented_photo
+from safelight.testing.oriented import BLUE, WHITE, assert_shows, oriented_photo
+from safelight.testing.samplegen import GREEN, RED
 from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration

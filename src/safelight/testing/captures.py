@@ -70,8 +70,8 @@ def capture_library(root: Path, start: datetime) -> CaptureLibrary:
     at = [start + timedelta(minutes=i) for i in range(5)]
     files: dict[str, bytes] = {}
     burst = tuple(f"burst/IMG_{101 + i:04d}.JPG" for i in range(3))
-    for i, path in enumerate(burst):
-        files[path] = encoded(scene(i), "JPEG", at[0])
+    for i, frame in enumerate(burst):
+        files[frame] = encoded(scene(i), "JPEG", at[0])
     export = scene(3)
     files["export/IMG_0200.JPG"] = encoded(export, "JPEG", at[1])
     files["export/IMG_0200.webp"] = encoded(export, "WEBP", at[1], quality=80)
