@@ -8,8 +8,9 @@ picture (None: unknown). Two photos are one capture when:
 
 1. **Their names say so**: the same folder and the same base name once copy marks are
    taken off (``IMG_0001 (1)``, ``IMG_0001-edited``, ``IMG_0001 copy``, ``Copy of
-   IMG_0001``, Apple's ``IMG_E0001``), and either their content is the same, or it is
-   unknown and their capture times are within a second. A marked copy that looks like
+   IMG_0001``, Apple's ``IMG_E0001``), their content not known to differ, and their
+   capture times within a second, or, where one is dated only by its file (an export
+   that dropped its EXIF), their content the same. A marked copy that looks like
    none of them (an edit: cropped, filtered) joins the unmarked file of its name taken
    within a second of it that would be the primary: its original.
 2. **Their moment says so**: the same camera (make and model) and the same capture time
@@ -137,7 +138,15 @@ def _near(a: Shot, b: Shot) -> bool:
 
 def _one_capture_by_name(a: Shot, b: Shot, fingerprints: Mapping[int, int]) -> bool:
     same = same_content(fingerprints.get(a.id), fingerprints.get(b.id))
-    return bool(same) or (same is None and _near(a, b))
+    if same is False:
+        return False
+    if _near(a, b):
+        return True
+    # Far apart: only a file that does not know when it was shot (an export that
+    # dropped its EXIF) may still be the same picture; two photos that each say when
+    # they were taken, seconds apart, are two shots (two cameras' IMG_0001 in one folder).
+    dated_by_file = a.captured_at_source in FILE_DATED or b.captured_at_source in FILE_DATED
+    return bool(same) and dated_by_file
 
 
 def _original_of(copy: Shot, family: list[Shot]) -> Shot | None:

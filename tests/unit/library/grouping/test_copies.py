@@ -176,3 +176,11 @@ def test_a_fingerprint_is_the_picture_not_its_encoding() -> None:
     with Image.open(buffer) as reread:
         assert same_content(fingerprint_of(picture), fingerprint_of(reread)) is True
     assert same_content(fingerprint_of(picture), fingerprint_of(scene(3))) is False
+
+
+def test_two_shots_of_one_name_taken_apart_are_not_one_capture_however_alike() -> None:
+    """Two cameras' ``IMG_0001`` copied into one folder (the second renamed ``(1)``):
+    each says when it was taken, a day apart, so they stay two photos."""
+    shots = [shot(1, "d/IMG_0001.JPG"), shot(2, "d/IMG_0001 (1).JPG", 86_400)]
+    assert stack_copies(shots, {1: PICTURE, 2: PICTURE}) == {}
+    assert stack_copies(shots, {}) == {}
