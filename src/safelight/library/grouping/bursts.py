@@ -92,19 +92,23 @@ def group_bursts(
             if run and photo.captured_at - run[-1].captured_at > MAX_GAP:
                 bursts.extend(_derived(make, model, run))
                 run = []
-            if not any(_same_frame(member, photo, prints) for member in run):
+            if not _repeats(run, photo, prints):
                 run.append(photo)
         bursts.extend(_derived(make, model, run))
     bursts.sort(key=lambda b: b.key)
     return bursts
 
 
-def _same_frame(first: Photo, second: Photo, fingerprints: Mapping[int, int]) -> bool:
-    """Whether two photos of one camera cannot be told apart as frames: the same instant
-    and content not known to differ."""
-    if first.captured_at != second.captured_at:
-        return False
-    return same_content(fingerprints.get(first.id), fingerprints.get(second.id)) is not False
+def _repeats(run: list[Photo], photo: Photo, fingerprints: Mapping[int, int]) -> bool:
+    """Whether ``photo`` cannot be told apart, as a frame, from one already in the run:
+    the same instant and content not known to differ. The run is in capture order, so
+    the photos of its last instant are at its end."""
+    for member in reversed(run):
+        if member.captured_at != photo.captured_at:
+            return False
+        if same_content(fingerprints.get(member.id), fingerprints.get(photo.id)) is not False:
+            return True
+    return False
 
 
 def _derived(make: str, model: str, run: list[Photo]) -> list[Burst]:

@@ -47,6 +47,12 @@ FILE_DATED = frozenset({"file", "modified", "png"})
 
 HEIF_SUFFIXES = frozenset({".heic", ".heif", ".hif"})
 
+MAX_GROUP = 32
+"""The most files one name or one instant may gather and still be asked about. More is
+not one capture saved again but something else: a camera whose clock was never set
+stamps every photo with one time, a browser names a thousand downloads "image (N)".
+Left alone, they cost no thumbnail reads and no pairwise comparisons."""
+
 _COPY_MARKS = (
     re.compile(r"\s*\(\d{1,3}\)$"),  # "IMG_0001 (1)", "IMG_0001(2)": browsers, Windows
     re.compile(r"\s*[-_ ]\s*copy(\s*\d{0,3})?$", re.IGNORECASE),  # "IMG_0001 - Copy"
@@ -112,7 +118,7 @@ def _name_families(shots: Iterable[Shot]) -> list[list[Shot]]:
     families: dict[tuple[str, str], list[Shot]] = defaultdict(list)
     for shot in shots:
         families[(_folder(shot), base_name(PurePosixPath(shot.file_path).stem)[0])].append(shot)
-    return [members for members in families.values() if len(members) > 1]
+    return [members for members in families.values() if 1 < len(members) <= MAX_GROUP]
 
 
 def _moments(shots: Iterable[Shot]) -> list[list[Shot]]:
@@ -122,7 +128,7 @@ def _moments(shots: Iterable[Shot]) -> list[list[Shot]]:
             continue
         key = (shot.camera_make or "", shot.camera_model or "", shot.captured_at)
         moments[key].append(shot)
-    return [members for members in moments.values() if len(members) > 1]
+    return [members for members in moments.values() if 1 < len(members) <= MAX_GROUP]
 
 
 def fingerprints_wanted(shots: Iterable[Shot]) -> set[int]:

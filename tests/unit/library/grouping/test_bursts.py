@@ -123,3 +123,9 @@ def test_frames_at_distinct_sub_seconds_are_a_burst_whatever_they_show() -> None
     shots = [photo(1, 0), photo(2, 0.25), photo(3, 0.5)]
     [burst] = group_bursts(shots, dict.fromkeys((1, 2, 3), FRAME_A))
     assert burst.asset_ids == (1, 2, 3)
+
+
+def test_a_clock_that_was_never_set_makes_no_burst() -> None:
+    """Hundreds of photos stamped with one time and nothing known of their pictures are
+    not a burst (they were one, hundreds of frames long)."""
+    assert group_bursts([photo(i, 0) for i in range(300)]) == []

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from safelight.library.grouping.copies import (
+    MAX_GROUP,
     Shot,
     Stacked,
     all_stacks,
@@ -184,3 +185,11 @@ def test_two_shots_of_one_name_taken_apart_are_not_one_capture_however_alike() -
     shots = [shot(1, "d/IMG_0001.JPG"), shot(2, "d/IMG_0001 (1).JPG", 86_400)]
     assert stack_copies(shots, {1: PICTURE, 2: PICTURE}) == {}
     assert stack_copies(shots, {}) == {}
+
+
+def test_a_clock_that_was_never_set_gathers_no_copies() -> None:
+    """A camera stamping every photo with one time, in two folders: too many to be one
+    capture saved again; none is asked about or stacked."""
+    shots = [shot(i, f"{'ab'[i % 2]}/DSC{i:04d}.JPG") for i in range(MAX_GROUP + 1)]
+    assert fingerprints_wanted(shots) == set()
+    assert stack_copies(shots, dict.fromkeys(range(MAX_GROUP + 1), PICTURE)) == {}
