@@ -16,6 +16,7 @@ from safelight.db.database import Database
 from safelight.handlers import PURGE
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
+from safelight.views.datenotes import date_note
 from safelight.views.queries import list_assets, list_duplicates
 
 
@@ -28,6 +29,13 @@ def _size(value: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
+
+
+def _captured(row: dict[str, Any]) -> str:
+    """The capture time, with what qualifies it when it is not a capture date (the
+    file's last edit, its time on disk: ``views.datenotes``)."""
+    note = date_note(row.get("captured_at_source"))
+    return f"{row['captured_at']}" if note is None else f"{row['captured_at']} ({note})"
 
 
 def _place(row: dict[str, Any]) -> str:
@@ -118,7 +126,7 @@ def assets(
                     r["file_path"],
                     "motion photo" if r.get("motion_photo") else r["media_type"],
                     _size(r["size_bytes"]),
-                    r["captured_at"],
+                    _captured(r),
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
                     _place(r),
                     r["proxies"],

@@ -113,6 +113,8 @@ def build_summary(
         # Photos with no date inside (EXIF, XMP, IPTC, maker blocks): dated by the
         # file's time, which "On this day" would show as the day they were copied.
         "photos_dated_by_file": int(library.get("photos_dated_by_file", 0)),
+        # Photos whose only date inside is the file's last write (ADR 0053): a guess.
+        "photos_dated_by_last_edit": int(library.get("photos_dated_by_last_edit", 0)),
         "motion_photos": int(library.get("motion_photos", 0)),
         "motion_photo_issues": motion_photo_issues,
         "stacks": int(library["stacks"]),
@@ -204,12 +206,21 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             f"{_plural(summary['copies'], 'other file')} of a capture (another format, a copy) "
             "stacked on the original",
         )
-    if summary.get("photos_dated_by_file"):
-        grid.add_row(
-            "dates",
+    dated = (
+        [
             f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "
-            "(no date inside the file)",
+            "(no date inside the file)"
+        ]
+        if summary.get("photos_dated_by_file")
+        else []
+    )
+    if summary.get("photos_dated_by_last_edit"):
+        dated.append(
+            f"{_plural(summary['photos_dated_by_last_edit'], 'photo')} dated by the file's "
+            "last edit (less certain)"
         )
+    if dated:
+        grid.add_row("dates", "; ".join(dated))
     if summary["soft_deleted_total"]:
         grid.add_row(
             "gone",

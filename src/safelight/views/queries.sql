@@ -136,8 +136,8 @@ LIMIT %(limit)s
 -- library_counts_of_config --
 -- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
 -- motion photos, RAW stacks, proxies, the live photos no place inside dated (their
--- capture time is the file's time), and the other files of a capture stacked on it
--- (formats and near-copies, ADR 0056).
+-- capture time is the file's time) and those dated only by the file's last edit (ADR 0053),
+-- and the other files of a capture stacked on it (formats and near-copies, ADR 0056).
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -160,6 +160,9 @@ SELECT
        AND coalesce(stack_kind, 'raw') = 'raw') AS stacks,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
      WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image'
+       AND captured_at_source IN ('modified', 'png')) AS photos_dated_by_last_edit,
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL
        AND stack_kind IN ('format', 'copy')) AS copies
