@@ -46,6 +46,7 @@ SLOW_MODULES = {
     "test_handler_crawl_raw.py",
     "test_handler_crawl_sidecars.py",
     "test_crawl_file_dates.py",
+    "test_handler_copies.py",
     # Password hashes made and checked at their real cost, many a test.
     "test_accounts.py",
     # ffmpeg encodes, decode processes, large images decoded under memory limits.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -129,8 +130,7 @@ def assets(
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
                     _place(r),
                     r["proxies"],
-                    # A RAW stacked on the photo of the same capture (ADR 0027).
-                    f"RAW of {r['stack_primary_id']}" if r["stack_primary_id"] else "",
+                    _stack(r),
                     *((r["deleted_at"],) if deleted else ()),
                 )
                 for r in rows
@@ -138,6 +138,18 @@ def assets(
             empty="none",
         )
     )
+
+
+_STACK_LABELS = {"raw": "RAW", "format": "format", "copy": "copy"}
+"""What a stacked asset is to its primary (``assets.stack_kind``): a RAW of the same
+capture (ADR 0027), another format of it or a near-copy (ADR 0056)."""
+
+
+def _stack(row: Mapping[str, Any]) -> str:
+    primary = row["stack_primary_id"]
+    if not primary:
+        return ""
+    return f"{_STACK_LABELS.get(row.get('stack_kind') or 'raw', 'RAW')} of {primary}"
 
 
 @click.command("purge")

@@ -128,6 +128,8 @@ def build_summary(
         "seconds": round(seconds, 3),
         "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
         "items": list(items),
+        # Other files of a capture stacked on its original: formats, near-copies (ADR 0056).
+        "copies": int(library.get("copies", 0)),
     }
 
 
@@ -202,6 +204,12 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{_plural(summary.get('motion_photos', 0), 'motion photo')}; "
         f"{_plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
+    if summary.get("copies"):
+        grid.add_row(
+            "copies",
+            f"{_plural(summary['copies'], 'other file')} of a capture (another format, a copy) "
+            "stacked on the original",
+        )
     dated = (
         [
             f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "

@@ -193,13 +193,21 @@ def container_orientation(fp: IO[bytes]) -> int:
     """The turn (EXIF's numbering, 1-8) that the ``irot`` and ``imir`` properties of a
     HEIF file's primary image make, in the order its ``ipma`` lists them: what libheif
     applies when it decodes. 1 when there are none, or the boxes cannot be read."""
+    transforms = container_transforms(fp)
+    return 1 if transforms is None else transforms
+
+
+def container_transforms(fp: IO[bytes]) -> int | None:
+    """As ``container_orientation``, but None when the primary image has no ``irot`` or
+    ``imir`` property at all (or the boxes cannot be read): the container says nothing
+    of its turn, which is not the same as an ``irot`` of 0 (ADR 0055)."""
     meta = _top_level_box(fp, b"meta")
     if meta is None or len(meta) < 4:
-        return 1
+        return None
     try:
         return _orientation_in_meta(meta[4:])  # after the full box's version and flags
     except (struct.error, IndexError, ValueError):
-        return 1
+        return None
 
 
 def _top_level_box(fp: IO[bytes], wanted: bytes) -> bytes | None:
@@ -255,11 +263,11 @@ def _boxes(data: bytes) -> Iterator[tuple[bytes, bytes]]:
         offset += size
 
 
-def _orientation_in_meta(meta: bytes) -> int:
+def _orientation_in_meta(meta: bytes) -> int | None:
     children = dict(_boxes(meta))
     pitm, iprp = children.get(b"pitm"), children.get(b"iprp")
     if pitm is None or iprp is None:
-        return 1
+        return None
     primary = struct.unpack_from(">H" if pitm[0] == 0 else ">I", pitm, 4)[0]
     properties: list[tuple[bytes, bytes]] = []
     indices: list[int] = []
@@ -268,11 +276,12 @@ def _orientation_in_meta(meta: bytes) -> int:
             properties = list(_boxes(payload))
         elif kind == b"ipma":
             indices += _associations(payload, primary)
-    turns, mirrored = 0, False
+    turns, mirrored, transformed = 0, False, False
     for index in indices:
         if not 1 <= index <= len(properties):
             continue
         kind, payload = properties[index - 1]
+        transformed = transformed or (kind in (b"irot", b"imir") and bool(payload))
         if kind == b"irot" and payload:
             # Anti-clockwise quarter turns, applied after what came before.
             turns = (turns + 4 - (payload[0] & 3)) % 4
@@ -281,7 +290,7 @@ def _orientation_in_meta(meta: bytes) -> int:
             # the pixels, and Apple read it (the first edition's wording of "axis" was
             # read both ways). A mirror after the rotation so far reverses it.
             turns, mirrored = ((0 if payload[0] & 1 else 2) - turns) % 4, not mirrored
-    return _EXIF_OF[(turns, mirrored)]
+    return _EXIF_OF[(turns, mirrored)] if transformed else None
 
 
 def _associations(ipma: bytes, item: int) -> list[int]:

@@ -77,7 +77,7 @@ from safelight.library.media.capturetime import (
 from safelight.library.media.containers import (
     PngFacts,
     avchd_recording_date,
-    container_orientation,
+    container_transforms,
     jxl_orientation,
     png_facts,
 )
@@ -337,8 +337,14 @@ def orientation_of(
     - HEIF and AVIF: the container's transforms (``irot``, ``imir``), never EXIF's
       Orientation, as the HEIF/MIAF specs say and libheif, libvips, Apple and the
       browsers do. libheif applies them when it decodes (the value comes from
-      ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
+      ``containers.container_transforms``); for AVIF Pillow hands them over as the EXIF
       Orientation it reports and applies nothing.
+    - A HEIF whose primary image has no ``irot`` or ``imir`` at all (Samsung phones
+      write such files): EXIF's Orientation, as the writing phone meant it and its
+      gallery, ExifTool and Immich show it (ADR 0055). libheif turns nothing then, and
+      pillow-heif keeps EXIF's value as ``original_orientation`` after resetting it to
+      1 in ``info``; safelight turns the pixels. A file with transforms is never turned
+      by EXIF too.
     - JPEG XL: the codestream's own orientation (``containers.jxl_orientation``), which
       libjxl applies as it decodes; EXIF's Orientation is not applied (as libjxl's djxl
       and the browsers). A losslessly recompressed JPEG decodes back to that JPEG, whose
@@ -353,7 +359,12 @@ def orientation_of(
     """
     format_name = image.format or ""
     if format_name == "HEIF":
-        applied = container_orientation(original)
+        transforms = container_transforms(original)
+        if transforms is None:
+            # No transform in the container: the phone's turn is in EXIF alone.
+            own = _heif_exif_orientation(image, fields)
+            return Orientation(sidecar if sidecar is not None else own)
+        applied = transforms
     elif format_name == "JXL" and not getattr(image, "jpeg", False):
         # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
         # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
@@ -363,6 +374,16 @@ def orientation_of(
     else:
         return Orientation(sidecar if sidecar is not None else fields.orientation or 1)
     return Orientation(sidecar if sidecar is not None else applied, applied)
+
+
+def _heif_exif_orientation(image: Image.Image, fields: ExifFields) -> int:
+    """EXIF's Orientation of a HEIF as its file holds it: pillow-heif resets the value
+    in ``info["exif"]`` to 1 when it opens the file and keeps the file's own (EXIF's, or
+    lacking one its XMP ``tiff:Orientation``) as ``original_orientation``."""
+    original = image.info.get("original_orientation")
+    if isinstance(original, int) and 1 <= original <= 8:
+        return original
+    return fields.orientation or 1
 
 
 def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:
