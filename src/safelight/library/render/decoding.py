@@ -146,11 +146,10 @@ class _Said:
 
 
 def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> None:
-    global _started_by, _memory_limit_bytes
+    global _started_by, _memory_limit_bytes, _stderr_fd
     _started_by = started_by
     limit_address_space(memory_budget_bytes)
     _memory_limit_bytes = address_space_limit_bytes(memory_budget_bytes)
-    global _stderr_fd
     _stderr_fd, name = tempfile.mkstemp(prefix="safelight-decode-")
     os.unlink(name)  # no name anyone else sees; it goes with the process
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
