@@ -144,7 +144,7 @@ def _tiff(ifds: list[list[tuple[int, int, int]]], sub_of_first: bool) -> bytes:
     for index, entries in enumerate(ifds):
         rows = list(entries)
         if sub_of_first and index == 0 and len(ifds) > 1:
-            rows.append((sniffing._SUBIFDS, 4, offsets[1]))
+            rows.append((330, 4, offsets[1]))  # SubIFDs
         rows.sort()
         data += struct.pack("<H", len(rows))
         for tag, kind, value in rows:
