@@ -19,6 +19,7 @@ from safelight.handlers.crawl.result import CrawlCounts
 from safelight.library.walk.walker import FileError
 from safelight.testing.decoders import decoder_or_threads
 from safelight.testing.handlers import crawl_result, jpeg, make_harness, write
+from safelight.views.queries import list_assets
 from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
@@ -87,6 +88,10 @@ async def test_a_crawl_reads_what_files_hold_and_says_when_their_name_lies(
     assert (counts.misnamed, counts.cut_short, counts.errors) == (2, 1, 3)
     stored = await h.rows("SELECT file_path FROM asset_errors ORDER BY file_path")
     assert stored == [("2024/IMG_0005.jpg",), ("2024/IMG_0006.jpg",), ("2024/clip.mp4",)]
+    # `safelight assets` shows the note with the asset.
+    listed = {r["file_path"]: r["read_note"] for r in await list_assets(pool, config_id=config)}
+    assert listed["2024/DSC_0001.nef"] == "holds a JPEG, named .nef"
+    assert listed["2024/IMG_0003.jpg"] is None
 
 
 async def test_an_unchanged_file_is_not_noted_again_and_its_note_stays(

@@ -103,6 +103,7 @@ def assets(
         "place",
         "proxies",
         "stack",
+        "note",
     ]
     if deleted:
         columns.append("deleted")
@@ -123,6 +124,8 @@ def assets(
                     r["proxies"],
                     # A RAW stacked on the photo of the same capture (ADR 0027).
                     f"RAW of {r['stack_primary_id']}" if r["stack_primary_id"] else "",
+                    # What the crawl noticed reading it: a name that lies, a cut (ADR 0052).
+                    r.get("read_note") or "",
                     *((r["deleted_at"],) if deleted else ()),
                 )
                 for r in rows
