@@ -44,7 +44,7 @@ MP4_HEAD = b"\0\0\0\x20ftypisom\0\0\x02\0isomiso2avc1mp41" + b"\0" * 200
 
 def library(root: Path) -> Path:
     cut = noisy_jpeg()
-    write(root, "2024/DSC_0001.nef", jpeg(1))
+    write(root, "2024/DSC_0001.nef", jpeg(1, make="NIKON CORPORATION", model="NIKON D70"))
     write(root, "2024/IMG_0002.jpg", png())
     write(root, "2024/IMG_0003.jpg", jpeg(3))
     write(root, "2024/IMG_0004.jpg", cut[:-100])
@@ -89,9 +89,12 @@ async def test_a_crawl_reads_what_files_hold_and_says_when_their_name_lies(
     stored = await h.rows("SELECT file_path FROM asset_errors ORDER BY file_path")
     assert stored == [("2024/IMG_0005.jpg",), ("2024/IMG_0006.jpg",), ("2024/clip.mp4",)]
     # `safelight assets` shows the note with the asset.
-    listed = {r["file_path"]: r["read_note"] for r in await list_assets(pool, config_id=config)}
-    assert listed["2024/DSC_0001.nef"] == "holds a JPEG, named .nef"
-    assert listed["2024/IMG_0003.jpg"] is None
+    listed = {r["file_path"]: r for r in await list_assets(pool, config_id=config)}
+    assert listed["2024/DSC_0001.nef"]["read_note"] == "holds a JPEG, named .nef"
+    assert listed["2024/IMG_0003.jpg"]["read_note"] is None
+    # Its metadata is the JPEG's own, read as the JPEG it is.
+    nef = listed["2024/DSC_0001.nef"]
+    assert (nef["camera_make"], nef["camera_model"]) == ("NIKON CORPORATION", "NIKON D70")
 
 
 async def test_an_unchanged_file_is_not_noted_again_and_its_note_stays(

@@ -21,6 +21,7 @@ from safelight.library.render.images import MAX_CUT_SHORT_SHARE
 from safelight.library.render.raw import FORMAT as RAW_FORMAT
 from safelight.testing.dng import dng_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
+from safelight.testing.samples import SAMPLES, needs_samples
 from safelight.testing.specs import DEFAULT_SPEC as SPEC
 
 
@@ -221,3 +222,23 @@ def test_a_png_cut_within_its_pixels_stays_an_error(tmp_path: Path) -> None:
     assert read_image_metadata(path).format == "PNG"  # its header is whole
     with pytest.raises(CorruptMedia):
         decode_image(path, SPEC)
+
+
+def broken_samples() -> list[Path]:
+    if SAMPLES is None:
+        return []
+    jpg = SAMPLES / "exif-samples" / "jpg"
+    return [*sorted(jpg.glob("invalid/*.jpg")), jpg / "corrupted.jpg"]
+
+
+@needs_samples
+@pytest.mark.parametrize("path", broken_samples(), ids=lambda p: p.name)
+def test_the_samples_broken_files_decode_as_before_and_none_is_cut_short(path: Path) -> None:
+    # Whole files (each ends with its end-of-image marker) with bad data inside, which
+    # Pillow reads: the rule of files cut short leaves them as they were.
+    assert path.read_bytes().endswith(b"\xff\xd9")
+
+    meta, proxies = decode_image(path, SPEC)
+
+    assert meta.format == "JPEG" and meta.cut_short is None and meta.misnamed is None
+    assert proxies.width == meta.width and len(proxies.blurhash) > 6

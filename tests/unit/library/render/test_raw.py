@@ -340,9 +340,7 @@ async def test_a_raw_decodes_in_the_decode_processes_as_in_this_one(
         in_process = await decoder.decode(path, DEFAULT_SPEC)
     finally:
         decoder.shutdown()
-    assert (
-        in_process == decode_image(path, DEFAULT_SPEC) == decode_raw(path, DEFAULT_SPEC)
-    )
+    assert in_process == decode_image(path, DEFAULT_SPEC) == decode_raw(path, DEFAULT_SPEC)
 
 
 RAWS = (
