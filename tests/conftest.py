@@ -45,6 +45,7 @@ SLOW_MODULES = {
     "test_handler_crawl_originals.py",
     "test_handler_crawl_raw.py",
     "test_handler_crawl_sidecars.py",
+    "test_handler_crawl_content.py",
     # Password hashes made and checked at their real cost, many a test.
     "test_accounts.py",
     # ffmpeg encodes, decode processes, large images decoded under memory limits.
