@@ -100,7 +100,7 @@ def check_not_a_photo(walked: WalkedFile, source: Original) -> None:
     not know is left to ffprobe, which knows more containers and says why it fails."""
     content = sniffing.sniff_file(source.fd)
     if content is not None and content.kind != "video":
-        extension = extension_of(walked.path) or "without an extension"
+        extension = extension_of(PurePosixPath(walked.path).name) or "without an extension"
         raise UnsupportedMedia(f"holds {content.a}, named {extension}: not read as a video")
 
 

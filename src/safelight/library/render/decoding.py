@@ -101,26 +101,26 @@ def decode_image(
     """A photo's metadata and proxies, in whichever process runs it (blocking), decoded
     as what its content is (``sniffing``, ADR 0052): a camera RAW through LibRaw
     (``raw.decode_raw``), any other photo through Pillow. ``name``: the file's name
-    (its extension), the path's own when None; when it names another format than the
-    content, the metadata's ``misnamed`` says so.
+    (its extension), a path's own when None (an ``OriginalRef`` has none: nothing is
+    noted of it); when it names another format than the content, the metadata's
+    ``misnamed`` says so.
 
     The crawl passes an ``OriginalRef``: the decode process (spawned, so it inherits no
     descriptor) reopens the Worker's open original through ``/proc``, the same file
     whatever became of its name (see ``originals``). ``sidecar``: what its XMP sidecar
     says, which wins over the embedded capture time and orientation (``sidecars``)."""
-    if name is None:
-        name = path.name if isinstance(path, Path) else ""
+    if name is None and isinstance(path, Path):
+        name = path.name
     with open_source(path) as original:
         content = sniffing.sniff_file(original.fileno())
     if content is None:
         raise UnsupportedMedia(f"{NOT_AN_IMAGE}: its content is no format safelight knows")
     if content.kind == "video":
-        extension = extension_of(name) or "without an extension"
-        raise UnsupportedMedia(f"holds {content.a}, named {extension}: not read as a photo")
-    content, (meta, proxies) = _decode_content(path, spec, name, content, sidecar)
-    return replace(
-        meta, misnamed=sniffing.misnamed(content, name), cut_short=proxies.cut_short
-    ), proxies
+        named = f", named {extension_of(name) or 'without an extension'}" if name else ""
+        raise UnsupportedMedia(f"holds {content.a}{named}: not read as a photo")
+    content, (meta, proxies) = _decode_content(path, spec, name or "", content, sidecar)
+    misnamed = sniffing.misnamed(content, name) if name is not None else None
+    return replace(meta, misnamed=misnamed, cut_short=proxies.cut_short), proxies
 
 
 def _decode_content(
