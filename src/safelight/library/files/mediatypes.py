@@ -76,7 +76,8 @@ def media_type_by_extension(name: str) -> MediaType | None:
 
 
 def is_raw(path: str | os.PathLike[str]) -> bool:
-    """True for a camera RAW file's name (an image decoded through LibRaw)."""
+    """True for a camera RAW file's name (what it is decoded as is its content's decision:
+    ``sniffing``)."""
     return PurePath(path).suffix.lower() in RAW_EXTENSIONS
 
 
