@@ -81,7 +81,7 @@ async def test_a_crawl_reads_what_files_hold_and_says_when_their_name_lies(
     assert result.cut_short == (FileError("2024/IMG_0004.jpg", cut_note),)
     reasons = {e.path: e.reason for e in result.errors}
     assert reasons.keys() == {"2024/IMG_0005.jpg", "2024/IMG_0006.jpg", "2024/clip.mp4"}
-    assert reasons["2024/IMG_0005.jpg"].startswith("truncated: the file ends before its image")
+    assert reasons["2024/IMG_0005.jpg"].startswith("cannot decode image: truncated (the file")
     assert reasons["2024/IMG_0006.jpg"] == "holds an MP4 video, named .jpg: not read as a photo"
     assert reasons["2024/clip.mp4"] == "holds a JPEG, named .mp4: not read as a video"
     counts = CrawlCounts.from_json(item.result)

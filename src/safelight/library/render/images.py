@@ -283,8 +283,8 @@ def _cut_short_note(image: Image.Image) -> str:
         lost += 1
         if lost > most:
             raise CorruptMedia(
-                f"truncated: the file ends before its image does, and more than "
-                f"{MAX_CUT_SHORT_SHARE:.0%} of its rows are missing"
+                "cannot decode image: truncated (the file ends before its image does, "
+                f"more than {MAX_CUT_SHORT_SHARE:.0%} of its rows missing)"
             )
     share = lost / height
     missing = f", about {share:.0%} of its rows missing" if share >= 0.01 else ""
