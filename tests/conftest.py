@@ -45,6 +45,8 @@ SLOW_MODULES = {
     "test_handler_crawl_originals.py",
     "test_handler_crawl_raw.py",
     "test_handler_crawl_sidecars.py",
+    "test_crawl_file_dates.py",
+    "test_handler_copies.py",
     "test_handler_crawl_content.py",
     # Password hashes made and checked at their real cost, many a test.
     "test_accounts.py",
@@ -55,6 +57,7 @@ SLOW_MODULES = {
     "test_raw.py",
     "test_samplegen.py",
     "test_video.py",
+    "test_video_posters.py",
 }
 
 

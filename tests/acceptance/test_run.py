@@ -296,7 +296,7 @@ def test_names_with_terminal_controls_are_shown_escaped_and_listed_exactly(
     assert [a["file_path"] for a in json_of(invoke("assets", "--json"))] == [f"photo{HOSTILE}.jpg"]
 
 
-def test_run_stacks_a_raw_on_its_jpeg_and_assets_shows_the_link(
+def test_run_stacks_a_raw_and_copies_on_their_jpeg_and_assets_shows_each_link(
     invoke: Invoke, tmp_path: Path
 ) -> None:
     taken = datetime(2022, 7, 3, 11, 15, 0)
@@ -310,14 +310,24 @@ def test_run_stacks_a_raw_on_its_jpeg_and_assets_shows_the_link(
     (folder / "IMG_0001.DNG").write_bytes(
         dng_bytes(preview=marker_picture(64, 48, seed=4), captured_at=taken)
     )
+    # Its WebP export and an edited copy (ADR 0056): other files of the capture too.
+    camera_exif = exif_bytes(make="Canon", model="Canon EOS 6D", captured_at=taken)
+    marker_picture(64, 48, seed=4).save(folder / "IMG_0001.webp", "WEBP", exif=camera_exif)
+    marker_picture(64, 48, seed=9).save(folder / "IMG_0001-edited.jpg", "JPEG", exif=camera_exif)
 
     summary = json_of(invoke("run", str(folder), "--json"))
 
-    assert summary["status"] == "succeeded" and summary["new"] == 2
+    assert summary["status"] == "succeeded" and summary["new"] == 4
     assert summary["stacks"] == 1 and summary["bursts"] == 0
+    assert summary["copies"] == 2
     rows = {a["file_path"]: a for a in json_of(invoke("assets", "--json"))}
     assert rows["IMG_0001.DNG"]["stack_primary_id"] == rows["IMG_0001.JPG"]["id"]
     assert rows["IMG_0001.DNG"]["camera_model"] == "Canon EOS 6D"
     listing = " ".join(invoke("assets").stdout.split())
     assert f"RAW of {rows['IMG_0001.JPG']['id']}" in listing
-    assert "1 RAW stacked on its JPEG" in " ".join(invoke("run", str(folder)).stdout.split())
+    assert f"format of {rows['IMG_0001.JPG']['id']}" in listing
+    assert f"copy of {rows['IMG_0001.JPG']['id']}" in listing
+    assert rows["IMG_0001.webp"]["stack_kind"] == "format"
+    again = " ".join(invoke("run", str(folder)).stdout.split())
+    assert "1 RAW stacked on its JPEG" in again
+    assert "2 other files of a capture (another format, a copy) stacked on the original" in again

@@ -56,6 +56,7 @@ async def test_bursts_and_live_photos_of_a_generated_library_and_a_rerun_changes
         "burst_assets": sum(len(b.paths) for b in sample.bursts),
         "live_photos": len(sample.live_pairs),
         "stacks": 0,
+        "copies": 0,
     }
     found = await bursts_of(h, config)
     assert {members for members, _ in found.values()} == expected
@@ -109,7 +110,13 @@ async def test_the_sharpest_shot_is_primary_and_assets_leaving_a_burst_are_relea
 
     item = await h.run("burst_detection", config_id=config)
 
-    assert item.result == {"bursts": 1, "burst_assets": 3, "live_photos": 0, "stacks": 0}
+    assert item.result == {
+        "bursts": 1,
+        "burst_assets": 3,
+        "live_photos": 0,
+        "stacks": 0,
+        "copies": 0,
+    }
     [(members, primary)] = (await bursts_of(h, config)).values()
     assert members == {"run/shot_0.jpg", "run/shot_1.jpg", "run/shot_2.jpg"}
     assert primary == "run/shot_1.jpg"
@@ -119,6 +126,12 @@ async def test_the_sharpest_shot_is_primary_and_assets_leaving_a_burst_are_relea
     (root / "run/shot_2.jpg").unlink()
     assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
     after = await h.run("burst_detection", config_id=config)
-    assert after.result == {"bursts": 0, "burst_assets": 0, "live_photos": 0, "stacks": 0}
+    assert after.result == {
+        "bursts": 0,
+        "burst_assets": 0,
+        "live_photos": 0,
+        "stacks": 0,
+        "copies": 0,
+    }
     assert await h.value("SELECT count(*) FROM bursts") == 0
     assert await h.value("SELECT count(*) FROM assets WHERE burst_id IS NOT NULL") == 0

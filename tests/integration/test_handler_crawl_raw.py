@@ -110,7 +110,13 @@ async def test_a_raw_and_its_jpeg_are_stacked_not_a_burst_and_unstacked_when_it_
 
     item = await h.run("burst_detection", config_id=config)
 
-    assert item.result == {"bursts": 0, "burst_assets": 0, "live_photos": 0, "stacks": 1}
+    assert item.result == {
+        "bursts": 0,
+        "burst_assets": 0,
+        "live_photos": 0,
+        "stacks": 1,
+        "copies": 0,
+    }
     stacked = await h.rows(
         "SELECT r.file_path, p.file_path FROM assets r JOIN assets p ON p.id = r.stack_primary_id"
     )

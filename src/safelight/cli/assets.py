@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -15,6 +16,7 @@ from safelight.db.database import Database
 from safelight.handlers import PURGE
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
+from safelight.views.datenotes import date_note
 from safelight.views.queries import list_assets, list_duplicates
 
 
@@ -27,6 +29,13 @@ def _size(value: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
+
+
+def _captured(row: dict[str, Any]) -> str:
+    """The capture time, with what qualifies it when it is not a capture date (the
+    file's last edit, its time on disk: ``views.datenotes``)."""
+    note = date_note(row.get("captured_at_source"))
+    return f"{row['captured_at']}" if note is None else f"{row['captured_at']} ({note})"
 
 
 def _place(row: dict[str, Any]) -> str:
@@ -118,12 +127,11 @@ def assets(
                     r["file_path"],
                     "motion photo" if r.get("motion_photo") else r["media_type"],
                     _size(r["size_bytes"]),
-                    r["captured_at"],
+                    _captured(r),
                     " ".join(p for p in (r["camera_make"], r["camera_model"]) if p),
                     _place(r),
                     r["proxies"],
-                    # A RAW stacked on the photo of the same capture (ADR 0027).
-                    f"RAW of {r['stack_primary_id']}" if r["stack_primary_id"] else "",
+                    _stack(r),
                     # What the crawl noticed reading it: a name that lies, a cut (ADR 0052).
                     r.get("read_note") or "",
                     *((r["deleted_at"],) if deleted else ()),
@@ -133,6 +141,18 @@ def assets(
             empty="none",
         )
     )
+
+
+_STACK_LABELS = {"raw": "RAW", "format": "format", "copy": "copy"}
+"""What a stacked asset is to its primary (``assets.stack_kind``): a RAW of the same
+capture (ADR 0027), another format of it or a near-copy (ADR 0056)."""
+
+
+def _stack(row: Mapping[str, Any]) -> str:
+    primary = row["stack_primary_id"]
+    if not primary:
+        return ""
+    return f"{_STACK_LABELS.get(row.get('stack_kind') or 'raw', 'RAW')} of {primary}"
 
 
 @click.command("purge")

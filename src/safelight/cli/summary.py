@@ -113,6 +113,8 @@ def build_summary(
         # Photos with no date inside (EXIF, XMP, IPTC, maker blocks): dated by the
         # file's time, which "On this day" would show as the day they were copied.
         "photos_dated_by_file": int(library.get("photos_dated_by_file", 0)),
+        # Photos whose only date inside is the file's last write (ADR 0053): a guess.
+        "photos_dated_by_last_edit": int(library.get("photos_dated_by_last_edit", 0)),
         "motion_photos": int(library.get("motion_photos", 0)),
         "motion_photo_issues": motion_photo_issues,
         "stacks": int(library["stacks"]),
@@ -122,6 +124,8 @@ def build_summary(
         "seconds": round(seconds, 3),
         "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
         "items": list(items),
+        # Other files of a capture stacked on its original: formats, near-copies (ADR 0056).
+        "copies": int(library.get("copies", 0)),
         # Ingested as what their content is, another format than their name says, and
         # JPEGs ingested as far as they decode (ADR 0052): counted by the text, listed here.
         "misnamed": _listed(finished.misnamed),
@@ -200,12 +204,27 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{_plural(summary.get('motion_photos', 0), 'motion photo')}; "
         f"{_plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
-    if summary.get("photos_dated_by_file"):
+    if summary.get("copies"):
         grid.add_row(
-            "dates",
-            f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "
-            "(no date inside the file)",
+            "copies",
+            f"{_plural(summary['copies'], 'other file')} of a capture (another format, a copy) "
+            "stacked on the original",
         )
+    dated = (
+        [
+            f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "
+            "(no date inside the file)"
+        ]
+        if summary.get("photos_dated_by_file")
+        else []
+    )
+    if summary.get("photos_dated_by_last_edit"):
+        dated.append(
+            f"{_plural(summary['photos_dated_by_last_edit'], 'photo')} dated by the file's "
+            "last edit (less certain)"
+        )
+    if dated:
+        grid.add_row("dates", "; ".join(dated))
     misnamed = summary.get("misnamed") or []
     if misnamed:
         grid.add_row(

@@ -1,9 +1,11 @@
-"""``burst_detection`` (scoped): stack RAWs on the photo of the same capture, group a
-config's photos into bursts and pair Live Photos.
+"""``burst_detection`` (scoped): stack RAWs on the photo of the same capture and other
+files of one capture (formats, near-copies) on their original, group a config's photos
+into bursts of distinct frames and pair Live Photos.
 
-A stacked RAW is its primary's other file, not a photo of its own: it is left out of
-bursts (a RAW+JPEG pair would be a "burst" of two shots 0 s apart) and of Live Photo
-pairing (its primary pairs).
+A stacked asset is its primary's other file, not a photo of its own: it is left out of
+bursts (a RAW+JPEG pair, or a JPEG and its WebP export, would be a "burst" of two shots
+0 s apart) and of Live Photo pairing (its primary pairs). Thumbnails are fingerprinted
+only where names or instants already say "maybe one capture" (ADR 0056).
 
 Idempotent: the grouping is a pure function of the config's live assets and their
 thumbnails, burst keys derive from what groups them, and the writes converge the
@@ -14,7 +16,9 @@ burst, delete bursts no longer found). A rerun over the same library changes not
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
 from uuid import UUID
 
 from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_cancelled
@@ -24,7 +28,16 @@ from safelight.handlers.services import Services
 from safelight.library.catalogue import groups
 from safelight.library.files.confinement import confined
 from safelight.library.files.errors import PathOutsideRoot
+from safelight.library.files.mediatypes import is_raw
 from safelight.library.grouping.bursts import Burst, Photo, choose_primary, group_bursts, sharpness
+from safelight.library.grouping.copies import (
+    Shot,
+    Stacked,
+    all_stacks,
+    fingerprints_wanted,
+    stack_copies,
+)
+from safelight.library.grouping.fingerprints import fingerprint
 from safelight.library.grouping.livephotos import Capture, pair_live_photos
 from safelight.library.grouping.stacks import stack_raws
 from safelight.work.kinds import Scope
@@ -48,7 +61,22 @@ async def run_burst_detection(
         )
         for r in capture_rows
     ]
-    stacks = stack_raws(captures)
+    raws = stack_raws(captures)
+    thumbnails = {r["id"]: r["thumbnail"] for r in rows if r["thumbnail"]}
+    shots = [
+        Shot(
+            id=r["id"],
+            file_path=r["file_path"],
+            captured_at=r["captured_at"],
+            captured_at_source=r["captured_at_source"],
+            camera_make=r["camera_make"],
+            camera_model=r["camera_model"],
+        )
+        for r in rows
+        if r["id"] not in raws and not is_raw(r["file_path"])
+    ]
+    prints = await _fingerprints(ctx, services, fingerprints_wanted(shots), thumbnails)
+    stacks = all_stacks(raws, stack_copies(shots, prints))
     await _write_stacks(ctx, config_id, stacks)
     photos = [
         Photo(
@@ -64,8 +92,7 @@ async def run_burst_detection(
         for r in rows
         if r["id"] not in stacks
     ]
-    thumbnails = {r["id"]: r["thumbnail"] for r in rows if r["thumbnail"]}
-    bursts = group_bursts(photos)
+    bursts = group_bursts(photos, prints)
     stop_if_cancelled(ctx)
     primaries = await _primaries(ctx, services, bursts, thumbnails)
     stop_if_cancelled(ctx)
@@ -79,35 +106,58 @@ async def run_burst_detection(
         "bursts": len(bursts),
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
         "live_photos": len(pairs),
-        "stacks": len(stacks),
+        "stacks": sum(1 for s in stacks.values() if s.kind == "raw"),
+        "copies": sum(1 for s in stacks.values() if s.kind != "raw"),
     }
 
 
+T = TypeVar("T")
+
 BURST_DETECTION = Kind("burst_detection", Scope.REQUIRED, run_burst_detection)
+
+
+def _thumbnail_reader(
+    services: Services, thumbnails: dict[int, str], read: Callable[[Path], T | None]
+) -> Callable[[int], Awaitable[T | None]]:
+    """``read`` of an asset's thumbnail in a thread, at most ``max_concurrent_files`` at
+    once; None without a thumbnail or for one outside the proxy root."""
+    root = services.settings.proxies
+    limit = asyncio.Semaphore(services.settings.max_concurrent_files)
+
+    async def measure(asset_id: int) -> T | None:
+        relative = thumbnails.get(asset_id)
+        if relative is None:
+            return None
+        try:
+            path = confined(root, relative)
+        except PathOutsideRoot:
+            return None
+        async with limit:
+            return await asyncio.to_thread(read, path)
+
+    return measure
+
+
+async def _fingerprints(
+    ctx: HandlerContext, services: Services, wanted: set[int], thumbnails: dict[int, str]
+) -> dict[int, int]:
+    stop_if_cancelled(ctx)
+    measure = _thumbnail_reader(services, thumbnails, fingerprint)
+    ids = sorted(wanted)
+    found = await asyncio.gather(*(measure(i) for i in ids))
+    return {asset_id: bits for asset_id, bits in zip(ids, found, strict=True) if bits is not None}
 
 
 async def _primaries(
     ctx: HandlerContext, services: Services, bursts: list[Burst], thumbnails: dict[int, str]
 ) -> dict[str, int]:
-    root = services.settings.proxies
-    limit = asyncio.Semaphore(services.settings.max_concurrent_files)
-
-    async def measure(asset_id: int) -> tuple[int, float | None]:
-        relative = thumbnails.get(asset_id)
-        if relative is None:
-            return asset_id, None
-        try:
-            path = confined(root, relative)
-        except PathOutsideRoot:
-            return asset_id, None
-        async with limit:
-            return asset_id, await asyncio.to_thread(sharpness, path)
-
+    measure = _thumbnail_reader(services, thumbnails, sharpness)
     primaries: dict[str, int] = {}
     for burst in bursts:
         stop_if_cancelled(ctx)
-        scores = dict(await asyncio.gather(*(measure(i) for i in burst.asset_ids)))
-        primaries[burst.key] = choose_primary(burst, scores)
+        scores = await asyncio.gather(*(measure(i) for i in burst.asset_ids))
+        by_id = dict(zip(burst.asset_ids, scores, strict=True))
+        primaries[burst.key] = choose_primary(burst, by_id)
     return primaries
 
 
@@ -120,6 +170,7 @@ async def _write_bursts(
         await groups.write_bursts(conn, config_id, rows, now)
 
 
-async def _write_stacks(ctx: HandlerContext, config_id: UUID, stacks: dict[int, int]) -> None:
+async def _write_stacks(ctx: HandlerContext, config_id: UUID, stacks: dict[int, Stacked]) -> None:
+    rows = {asset_id: (s.primary_id, s.kind) for asset_id, s in stacks.items()}
     async with ctx.fenced() as conn:
-        await groups.write_stacks(conn, config_id, stacks)
+        await groups.write_stacks(conn, config_id, rows)

@@ -66,12 +66,15 @@ def oriented_photo(
     size: tuple[int, int] = (400, 240),
     container: bool = True,
     stored_for: int | None = None,
+    exif_reset: bool = False,
 ) -> bytes:
     """The bytes of a photo that displays as ``quadrants(*size)`` once turned by
     ``orientation`` (1-8). For HEIF and AVIF with ``container=False`` the pixels are
     stored turned with the orientation in EXIF only, and no container transform.
     ``stored_for``: the orientation the pixels are stored for instead, while the file
-    says ``orientation`` (a file an editor's sidecar corrects)."""
+    says ``orientation`` (a file an editor's sidecar corrects). ``exif_reset`` (HEIF
+    with its container transforms): EXIF's Orientation says 1, as libheif's writers
+    (heif-enc, and so ImageMagick, GIMP, darktable) leave it."""
     upright = quadrants(*size)
     turn = orientation if stored_for is None else stored_for
     stored = upright.transpose(INVERSE_TRANSPOSE[turn]) if turn > 1 else upright
@@ -96,7 +99,8 @@ def oriented_photo(
         body = b"Raw profile type exif\0\0" + zlib.compress(text)
         return _png_after_ihdr(buffer.getvalue(), b"zTXt", body)
     elif fmt in ("avif", "heif"):
-        return _iso_bmff_photo(fmt, stored, orientation, container)
+        data = _iso_bmff_photo(fmt, stored, orientation, container)
+        return _exif_orientation_reset(data, orientation) if exif_reset else data
     else:  # pragma: no cover - Literal exhausts
         raise ValueError(fmt)
     return buffer.getvalue()
@@ -124,6 +128,15 @@ def _iso_bmff_photo(
             raise AssertionError("the EXIF placeholder is not in the file exactly once")
         data = data.replace(entry, struct.pack(endian + "HHI", 0x0112, 3, 1))
     return data
+
+
+def _exif_orientation_reset(data: bytes, orientation: int) -> bytes:
+    """``data`` with its EXIF Orientation entry's value ``orientation`` made 1."""
+    endian = ">" if b"Exif\0\0MM" in data else "<"
+    entry = struct.pack(endian + "HHIH", 0x0112, 3, 1, orientation)
+    if data.count(entry) != 1:
+        raise AssertionError("the EXIF Orientation is not in the file exactly once")
+    return data.replace(entry, struct.pack(endian + "HHIH", 0x0112, 3, 1, 1))
 
 
 def _png_chunk(kind: bytes, body: bytes) -> bytes:

@@ -192,7 +192,8 @@ async def make_web_library(
         (ids["live-2y-video"], ids["live-2y"]),
     )
     await made.execute(
-        "UPDATE assets SET stack_primary_id = %s WHERE id = %s", (ids["jpeg-3y"], ids["raw-3y"])
+        "UPDATE assets SET stack_primary_id = %s, stack_kind = 'raw' WHERE id = %s",
+        (ids["jpeg-3y"], ids["raw-3y"]),
     )
     async with pool.connection() as conn:
         cur = await conn.execute(

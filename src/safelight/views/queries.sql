@@ -118,7 +118,7 @@ SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.cap
        a.is_deleted, a.deleted_at, a.captured_at_source, a.latitude, a.longitude, a.altitude_m,
        a.motion_photo, a.motion_photo_issue, a.stack_primary_id,
        a.read_note,
-       (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies
+       (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies, a.stack_kind
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
   AND a.is_deleted = %(deleted)s
@@ -136,8 +136,9 @@ LIMIT %(limit)s
 
 -- library_counts_of_config --
 -- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
--- motion photos, RAW stacks, proxies, and the live photos no place inside dated (their
--- capture time is the file's time).
+-- motion photos, RAW stacks, proxies, the live photos no place inside dated (their
+-- capture time is the file's time) and those dated only by the file's last edit (ADR 0053),
+-- and the other files of a capture stacked on it (formats and near-copies, ADR 0056).
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -156,9 +157,16 @@ SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND motion_photo) AS motion_photos,
     (SELECT count(*) FROM assets
-     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL) AS stacks,
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL
+       AND coalesce(stack_kind, 'raw') = 'raw') AS stacks,
     (SELECT count(*) FROM proxy_files p JOIN assets a ON a.id = p.asset_id
-     WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files
+     WHERE a.storage_config_id = %(config_id)s AND p.path IS NOT NULL) AS proxy_files,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image'
+       AND captured_at_source IN ('modified', 'png')) AS photos_dated_by_last_edit,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL
+       AND stack_kind IN ('format', 'copy')) AS copies
 
 -- asset_errors_of_config --
 -- The files of a config the last crawls could not ingest, with their reason.

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from safelight.views.datenotes import date_note
 from safelight.web import reads
 from safelight.web.proxies import proxy_url
 
@@ -137,6 +138,7 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "captured_local": row["captured_local"].isoformat(),
         "captured_at": row["captured_at"].isoformat(),
         "captured_at_source": row["captured_at_source"],
+        "date_note": date_note(row["captured_at_source"]),
         "width": row["width"],
         "height": row["height"],
         "duration_seconds": row["duration_seconds"],

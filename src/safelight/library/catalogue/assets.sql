@@ -121,7 +121,7 @@ RETURNING id
 -- Mark live assets of a config as deleted (their file is gone or its content changed).
 UPDATE assets
 SET is_deleted = true, deleted_at = %(now)s, burst_id = NULL, paired_asset_id = NULL,
-    stack_primary_id = NULL
+    stack_primary_id = NULL, stack_kind = NULL
 WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s) AND NOT is_deleted
 
 -- duplicates_delete_of_assets --

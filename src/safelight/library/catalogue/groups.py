@@ -1,4 +1,4 @@
-"""The groupings of a config's assets: bursts, Live Photo pairs and RAW stacks, as
+"""The groupings of a config's assets: bursts, Live Photo pairs and stacks, as
 ``grouping`` finds them and ``burst_detection`` writes them.
 
 Each write converges the database on the grouping it is given (take every other asset
@@ -30,21 +30,27 @@ BurstRow = tuple[str, int, Sequence[int]]
 
 @dataclass(frozen=True)
 class _LinkQueries:
-    """The queries of one kind of link from an asset to another (a Live Photo pair, a RAW
+    """The queries of one kind of link from an asset to another (a Live Photo pair, a
     stack): ``clear_except`` unlinks every asset not in ``keep``; ``set_one`` links one,
-    its two ids bound as ``source`` and ``target``."""
+    its two ids bound as ``source`` and ``target`` (and, where the link has one, its
+    kind as ``kind``)."""
 
     clear_except: str
     set_one: str
     source: str
     target: str
+    kind: str | None = None
 
 
 _PAIRS = _LinkQueries(
     QUERIES["assets_clear_pair_except"], QUERIES["asset_set_pair"], "image_id", "video_id"
 )
 _STACKS = _LinkQueries(
-    QUERIES["assets_clear_stack_except"], QUERIES["asset_set_stack"], "raw_id", "primary_id"
+    QUERIES["assets_clear_stack_except"],
+    QUERIES["asset_set_stack"],
+    "asset_id",
+    "primary_id",
+    "stack_kind",
 )
 
 
@@ -92,18 +98,35 @@ async def write_bursts(
     )
 
 
-async def write_stacks(conn: Conn, config_id: UUID, stacks: Mapping[int, int]) -> None:
-    """The config's RAW stacks are exactly ``stacks`` (RAW id: primary id)."""
-    await _write_links(conn, config_id, stacks, _STACKS)
+async def write_stacks(conn: Conn, config_id: UUID, stacks: Mapping[int, tuple[int, str]]) -> None:
+    """The config's stacks are exactly ``stacks`` (asset id: its primary's id and what it
+    is to it, ``raw``, ``format`` or ``copy``)."""
+    await _write_links(
+        conn,
+        config_id,
+        {asset_id: primary for asset_id, (primary, _) in stacks.items()},
+        _STACKS,
+        {asset_id: kind for asset_id, (_, kind) in stacks.items()},
+    )
 
 
 async def _write_links(
-    conn: Conn, config_id: UUID, links: Mapping[int, int], kind: _LinkQueries
+    conn: Conn,
+    config_id: UUID,
+    links: Mapping[int, int],
+    queries: _LinkQueries,
+    kinds: Mapping[int, str] | None = None,
 ) -> None:
     """The config's links of one kind are exactly ``links`` (asset id: the asset it links
-    to): every other one cleared, then each set."""
-    await conn.execute(kind.clear_except, {"config_id": config_id, "keep": list(links)})
+    to, and its ``kinds`` where the link has one): every other one cleared, then each
+    set."""
+    await conn.execute(queries.clear_except, {"config_id": config_id, "keep": list(links)})
     for asset_id, target_id in sorted(links.items()):
-        await conn.execute(
-            kind.set_one, {"config_id": config_id, kind.source: asset_id, kind.target: target_id}
-        )
+        params: dict[str, Any] = {
+            "config_id": config_id,
+            queries.source: asset_id,
+            queries.target: target_id,
+        }
+        if queries.kind is not None and kinds is not None:
+            params[queries.kind] = kinds[asset_id]
+        await conn.execute(queries.set_one, params)

@@ -1,4 +1,4 @@
--- The groupings of a config's assets: bursts, Live Photo pairs, RAW stacks (table
+-- The groupings of a config's assets: bursts, Live Photo pairs, stacks (table
 -- bursts, and the assets' burst, pair and stack columns), as named blocks: "-- name --"
 -- then a line that says what it does. Loaded once by safelight.library.catalogue.groups,
 -- the only module that reads them. Time comes in as now from the injected clock.
@@ -61,13 +61,15 @@ WHERE storage_config_id = %(config_id)s AND paired_asset_id IS NOT NULL
   AND NOT (id = ANY(%(keep)s))
 
 -- asset_set_stack --
--- Stack a RAW of a config on its primary (the photo of the same capture, ADR 0027).
-UPDATE assets SET stack_primary_id = %(primary_id)s
-WHERE storage_config_id = %(config_id)s AND id = %(raw_id)s
-  AND stack_primary_id IS DISTINCT FROM %(primary_id)s
+-- Stack an asset of a config on its primary, as what it is to it: 'raw' (a RAW of the same capture, ADR 0027), 'format' or 'copy' (ADR 0056).
+UPDATE assets SET stack_primary_id = %(primary_id)s, stack_kind = %(stack_kind)s
+WHERE storage_config_id = %(config_id)s AND id = %(asset_id)s
+  AND (stack_primary_id IS DISTINCT FROM %(primary_id)s
+       OR stack_kind IS DISTINCT FROM %(stack_kind)s)
 
 -- assets_clear_stack_except --
--- Unstack every stacked RAW of a config except the given ones.
-UPDATE assets SET stack_primary_id = NULL
-WHERE storage_config_id = %(config_id)s AND stack_primary_id IS NOT NULL
+-- Unstack every stacked asset of a config except the given ones (a kind left behind by a purged primary too).
+UPDATE assets SET stack_primary_id = NULL, stack_kind = NULL
+WHERE storage_config_id = %(config_id)s
+  AND (stack_primary_id IS NOT NULL OR stack_kind IS NOT NULL)
   AND NOT (id = ANY(%(keep)s))

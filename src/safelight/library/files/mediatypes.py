@@ -30,7 +30,13 @@ RAW_EXTENSIONS = frozenset(
 """Camera RAW files' names: images, listed as such. Decoded through LibRaw (``raw``) when
 their content is a RAW (a TIFF-based, CR3, RAF, CRW, MRW or X3F container,
 ``sniffing``), as what it is otherwise."""
-VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts"})
+VIDEO_EXTENSIONS = frozenset(
+    {".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts", ".3g2", ".m2ts", ".m2v"}
+)
+"""Videos, read through ffmpeg's demuxers (``metadata.ffmpeg_input_options``): QuickTime and
+MP4 with their phone brands (3GPP ``.3gp``, 3GPP2 ``.3g2``), Matroska/WebM, AVI, MPEG-TS
+(AVCHD's ``.mts`` and ``.m2ts``, 192-byte packets) and a raw MPEG-2 video stream
+(``.m2v``, as some camcorders and DVD tools leave it)."""
 
 IGNORED_FOLDER_NAMES = frozenset(
     {"@eaDir", "#recycle", "#snapshot", "$RECYCLE.BIN", "System Volume Information",

@@ -9,6 +9,11 @@ on plain values:
   Only capture times read from the photo's own metadata count: a time taken from the
   file's mtime says when the file was copied, and a folder copied at once would become
   one huge "burst".
+- A burst is distinct frames (ADR 0056): a photo taken at the very same instant as one
+  already in the run (the same sub-second, or the same second where the camera writes
+  none) joins it only if its content is known to differ (``fingerprints``). Files of
+  one capture are stacked instead (``copies``) and never reach this function; what
+  still looks like one is left alone rather than made a "burst".
 - A burst's key derives only from what groups it (the maker id, or the camera and the
   run's first capture time), so a rerun over the same photos finds the same bursts.
 - The primary is the sharpest member by the variance of a Laplacian of its thumbnail
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from PIL import Image, ImageFilter, ImageStat
 
+from safelight.library.grouping.fingerprints import same_content
 from safelight.library.render.images import PROXY_FORMAT
 
 MAX_GAP = timedelta(seconds=1)
@@ -61,8 +67,12 @@ def _order(photo: Photo) -> tuple[datetime, int, str, int]:
     return (photo.captured_at, photo.sequence_number or 0, photo.file_path, photo.id)
 
 
-def group_bursts(photos: Iterable[Photo]) -> list[Burst]:
-    """The bursts among ``photos``, ordered by key; each photo is in at most one."""
+def group_bursts(
+    photos: Iterable[Photo], fingerprints: Mapping[int, int] | None = None
+) -> list[Burst]:
+    """The bursts among ``photos``, ordered by key; each photo is in at most one.
+    ``fingerprints``: what the photos show (``fingerprints.fingerprint``), by id."""
+    prints = fingerprints or {}
     by_maker: dict[str, list[Photo]] = defaultdict(list)
     by_camera: dict[tuple[str, str], list[Photo]] = defaultdict(list)
     for photo in photos:
@@ -82,10 +92,23 @@ def group_bursts(photos: Iterable[Photo]) -> list[Burst]:
             if run and photo.captured_at - run[-1].captured_at > MAX_GAP:
                 bursts.extend(_derived(make, model, run))
                 run = []
-            run.append(photo)
+            if not _repeats(run, photo, prints):
+                run.append(photo)
         bursts.extend(_derived(make, model, run))
     bursts.sort(key=lambda b: b.key)
     return bursts
+
+
+def _repeats(run: list[Photo], photo: Photo, fingerprints: Mapping[int, int]) -> bool:
+    """Whether ``photo`` cannot be told apart, as a frame, from one already in the run:
+    the same instant and content not known to differ. The run is in capture order, so
+    the photos of its last instant are at its end."""
+    for member in reversed(run):
+        if member.captured_at != photo.captured_at:
+            return False
+        if same_content(fingerprints.get(member.id), fingerprints.get(photo.id)) is not False:
+            return True
+    return False
 
 
 def _derived(make: str, model: str, run: list[Photo]) -> list[Burst]:

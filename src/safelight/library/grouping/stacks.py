@@ -18,11 +18,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import PurePosixPath
+from typing import Literal
 
 from safelight.library.files.mediatypes import is_raw
 from safelight.library.grouping.livephotos import MAX_GAP, Capture, capture_gap, stem_key
 
 JPEG_SUFFIXES = frozenset({".jpg", ".jpeg", ".jpe"})
+
+StackKind = Literal["raw", "format", "copy"]
+"""What a stacked asset is to its primary (``assets.stack_kind``, migration 0021): a RAW
+of the same capture (here), another format of it or a near-copy (``copies``)."""
 
 
 def stack_raws(assets: Iterable[Capture]) -> dict[int, int]:

@@ -14,10 +14,25 @@ The order of precedence (ADR 0026), first date that parses wins:
 3. ``"iptc"``: IPTC DateCreated with TimeCreated (a date with no time is not a capture
    time: it is skipped rather than read as midnight).
 4. ``"maker"``: the camera maker's own block, for cameras that write no EXIF date: a
-   maker note (Reconyx), Canon's CIFF heap or Olympus's APP12 picture info.
+   maker note (Reconyx), Canon's CIFF heap, Olympus's APP12 picture info, or FLIR's
+   APP1 FFF block (``flir``: thermal cameras; the one maker date with a zone).
 
-The file's own time comes only after all of these (the caller adds it), and the crawl's
-summary counts the photos it dated so.
+The sources above all mean "when the picture was taken". Those below mean "when the
+file was last written", which for a camera's own file is the shot (a camera writes
+IFD0 DateTime as it saves) and for an edited or exported one is the edit: a better
+guess than the file's time on disk, which a copy to a NAS resets, but less certain
+(ADR 0053), and shown as such.
+
+5. ``"modified"``: EXIF IFD0 DateTime (ExifTool's ModifyDate) with the Exif IFD's
+   SubSecTime and OffsetTime, then the XMP's ``xmp:ModifyDate`` and ``tiff:DateTime``.
+6. ``"png"``: a PNG's own dates (``containers.png_facts``): the ``Creation Time`` text,
+   then the ``tIME`` chunk (the last modification, UTC by the PNG spec).
+
+The file's own time (``"file"``) comes only after all of these (the caller adds it),
+and the crawl's summary counts the photos it dated so, and those dated by 5 or 6.
+``xmp:MetadataDate`` (when the metadata alone changed) and ImageMagick's
+``date:create``/``date:modify`` texts (the file system's times of the file it read)
+are not read: neither says anything of the picture.
 
 A zone is borrowed: EXIF without OffsetTime (most cameras before ~2018) gets the offset
 of an XMP or IPTC date that shows the same wall-clock time to the second, as ExifTool's
@@ -30,13 +45,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from safelight.library.media.exif import ExifDate, ExifFields
 from safelight.library.media.xmp import (
     NS_EXIF,
     NS_PHOTOSHOP,
+    NS_TIFF,
     NS_XMP,
     XmpProperties,
     parse_xmp_date,
@@ -44,8 +61,14 @@ from safelight.library.media.xmp import (
 
 _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _EXIF_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+_EARLIEST_PNG_YEAR = 1980  # before digital images: an unset clock
 
-CapturedAtSource = Literal["sidecar", "exif", "xmp", "iptc", "maker", "video", "file"]
+CapturedAtSource = Literal[
+    "sidecar", "exif", "xmp", "iptc", "maker", "modified", "png", "video", "file"
+]
+
+LESS_CERTAIN_SOURCES: frozenset[CapturedAtSource] = frozenset({"modified", "png"})
+"""Sources that date the file's last write rather than the shot (5 and 6 above)."""
 
 XMP_DATES = (
     (NS_EXIF, "DateTimeOriginal"),
@@ -54,6 +77,9 @@ XMP_DATES = (
     (NS_EXIF, "DateTimeDigitized"),
 )
 """The XMP dates read, in the order of precedence."""
+
+XMP_MODIFIED_DATES = ((NS_XMP, "ModifyDate"), (NS_TIFF, "DateTime"))
+"""The XMP dates of the file's last write, read after the maker's (``"modified"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +95,13 @@ def choose_capture_time(
     *,
     iptc: datetime | None = None,
     maker: datetime | None = None,
+    png_created: datetime | None = None,
+    png_modified: datetime | None = None,
 ) -> CaptureTime | None:
-    """The capture time by the order above, or None when no place holds a date."""
+    """The capture time by the order above, or None when no place holds a date.
+
+    ``maker``: the date of a maker's block outside EXIF (CIFF, Olympus, FLIR);
+    ``png_created`` and ``png_modified``: a PNG's ``Creation Time`` and ``tIME``."""
     xmp_dates = [d for name in XMP_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None]
     for date in exif.dates:
         parsed = parse_exif_datetime(date.value, date.subsec, date.offset)
@@ -86,6 +117,30 @@ def choose_capture_time(
             return CaptureTime(parsed, "maker")
     if maker is not None:
         return CaptureTime(maker, "maker")
+    return modified_time(exif, xmp, png_created=png_created, png_modified=png_modified)
+
+
+def modified_time(
+    exif: ExifFields,
+    xmp: XmpProperties,
+    *,
+    png_created: datetime | None = None,
+    png_modified: datetime | None = None,
+) -> CaptureTime | None:
+    """The less certain dates (5 and 6 above), for a file that holds no capture date."""
+    xmp_dates = [
+        d for name in XMP_MODIFIED_DATES if (d := parse_xmp_date(xmp.get(*name))) is not None
+    ]
+    if exif.modified is not None:
+        written = exif.modified
+        parsed = parse_exif_datetime(written.value, written.subsec, written.offset)
+        if parsed is not None:
+            return CaptureTime(with_zone(parsed, xmp_dates), "modified")
+    if xmp_dates:
+        return CaptureTime(with_zone(xmp_dates[0], xmp_dates[1:]), "modified")
+    for stamp in (png_created, png_modified):
+        if stamp is not None:
+            return CaptureTime(stamp, "png")
     return None
 
 
@@ -133,6 +188,25 @@ def iptc_capture_time(date: bytes | None, time: bytes | None) -> datetime | None
     return stamp
 
 
+def png_text_time(text: str | None) -> datetime | None:
+    """A PNG's ``Creation Time`` text: RFC 1123 as the PNG spec recommends (``Mon, 1 Jan
+    2018 12:10:22 +0100``, a zone's name, or none), EXIF's form (``2007:02:13 06:34:38``,
+    which some writers use, with an offset after it or none) or ISO 8601 with a time of
+    day; aware when it names a zone, naive otherwise; None for anything else."""
+    if text is None:
+        return None
+    text = text.strip()
+    if (iso := parse_xmp_date(text)) is not None:
+        return iso
+    if (match := _EXIF_DATE.match(text)) is not None:
+        return parse_exif_datetime(text, None, text[match.end() :] or None)
+    try:
+        stamp = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return stamp if stamp.year >= _EARLIEST_PNG_YEAR else None
+
+
 def captured_at_from_exif(dates: tuple[ExifDate, ...]) -> datetime | None:
     """The first EXIF date that parses; aware if it carries an offset, naive otherwise."""
     for date in dates:
@@ -174,3 +248,82 @@ def _parse_offset(text: str) -> timezone | None:
     if delta > timedelta(hours=14) or int(minutes) >= 60:
         return None
     return timezone(-delta if sign == "-" else delta)
+
+
+# --- videos (ADR 0054) --------------------------------------------------------------------
+
+_QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})
+"""An unset QuickTime creation time (its epoch, or Unix's), not a date."""
+
+
+def video_capture_time(
+    *,
+    creationdate: object,
+    recorded: bytes | None,
+    content_date: object,
+    creation_time: object,
+) -> CaptureTime | None:
+    """A video's capture time (source ``"video"``), its own local-time tags first, as
+    ExifTool reads them (none of them is subject to its ``QuickTimeUTC``):
+
+    1. ``creationdate``: QuickTime's ``com.apple.quicktime.creationdate`` (an ``mdta``
+       key, ExifTool's ``Keys:CreationDate``; iPhones, and the apps that keep their
+       metadata): the local time with its zone (``2024-07-14T18:03:12+0200``).
+    2. ``recorded``: AVCHD's recording date (``containers.avchd_recording_date``,
+       ExifTool's ``H264:DateTimeOriginal``): the camcorder's clock, with its zone.
+    3. ``content_date``: ``©day`` in ``udta`` or ``ilst`` (ffprobe's ``date``, ExifTool's
+       ``ContentCreateDate``), as older iPhones and some cameras write it: local, with
+       its zone; a date alone (a song's year) is no capture time.
+    4. ``creation_time``: the container's (``mvhd``, ExifTool's ``QuickTime:CreateDate``),
+       UTC by the QuickTime spec, so its local date is the UTC date (no zone to show
+       another).
+
+    A local time without a zone is the wall clock (naive). None when none holds a date."""
+    local = _quicktime_time(creationdate, naive_is_utc=False)
+    if local is None and recorded is not None:
+        local = mdpm_datetime(recorded)
+    if local is None:
+        local = _quicktime_time(content_date, naive_is_utc=False)
+    if local is None:
+        local = _quicktime_time(creation_time, naive_is_utc=True)
+    return CaptureTime(local, "video") if local is not None else None
+
+
+def _quicktime_time(value: object, *, naive_is_utc: bool) -> datetime | None:
+    """An ISO 8601 date and time (``T`` or a space between); None for anything else, a
+    date without a time of day, or an unset QuickTime time."""
+    if not isinstance(value, str) or len(value.strip()) <= len("2024-07-14"):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if stamp.year in _QUICKTIME_ZERO_YEARS:
+        return None
+    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None and naive_is_utc else stamp
+
+
+def mdpm_datetime(recorded: bytes) -> datetime | None:
+    """AVCHD's MDPM date (tags 0x18 and 0x19: a zone byte, then year, month, day, hour,
+    minute and second in BCD) as ExifTool's H264 module reads it: the zone byte's 0x20
+    is the sign, bits 1-4 the hours, 0x01 a half hour; its DST flag (0x40) is already
+    counted in the offset. A zone byte with its unused top bit set, or past 14 hours,
+    says no zone: the wall clock, naive. None for digits that are not a date."""
+    if len(recorded) != 8:
+        return None
+    digits = []
+    for byte in recorded[1:]:
+        high, low = byte >> 4, byte & 0x0F
+        if high > 9 or low > 9:
+            return None
+        digits.append(high * 10 + low)
+    century, year, month, day, hour, minute, second = digits
+    try:
+        stamp = datetime(century * 100 + year, month, day, hour, minute, second)
+    except ValueError:
+        return None
+    zone = recorded[0]
+    delta = timedelta(hours=(zone >> 1) & 0x0F, minutes=30 if zone & 0x01 else 0)
+    if zone & 0x80 or delta > timedelta(hours=14):
+        return stamp
+    return stamp.replace(tzinfo=timezone(-delta if zone & 0x20 else delta))

@@ -1,7 +1,9 @@
 """Orientation and EXIF that sit in a file's container rather than where Pillow looks
-at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk, the
-``irot``/``imir`` transforms of a HEIF image, and the orientation in a JPEG XL
-codestream's image header (ADR 0029).
+at open time: a PNG's ``eXIf`` after its pixels, or EXIF as hex in a text chunk (and,
+in the same walk of its chunks, its ``tIME``, ``Creation Time`` and an XMP ``iTXt``
+after the pixels: ADR 0053), the ``irot``/``imir`` transforms of a HEIF image, and the
+orientation in a JPEG XL codestream's image header (ADR 0029); and an AVCHD clip's
+recording date in the H.264 stream of its MPEG-TS (ADR 0054).
 
 Read from the open original by position (``os.pread`` where there is a descriptor), so
 the file position Pillow decodes from later is left as it was. Each reader is bounded
@@ -12,10 +14,13 @@ pixels then fail or succeed in the decoder, with its own error.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import IO
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -26,6 +31,10 @@ _MAX_EXIF_BYTES = 1 << 20
 _RAW_PROFILES = frozenset({b"Raw profile type exif", b"Raw profile type APP1"})
 """ImageMagick's (and ExifTool's) names for EXIF kept as hex text in a PNG."""
 _TEXT_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt"})
+_CREATION_TIME = b"Creation Time"
+"""The PNG spec's predefined keyword for "time of original image creation"."""
+_MAX_TIME_TEXT = 64
+_XMP_KEYWORD = b"XML:com.adobe.xmp"
 
 _MAX_BOXES = 1000
 _MAX_META_BYTES = 16 << 20
@@ -48,27 +57,93 @@ def _read_at(fp: IO[bytes], offset: int, size: int) -> bytes:
 # --- PNG ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PngFacts:
+    """What a PNG's chunks say beside its pixels, read in one walk over them."""
+
+    exif: bytes | None = None
+    """The EXIF block (TIFF structure, perhaps after ``Exif\\0\\0``): the ``eXIf``
+    chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk."""
+    created: str | None = None
+    """The ``Creation Time`` text, as written (``capturetime.png_text_time`` reads it)."""
+    modified: datetime | None = None
+    """The ``tIME`` chunk: the image's last modification, in UTC by the PNG spec."""
+    xmp: bytes | None = None
+    """The XMP packet of an uncompressed ``iTXt`` (``XML:com.adobe.xmp``) wherever it
+    is: Pillow sees only those before the pixels at open time."""
+
+
 def png_exif(fp: IO[bytes]) -> bytes | None:
-    """The EXIF block of a PNG (TIFF structure, perhaps after ``Exif\\0\\0``): its
-    ``eXIf`` chunk wherever it is, else a ``Raw profile type exif``/``APP1`` text chunk;
-    ``None`` when there is neither."""
+    """The EXIF block of a PNG (``PngFacts.exif``); ``None`` when there is none."""
+    return png_facts(fp).exif
+
+
+def png_facts(fp: IO[bytes]) -> PngFacts:
+    """The EXIF block and the two dates of a PNG; nothing for any other file."""
     if _read_at(fp, 0, 8) != _PNG_SIGNATURE:
-        return None
+        return PngFacts()
     offset = 8
+    exif: bytes | None = None
     from_text: bytes | None = None
+    created: str | None = None
+    modified: datetime | None = None
+    xmp: bytes | None = None
     for _ in range(_MAX_PNG_CHUNKS):
         header = _read_at(fp, offset, 8)
         if len(header) < 8:
             break
         length, kind = struct.unpack(">I4s", header)
-        if kind == b"eXIf":
-            return _read_at(fp, offset + 8, min(length, _MAX_EXIF_BYTES))
-        if kind in _TEXT_CHUNKS and from_text is None and length <= 4 * _MAX_EXIF_BYTES:
-            from_text = _raw_profile(kind, _read_at(fp, offset + 8, length))
+        if kind == b"eXIf" and exif is None:
+            exif = _read_at(fp, offset + 8, min(length, _MAX_EXIF_BYTES))
+        elif kind == b"tIME" and length == 7 and modified is None:
+            modified = _png_time(_read_at(fp, offset + 8, 7))
+        elif (
+            kind in _TEXT_CHUNKS
+            and length <= 4 * _MAX_EXIF_BYTES
+            and (from_text is None or created is None or xmp is None)
+        ):
+            data = _read_at(fp, offset + 8, length)
+            from_text = from_text if from_text is not None else _raw_profile(kind, data)
+            created = created if created is not None else _png_creation_text(kind, data)
+            xmp = xmp if xmp is not None else _png_xmp(kind, data)
         if kind == b"IEND":
             break
         offset += 12 + length
-    return from_text
+    return PngFacts(exif if exif is not None else from_text, created, modified, xmp)
+
+
+def _png_time(data: bytes) -> datetime | None:
+    """A ``tIME`` chunk (year, month, day, hour, minute, second), UTC by the spec; a
+    second of 60 (a leap second, which the spec allows) is read as 59."""
+    if len(data) != 7:
+        return None
+    year, month, day, hour, minute, second = struct.unpack(">H5B", data)
+    try:
+        return datetime(year, month, day, hour, minute, min(second, 59), tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _png_creation_text(kind: bytes, data: bytes) -> str | None:
+    """The text of an uncompressed ``Creation Time`` chunk (``capturetime`` parses it);
+    None for any other text."""
+    keyword, _, rest = data.partition(b"\0")
+    if keyword != _CREATION_TIME or kind == b"zTXt":
+        return None  # a few bytes are never worth compressing; not seen written so
+    if kind == b"iTXt":  # flag, method, language\0, translated keyword\0, text
+        if len(rest) < 2 or rest[0] != 0:
+            return None
+        rest = rest[2:].split(b"\0", 2)[-1]
+    return rest[:_MAX_TIME_TEXT].decode("latin-1").strip() or None
+
+
+def _png_xmp(kind: bytes, data: bytes) -> bytes | None:
+    """The packet of an uncompressed XMP ``iTXt`` chunk (as ExifTool and Adobe write
+    it), or None for any other text."""
+    keyword, _, rest = data.partition(b"\0")
+    if kind != b"iTXt" or keyword != _XMP_KEYWORD or len(rest) < 2 or rest[0] != 0:
+        return None
+    return rest[2:].split(b"\0", 2)[-1] or None
 
 
 def _raw_profile(kind: bytes, data: bytes) -> bytes | None:
@@ -118,13 +193,21 @@ def container_orientation(fp: IO[bytes]) -> int:
     """The turn (EXIF's numbering, 1-8) that the ``irot`` and ``imir`` properties of a
     HEIF file's primary image make, in the order its ``ipma`` lists them: what libheif
     applies when it decodes. 1 when there are none, or the boxes cannot be read."""
+    transforms = container_transforms(fp)
+    return 1 if transforms is None else transforms
+
+
+def container_transforms(fp: IO[bytes]) -> int | None:
+    """As ``container_orientation``, but None when the primary image has no ``irot`` or
+    ``imir`` property at all (or the boxes cannot be read): the container says nothing
+    of its turn, which is not the same as an ``irot`` of 0 (ADR 0055)."""
     meta = _top_level_box(fp, b"meta")
     if meta is None or len(meta) < 4:
-        return 1
+        return None
     try:
         return _orientation_in_meta(meta[4:])  # after the full box's version and flags
     except (struct.error, IndexError, ValueError):
-        return 1
+        return None
 
 
 def _top_level_box(fp: IO[bytes], wanted: bytes) -> bytes | None:
@@ -180,11 +263,11 @@ def _boxes(data: bytes) -> Iterator[tuple[bytes, bytes]]:
         offset += size
 
 
-def _orientation_in_meta(meta: bytes) -> int:
+def _orientation_in_meta(meta: bytes) -> int | None:
     children = dict(_boxes(meta))
     pitm, iprp = children.get(b"pitm"), children.get(b"iprp")
     if pitm is None or iprp is None:
-        return 1
+        return None
     primary = struct.unpack_from(">H" if pitm[0] == 0 else ">I", pitm, 4)[0]
     properties: list[tuple[bytes, bytes]] = []
     indices: list[int] = []
@@ -193,11 +276,12 @@ def _orientation_in_meta(meta: bytes) -> int:
             properties = list(_boxes(payload))
         elif kind == b"ipma":
             indices += _associations(payload, primary)
-    turns, mirrored = 0, False
+    turns, mirrored, transformed = 0, False, False
     for index in indices:
         if not 1 <= index <= len(properties):
             continue
         kind, payload = properties[index - 1]
+        transformed = transformed or (kind in (b"irot", b"imir") and bool(payload))
         if kind == b"irot" and payload:
             # Anti-clockwise quarter turns, applied after what came before.
             turns = (turns + 4 - (payload[0] & 3)) % 4
@@ -206,7 +290,7 @@ def _orientation_in_meta(meta: bytes) -> int:
             # the pixels, and Apple read it (the first edition's wording of "axis" was
             # read both ways). A mirror after the rotation so far reverses it.
             turns, mirrored = ((0 if payload[0] & 1 else 2) - turns) % 4, not mirrored
-    return _EXIF_OF[(turns, mirrored)]
+    return _EXIF_OF[(turns, mirrored)] if transformed else None
 
 
 def _associations(ipma: bytes, item: int) -> list[int]:
@@ -308,3 +392,79 @@ class _Bits:
             value |= ((byte >> (self._position & 7)) & 1) << shift
             self._position += 1
         return value
+
+
+# --- MPEG-TS (AVCHD) ----------------------------------------------------------------------
+
+_TS_PACKET = 188
+_TS_SYNC = 0x47
+_TS_SCAN_BYTES = 1 << 20
+"""Camcorders write the MDPM in the SEI of every key frame, the first one in the first
+access unit: within the first tens of kilobytes of a clip. A megabyte bounds the look."""
+_AVCHD_MDPM = bytes.fromhex("17ee8c60f84d11d98cd60800200c9a66") + b"MDPM"
+"""The UUID of the unregistered user data (H.264 SEI) that holds AVCHD's Modified DV
+Pack Metadata, and its name: what ExifTool's H264 module looks for."""
+_MDPM_DATE, _MDPM_TIME = 0x18, 0x19
+
+
+def avchd_recording_date(fp: IO[bytes]) -> bytes | None:
+    """The 8 bytes of an AVCHD clip's recording date: MDPM tag 0x18 (zone byte, then
+    year's two BCD bytes and the month) and tag 0x19 (day, hour, minute, second), from
+    the first MDPM in the H.264 stream of an MPEG-TS, bare (188-byte packets) or as
+    AVCHD's ``.mts``/``.m2ts`` write it (192: a 4-byte time stamp before each packet).
+    ``None`` for any other file, or when no MDPM holds both tags."""
+    size = _ts_packet_size(_read_at(fp, 0, 3 * 192))
+    if size is None:
+        return None
+    data = _read_at(fp, 0, _TS_SCAN_BYTES)
+    payloads: dict[int, bytearray] = {}
+    lead = size - _TS_PACKET
+    for offset in range(0, len(data) - size + 1, size):
+        packet = data[offset + lead : offset + size]
+        if packet[0] != _TS_SYNC:
+            break
+        control = (packet[3] >> 4) & 3
+        start = 5 + packet[4] if control & 2 else 4  # after the adaptation field
+        if control & 1 and start < _TS_PACKET:
+            pid = (packet[1] & 0x1F) << 8 | packet[2]
+            payloads.setdefault(pid, bytearray()).extend(packet[start:])
+    for stream in payloads.values():
+        found = stream.find(_AVCHD_MDPM)
+        if found >= 0:
+            return _mdpm_date(_unescaped(stream[found + len(_AVCHD_MDPM) :]))
+    return None
+
+
+def _ts_packet_size(head: bytes) -> int | None:
+    """188 or 192 when the first three packets start with the sync byte where each
+    layout puts it."""
+    for size, lead in ((_TS_PACKET, 0), (192, 4)):
+        if len(head) > lead + 2 * size and all(head[lead + i * size] == _TS_SYNC for i in range(3)):
+            return size
+    return None
+
+
+def _unescaped(nal: bytes | bytearray) -> bytes:
+    """An H.264 NAL unit's payload without its emulation prevention bytes (the 3 of
+    every ``00 00 03``); only as much as an MDPM can take (a count and 255 entries)."""
+    out = bytearray()
+    zeros = 0
+    for byte in nal[: 2 * (1 + 5 * 255)]:
+        if zeros >= 2 and byte == 3:
+            zeros = 0
+            continue
+        out.append(byte)
+        zeros = zeros + 1 if byte == 0 else 0
+    return bytes(out[: 1 + 5 * 255])
+
+
+def _mdpm_date(mdpm: bytes) -> bytes | None:
+    """Tags 0x18 and 0x19's values from an MDPM: a count, then entries of a tag byte
+    and four value bytes, in increasing tag order; 0x19 must follow 0x18 at once."""
+    if not mdpm:
+        return None
+    entries = [mdpm[1 + 5 * i : 6 + 5 * i] for i in range(mdpm[0])]
+    for first, second in itertools.pairwise(entries):
+        if len(second) == 5 and first[0] == _MDPM_DATE and second[0] == _MDPM_TIME:
+            return first[1:] + second[1:]
+    return None

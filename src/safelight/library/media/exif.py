@@ -5,7 +5,8 @@ malformed blocks real cameras write, and does not read Apple's maker note. Here 
 read is bounded, a malformed block only loses the values it garbles, and nothing
 warns or raises: ``read_exif`` returns what it could read.
 
-Tags read: Make, Model, Orientation (IFD0); DateTimeOriginal/Digitized with their
+Tags read: Make, Model, Orientation, DateTime (ExifTool's ModifyDate, with the Exif
+IFD's SubSecTime and OffsetTime) (IFD0); DateTimeOriginal/Digitized with their
 SubsecTime and OffsetTime (Exif IFD); GPSLatitude/Longitude/Altitude with their Refs
 (GPS IFD); and from maker notes:
 
@@ -41,11 +42,14 @@ _MAX_VALUE_BYTES = 1 << 20
 TAG_MAKE = 0x010F
 TAG_MODEL = 0x0110
 TAG_ORIENTATION = 0x0112
+TAG_DATE_TIME = 0x0132
 TAG_EXIF_IFD = 0x8769
 TAG_DATE_ORIGINAL = 0x9003
 TAG_DATE_DIGITIZED = 0x9004
 TAG_OFFSET_ORIGINAL = 0x9011
 TAG_OFFSET_DIGITIZED = 0x9012
+TAG_OFFSET_TIME = 0x9010
+TAG_SUBSEC_TIME = 0x9290
 TAG_SUBSEC_ORIGINAL = 0x9291
 TAG_SUBSEC_DIGITIZED = 0x9292
 TAG_MAKER_NOTE = 0x927C
@@ -93,6 +97,10 @@ class ExifFields:
     """Degrees, east positive."""
     altitude: float | None = None
     """Metres above sea level (negative below)."""
+    modified: ExifDate | None = None
+    """IFD0 DateTime (ExifTool's ModifyDate): when the file was last changed, by the
+    camera as it wrote it or by an editor since; with the Exif IFD's SubSecTime and
+    OffsetTime. Only a fallback capture time (``capturetime``, source "modified")."""
 
 
 class _Source(Protocol):
@@ -194,6 +202,16 @@ def _read_tiff(src: _Source) -> ExifFields:
     if exif_offset is not None and exif_offset != ifd0_offset:
         exif_ifd = _read_ifd(src, exif_offset, endian, base=0)
     dates = _dates(src, exif_ifd)
+    modified_value = _text(src, ifd0.get(TAG_DATE_TIME))
+    modified = (
+        ExifDate(
+            modified_value,
+            _text(src, exif_ifd.get(TAG_SUBSEC_TIME)),
+            _text(src, exif_ifd.get(TAG_OFFSET_TIME)),
+        )
+        if modified_value is not None
+        else None
+    )
     burst_id = content_identifier = None
     sequence_number = None
     note = exif_ifd.get(TAG_MAKER_NOTE)
@@ -220,6 +238,7 @@ def _read_tiff(src: _Source) -> ExifFields:
         latitude=latitude,
         longitude=longitude,
         altitude=altitude,
+        modified=modified,
     )
 
 

@@ -1,11 +1,14 @@
 """What a crawl records about a photo or video, read without decoding a single pixel.
 
 Capture time: for photos, the first of EXIF, embedded XMP, IPTC and the maker's own
-blocks that holds a date (``capturetime``, ADR 0026); for videos, Apple's
-``com.apple.quicktime.creationdate`` (local time with offset), else the container's
-``creation_time`` (UTC by the QuickTime spec). With an offset the result is aware;
-without one it is **naive**: the camera's wall-clock time, zone unknown (most cameras
-before ~2018 and many today), never to be read as UTC. Only when no place holds a date,
+blocks that holds a date (``capturetime``, ADR 0026), else the less certain date of
+the file's last write the file itself holds (EXIF's ModifyDate, a PNG's dates: ADR
+0053); for videos, their own local-time tags (Apple's
+``com.apple.quicktime.creationdate``, AVCHD's recording date, ``©day``), else the
+container's ``creation_time`` (UTC by the QuickTime spec) (``capturetime``, ADR 0054).
+With an offset the result is aware; without one it is **naive**: the camera's
+wall-clock time, zone unknown (most cameras before ~2018 and many today), never to be
+read as UTC. Only when no place holds a date,
 the file's modification time (``"file"``, aware UTC): every asset has a capture time.
 
 Opening images names the formats it may open as (``mediatypes.IMAGE_FORMATS``), imports
@@ -68,9 +71,18 @@ from safelight.library.media.capturetime import (
     choose_capture_time,
     iptc_capture_time,
     parse_exif_datetime,
+    png_text_time,
+    video_capture_time,
 )
-from safelight.library.media.containers import container_orientation, jxl_orientation, png_exif
+from safelight.library.media.containers import (
+    PngFacts,
+    avchd_recording_date,
+    container_transforms,
+    jxl_orientation,
+    png_facts,
+)
 from safelight.library.media.exif import ExifFields, read_exif, read_exif_from_tiff
+from safelight.library.media.flir import flir_capture_time
 from safelight.library.media.jpegblocks import read_maker_blocks
 from safelight.library.media.location import Location, location_of, parse_iso6709
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
@@ -105,11 +117,12 @@ assert ImageFile.LOAD_TRUNCATED_IMAGES is False
 
 _SWAPS_AXES = frozenset({5, 6, 7, 8})  # EXIF orientations that rotate by 90 degrees
 _HDR_TRANSFERS = frozenset({"smpte2084", "arib-std-b67"})  # PQ (HDR10, Dolby Vision), HLG
-_QUICKTIME_ZERO_YEARS = frozenset({1904, 1970})  # an unset creation time, not a date
-_VIDEO_FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg"
+_VIDEO_FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg,mpegvideo"
 """Demuxers ffprobe/ffmpeg may use on originals. A file named .mp4 that really is an HLS
 playlist or a concat list could make ffmpeg read other files on the NAS (or the network)
-into a proxy; refusing every other demuxer and every protocol but ``file`` prevents it."""
+into a proxy; refusing every other demuxer and every protocol but ``file`` prevents it.
+``mpegvideo`` is a raw MPEG-1/2 video elementary stream (``.m2v``), which names no other
+file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,11 +237,20 @@ def read_image_metadata(
     with open_source(path) as original:
         mtime_ns = os.fstat(original.fileno()).st_mtime_ns
         with open_image(original) as image:
-            fields = _exif_fields(image, original)
+            png = png_facts(original) if image.format == "PNG" else None
+            fields = _exif_fields(image, original, png)
             xmp = embedded_xmp(image)
-            blocks = read_maker_blocks(getattr(image, "applist", None) or ())
+            if not xmp and png is not None and png.xmp is not None:
+                xmp = parse_xmp(png.xmp)  # an iTXt after the pixels
+            applist = getattr(image, "applist", None) or ()
+            blocks = read_maker_blocks(applist)
             found = sidecar.captured or choose_capture_time(
-                fields, xmp, iptc=_iptc_time(image), maker=blocks.captured_at
+                fields,
+                xmp,
+                iptc=_iptc_time(image),
+                maker=blocks.captured_at or flir_capture_time(applist),
+                png_created=png_text_time(png.created) if png is not None else None,
+                png_modified=png.modified if png is not None else None,
             )
             format_name = image.format or "unknown"
             turn = orientation_of(image, fields, original, sidecar.orientation)
@@ -325,8 +347,14 @@ def orientation_of(
     - HEIF and AVIF: the container's transforms (``irot``, ``imir``), never EXIF's
       Orientation, as the HEIF/MIAF specs say and libheif, libvips, Apple and the
       browsers do. libheif applies them when it decodes (the value comes from
-      ``containers.container_orientation``); for AVIF Pillow hands them over as the EXIF
+      ``containers.container_transforms``); for AVIF Pillow hands them over as the EXIF
       Orientation it reports and applies nothing.
+    - A HEIF whose primary image has no ``irot`` or ``imir`` at all (Samsung phones
+      write such files): EXIF's Orientation, as the writing phone meant it and its
+      gallery, ExifTool and Immich show it (ADR 0055). libheif turns nothing then, and
+      pillow-heif keeps EXIF's value as ``original_orientation`` after resetting it to
+      1 in ``info``; safelight turns the pixels. A file with transforms is never turned
+      by EXIF too.
     - JPEG XL: the codestream's own orientation (``containers.jxl_orientation``), which
       libjxl applies as it decodes; EXIF's Orientation is not applied (as libjxl's djxl
       and the browsers). A losslessly recompressed JPEG decodes back to that JPEG, whose
@@ -341,7 +369,12 @@ def orientation_of(
     """
     format_name = image.format or ""
     if format_name == "HEIF":
-        applied = container_orientation(original)
+        transforms = container_transforms(original)
+        if transforms is None:
+            # No transform in the container: the phone's turn is in EXIF alone.
+            own = _heif_exif_orientation(image, fields)
+            return Orientation(sidecar if sidecar is not None else own)
+        applied = transforms
     elif format_name == "JXL" and not getattr(image, "jpeg", False):
         # libjxl applied the codestream's orientation. A JPEG XL that keeps a JPEG for
         # reconstruction hands back that JPEG (``jpeg``), turned by its own EXIF below.
@@ -353,12 +386,24 @@ def orientation_of(
     return Orientation(sidecar if sidecar is not None else applied, applied)
 
 
+def _heif_exif_orientation(image: Image.Image, fields: ExifFields) -> int:
+    """EXIF's Orientation of a HEIF as its file holds it: pillow-heif resets the value
+    in ``info["exif"]`` to 1 when it opens the file and keeps the file's own (EXIF's, or
+    lacking one its XMP ``tiff:Orientation``) as ``original_orientation``."""
+    original = image.info.get("original_orientation")
+    if isinstance(original, int) and 1 <= original <= 8:
+        return original
+    return fields.orientation or 1
+
+
 def exif_fields_of(image: Image.Image, original: IO[bytes]) -> ExifFields:
     """The EXIF fields of an opened image (shared with ``images`` for orientation)."""
     return _exif_fields(image, original)
 
 
-def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
+def _exif_fields(
+    image: Image.Image, original: IO[bytes], png: PngFacts | None = None
+) -> ExifFields:
     if image.format == "TIFF":
         position = original.tell()
         try:
@@ -369,7 +414,7 @@ def _exif_fields(image: Image.Image, original: IO[bytes]) -> ExifFields:
     if image.format == "PNG":
         # eXIf may follow the pixels, where Pillow sees it only after decoding them, and
         # ImageMagick and ExifTool write EXIF as hex in a "Raw profile" text chunk.
-        blob = png_exif(original)
+        blob = (png or png_facts(original)).exif
         return read_exif(blob) if blob is not None else ExifFields()
     # JPEG, MPO, WebP, HEIF and AVIF all expose the raw block here at open time.
     blob = image.info.get("exif")
@@ -463,6 +508,7 @@ def read_video_metadata(
     """
     with open_original(path) as original:  # same read-only, no-symlink, no-FIFO checks
         st = os.fstat(original.fileno())
+        recorded = avchd_recording_date(original)
     timeout = ffprobe_timeout_seconds(st.st_size) if timeout_seconds is None else timeout_seconds
     address_space = tool_address_space_bytes(decode_memory_mib * MIB, tool_threads())
     try:
@@ -480,7 +526,12 @@ def read_video_metadata(
     except subprocess.TimeoutExpired as error:
         raise MediaError(f"ffprobe took longer than {timeout:g} s") from error
     return parse_ffprobe_output(
-        completed.returncode, completed.stdout, completed.stderr, st.st_mtime_ns, address_space
+        completed.returncode,
+        completed.stdout,
+        completed.stderr,
+        st.st_mtime_ns,
+        address_space,
+        recorded=recorded,
     )
 
 
@@ -490,7 +541,11 @@ def parse_ffprobe_output(
     stderr: bytes,
     mtime_ns: int,
     address_space_bytes: int | None = None,
+    *,
+    recorded: bytes | None = None,
 ) -> VideoMetadata:
+    """``VideoMetadata`` from ffprobe's run; ``recorded``: the file's AVCHD recording date
+    (``containers.avchd_recording_date``), which ffprobe does not show."""
     # A frame over the pixel cap: ffprobe says so and still exits 0, its size unknown.
     bomb = pixel_cap_exceeded(stderr)
     if bomb is not None:
@@ -505,11 +560,14 @@ def parse_ffprobe_output(
         raise CorruptMedia("ffprobe printed no JSON") from error
     if not isinstance(probe, dict):
         raise CorruptMedia("ffprobe printed no JSON object")
-    return video_metadata_from_probe(probe, mtime_ns)
+    return video_metadata_from_probe(probe, mtime_ns, recorded=recorded)
 
 
-def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoMetadata:
-    """``VideoMetadata`` from ffprobe's ``-show_format -show_streams`` JSON."""
+def video_metadata_from_probe(
+    probe: Mapping[str, Any], mtime_ns: int, *, recorded: bytes | None = None
+) -> VideoMetadata:
+    """``VideoMetadata`` from ffprobe's ``-show_format -show_streams`` JSON (and the
+    AVCHD recording date, ``recorded``, read beside it)."""
     streams = [s for s in probe.get("streams") or [] if isinstance(s, dict)]
     video = next(
         (
@@ -538,8 +596,11 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         width, height = height, width
     fmt = probe.get("format") or {}
     tags = {**_lower_keys(video.get("tags")), **_lower_keys(fmt.get("tags"))}
-    captured_at = _video_time(tags.get("com.apple.quicktime.creationdate")) or _video_time(
-        tags.get("creation_time")
+    captured = video_capture_time(
+        creationdate=tags.get("com.apple.quicktime.creationdate"),
+        recorded=recorded,
+        content_date=tags.get("date"),
+        creation_time=tags.get("creation_time"),
     )
     return VideoMetadata(
         width=width,
@@ -548,8 +609,8 @@ def video_metadata_from_probe(probe: Mapping[str, Any], mtime_ns: int) -> VideoM
         duration_seconds=_float(fmt.get("duration")) or _float(video.get("duration")),
         codec=video.get("codec_name") if isinstance(video.get("codec_name"), str) else None,
         has_audio=any(s.get("codec_type") == "audio" for s in streams),
-        captured_at=captured_at if captured_at is not None else file_time(mtime_ns),
-        captured_at_source="video" if captured_at is not None else "file",
+        captured_at=captured.at if captured is not None else file_time(mtime_ns),
+        captured_at_source=captured.source if captured is not None else "file",
         make=_str(tags.get("com.apple.quicktime.make") or tags.get("make")),
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),
@@ -602,18 +663,6 @@ def _rotation(stream: Mapping[str, Any]) -> int:
                 return round(-value / 90.0) * 90 % 360
     value = _float(_lower_keys(stream.get("tags")).get("rotate"))
     return round(value / 90.0) * 90 % 360 if value is not None else 0
-
-
-def _video_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if stamp.year in _QUICKTIME_ZERO_YEARS:
-        return None
-    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
 def _lower_keys(tags: object) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import AnyStr
 from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
@@ -55,6 +56,12 @@ _NOT_PROPERTIES = frozenset(
     }
 )
 _STARTS = (b"<x:xmpmeta", b"<x:xapmeta", b"<?xpacket begin")
+# Where a packet (or a sidecar's document) starts and its outermost element closes: the
+# bytes outside are junk some writers leave (PNG iTXt with trailing NULs, garbage or a
+# second, partial packet; a JPEG APP1 with bytes before the wrapper).
+_PACKET_STARTS = (b"<?xml", *_STARTS, b"<rdf:RDF")
+_PACKET_CLOSES = (b"</x:xmpmeta>", b"</x:xapmeta>", b"</rdf:RDF>")
+_TRAILER = b"<?xpacket end"
 _XMP_DATE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
     r"(Z|[+-]\d{2}:?\d{2})?"
@@ -123,9 +130,12 @@ def parse_xmp(packet: bytes | str) -> XmpProperties:
             packet = packet.decode("utf-16")
         except UnicodeDecodeError:
             return EMPTY
-    # Padding after the packet (or NULs after a sidecar) is not XML; strip it.
+    # Padding after the packet (or NULs after a sidecar) is not XML; strip it, and any
+    # junk around the packet itself.
     packet = (
-        packet.strip(b" \t\r\n\0") if isinstance(packet, bytes) else packet.strip(" \t\r\n\0\ufeff")
+        _packet_only(packet.strip(b" \t\r\n\0"))
+        if isinstance(packet, bytes)
+        else _packet_only(packet.strip(" \t\r\n\0\ufeff"))
     )
     if isinstance(packet, str) and packet.startswith("<?xml"):
         packet = packet[packet.find("?>") + 2 :]  # its encoding was the bytes', now gone
@@ -160,6 +170,35 @@ def parse_xmp(packet: bytes | str) -> XmpProperties:
                 for field_name, value in _fields(child).items():
                     values.setdefault(field_name, value)
     return XmpProperties(values, arrays, structures)
+
+
+def _packet_only(packet: AnyStr) -> AnyStr:
+    """``packet`` without what is not the packet: from its first start (an XML
+    declaration, the ``<?xpacket begin`` wrapper, ``<x:xmpmeta>`` or a bare
+    ``<rdf:RDF>``) to its first close (``</x:xmpmeta>``, else ``</rdf:RDF>``), with the
+    ``<?xpacket end?>`` trailer when one follows. A packet with no close is left as it
+    is (and then parses or not on its own): a packet cut short is not guessed at."""
+
+    def marker(raw: bytes) -> AnyStr:
+        return raw.decode() if isinstance(packet, str) else raw
+
+    found = [at for start in _PACKET_STARTS if (at := packet.find(marker(start))) >= 0]
+    # A declaration before the packet (a DTD, an entity) is kept, for the parser to
+    # refuse: what tries one is refused whole, never trimmed into something that parses.
+    if found and marker(b"<!") not in packet[: min(found)]:
+        packet = packet[min(found) :]
+    for closing in _PACKET_CLOSES:
+        at = packet.find(marker(closing))
+        if at < 0:
+            continue
+        end = at + len(closing)
+        after = packet[end:].lstrip(marker(b" \t\r\n\0"))
+        if after.startswith(marker(_TRAILER)):
+            close = after.find(marker(b"?>"))
+            if close >= 0:
+                return packet[: len(packet) - len(after) + close + 2]
+        return packet[:end]
+    return packet
 
 
 def _fields(element: Element) -> dict[Name, str]:

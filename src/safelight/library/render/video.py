@@ -62,6 +62,7 @@ from safelight.library.files.limits import (
     web_video_max_bytes,
 )
 from safelight.library.files.originals import Original
+from safelight.library.media.containers import avchd_recording_date
 from safelight.library.media.metadata import (
     VideoMetadata,
     ffmpeg_input_options,
@@ -86,7 +87,7 @@ class VideoProxySpec:
     max_fps: int = 60
     """Slow-motion (120/240 fps) sources are played back at this rate at most."""
     poster_at_seconds: float = 1.0
-    """Poster time, capped at half the duration (first frames are often black)."""
+    """Poster time, capped at half the video's span (``poster_time``)."""
     ffmpeg: str = "ffmpeg"
     ffprobe: str = "ffprobe"
 
@@ -231,10 +232,7 @@ async def probe_video(
 ) -> VideoMetadata:
     """``metadata.read_video_metadata``, async and cancellable: within a time limit from
     the file's size and an address-space limit from ``decode_memory_mib``."""
-    if isinstance(src, Original):
-        st = os.fstat(src.fd)
-    else:
-        st = await asyncio.to_thread(_original_stat, src)
+    st, recorded = await asyncio.to_thread(_stat_and_recording_date, src)
     name, fds = _input(src)
     address_space = tool_address_space(decode_memory_mib)
     result = await run_killable(
@@ -245,7 +243,12 @@ async def probe_video(
         address_space_bytes=address_space,
     )
     return parse_ffprobe_output(
-        result.returncode, result.stdout, result.stderr, st.st_mtime_ns, address_space
+        result.returncode,
+        result.stdout,
+        result.stderr,
+        st.st_mtime_ns,
+        address_space,
+        recorded=recorded,
     )
 
 
@@ -261,9 +264,15 @@ def _input(src: Path | Original) -> tuple[str, tuple[int, ...]]:
     return str(src), ()
 
 
-def _original_stat(src: Path) -> os.stat_result:
-    with open_original(src) as original:  # read-only, no symlink, no FIFO
-        return os.fstat(original.fileno())
+def _stat_and_recording_date(src: Path | Original) -> tuple[os.stat_result, bytes | None]:
+    """The stat of ``src`` and its AVCHD recording date (``containers``), which ffprobe
+    does not show: read by position, through the crawl's descriptor or a new read-only
+    open (no symlink, no FIFO)."""
+    if isinstance(src, Original):
+        with os.fdopen(os.dup(src.fd), "rb", buffering=0) as original:
+            return os.fstat(original.fileno()), avchd_recording_date(original)
+    with open_original(src) as original:
+        return os.fstat(original.fileno()), avchd_recording_date(original)
 
 
 async def make_video_proxies(
@@ -451,6 +460,27 @@ def _thread_options() -> list[str]:
     return ["-filter_threads", threads, "-threads", threads]
 
 
+def poster_time(metadata: VideoMetadata, spec: VideoProxySpec) -> float:
+    """Where the poster is taken (ADR 0054): ``spec.poster_at_seconds`` (first frames are
+    often black), capped at half the video's span, so that a clip of a few frames is
+    not seeked past its last one.
+
+    The span is the shorter of the container's duration and the video stream's own
+    length as counted (its packets over its frame rate): a container may claim more than
+    its frames cover (a long audio track, a header that lies), and a raw elementary
+    stream (``.m2v``) has no duration at all. A single frame, or a span nothing gives,
+    is taken at the start."""
+    counted = None
+    if metadata.video_packets is not None and metadata.frame_rate:
+        if metadata.video_packets <= 1:
+            return 0.0
+        counted = metadata.video_packets / metadata.frame_rate
+    spans = [s for s in (metadata.duration_seconds, counted) if s is not None and s > 0]
+    if not spans:
+        return 0.0
+    return max(0.0, min(spec.poster_at_seconds, min(spans) / 2))
+
+
 async def _poster(
     src: Path | Original,
     metadata: VideoMetadata,
@@ -460,11 +490,12 @@ async def _poster(
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
     ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo).
 
-    The frame at the poster time, else (a duration that claims more than the frames
-    cover) the first one."""
+    The frame at ``poster_time``, else the first one: when the seek gives no frame (the
+    timestamps do not reach it) or fails outright (newer ffmpegs end with an error when
+    no frame reached the encoder). Out of memory and past the time limit, no second
+    run: it would fail alike."""
     bounds = ToolBounds.of(metadata, spec)
-    duration = metadata.duration_seconds or 0.0
-    at = max(0.0, min(spec.poster_at_seconds, duration / 2))
+    at = poster_time(metadata, spec)
     name, fds = _input(src)
     scale = f"scale=w='min(iw,{spec.image.preview_width})':h=-2:flags=lanczos"
 
@@ -473,7 +504,7 @@ async def _poster(
         return lambda filters: _poster_command(name, seconds, filters, spec)
 
     result = await _run_filtered(metadata, at_time(at), scale, bounds, clock, fds)
-    if not result.stdout and result.returncode == 0 and at > 0 and not out_of_memory(result.stderr):
+    if not result.stdout and at > 0 and not out_of_memory(result.stderr):
         result = await _run_filtered(metadata, at_time(0.0), scale, bounds, clock, fds)
     if result.returncode != 0 or not result.stdout:
         if result.returncode == 0 and not out_of_memory(result.stderr):

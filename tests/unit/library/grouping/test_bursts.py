@@ -100,3 +100,32 @@ def test_sharpness_ranks_a_blurred_picture_below_the_original(tmp_path: Path) ->
     assert sharp_score > blur_score
     assert sharpness(tmp_path / "broken.jpg") is None
     assert sharpness(tmp_path / "missing.jpg") is None
+
+
+FRAME_A, FRAME_B, FRAME_C = 0x0F0F_0F0F_0F0F_0F0F, 0xF0F0_F0F0_0000_FFFF, 0x0000_FFFF_1234_5678
+"""Fingerprints of three pictures that differ (tens of bits apart)."""
+
+
+def test_frames_of_one_instant_are_a_burst_only_where_their_content_differs() -> None:
+    """ADR 0056: a burst is distinct frames. Three shots in one second (a camera that
+    writes no sub-seconds) whose content differs are a burst; two whose content is the
+    same, or unknown, are not frames of their own."""
+    shots = [photo(1, 0), photo(2, 0), photo(3, 0)]
+    [burst] = group_bursts(shots, {1: FRAME_A, 2: FRAME_B, 3: FRAME_C})
+    assert burst.asset_ids == (1, 2, 3)
+    assert group_bursts(shots[:2], {1: FRAME_A, 2: FRAME_A ^ 0b101}) == []
+    assert group_bursts(shots[:2]) == []  # nothing known: not told apart
+    [partial] = group_bursts(shots, {1: FRAME_A, 2: FRAME_A, 3: FRAME_C})
+    assert partial.asset_ids == (1, 3)
+
+
+def test_frames_at_distinct_sub_seconds_are_a_burst_whatever_they_show() -> None:
+    shots = [photo(1, 0), photo(2, 0.25), photo(3, 0.5)]
+    [burst] = group_bursts(shots, dict.fromkeys((1, 2, 3), FRAME_A))
+    assert burst.asset_ids == (1, 2, 3)
+
+
+def test_a_clock_that_was_never_set_makes_no_burst() -> None:
+    """Hundreds of photos stamped with one time and nothing known of their pictures are
+    not a burst (they were one, hundreds of frames long)."""
+    assert group_bursts([photo(i, 0) for i in range(300)]) == []

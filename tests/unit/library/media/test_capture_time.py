@@ -201,13 +201,15 @@ def test_a_packet_padded_with_nuls_and_whitespace_parses() -> None:
     assert parse_xmp(padded).get(NS_XMP, "CreateDate") == CREATE_DATE
 
 
-def test_a_stray_byte_around_a_packet_leaves_it_not_xml() -> None:
-    # Only padding (whitespace, NULs) is stripped: a packet cut one byte too wide from
-    # a file is not well-formed, and is not guessed at.
-    for stray in (b"X" + DATED, DATED + b"X"):
-        assert parse_xmp(stray) is EMPTY
-        assert parse_xmp(b"\xff\xfe" + stray.decode().encode("utf-16-le")) is EMPTY
-    assert parse_xmp(DATED)
+def test_junk_around_a_packet_is_trimmed_but_a_packet_cut_short_is_not_guessed_at() -> None:
+    # Editors leave bytes before and after a packet (ADR 0053): the packet is read, from
+    # its start to its close; a packet that lost its close is not well-formed.
+    for stray in (b"X" + DATED, DATED + b"X", b"\xff\0junk" + DATED + b"\0</x:xmpmeta"):
+        assert parse_xmp(stray).get(NS_XMP, "CreateDate") == CREATE_DATE
+        utf16 = b"\xff\xfe" + stray.decode("latin-1").encode("utf-16-le")
+        assert parse_xmp(utf16).get(NS_XMP, "CreateDate") == CREATE_DATE
+    assert parse_xmp(DATED[:-1]) is EMPTY
+    assert parse_xmp(b"X" + DATED[:-1] + b"X") is EMPTY
 
 
 def test_a_dtd_is_refused_even_one_without_entities() -> None:

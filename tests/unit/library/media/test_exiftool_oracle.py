@@ -4,13 +4,17 @@ subseconds, offset), orientation, GPS position and altitude, and whether a motio
 is inside. Each disagreement that is
 safelight's choice is listed below with its reason; any other fails the test. Skips
 without ExifTool (``scripts/setup --dev`` installs it) or without the samples folder.
+The files of a family's disk whose only date is in a less usual place (ADR 0053) are
+built here and held against ``exiftool -time:all`` too, samples folder or not.
 
-ExifTool's values are taken in safelight's documented order of precedence (ADR 0026):
-the oracle checks that each place is *read* right, the order is the ADR's.
+ExifTool's values are taken in safelight's documented order of precedence (ADR 0026,
+and ADR 0053 for the dates of the file's last write): the oracle checks that each place
+is *read* right, the order is the ADRs'.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -23,25 +27,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from safelight.library.files.mediatypes import media_type
 from safelight.library.media.location import Location
 from safelight.library.media.metadata import ImageMetadata, read_image_metadata
 from safelight.library.media.motionphotos import find_motion_video
+from safelight.library.media.xmp import NS_XMP
+from safelight.testing.dateplaces import with_segment, xmp_packet
+from safelight.testing.filedates import (
+    app1_xmp,
+    exif_with_modify_date,
+    flir_segments,
+    png_with,
+    text_chunk,
+    time_chunk,
+    xmp_itxt_chunk,
+)
 from safelight.testing.samples import SAMPLES
 
 EXIFTOOL = shutil.which("exiftool")
 
-pytestmark = [
-    pytest.mark.samples,
-    pytest.mark.skipif(SAMPLES is None, reason="no samples folder (../shared/samples)"),
-    pytest.mark.skipif(EXIFTOOL is None, reason="exiftool (the oracle) is not installed"),
-]
+needs_exiftool = pytest.mark.skipif(
+    EXIFTOOL is None, reason="exiftool (the oracle) is not installed"
+)
+needs_samples = pytest.mark.skipif(SAMPLES is None, reason="no samples folder (../shared/samples)")
 
 KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
 """(path below the samples folder, field) -> why safelight differs there, on purpose.
 None today: every sample agrees. An entry must still be a disagreement (remove a fixed
 one); an unlisted disagreement fails the test."""
+
+PNG_TIME_ZONE = "PNG tIME is UTC"
+"""Not a tag: the zone the PNG spec gives ``tIME`` (ExifTool shows its wall clock)."""
 
 DATE_PLACES: tuple[tuple[str, str | None, str | None], ...] = (
     ("EXIF:DateTimeOriginal", "EXIF:SubSecTimeOriginal", "EXIF:OffsetTimeOriginal"),
@@ -53,6 +71,13 @@ DATE_PLACES: tuple[tuple[str, str | None, str | None], ...] = (
     ("IPTC:DateCreated", None, None),  # with IPTC:TimeCreated (see expected_time)
     ("MakerNotes:DateTimeOriginal", None, None),
     ("APP12:DateTimeOriginal", None, None),
+    ("APP1:DateTimeOriginal", None, None),  # FLIR's FFF CameraInfo
+    # The less certain dates of the file's last write (ADR 0053):
+    ("EXIF:ModifyDate", "EXIF:SubSecTime", "EXIF:OffsetTime"),
+    ("XMP:ModifyDate", None, None),
+    ("XMP:DateTime", None, None),  # tiff:DateTime
+    ("PNG:CreationTime", None, None),
+    ("PNG:ModifyDate", None, PNG_TIME_ZONE),  # tIME
 )
 _DATE = re.compile(r"(\d{4}):(\d\d):(\d\d) (\d\d):(\d\d)(?::(\d\d))?(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
 
@@ -103,7 +128,8 @@ def expected_time(tags: Mapping[str, Any]) -> Stamp | None:
             if time is None:
                 continue
             value = f"{value} {time}"
-        stamp = parse(value, tags.get(subsec or ""), tags.get(offset or ""))
+        zone = "+00:00" if offset == PNG_TIME_ZONE else tags.get(offset or "")
+        stamp = parse(value, tags.get(subsec or ""), zone)
         if stamp is not None:
             return stamp
     return None
@@ -251,6 +277,9 @@ def exiftool_tags() -> dict[str, dict[str, Any]]:
     return {str(Path(d["SourceFile"])): d for d in documents}
 
 
+@pytest.mark.samples
+@needs_samples
+@needs_exiftool
 def test_safelight_agrees_with_exiftool_on_every_sample_image(
     exiftool_tags: dict[str, dict[str, Any]],
 ) -> None:
@@ -311,3 +340,99 @@ def test_the_oracle_sees_a_wrong_date_make_or_orientation() -> None:
 
 def _zone(hours: int) -> timezone:
     return timezone(timedelta(hours=hours))
+
+
+def _jpeg(**save: Any) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (16, 12), (200, 120, 40)).save(out, format="JPEG", **save)
+    return out.getvalue()
+
+
+def _with_segments(jpeg: bytes, payloads: list[bytes]) -> bytes:
+    for payload in reversed(payloads):
+        jpeg = with_segment(jpeg, 0xE1, payload)
+    return jpeg
+
+
+def _png_with_exif(exif: bytes) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (16, 12)).save(out, format="PNG", exif=exif)
+    return out.getvalue()
+
+
+_SHOT = datetime(2018, 3, 4, 10, 11, 12, 345000, tzinfo=_zone(-5))
+_EDITED = datetime(2019, 5, 6, 7, 8, 9, 120000, tzinfo=_zone(2))
+_PACKET = xmp_packet({(NS_XMP, "CreateDate"): "2016-02-03T04:05:06+01:00"})
+_EDIT_PACKET = xmp_packet({(NS_XMP, "ModifyDate"): "2015-07-08T09:10:11+03:00"})
+
+BUILT: dict[str, tuple[bytes, str]] = {
+    # name: (the file's bytes, the source safelight must take its date from)
+    "modify_date_only.jpg": (_jpeg(exif=exif_with_modify_date(_EDITED, make="Canon")), "modified"),
+    "modify_date_no_zone.jpg": (
+        _jpeg(exif=exif_with_modify_date(_EDITED.replace(tzinfo=None))),
+        "modified",
+    ),
+    "modify_date_in_exif_chunk.png": (_png_with_exif(exif_with_modify_date(_EDITED)), "modified"),
+    "xmp_modify_date_only.jpg": (_with_segments(_jpeg(), [app1_xmp(_EDIT_PACKET)]), "modified"),
+    "flir.jpg": (_with_segments(_jpeg(), flir_segments(_SHOT)), "maker"),
+    "flir_little_endian.jpg": (
+        _with_segments(_jpeg(), flir_segments(_SHOT, chunks=1, big_endian=False)),
+        "maker",
+    ),
+    "flir_and_modify_date.jpg": (
+        _with_segments(_jpeg(exif=exif_with_modify_date(_EDITED)), flir_segments(_SHOT)),
+        "maker",
+    ),
+    "capture_and_modify_date.jpg": (
+        _jpeg(exif=exif_with_modify_date(_EDITED, captured_at=_SHOT)),
+        "exif",
+    ),
+    "time_only.png": (png_with(time_chunk(_EDITED)), "png"),
+    "creation_and_time.png": (
+        png_with(
+            text_chunk("Creation Time", "Sun, 4 Mar 2018 10:11:12 -0500"),
+            time_chunk(_EDITED),
+            after_pixels=False,
+        ),
+        "png",
+    ),
+    "xmp_and_junk.png": (
+        png_with(xmp_itxt_chunk(_PACKET + b"\0\0\0garbage" + _PACKET[:70]), time_chunk(_EDITED)),
+        "xmp",
+    ),
+    "junk_xmp_junk.jpg": (
+        _with_segments(
+            _jpeg(exif=exif_with_modify_date(_EDITED)), [app1_xmp(b"\0junk" + _PACKET + b"\0\xff")]
+        ),
+        "xmp",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def built_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("dated")
+    for name, (data, _) in BUILT.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@needs_exiftool
+def test_a_date_a_built_file_holds_is_the_one_exiftool_reads(built_files: Path) -> None:
+    """Each built file is dated by the place the order says (ADR 0053), with the value
+    and zone ExifTool reads there, and never by the file's time."""
+    assert EXIFTOOL is not None
+    completed = subprocess.run(
+        [EXIFTOOL, "-time:all", "-json", "-n", "-G", "-q", "-q", "."],
+        cwd=built_files,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    tags = {Path(d["SourceFile"]).name: d for d in json.loads(completed.stdout)}
+    found = {}
+    for name in BUILT:
+        meta = read_image_metadata(built_files / name)
+        assert expected_time(tags[name]) is not None, f"{name}: ExifTool reads no date"
+        found[name] = (meta.captured_at_source, disagreements(name, meta, tags[name]).get("time"))
+    assert found == {name: (source, None) for name, (_, source) in BUILT.items()}

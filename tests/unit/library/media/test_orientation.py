@@ -1,7 +1,8 @@
 """Orientation in every format that carries it (ADR 0029): every orientation 1-8, written
 as cameras and phones write it, gives upright proxies (mirrored back where it mirrors),
 the displayed size, and the orientation the asset stores; one rule for HEIF and AVIF:
-the container's transforms, never EXIF's Orientation.
+the container's transforms, never EXIF's Orientation too; a HEIF without any is turned
+by EXIF's (ADR 0055).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import pytest
 from PIL import Image
 
 from safelight.library.files.mediatypes import media_type
-from safelight.library.media.containers import container_orientation, jxl_orientation, png_exif
+from safelight.library.media.containers import (
+    container_orientation,
+    container_transforms,
+    jxl_orientation,
+    png_exif,
+)
 from safelight.library.media.exif import read_exif
 from safelight.library.media.metadata import Orientation, read_image_metadata, turn_after_undoing
 from safelight.library.media.sidecars import SidecarFacts
@@ -105,14 +111,68 @@ def test_heif_and_avif_write_the_orientation_twice_as_phones_do(
     assert exif.orientation == orientation
 
 
-@pytest.mark.parametrize("fmt", ["avif", "heif"])
 @pytest.mark.parametrize("orientation", [2, 6, 8])
-def test_heif_and_avif_ignore_an_exif_orientation_without_container_transforms(
-    tmp_path: Path, fmt: OrientedFormat, orientation: int
+def test_a_heif_without_container_transforms_turns_by_its_exif_orientation(
+    tmp_path: Path, orientation: int
 ) -> None:
-    """The HEIF/MIAF rule, as libheif, libvips and Apple follow it: the container
-    decides, so pixels stored turned with only EXIF's word for it are shown as stored."""
-    path = write(tmp_path, fmt, orientation, container=False)
+    """ADR 0055: a HEIF whose primary image has no ``irot``/``imir`` at all (Samsung's
+    phones write these) is turned by EXIF's Orientation, as the phone meant it and its
+    gallery and ExifTool show it; libheif turned nothing, so safelight turns it once."""
+    path = write(tmp_path, "heif", orientation, container=False)
+    assert read_exif(_exif_item(path.read_bytes())).orientation == orientation
+    with path.open("rb") as original:
+        assert container_transforms(original) is None
+    meta = read_image_metadata(path)
+    assert meta.orientation == orientation
+    assert (meta.width, meta.height) == SIZE
+    proxies = make_image_proxies(path, DEFAULT_SPEC)
+    assert (proxies.width, proxies.height) == SIZE
+    assert_upright_proxies(proxies)
+
+
+def test_a_samsung_like_portrait_heic_is_stored_and_shown_portrait(tmp_path: Path) -> None:
+    """The reported file: a sensor-shaped landscape frame, EXIF 6, no ``irot``. The
+    asset is portrait, and so is its thumbnail, with the top-left corner's marker (red)
+    where the photographer saw it."""
+    upright = (240, 400)
+    path = tmp_path / "20260704_101500.heic"
+    path.write_bytes(oriented_photo("heif", 6, size=upright, container=False))
+    with Image.open(path) as stored:
+        assert stored.size == (400, 240)  # as stored: landscape
+    meta = read_image_metadata(path)
+    assert (meta.width, meta.height, meta.orientation) == (*upright, 6)
+    thumbnail = decoded(make_image_proxies(path, DEFAULT_SPEC).thumbnail.data)
+    assert thumbnail.width < thumbnail.height
+    assert_shows(thumbnail, UPRIGHT)
+
+
+@pytest.mark.parametrize("exif_reset", [False, True])
+@pytest.mark.parametrize("orientation", [3, 6, 7])
+def test_a_heif_with_container_transforms_is_never_turned_by_exif_too(
+    tmp_path: Path, orientation: int, exif_reset: bool
+) -> None:
+    """Apple's kind (transforms and EXIF agree) and libheif writers' kind (transforms,
+    EXIF reset to 1) both come out turned once, by the container."""
+    data = oriented_photo("heif", orientation, size=SIZE, exif_reset=exif_reset)
+    path = tmp_path / f"photo_{orientation}.heic"
+    path.write_bytes(data)
+    assert read_exif(_exif_item(data)).orientation == (1 if exif_reset else orientation)
+    with path.open("rb") as original:
+        assert container_transforms(original) == orientation
+    meta = read_image_metadata(path)
+    assert (meta.width, meta.height, meta.orientation) == (*SIZE, orientation)
+    assert_upright_proxies(make_image_proxies(path, DEFAULT_SPEC))
+
+
+@pytest.mark.parametrize("orientation", [2, 6, 8])
+def test_an_avif_ignores_an_exif_orientation_without_container_transforms(
+    tmp_path: Path, orientation: int
+) -> None:
+    """AVIF keeps the HEIF/MIAF rule as browsers apply it (Chrome, Firefox and Safari
+    through libavif/their own readers): the container decides, so pixels stored turned
+    with only EXIF's word for it are shown as stored. Pillow's AVIF plugin writes the
+    container's turn over EXIF's before safelight sees it (ADR 0055)."""
+    path = write(tmp_path, "avif", orientation, container=False)
     assert read_exif(_exif_item(path.read_bytes())).orientation == orientation
     meta = read_image_metadata(path)
     assert meta.orientation == 1
@@ -168,6 +228,11 @@ def test_container_orientation_of_broken_or_plain_files_is_1(tmp_path: Path) -> 
     assert container_orientation(io.BytesIO(heif[: meta_at + 40])) == 1  # cut in its meta
     assert container_orientation(io.BytesIO(b"\0\0\0\x08free")) == 1
     assert container_orientation(io.BytesIO(oriented_photo("heif", 1, size=(64, 32)))) == 1
+    # Without a transform property the container says nothing; an irot of 0 says "as stored".
+    assert container_transforms(io.BytesIO(heif[: meta_at + 40])) is None
+    plain = oriented_photo("heif", 6, size=(64, 32), container=False)
+    assert container_transforms(io.BytesIO(plain)) is None
+    assert container_orientation(io.BytesIO(plain)) == 1
 
 
 def test_tiff_is_turned_once_although_pillow_turns_it_as_it_loads(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from safelight.library.render.video import (
     _remux_command,
     _web_video_command,
     make_video_proxies,
+    poster_time,
     probe_video,
     tool_address_space,
 )
@@ -161,8 +162,9 @@ async def test_a_frame_under_the_cap_beyond_the_memory_limit_fails_for_memory(
 
 
 def short_video_long_audio(path: Path) -> Path:
-    """0.2 s of video beside 4 s of audio: the duration (4 s) puts the poster time
-    (1 s) after the last frame."""
+    """0.2 s of video beside 4 s of audio: the container's duration (4 s) alone would
+    put the poster time (1 s) after the last frame; the counted frames keep it within
+    them (0.1 s, ADR 0054)."""
     subprocess.run(
         ["ffmpeg", "-nostdin", "-v", "error", "-y",
          "-f", "lavfi", "-i", "color=c=blue:s=64x48:r=10:d=0.2",
@@ -173,12 +175,13 @@ def short_video_long_audio(path: Path) -> Path:
     return path
 
 
-async def test_a_poster_time_past_the_last_frame_falls_back_to_the_first(
+async def test_a_container_longer_than_its_frames_still_gets_a_poster(
     tmp_path: Path,
 ) -> None:
     source = short_video_long_audio(tmp_path / "short.mkv")
     made = await make_video_proxies(source, tmp_path, VIDEO_SPEC, alive)
     assert made.metadata.duration_seconds is not None and made.metadata.duration_seconds > 2
+    assert poster_time(made.metadata, VIDEO_SPEC) == pytest.approx(0.1)
     assert (made.poster.width, made.poster.height) == (64, 48)
 
 
@@ -193,7 +196,8 @@ async def test_a_poster_that_never_comes_says_so(tmp_path: Path) -> None:
     with pytest.raises(CorruptMedia) as caught:
         await make_video_proxies(source, tmp_path, video_spec(ffmpeg=str(script)), alive)
     assert caught.value.reason == (
-        "ffmpeg could not extract a poster frame: no frame at the poster time (1 s) or at the start"
+        "ffmpeg could not extract a poster frame: no frame at the poster time (0.1 s) or at the "
+        "start"
     )
 
 
