@@ -60,6 +60,7 @@ from safelight.library.media.metadata import (
     open_image,
     orientation_of,
 )
+from safelight.library.render.jpegscans import final_scans_begun
 
 MAX_ASPECT = 4
 """A proxy is at most this many times as tall as its width limit, so a 100 x 60000 scan
@@ -249,9 +250,18 @@ def _decode_cut_short(
     marker it lacks: libjpeg decodes what there is and leaves the rest flat grey, as a
     browser shows it. Per file: ``LOAD_TRUNCATED_IMAGES`` stays False for every other
     decode (and every other format). The file is read whole for it (a JPEG is a small
-    part of what its decode costs)."""
+    part of what its decode costs).
+
+    A file cut before each of its components has begun its full-precision scans (a
+    progressive JPEG cut in an early scan: every row there, all of them blurred) is
+    corrupt, whatever its rows show (``jpegscans``)."""
     original.seek(0)
-    image = open_image(io.BytesIO(original.read() + _JPEG_END))
+    data = original.read()
+    if not final_scans_begun(data):
+        raise CorruptMedia(
+            "cannot decode image: truncated (the file ends before its last scans begin)"
+        ) from error
+    image = open_image(io.BytesIO(data + _JPEG_END))
     try:
         if image.format in _JPEG_FORMATS:
             image.draft("RGB", draft)

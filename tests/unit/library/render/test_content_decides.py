@@ -18,6 +18,7 @@ from safelight.library.files.errors import CorruptMedia, UnsupportedMedia
 from safelight.library.media.metadata import read_image_metadata
 from safelight.library.render.decoding import ImageDecoder, decode_image
 from safelight.library.render.images import MAX_CUT_SHORT_SHARE
+from safelight.library.render.jpegscans import final_scans_begun
 from safelight.library.render.raw import FORMAT as RAW_FORMAT
 from safelight.testing.dng import dng_bytes
 from safelight.testing.samplegen import GREEN, RED, marker_picture
@@ -199,6 +200,28 @@ def test_a_progressive_jpeg_missing_its_last_bytes_is_a_photo_with_a_note(tmp_pa
 
     assert meta.cut_short is not None
     assert_upright(preview_of(proxies.preview.data))
+
+
+@pytest.mark.parametrize("kept", [0.2, 0.5])
+def test_a_progressive_jpeg_cut_in_an_early_scan_stays_an_error(
+    tmp_path: Path, kept: float
+) -> None:
+    """Every row is there, blurred: no row count sees it, its scans do."""
+    whole = noisy_jpeg(progressive=True)
+    path = written(tmp_path, "IMG_0001.jpg", whole[: int(len(whole) * kept)])
+
+    with pytest.raises(CorruptMedia, match="ends before its last scans begin"):
+        decode_image(path, SPEC)
+
+
+def test_the_scans_a_jpeg_begins_are_read_from_its_markers() -> None:
+    progressive = noisy_jpeg(progressive=True)
+    baseline = noisy_jpeg()
+    assert final_scans_begun(progressive) and final_scans_begun(progressive[:-200])
+    assert not final_scans_begun(progressive[: len(progressive) // 2])
+    assert final_scans_begun(baseline) and final_scans_begun(baseline[: len(baseline) // 2])
+    assert not final_scans_begun(baseline[:200])  # no scan yet
+    assert not final_scans_begun(b"\xff\xd8" + bytes(range(256)))
 
 
 def test_a_jpeg_cut_in_its_header_or_made_of_garbage_stays_an_error(tmp_path: Path) -> None:
