@@ -40,6 +40,10 @@ class CrawlCounts:
     proxies: int = 0
     errors: int = 0
     skipped: int = 0
+    misnamed: int = 0
+    """Files ingested as their content, another format than their name says (ADR 0052)."""
+    cut_short: int = 0
+    """JPEGs cut short, ingested as far as they decode (ADR 0052)."""
 
     def as_json(self) -> dict[str, int]:
         """The counters as the item's progress saves them, in ``COUNTERS`` order."""
@@ -91,6 +95,11 @@ class CrawlResult:
     """Proxy files (relative to the proxy root) a step could not rename or delete."""
     motion_photo_issues: tuple[FileError, ...] = ()
     """Stills that claim a motion video which is not there (each ingested as a still)."""
+    misnamed: tuple[FileError, ...] = ()
+    """Files that hold another format than their name says, with what ("holds a JPEG,
+    named .nef"): each ingested as what it holds."""
+    cut_short: tuple[FileError, ...] = ()
+    """JPEGs cut short, each ingested as far as it decodes, with the note."""
 
     @property
     def counts(self) -> CrawlCounts:
@@ -116,6 +125,8 @@ class CrawlResult:
             "proxies_renamed": self.proxies_renamed,
             "proxy_errors": _entries_json(self.proxy_errors),
             "motion_photo_issues": _entries_json(self.motion_photo_issues),
+            "misnamed": _entries_json(self.misnamed),
+            "cut_short": _entries_json(self.cut_short),
         }
 
     @classmethod
@@ -138,6 +149,8 @@ class CrawlResult:
             skipped=_entries(result.get("skipped")),
             proxy_errors=_entries(result.get("proxy_errors")),
             motion_photo_issues=_entries(result.get("motion_photo_issues")),
+            misnamed=_entries(result.get("misnamed")),
+            cut_short=_entries(result.get("cut_short")),
         )
 
 

@@ -1,6 +1,6 @@
 """Pixels to proxies: the thumbnail, preview and BlurHash of a photo (``images``), RAW
 files (``raw``), videos through ffmpeg (``video``), decoded in a process pool
-(``decoding``).
+(``decoding``); how far a cut JPEG's scans reach (``jpegscans``).
 
 May import ``library.files`` and ``library.media``; nothing else of the library.
 """
