@@ -49,6 +49,8 @@ RESULT_KEYS = {
     "proxies_renamed",
     "proxy_errors",
     "motion_photo_issues",
+    "misnamed",
+    "cut_short",
     "not_retried",
     "other_files",
 }

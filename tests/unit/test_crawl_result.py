@@ -22,7 +22,7 @@ from safelight.settings import Settings
 STORED_KEYS = {
     "total", "found", "unchanged", "ingested", "moved", "reread", "duplicates", "deleted",
     "proxies", "errors", "skipped", "images", "videos", "proxies_renamed", "proxy_errors",
-    "motion_photo_issues", "not_retried", "other_files",
+    "motion_photo_issues", "misnamed", "cut_short", "not_retried", "other_files",
 }  # fmt: skip
 
 
@@ -44,6 +44,8 @@ def _result() -> CrawlResult:
         proxies_renamed=2,
         proxy_errors=(FileError("c/ab/t.jpg", "not renamed: gone"),),
         motion_photo_issues=(FileError("m.jpg", "no motion video"),),
+        misnamed=(FileError("DSC_0001.nef", "holds a JPEG, named .nef"),),
+        cut_short=(FileError("cut.jpg", "cut short: its last bytes are missing"),),
         not_retried=(FileError("old.jpg", "corrupt"),),
         other_files=13,
     )
@@ -62,12 +64,14 @@ def test_an_older_result_reads_with_what_it_lacks_empty() -> None:
     read = CrawlResult.from_json(old)
     assert (read.total, read.ingested, read.reread, read.proxies_renamed) == (2, 2, 0, 0)
     assert read.skipped == read.proxy_errors == read.motion_photo_issues == ()
+    assert read.misnamed == read.cut_short == ()
     assert read.errors == (FileError("x", ""),)  # what is not an entry is left out
 
 
 def test_the_counts_of_a_result_count_its_lists_whole() -> None:
     counts = _result().counts
     assert (counts.duplicates, counts.errors, counts.skipped, counts.hashed) == (1, 1, 1, 0)
+    assert (counts.misnamed, counts.cut_short) == (1, 1)
     assert (counts.not_retried, counts.other_files) == (1, 13)
     assert CrawlCounts.from_json(None) == CrawlCounts()
     assert CrawlCounts.from_json({"found": 3, "total": True, "moved": "2"}).as_json() == {
@@ -79,7 +83,8 @@ def test_the_counts_of_a_result_count_its_lists_whole() -> None:
 def test_the_counters_are_reported_in_their_order() -> None:
     assert COUNTERS == (
         "total", "found", "hashed", "unchanged", "ingested", "moved", "reread", "duplicates",
-        "deleted", "proxies", "errors", "skipped", "not_retried", "other_files",
+        "deleted", "proxies", "errors", "skipped", "misnamed", "cut_short", "not_retried",
+        "other_files",
     )  # fmt: skip
     assert list(CrawlCounts(found=1).as_json()) == list(COUNTERS)
 

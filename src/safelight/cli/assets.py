@@ -112,6 +112,7 @@ def assets(
         "place",
         "proxies",
         "stack",
+        "note",
     ]
     if deleted:
         columns.append("deleted")
@@ -131,6 +132,8 @@ def assets(
                     _place(r),
                     r["proxies"],
                     _stack(r),
+                    # What the crawl noticed reading it: a name that lies, a cut (ADR 0052).
+                    r.get("read_note") or "",
                     *((r["deleted_at"],) if deleted else ()),
                 )
                 for r in rows

@@ -130,6 +130,10 @@ def build_summary(
         "items": list(items),
         # Other files of a capture stacked on its original: formats, near-copies (ADR 0056).
         "copies": int(library.get("copies", 0)),
+        # Ingested as what their content is, another format than their name says, and
+        # JPEGs ingested as far as they decode (ADR 0052): counted by the text, listed here.
+        "misnamed": _listed(finished.misnamed),
+        "cut_short": _listed(finished.cut_short),
     }
 
 
@@ -225,6 +229,21 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         )
     if dated:
         grid.add_row("dates", "; ".join(dated))
+    misnamed = summary.get("misnamed") or []
+    if misnamed:
+        grid.add_row(
+            "names",
+            f"{len(misnamed)} file holds another format than its name says"
+            if len(misnamed) == 1
+            else f"{len(misnamed)} files hold another format than their name says",
+        )
+    cut_short = summary.get("cut_short") or []
+    if cut_short:
+        grid.add_row(
+            "cut short",
+            f"{_plural(len(cut_short), 'photo was', 'photos were')} cut short, decoded "
+            "as far as the data goes",
+        )
     if summary["soft_deleted_total"]:
         grid.add_row(
             "gone",

@@ -143,6 +143,8 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "height": row["height"],
         "duration_seconds": row["duration_seconds"],
         "camera": " ".join(p for p in (row["camera_make"], row["camera_model"]) if p) or None,
+        # What the crawl noticed reading it ("holds a JPEG, named .nef"; ADR 0052).
+        "read_note": row["read_note"],
         **_proxies(row),
         # A Live Photo's video is its paired asset's web video; a motion photo's and a
         # video's are its own.

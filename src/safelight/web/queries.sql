@@ -20,6 +20,7 @@ SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
        a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
        a.camera_make, a.camera_model,
+       a.read_note,
        CASE WHEN a.burst_id IS NULL THEN 0 ELSE
            (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
        END AS burst_count,

@@ -19,7 +19,7 @@ from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlCounts, Duplicate
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.assets import FailedFile, FileVersion, KnownAsset
+from safelight.library.catalogue.assets import FailedFile, FileVersion, KnownAsset, NewAsset
 from safelight.library.files.errors import plain_reason
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import StorageRoot
@@ -55,11 +55,24 @@ class Tally:
     """Proxy files (paths relative to the proxy root) a step could not rename or delete."""
     motion_photo_issues: list[FileError] = field(default_factory=list)
     """Stills that claim a motion video which is not there (each ingested as a still)."""
+    misnamed: list[FileError] = field(default_factory=list)
+    """Files ingested as what their content is, another format than their name says."""
+    cut_short: list[FileError] = field(default_factory=list)
+    """JPEGs cut short, ingested as far as they decode."""
     failed_as: dict[str, FileVersion] = field(default_factory=dict)
     """The file as it was when it failed, by path, where it is known (``errors``)."""
     not_retried: list[FileError] = field(default_factory=list)
     """Files that failed before, unchanged since, not read again (``walk.failures``),
     with the reason recorded then."""
+
+    def noted(self, path: str, row: NewAsset) -> None:
+        """Count and list what was noticed reading an asset just ingested (its read_note)."""
+        if row.misnamed is not None:
+            self.misnamed.append(FileError(path, row.misnamed))
+            self.counts.misnamed += 1
+        if row.cut_short is not None:
+            self.cut_short.append(FileError(path, row.cut_short))
+            self.counts.cut_short += 1
 
 
 class Attempt:

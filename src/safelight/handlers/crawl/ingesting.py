@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from pathlib import PurePosixPath
 
 from safelight.handlers.crawl import videos
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import NewAsset
 from safelight.library.catalogue.proxies import ProxyRecord
-from safelight.library.files.errors import FileChangedWhileHashing, MediaError
+from safelight.library.files import sniffing
+from safelight.library.files.errors import FileChangedWhileHashing, MediaError, UnsupportedMedia
 from safelight.library.files.hashing import FileIdentity, HashedFile
-from safelight.library.files.mediatypes import is_raw
+from safelight.library.files.mediatypes import extension_of
 from safelight.library.files.originals import Original
 from safelight.library.media.metadata import ImageMetadata
 from safelight.library.media.sidecars import NONE_READ, ReadSidecar, read_sidecar
@@ -54,6 +56,7 @@ async def ingest(crawl: Attempt, walked: WalkedFile, source: Original, hashed: H
         if row.motion_photo_issue is not None:
             # Reported once its still is in: a file that then failed is an error.
             crawl.tally.motion_photo_issues.append(FileError(walked.path, row.motion_photo_issue))
+        crawl.tally.noted(walked.path, row)
         crawl.tally.counts.proxies += len(proxies)
         crawl.services.crawl_observer.proxies_made(len(proxies))
     finally:
@@ -68,6 +71,7 @@ async def make(
         row, records = await make_image(crawl, walked, source, hashed)
         row, records = await videos.add_motion_video(crawl, source, hashed, row, records)
     else:
+        await asyncio.to_thread(check_not_a_photo, walked, source)
         row, records = await videos.make_video(crawl, walked, source, hashed)
     await asyncio.to_thread(check_unchanged, crawl, source, hashed.identity)
     return row, records
@@ -90,6 +94,16 @@ def check_unchanged(crawl: Attempt, source: Original, version: FileIdentity) -> 
         raise FileChangedWhileHashing("file was replaced while its proxies were made")
 
 
+def check_not_a_photo(walked: WalkedFile, source: Original) -> None:
+    """Refuse a file with a video's name whose content is a photo (ADR 0052): it is
+    listed as a video, and ffmpeg is not the reader of a JPEG. Content the sniff does
+    not know is left to ffprobe, which knows more containers and says why it fails."""
+    content = sniffing.sniff_file(source.fd)
+    if content is not None and content.kind != "video":
+        extension = extension_of(PurePosixPath(walked.path).name) or "without an extension"
+        raise UnsupportedMedia(f"holds {content.a}, named {extension}: not read as a video")
+
+
 async def make_image(
     crawl: Attempt, walked: WalkedFile, source: Original, hashed: HashedFile
 ) -> tuple[NewAsset, list[ProxyRecord]]:
@@ -103,15 +117,15 @@ async def decode(
     crawl: Attempt, walked: WalkedFile, source: Original, read: ReadSidecar
 ) -> tuple[ImageMetadata, ImageProxies]:
     """A photo's metadata and proxies, in a decode process if the Worker has them."""
-    raw = is_raw(walked.opened_at)
+    name = PurePosixPath(walked.path).name  # its content decides; its name is noted
     decoder = crawl.services.decoder
     if decoder is None:
-        return await asyncio.to_thread(decode_image, source.ref(), crawl.spec, raw, read.facts)
+        return await asyncio.to_thread(decode_image, source.ref(), crawl.spec, name, read.facts)
     # Cancelling this task (the attempt stopping) cancels the decode if it has not
     # started; one already running finishes in its process, unawaited (and if this
     # descriptor is closed and its number reused meanwhile, the reference's inode
     # check refuses the other file).
-    return await decoder.decode(source.ref(), crawl.spec, raw, read.facts, about=walked.path)
+    return await decoder.decode(source.ref(), crawl.spec, name, read.facts, about=walked.path)
 
 
 async def read_sidecar_of(crawl: Attempt, walked: WalkedFile) -> ReadSidecar:

@@ -40,6 +40,10 @@ class CrawlCounts:
     proxies: int = 0
     errors: int = 0
     skipped: int = 0
+    misnamed: int = 0
+    """Files ingested as their content, another format than their name says (ADR 0052)."""
+    cut_short: int = 0
+    """JPEGs cut short, ingested as far as they decode (ADR 0052)."""
     not_retried: int = 0
     """Files that failed before, unchanged since, not read again (ADR 0057)."""
     other_files: int = 0
@@ -95,6 +99,11 @@ class CrawlResult:
     """Proxy files (relative to the proxy root) a step could not rename or delete."""
     motion_photo_issues: tuple[FileError, ...] = ()
     """Stills that claim a motion video which is not there (each ingested as a still)."""
+    misnamed: tuple[FileError, ...] = ()
+    """Files that hold another format than their name says, with what ("holds a JPEG,
+    named .nef"): each ingested as what it holds."""
+    cut_short: tuple[FileError, ...] = ()
+    """JPEGs cut short, each ingested as far as it decodes, with the note."""
     not_retried: tuple[FileError, ...] = ()
     """Files that failed before and have not changed since: not read again, listed with
     the reason they failed with (ADR 0057)."""
@@ -125,6 +134,8 @@ class CrawlResult:
             "proxies_renamed": self.proxies_renamed,
             "proxy_errors": _entries_json(self.proxy_errors),
             "motion_photo_issues": _entries_json(self.motion_photo_issues),
+            "misnamed": _entries_json(self.misnamed),
+            "cut_short": _entries_json(self.cut_short),
             "not_retried": _entries_json(self.not_retried),
             "other_files": self.other_files,
         }
@@ -149,6 +160,8 @@ class CrawlResult:
             skipped=_entries(result.get("skipped")),
             proxy_errors=_entries(result.get("proxy_errors")),
             motion_photo_issues=_entries(result.get("motion_photo_issues")),
+            misnamed=_entries(result.get("misnamed")),
+            cut_short=_entries(result.get("cut_short")),
             not_retried=_entries(result.get("not_retried")),
         )
 

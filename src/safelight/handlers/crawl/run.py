@@ -107,6 +107,8 @@ def _summarise(crawl: Attempt, walker: Walker, by_type: dict[str, int]) -> Crawl
         proxies_renamed=tally.proxies_renamed,
         proxy_errors=capped(tally.proxy_errors, FileError),
         motion_photo_issues=capped(tally.motion_photo_issues, FileError),
+        misnamed=capped(tally.misnamed, FileError),
+        cut_short=capped(tally.cut_short, FileError),
         not_retried=capped(tally.not_retried, FileError),
         other_files=counts.other_files,
     )

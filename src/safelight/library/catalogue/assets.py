@@ -74,6 +74,16 @@ class NewAsset:
     """Why a still that claims a motion video is shown as a still (library.media.motionphotos)."""
     sidecar: SidecarFile | None = None
     """The XMP sidecar read with its metadata (``sidecars.read_sidecar``)."""
+    misnamed: str | None = None
+    """Its extension names another format than its content ("holds a JPEG, named .nef")."""
+    cut_short: str | None = None
+    """It was cut short and decoded as far as it goes (the note saying so)."""
+
+    @property
+    def read_note(self) -> str | None:
+        """What the crawl noticed reading it (``assets.read_note``): its notes, or None."""
+        notes = [note for note in (self.misnamed, self.cut_short) if note is not None]
+        return "; ".join(notes) if notes else None
 
 
 KnownRow = tuple[str, int, int, str | None, int | None, int | None, int, str, MediaType]
@@ -205,6 +215,7 @@ async def insert_asset(
         "motion_photo_issue": asset.motion_photo_issue,
         **_sidecar_params(asset.sidecar),
         "now": now,
+        "read_note": asset.read_note,
     }
     cur = await conn.execute(QUERIES["asset_insert"], params)
     row = await cur.fetchone()

@@ -79,7 +79,7 @@ INSERT INTO assets (
     captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
     orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
     latitude, longitude, altitude_m, motion_photo, motion_photo_issue, sidecar_path,
-    sidecar_size, sidecar_modified_ns, last_seen_at, created_at
+    sidecar_size, sidecar_modified_ns, last_seen_at, created_at, read_note
 ) VALUES (
     %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
     %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
@@ -87,7 +87,8 @@ INSERT INTO assets (
     %(camera_make)s, %(camera_model)s, %(width)s, %(height)s, %(orientation)s,
     %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
     %(latitude)s, %(longitude)s, %(altitude_m)s, %(motion_photo)s, %(motion_photo_issue)s,
-    %(sidecar_path)s, %(sidecar_size)s, %(sidecar_modified_ns)s, %(now)s, %(now)s
+    %(sidecar_path)s, %(sidecar_size)s, %(sidecar_modified_ns)s, %(now)s, %(now)s,
+    %(read_note)s
 )
 RETURNING id
 

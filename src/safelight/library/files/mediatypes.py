@@ -1,8 +1,9 @@
 """Which files are photos or videos, and which names a crawl never looks at.
 
 The decision is by extension (case-insensitive) because a crawl lists many thousands of
-files and must not open each one to sniff it; a file with a photo extension that is not
-a photo fails later, in metadata or proxies, with a ``MediaError`` of its own.
+files and must not open each one to sniff it. What a listed file is decoded as is its
+content's decision (``sniffing``, ADR 0052): a JPEG named ``.nef`` is read as the JPEG it
+is, and a file whose content is no photo fails with a ``MediaError`` of its own.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ RAW_EXTENSIONS = frozenset(
     {".dng", ".cr2", ".cr3", ".crw", ".nef", ".nrw", ".arw", ".srf", ".sr2", ".raf", ".orf",
      ".rw2", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".mrw", ".kdc", ".dcr", ".mos"}
 )  # fmt: skip
-"""Camera RAW files: images, decoded through LibRaw (``raw``), whose content is checked
-when they are decoded (a TIFF-based, CR3, RAF, CRW, MRW or X3F container, ``raw.sniff``)."""
+"""Camera RAW files' names: images, listed as such. Decoded through LibRaw (``raw``) when
+their content is a RAW (a TIFF-based, CR3, RAF, CRW, MRW or X3F container,
+``sniffing``), as what it is otherwise."""
 VIDEO_EXTENSIONS = frozenset(
     {".mov", ".mp4", ".m4v", ".3gp", ".mkv", ".webm", ".avi", ".mts", ".3g2", ".m2ts", ".m2v"}
 )
@@ -76,11 +78,18 @@ _MEDIA_TYPE_BY_SUFFIX: dict[str, MediaType] = {
 
 def media_type_by_extension(name: str) -> MediaType | None:
     """By the extension of ``name`` alone, for a name known not to be ignored."""
-    dot = name.rfind(".")
-    # As PurePath.suffix: from the last dot, none for a leading dot (an ignored name).
-    return _MEDIA_TYPE_BY_SUFFIX.get(name[dot:].lower()) if dot > 0 else None
+    return _MEDIA_TYPE_BY_SUFFIX.get(extension_of(name))
 
 
 def is_raw(path: str | os.PathLike[str]) -> bool:
-    """True for a camera RAW file's name (an image decoded through LibRaw)."""
+    """True for a camera RAW file's name (what it is decoded as is its content's decision:
+    ``sniffing``)."""
     return PurePath(path).suffix.lower() in RAW_EXTENSIONS
+
+
+def extension_of(name: str) -> str:
+    """The extension of a file name, lower case with its dot (``".nef"``), as
+    ``media_type_by_extension`` reads it; ``""`` when it has none."""
+    dot = name.rfind(".")
+    # As PurePath.suffix: from the last dot, none for a leading dot (an ignored name).
+    return name[dot:].lower() if dot > 0 else ""

@@ -110,7 +110,9 @@ _PLUGINS = (AvifImagePlugin, BmpImagePlugin, GifImagePlugin, JpegImagePlugin, Pn
 # contend with the other processes.
 JpegXLImagePlugin.DECODE_THREADS = 0
 # Truncated images must fail, never decode into grey: safelight would publish a broken
-# proxy and never retry. Nothing in safelight may set this.
+# proxy and never retry. Nothing in safelight may set this: the one exception, a JPEG
+# missing only its last bytes, is decoded per file by ``images`` (ADR 0052), which hands
+# libjpeg the end-of-image marker the file lacks and checks how much of it is there.
 assert ImageFile.LOAD_TRUNCATED_IMAGES is False
 
 _SWAPS_AXES = frozenset({5, 6, 7, 8})  # EXIF orientations that rotate by 90 degrees
@@ -147,6 +149,12 @@ class ImageMetadata:
     ``None`` for single shots and cameras that do not say."""
     location: Location | None = None
     """Where it was taken: EXIF GPS, else XMP (``location``)."""
+    misnamed: str | None = None
+    """Its extension names another format than its content, which it was read as:
+    "holds a JPEG, named .nef" (``sniffing.misnamed``, ADR 0052); None when it does not."""
+    cut_short: str | None = None
+    """It was cut short and decoded as far as it goes (``images``, ADR 0052): the note
+    saying so; None for a whole file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +197,9 @@ class VideoMetadata:
 
 # --- images -------------------------------------------------------------------------------
 
-_NOT_READ = f"not an image safelight reads ({', '.join(IMAGE_FORMATS)}), or corrupt"
+NOT_AN_IMAGE = f"not an image safelight reads ({', '.join(IMAGE_FORMATS)})"
+"""How a reason for a file that is no photo safelight reads begins."""
+_NOT_READ = f"{NOT_AN_IMAGE}, or corrupt"
 
 
 def open_image(fp: IO[bytes]) -> Image.Image:

@@ -61,20 +61,22 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
-from safelight.library.files.errors import MediaError
+from safelight.library.files import sniffing
+from safelight.library.files.errors import MediaError, UnsupportedMedia
 from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
     address_space_limit_bytes,
     limit_address_space,
 )
-from safelight.library.files.originals import OriginalRef
-from safelight.library.media.metadata import ImageMetadata, read_image_metadata
+from safelight.library.files.mediatypes import extension_of
+from safelight.library.files.originals import OriginalRef, open_source
+from safelight.library.media.metadata import NOT_AN_IMAGE, ImageMetadata, read_image_metadata
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
 from safelight.library.render.heard import said_lines, tell_heard
 from safelight.library.render.images import ImageProxies, ProxySpec, make_image_proxies
@@ -106,19 +108,53 @@ class DecodeOutOfMemory(MediaError):
 def decode_image(
     path: Path | OriginalRef,
     spec: ProxySpec,
-    raw: bool = False,
+    name: str | None = None,
     sidecar: SidecarFacts = NO_FACTS,
 ) -> tuple[ImageMetadata, ImageProxies]:
-    """A photo's metadata and proxies, in whichever process runs it (blocking); ``raw``
-    for a camera RAW (``mediatypes.is_raw``), which LibRaw reads (``raw.decode_raw``).
+    """A photo's metadata and proxies, in whichever process runs it (blocking), decoded
+    as what its content is (``sniffing``, ADR 0052): a camera RAW through LibRaw
+    (``raw.decode_raw``), any other photo through Pillow. ``name``: the file's name
+    (its extension), a path's own when None (an ``OriginalRef`` has none: nothing is
+    noted of it); when it names another format than the content, the metadata's
+    ``misnamed`` says so.
 
     The crawl passes an ``OriginalRef``: the decode process (spawned, so it inherits no
     descriptor) reopens the Worker's open original through ``/proc``, the same file
     whatever became of its name (see ``originals``). ``sidecar``: what its XMP sidecar
     says, which wins over the embedded capture time and orientation (``sidecars``)."""
-    if raw:
-        return decode_raw(path, spec, sidecar)
-    return read_image_metadata(path, sidecar), make_image_proxies(path, spec, sidecar.orientation)
+    if name is None and isinstance(path, Path):
+        name = path.name
+    with open_source(path) as original:
+        content = sniffing.sniff_file(original.fileno())
+    if content is None:
+        raise UnsupportedMedia(f"{NOT_AN_IMAGE}: its content is no format safelight knows")
+    if content.kind == "video":
+        named = f", named {extension_of(name) or 'without an extension'}" if name else ""
+        raise UnsupportedMedia(f"holds {content.a}{named}: not read as a photo")
+    content, (meta, proxies) = _decode_content(path, spec, name or "", content, sidecar)
+    misnamed = sniffing.misnamed(content, name) if name is not None else None
+    return replace(meta, misnamed=misnamed, cut_short=proxies.cut_short), proxies
+
+
+def _decode_content(
+    path: Path | OriginalRef,
+    spec: ProxySpec,
+    name: str,
+    content: sniffing.Content,
+    sidecar: SidecarFacts,
+) -> tuple[sniffing.Content, tuple[ImageMetadata, ImageProxies]]:
+    """The photo decoded, with what it turned out to be (a TIFF LibRaw reads is a RAW)."""
+    if sniffing.raw_by_name(content, name):
+        try:
+            return sniffing.RAW_TIFF if content is sniffing.TIFF else content, decode_raw(
+                path, spec, sidecar
+            )
+        except UnsupportedMedia:
+            if content.kind == "raw":
+                raise
+            # A TIFF with a RAW's name that LibRaw refuses: the plain TIFF it is.
+    meta = read_image_metadata(path, sidecar)
+    return content, (meta, make_image_proxies(path, spec, sidecar.orientation))
 
 
 # --- in a decode process -----------------------------------------------------------------
@@ -266,19 +302,19 @@ class ImageDecoder:
         self,
         path: Path | OriginalRef,
         spec: ProxySpec,
-        raw: bool = False,
+        name: str | None = None,
         sidecar: SidecarFacts = NO_FACTS,
         *,
         about: str | None = None,
     ) -> tuple[ImageMetadata, ImageProxies]:
-        """``decode_image(path, spec, raw, sidecar)`` in a decode process.
+        """``decode_image(path, spec, name, sidecar)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
         Cancelling the caller cancels the call if it has not started; a call already
         running finishes in its process, and its result is dropped. What the decoder
         said meanwhile is logged with ``about`` (the file's name).
         """
-        return await self.run(decode_image, path, spec, raw, sidecar, about=about)
+        return await self.run(decode_image, path, spec, name, sidecar, about=about)
 
     async def run(self, function: Callable[..., T], *args: Any, about: str | None = None) -> T:
         """``function(*args)`` in a decode process; both must pickle (a module-level

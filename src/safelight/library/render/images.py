@@ -12,7 +12,9 @@ Pipeline, and why each step is where it is:
    size and mode in the header.
 3. Decode once. Truncated or corrupt data raises (``LOAD_TRUNCATED_IMAGES`` stays False;
    HEIF/AVIF, which libheif would decode with missing tiles painted green, are checked
-   for completeness first).
+   for completeness first). One exception, ADR 0052: a JPEG cut short is decoded again
+   with the end-of-image marker it lacks, as browsers show it, when at most
+   ``MAX_CUT_SHORT_SHARE`` of its rows are lost (``_decode_cut_short``).
 4. Turn upright by ``metadata.orientation_of`` (the one rule of ADR 0029, the same value
    ``metadata`` reports, so sizes and pixels always agree; what HEIF's and TIFF's
    decoders have turned already is not turned again), convert to 8 bits and
@@ -36,7 +38,8 @@ from __future__ import annotations
 import io
 import os
 import struct
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +60,7 @@ from safelight.library.media.metadata import (
     open_image,
     orientation_of,
 )
+from safelight.library.render.jpegscans import final_scans_begun
 
 MAX_ASPECT = 4
 """A proxy is at most this many times as tall as its width limit, so a 100 x 60000 scan
@@ -91,6 +95,15 @@ _MAX_TOP_LEVEL_BOXES = 1000  # real HEIF/AVIF files have about five
 BROKEN_FILE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError)
 """What Pillow raises reading a broken or hostile file (the RAW previews' reader too)."""
 _DECODE_ERRORS = (*BROKEN_FILE_ERRORS, RuntimeError)
+_JPEG_FORMATS = ("JPEG", "MPO")
+_JPEG_END = b"\xff\xd9"
+"""The end-of-image marker. Given it where the data stops, libjpeg ends the scan there
+and fills what is missing with flat grey blocks (zero coefficients), as browsers do."""
+MAX_CUT_SHORT_SHARE = 0.05
+"""The largest share of a cut-short JPEG's rows that may be lost (the flat rows its
+decode ends with) for it to be a photo with a note; beyond it, it is corrupt."""
+_TRUNCATED = "image file is truncated"
+"""How Pillow's ``load`` says a file's data ended before its image did."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +160,9 @@ class ImageProxies:
     width: int
     """Of the original, as displayed."""
     height: int
+    cut_short: str | None = None
+    """The note of a JPEG cut short and decoded as far as it goes (ADR 0052); None for a
+    whole file."""
 
 
 def make_image_proxies(
@@ -160,20 +176,23 @@ def make_image_proxies(
     not fit the decode budget), ``CorruptMedia`` (truncated, corrupt),
     ``UnsupportedMedia`` (unknown format or pixel mode), ``UnreadableFile``.
     """
-    upright, box, icc_profile, display = _decode_reduced(src, spec, sidecar_orientation)
-    return _proxies(upright, icc_profile, display, spec, box)
+    upright, box, icc_profile, display, cut_short = _decode_reduced(src, spec, sidecar_orientation)
+    proxies = _proxies(upright, icc_profile, display, spec, box)
+    return proxies if cut_short is None else replace(proxies, cut_short=cut_short)
 
 
 def _decode_reduced(
     src: Path | OriginalRef, spec: ProxySpec, sidecar_orientation: int | None
-) -> tuple[Image.Image, _Box | None, bytes | None, tuple[int, int]]:
+) -> tuple[Image.Image, _Box | None, bytes | None, tuple[int, int], str | None]:
     """The photo decoded, upright, and reduced to at most about three times the
     preview, in a mode ``_resize`` takes; with the box of it that is the photo (see
-    ``_shrink``), its ICC profile and displayed size.
+    ``_shrink``), its ICC profile, displayed size, and the note of a JPEG cut short.
 
     A function of its own so that the full-size decode is freed when it returns: only
     the reduced image lives on through the resizing and encoding."""
-    with open_source(src) as original, open_image(original) as image:
+    with ExitStack() as stack:
+        original = stack.enter_context(open_source(src))
+        image = stack.enter_context(open_image(original))
         stored_width, stored_height = image.size
         if stored_width * stored_height > MAX_IMAGE_PIXELS:
             raise DecompressionBomb(
@@ -191,8 +210,9 @@ def _decode_reduced(
         if image.format in ("HEIF", "AVIF"):
             _check_boxes_complete(original)
         target = _fit(display, spec.preview_width)
-        if image.format in ("JPEG", "MPO"):
-            image.draft("RGB", (target[1], target[0]) if swaps else target)
+        draft = (target[1], target[0]) if swaps else target
+        if image.format in _JPEG_FORMATS:
+            image.draft("RGB", draft)
         # The size and mode the decode will have (after a JPEG's draft): what it costs.
         upright = (image.height, image.width) if swaps else image.size
         factors = _reduce_factors(upright, target)
@@ -210,13 +230,75 @@ def _decode_reduced(
             target[0] * working[1],
             spec.decode_memory_mib * MIB,
         )
+        cut_short = None
         try:
             image.load()
         except (*_DECODE_ERRORS, UserWarning) as error:  # UserWarning: see open_image
-            raise CorruptMedia(f"cannot decode image: {error}") from error
+            if image.format not in _JPEG_FORMATS or not str(error).startswith(_TRUNCATED):
+                raise CorruptMedia(f"cannot decode image: {error}") from error
+            image = stack.enter_context(_decode_cut_short(original, draft, error))
+            cut_short = _cut_short_note(image)
         reduced, box = _shrink(image, factors, method)
     profile = icc_profile if isinstance(icc_profile, bytes) else None
-    return reduced, box, profile, display
+    return reduced, box, profile, display, cut_short
+
+
+def _decode_cut_short(
+    original: io.BufferedReader, draft: tuple[int, int], error: Exception
+) -> Image.Image:
+    """A JPEG whose data ends before its image does, decoded again with the end-of-image
+    marker it lacks: libjpeg decodes what there is and leaves the rest flat grey, as a
+    browser shows it. Per file: ``LOAD_TRUNCATED_IMAGES`` stays False for every other
+    decode (and every other format). The file is read whole for it (a JPEG is a small
+    part of what its decode costs).
+
+    A file cut before each of its components has begun its full-precision scans (a
+    progressive JPEG cut in an early scan: every row there, all of them blurred) is
+    corrupt, whatever its rows show (``jpegscans``)."""
+    original.seek(0)
+    data = original.read()
+    if not final_scans_begun(data):
+        raise CorruptMedia(
+            "cannot decode image: truncated (the file ends before its last scans begin)"
+        ) from error
+    image = open_image(io.BytesIO(data + _JPEG_END))
+    try:
+        if image.format in _JPEG_FORMATS:
+            image.draft("RGB", draft)
+        image.load()
+    except (*_DECODE_ERRORS, UserWarning) as again:
+        image.close()
+        raise CorruptMedia(f"cannot decode image: {error}") from again
+    return image
+
+
+def _cut_short_note(image: Image.Image) -> str:
+    """The note of a cut-short JPEG decoded as far as it goes, or ``CorruptMedia`` when
+    more than ``MAX_CUT_SHORT_SHARE`` of its rows were lost.
+
+    The rows lost are the flat rows the decode ends with, all of the colour of its last
+    pixel (the grey libjpeg fills in). A photo that truly ends in a flat band counts it
+    as lost too: the rule errs towards calling a file corrupt, never towards a proxy
+    with a grey half."""
+    width, height = image.size
+    bands = len(image.getbands())
+    last = image.getpixel((width - 1, height - 1))
+    flat = [(value, value) for value in (last if isinstance(last, tuple) else (last,))]
+    most = int(height * MAX_CUT_SHORT_SHARE)
+    lost = 0
+    while lost < height:
+        row = image.crop((0, height - lost - 1, width, height - lost)).getextrema()
+        if list(row if bands > 1 else (row,)) != flat:
+            break
+        lost += 1
+        if lost > most:
+            raise CorruptMedia(
+                "cannot decode image: truncated (the file ends before its image does, "
+                f"more than {MAX_CUT_SHORT_SHARE:.0%} of its rows missing)"
+            )
+    share = lost / height
+    missing = f", about {share:.0%} of its rows missing" if share >= 0.01 else ""
+    return f"cut short: its last bytes are missing, decoded as far as it goes{missing}"
 
 
 def _check_boxes_complete(original: io.BufferedReader) -> None:

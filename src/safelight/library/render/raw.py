@@ -36,6 +36,7 @@ import numpy as np
 import rawpy
 from PIL import Image
 
+from safelight.library.files import sniffing
 from safelight.library.files.errors import (
     CorruptMedia,
     DecompressionBomb,
@@ -69,15 +70,7 @@ _FLIP_TO_ORIENTATION = {0: 1, 1: 2, 3: 3, 2: 4, 4: 5, 6: 6, 7: 7, 5: 8}
 """LibRaw's ``flip`` (bits: 4 swap axes, 2 flip vertically, 1 flip horizontally, as
 dcraw maps the TIFF tag) -> the EXIF orientation."""
 
-_TIFF_MAGIC = {b"II*\0", b"MM\0*", b"IIRO", b"IIRS", b"MMOR", b"IIU\0"}
-"""TIFF, and the TIFF of Olympus (ORF) and Panasonic (RW2) under magic numbers of their own."""
 _CANON_UUID = bytes.fromhex("85c0b687820f11e08111f4ce462b6a48")
-_RAF_MAGIC = b"FUJIFILMCCD-RAW"
-_CRW_HEAP = b"HEAPCCDR"
-"""Canon's CRW: a CIFF heap (``II``, header length, this type) holding the whole file."""
-_MRW_MAGIC = b"\0MRM"
-"""Minolta's MRW: blocks of a 4-byte name and a big-endian length; ``\0TTW`` is a TIFF."""
-_X3F_MAGIC = b"FOVb"
 _OUT_OF_MEMORY = (
     rawpy.LibRawUnsufficientMemoryError,
     rawpy.LibRawTooBigError,
@@ -103,21 +96,13 @@ _DEMOSAIC_OUTPUT_BYTES = 3 + 4
 
 
 def sniff(head: bytes) -> str | None:
-    """The RAW container of a file's first 16 bytes (``"tiff"``, ``"cr3"``, ``"raf"``,
-    ``"crw"``, ``"mrw"``, ``"x3f"``), or None when it is none of them."""
-    if head[:4] in _TIFF_MAGIC:
-        return "tiff"
-    if head[4:12] == b"ftypcrx ":
-        return "cr3"
-    if head.startswith(_RAF_MAGIC):
-        return "raf"
-    if head[:2] == b"II" and head[6:14] == _CRW_HEAP:
-        return "crw"
-    if head.startswith(_MRW_MAGIC):
-        return "mrw"
-    if head.startswith(_X3F_MAGIC):
-        return "x3f"
-    return None
+    """The container LibRaw would read a file's first bytes as (``"tiff"``, ``"cr3"``,
+    ``"raf"``, ``"crw"``, ``"mrw"``, ``"x3f"``; any TIFF is tried), or None when its
+    content is no RAW (``sniffing``: JPEG, HEIF, a video...)."""
+    content = sniffing.sniff(head)
+    if content is None:
+        return None
+    return "tiff" if content is sniffing.TIFF else content.container
 
 
 def decode_raw(
@@ -128,7 +113,7 @@ def decode_raw(
     budget = spec.decode_memory_mib * MIB - DECODE_BASELINE_BYTES
     with open_source(src) as original:
         st = os.fstat(original.fileno())
-        head = os.pread(original.fileno(), 16, 0)
+        head = os.pread(original.fileno(), sniffing.HEAD_BYTES, 0)
         container = sniff(head)
         if container is None:
             raise UnsupportedMedia("not a RAW file: its content is no RAW format safelight reads")

@@ -49,6 +49,8 @@ def new_asset(
             orientation=meta.orientation,
             maker_burst_id=meta.burst_id,
             sequence_number=meta.sequence_number,
+            misnamed=meta.misnamed,
+            cut_short=meta.cut_short,
             **common,  # type: ignore[arg-type]
         )
     return NewAsset(

@@ -251,6 +251,7 @@
     let words = (entry.file_name || "") + " · " + (entry.captured_local || "").replace("T", " ");
     if (entry.date_note) words += " · " + entry.date_note;
     if (entry.kind === "live_photo" || entry.kind === "motion_photo") words += " · LIVE: tap to play";
+    if (entry.read_note) words += " · " + entry.read_note;
     caption.textContent = words;
     let where = (current + 1) + " of " + entries.length;
     if (entry.burst) where += " · burst " + entry.burst.index + " of " + entry.burst.count;

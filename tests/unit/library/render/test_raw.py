@@ -337,12 +337,10 @@ async def test_a_raw_decodes_in_the_decode_processes_as_in_this_one(
     path = write_dng(tmp_path / "IMG_0002.dng", preview=preview, orientation=6)
     decoder = ImageDecoder(1)
     try:
-        in_process = await decoder.decode(path, DEFAULT_SPEC, True)
+        in_process = await decoder.decode(path, DEFAULT_SPEC)
     finally:
         decoder.shutdown()
-    assert (
-        in_process == decode_image(path, DEFAULT_SPEC, raw=True) == decode_raw(path, DEFAULT_SPEC)
-    )
+    assert in_process == decode_image(path, DEFAULT_SPEC) == decode_raw(path, DEFAULT_SPEC)
 
 
 RAWS = (
