@@ -192,6 +192,11 @@ class Settings:
     proxy_sweep_interval_seconds: float = 3600.0
     retention_interval_seconds: float = 86400.0
     work_retention_days: float = 7.0
+    # A file a crawl could not ingest is read again when it changes, when asked, or this
+    # long after it failed, doubling with each crawl it fails, up to the longest
+    # (ADR 0057, safelight.library.walk.failures).
+    failed_file_retry_days: float = 1.0
+    failed_file_retry_max_days: float = 30.0
 
     thumbnail_width: int = 300
     thumbnail_quality: int = 75
@@ -220,6 +225,8 @@ class Settings:
             "proxy_sweep_interval_seconds",
             "retention_interval_seconds",
             "work_retention_days",
+            "failed_file_retry_days",
+            "failed_file_retry_max_days",
             "max_stalls",
             "retry_max_attempts",
             "retry_delay_seconds",
@@ -230,6 +237,10 @@ class Settings:
             "request_head_seconds",
         ):
             positive(name)
+        if self.failed_file_retry_max_days < self.failed_file_retry_days:
+            raise SettingsError(
+                "failed_file_retry_max_days must not be less than failed_file_retry_days"
+            )
         if self.shutdown_grace_seconds < 0:
             raise SettingsError("shutdown_grace_seconds must not be negative")
         if self.decode_processes < 0:

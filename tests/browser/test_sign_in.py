@@ -123,6 +123,35 @@ def test_an_owner_acts_on_their_config_only_and_an_admin_on_both(
         assert site.crawls_pending(config) == 1
 
 
+def test_an_owner_asks_for_their_failed_files_to_be_read_again(page_of: PageOf, site: Site) -> None:
+    own = site.config_id(OTHER_OWNER)
+    with site.connect() as conn:
+        conn.execute(
+            "INSERT INTO asset_errors (storage_config_id, file_path, reason, first_seen_at,"
+            " last_seen_at, size, modified_ns, inode, retry_after)"
+            " VALUES (%s, 'broken/odd.jpg', 'corrupt', now(), now(), 1, 1, 1,"
+            " now() + interval '9 days') ON CONFLICT DO NOTHING",
+            (own,),
+        )
+    page = page_of(site.url)
+    page.goto("/configs")
+    fill_sign_in(page, OTHER_OWNER)
+
+    page.locator(f'button[data-action="/api/configs/{own}/retry-failed"]').click()
+
+    flash = page.locator("#flash")
+    expect(flash).to_have_attribute("data-ok", "true")
+    expect(flash).to_contain_text("failed file(s) will be read again")
+    assert site.crawls_pending(own) == 1
+    with site.connect() as conn:
+        [(waiting,)] = conn.execute(
+            "SELECT count(*) FROM asset_errors WHERE storage_config_id = %s"
+            " AND retry_after > now()",
+            (own,),
+        ).fetchall()
+    assert waiting == 0
+
+
 def test_signing_out_sends_every_page_to_the_sign_in_page(page_of: PageOf, site: Site) -> None:
     page = page_of(site.url)
     page.goto("/queue")

@@ -51,6 +51,8 @@ RESULT_KEYS = {
     "motion_photo_issues",
     "misnamed",
     "cut_short",
+    "not_retried",
+    "other_files",
 }
 
 
@@ -167,12 +169,14 @@ async def test_a_second_crawl_of_an_unchanged_library_rehashes_nothing(
     assert second_result.unchanged == media
     assert second_result.ingested == second_result.moved == second_result.deleted == 0
     assert second_result.proxies == 0
-    # Only the files that failed after hashing are hashed again (they are retried).
-    retried = sum(1 for e in sample.errors if e.stage != "hash")
-    assert h.progress[second.id][-1]["hashed"] == retried
+    # No file is hashed again: the files that failed are unchanged since (ADR 0057),
+    # left unread and listed with the reason they failed with.
+    assert h.progress[second.id][-1]["hashed"] == 0
     assert await h.rows("SELECT id, file_path FROM assets ORDER BY id") == before
+    assert {e.path for e in second_result.not_retried} == {e.path for e in sample.errors}
+    assert second_result.counts.not_retried == len(sample.errors)
     failures = await h.rows("SELECT failures FROM asset_errors")
-    assert sorted(f for (f,) in failures) == [2] * len(sample.errors)
+    assert sorted(f for (f,) in failures) == [1] * len(sample.errors)
     first_result = crawl_result(first)
     assert first_result.images == second_result.images
 
@@ -529,7 +533,8 @@ async def test_bad_files_are_reported_and_the_crawl_goes_on(
     again_result = crawl_result(again)
     assert again_result.ingested == 1
     rows = await h.rows("SELECT file_path, failures FROM asset_errors ORDER BY file_path")
-    assert rows == [("caf\\xe9.jpg", 2), ("not-really.jpg", 2)]
+    # The name is the walk's error, met again; the text file, unchanged, is not read again.
+    assert rows == [("caf\\xe9.jpg", 2), ("not-really.jpg", 1)]
 
 
 async def test_a_file_overwritten_with_broken_content_loses_its_asset_and_is_reported(

@@ -5,6 +5,7 @@ and what each action does, through the store calls the CLI makes."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -271,6 +272,34 @@ async def test_queue_a_crawl_and_a_purge_of_a_config(web: Web) -> None:
     assert "disabled" in disabled.json()["message"]
 
 
+async def test_try_failed_files_again_makes_them_due_and_queues_a_crawl(web: Web) -> None:
+    library = await library_of(web)
+    config = library.config_id
+    now = web.clock.now()
+    later = now + timedelta(days=9)
+    async with web.pool.connection() as conn:
+        for path in ("a.jpg", "b.jpg"):
+            await conn.execute(
+                "INSERT INTO asset_errors (storage_config_id, file_path, reason, first_seen_at,"
+                " last_seen_at, size, modified_ns, inode, retry_after)"
+                " VALUES (%s, %s, 'corrupt', %s, %s, 1, 1, 1, %s)",
+                (config, path, now, now, later),
+            )
+
+    response = await web.client.post(
+        f"/api/configs/{config}/retry-failed", headers=await bearer(web)
+    )
+
+    assert (response.status_code, response.json()["outcome"]) == (200, "queued")
+    assert response.json()["message"].startswith("2 failed file(s) will be read again")
+    item = await store_of(web).get(response.json()["item_id"])
+    assert item is not None and (item.kind, item.storage_config_id) == (CRAWL.name, config)
+    async with web.pool.connection() as conn:
+        cur = await conn.execute("SELECT DISTINCT retry_after FROM asset_errors")
+        due = await cur.fetchall()
+    assert due == [(now,)]
+
+
 async def test_signed_in_pages_show_the_buttons_that_act(web: Web) -> None:
     library = await library_of(web)
     failed = await failed_item(web)
@@ -281,6 +310,7 @@ async def test_signed_in_pages_show_the_buttons_that_act(web: Web) -> None:
     configs = (await web.client.get("/configs")).text
     assert f'data-action="/api/configs/{library.config_id}/crawl"' in configs
     assert f'data-action="/api/configs/{library.config_id}/purge"' in configs
+    assert f'data-action="/api/configs/{library.config_id}/retry-failed"' in configs
 
 
 async def test_a_sign_in_with_more_than_its_fields_is_a_400(web: Web) -> None:

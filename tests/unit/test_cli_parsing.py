@@ -373,7 +373,8 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     }
     assert document["proxy_errors"] == []
     assert "renamed" not in rendered(document)
-    assert document["errors"] == [{"path": "bad.jpg", "reason": "corrupt"}]
+    # Every failed file as the catalogue holds it once the crawl ended (ADR 0057).
+    assert document["errors"] == [{"path": "old.jpg", "reason": "stored"}]
     text = rendered(document)
     assert "Done in 2.0 s (5 files, 2.5 files/s)" in text
     assert "3 photos, 1 video" in text and "3 new, 0 moved, 0 duplicates" in text
@@ -384,7 +385,7 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert document["stacks"] == 2
     assert document["photos_dated_by_file"] == 2
     assert "2 photos dated by their file's time" in text
-    assert "bad.jpg corrupt" in text and "1 file could not be ingested" in text
+    assert "old.jpg stored" in text and "1 file could not be ingested" in text
     assert "burst_detection #2: no" in text
     assert "safelight purge 00000000" in text
 
@@ -453,6 +454,33 @@ def test_the_summary_counts_motion_photos_and_lists_the_stills_that_only_claim_o
     assert "1 photo shown as a still, its motion video missing or unplayable" in text
     assert "a.jpg no MP4 where the XMP puts it" in text
     assert "motion video missing" not in rendered(summary())
+
+
+def test_every_failed_file_is_listed_however_many_and_the_unread_and_other_files_said() -> None:
+    stored = [{"file_path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1500)]
+    result = {
+        "total": 1500,
+        # The result lists the first thousand and an "and N more" entry; the summary
+        # lists every one, from the catalogue, and no entry that is not a file.
+        "errors": [{"path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1000)]
+        + [{"path": "...", "reason": "and 300 more"}],
+        "not_retried": [
+            {"path": f"bad/{i:05}.jpg", "reason": "corrupt"} for i in range(1000, 1200)
+        ],
+        "other_files": 13,
+    }
+    document = summary_document(result=result, stored_errors=stored)
+    assert [e["path"] for e in document["errors"]] == [e["file_path"] for e in stored]
+    assert (document["not_retried"], document["other_files"]) == (200, 13)
+    text = rendered(document)
+    assert "1500 files could not be ingested:" in text and "bad/01499.jpg" in text
+    assert "and 300 more" not in text
+    assert "200 failed files unchanged since they failed; not read again: run --retry-failed" in (
+        text
+    )
+    assert "13 other files left alone" in text
+    quiet = rendered(summary())
+    assert "not read again" not in quiet and "other files" not in quiet
 
 
 def test_a_crawl_that_did_not_finish_lists_the_stored_errors() -> None:

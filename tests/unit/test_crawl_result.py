@@ -22,7 +22,7 @@ from safelight.settings import Settings
 STORED_KEYS = {
     "total", "found", "unchanged", "ingested", "moved", "reread", "duplicates", "deleted",
     "proxies", "errors", "skipped", "images", "videos", "proxies_renamed", "proxy_errors",
-    "motion_photo_issues", "misnamed", "cut_short",
+    "motion_photo_issues", "misnamed", "cut_short", "not_retried", "other_files",
 }  # fmt: skip
 
 
@@ -46,6 +46,8 @@ def _result() -> CrawlResult:
         motion_photo_issues=(FileError("m.jpg", "no motion video"),),
         misnamed=(FileError("DSC_0001.nef", "holds a JPEG, named .nef"),),
         cut_short=(FileError("cut.jpg", "cut short: its last bytes are missing"),),
+        not_retried=(FileError("old.jpg", "corrupt"),),
+        other_files=13,
     )
 
 
@@ -70,6 +72,7 @@ def test_the_counts_of_a_result_count_its_lists_whole() -> None:
     counts = _result().counts
     assert (counts.duplicates, counts.errors, counts.skipped, counts.hashed) == (1, 1, 1, 0)
     assert (counts.misnamed, counts.cut_short) == (1, 1)
+    assert (counts.not_retried, counts.other_files) == (1, 13)
     assert CrawlCounts.from_json(None) == CrawlCounts()
     assert CrawlCounts.from_json({"found": 3, "total": True, "moved": "2"}).as_json() == {
         **dict.fromkeys(COUNTERS, 0),
@@ -80,7 +83,8 @@ def test_the_counts_of_a_result_count_its_lists_whole() -> None:
 def test_the_counters_are_reported_in_their_order() -> None:
     assert COUNTERS == (
         "total", "found", "hashed", "unchanged", "ingested", "moved", "reread", "duplicates",
-        "deleted", "proxies", "errors", "skipped", "misnamed", "cut_short",
+        "deleted", "proxies", "errors", "skipped", "misnamed", "cut_short", "not_retried",
+        "other_files",
     )  # fmt: skip
     assert list(CrawlCounts(found=1).as_json()) == list(COUNTERS)
 

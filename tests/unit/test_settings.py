@@ -93,6 +93,11 @@ def test_paths_expand_the_home_folder(monkeypatch: pytest.MonkeyPatch, tmp_path:
         ({"SAFELIGHT_HEARTBEAT_SECONDS": "20"}, "heartbeat_seconds (20) must be at most a quarter"),
         ({"SAFELIGHT_LOG_FORMAT": "xml"}, "log_format must be 'text' or 'json'"),
         ({"SAFELIGHT_THUMBNAIL_QUALITY": "100"}, "thumbnail_quality must be between 1 and 95"),
+        ({"SAFELIGHT_FAILED_FILE_RETRY_DAYS": "0"}, "failed_file_retry_days must be greater"),
+        (
+            {"SAFELIGHT_FAILED_FILE_RETRY_DAYS": "2", "SAFELIGHT_FAILED_FILE_RETRY_MAX_DAYS": "1"},
+            "failed_file_retry_max_days must not be less than failed_file_retry_days",
+        ),
     ],
 )
 def test_an_invalid_value_is_an_error_naming_the_setting(env: dict[str, str], message: str) -> None:

@@ -1,4 +1,4 @@
-"""``safelight db migrate`` and ``safelight config add|list|enable|disable``."""
+"""``safelight db migrate`` and ``safelight config add|list|enable|disable|retry-failed``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from typing import Any, TypeVar
 
 import click
 
+from safelight.app import app_store
 from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
+from safelight.handlers import CRAWL
+from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import StorageConfig, StorageConfigs
 from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
@@ -193,3 +196,28 @@ def config_disable(state: CliState, config_id: str) -> None:
         click.echo(printable(f"disabled {config.id} ({config.root_path}, {config.owner})"))
     else:
         click.echo(printable(f"{config.id} ({config.root_path}) was already disabled"))
+
+
+@config_group.command("retry-failed")
+@click.argument("config_id", metavar="ID")
+@pass_state
+def config_retry_failed(state: CliState, config_id: str) -> None:
+    """Have the next crawl read again every file of a config that failed before, changed
+    or not, and queue that crawl (a Worker runs it; 'safelight run --retry-failed PATH'
+    does both in this process). Otherwise a failed file is read again once it changes,
+    or after a backoff of days (ADR 0057)."""
+
+    async def body(database: Database, settings: Settings) -> tuple[StorageConfig, int, int]:
+        config = await StorageConfigs(database.pool, state.clock).resolve_id(config_id)
+        async with database.pool.connection() as conn:
+            due = await assets.errors_due_now(conn, config.id, state.clock.now())
+        item_id = await CRAWL.enqueue_for(app_store(database, settings, state.clock), config.id)
+        return config, due, item_id
+
+    config, due, item_id = state.with_database(body)
+    click.echo(
+        printable(
+            f"{due} failed file(s) of {config.id} ({config.root_path}) will be read again "
+            f"by crawl item {item_id}"
+        )
+    )

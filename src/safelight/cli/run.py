@@ -36,6 +36,7 @@ from safelight.cli.summary import (
 )
 from safelight.db.database import Database
 from safelight.handlers import CRAWL
+from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import StorageConfigs, resolve_root
 from safelight.library.files.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings, make_folder
@@ -59,9 +60,11 @@ def run_folder(
     workers: int,
     as_json: bool,
     extra: Extra | None = None,
+    retry_failed: bool = False,
 ) -> dict[str, Any]:
     """Crawl ``path`` to the end (or a Ctrl-C), print the summary and return it (its
-    ``exit_code`` is the command's)."""
+    ``exit_code`` is the command's). ``retry_failed``: the crawl reads every file that
+    failed before again, changed or not (ADR 0057)."""
     settings = state.settings()  # invalid settings are reported before anything else
     # A bad path, or one that overlaps safelight's own folders, is a usage error before
     # the database opens.
@@ -78,6 +81,9 @@ def run_folder(
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
         added = await StorageConfigs(database.pool, clock, own_folders=own).add(owner, root)
         config = added.config
+        if retry_failed:
+            async with database.pool.connection() as conn:
+                await assets.errors_due_now(conn, config.id, clock.now())
         store = app_store(database, settings, clock)
         crawl_id = await CRAWL.enqueue_for(store, config.id)
         view = choose_view(
@@ -170,17 +176,38 @@ def run_folder(
     show_default=True,
     help="Workers to run in this process.",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Read again every file that failed before, changed or not (otherwise one is read "
+    "again once it changes, or after a backoff of days).",
+)
 @json_option("Print the summary as one JSON object on stdout (logs stay on stderr).")
 @pass_state
-def run(state: CliState, path: str, user: str | None, workers: int, as_json: bool) -> None:
+def run(
+    state: CliState,
+    path: str,
+    user: str | None,
+    workers: int,
+    retry_failed: bool,
+    as_json: bool,
+) -> None:
     """Crawl the folder PATH: index every photo and video, make proxies, find bursts and
     Live Photos, and print a summary.
 
     The folder is registered as a storage config once; a second run reuses it and only
-    does what changed. Ctrl-C stops cleanly, and the next run continues from there.
-    Exits 1 if the crawl failed.
+    does what changed. A file that failed is read again once it changes, after a backoff
+    (a day, doubling up to 30), or with --retry-failed. Ctrl-C stops cleanly, and the
+    next run continues from there. Exits 1 if the crawl failed.
     """
-    summary = run_folder(state, path, owner=user or os_user(), workers=workers, as_json=as_json)
+    summary = run_folder(
+        state,
+        path,
+        owner=user or os_user(),
+        workers=workers,
+        as_json=as_json,
+        retry_failed=retry_failed,
+    )
     raise click.exceptions.Exit(int(summary["exit_code"]))
 
 

@@ -66,11 +66,11 @@ def build_summary(
     # What this run did: the crawl's result, else what its interrupted attempt saved.
     counts = result.counts if result is not None else CrawlCounts.from_json(crawl.get("progress"))
     files = counts.total
-    if result is not None:
-        errors = _listed(result.errors)
-    else:
-        # The crawl did not finish: what the last crawls recorded is the best we know.
-        errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
+    # Every file that could not be ingested, as the catalogue records it once the crawl
+    # ended or stopped: those it read and failed, those it left unread because they have
+    # not changed since they failed (ADR 0057), and, when it did not finish, what the
+    # last crawls recorded. All of them: the result lists only the first thousand.
+    errors = [{"path": e["file_path"], "reason": e["reason"]} for e in stored_errors]
     # None of the lists when the crawl did not finish (their counts still say how many);
     # each file folded into an asset it has the same bytes as is listed with that asset.
     finished = result if result is not None else CrawlResult()
@@ -121,6 +121,10 @@ def build_summary(
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
+        # Failed files unchanged since they failed, not read again (each is in "errors").
+        "not_retried": counts.not_retried,
+        # Files that are no photo, video or sidecar, left alone.
+        "other_files": counts.other_files,
         "seconds": round(seconds, 3),
         "files_per_second": round(files / seconds, 2) if seconds > 0 else None,
         "items": list(items),
@@ -263,6 +267,12 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             ),
         )
 
+    if summary.get("other_files"):
+        grid.add_row(
+            "other files",
+            f"{_plural(summary['other_files'], 'other file')} left alone "
+            "(not a photo, video or sidecar)",
+        )
     parts: list[Any] = [headline, grid]
     errors = summary["errors"]
     if errors:
@@ -270,6 +280,14 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
             _listing(errors),
         ]
+    if summary.get("not_retried"):
+        unread = summary["not_retried"]
+        parts.append(
+            Text(
+                f"{_plural(unread, 'failed file')} unchanged since "
+                f"{'it' if unread == 1 else 'they'} failed; not read again: run --retry-failed"
+            )
+        )
     duplicates = summary.get("duplicate_files") or []
     if duplicates:
         parts += [

@@ -83,6 +83,11 @@ class Harness:
         assert row is not None
         return await self._run_until_finished(int(row[0]))
 
+    async def run_queued(self, item_id: int) -> WorkItem:
+        """Run the queue until an item something else queued (a dashboard action, a
+        command) has finished, as :meth:`run` does its own."""
+        return await self._run_until_finished(item_id)
+
     async def _run_until_finished(self, item_id: int) -> WorkItem:
         while True:
             current = await self.store.get(item_id)

@@ -1,16 +1,20 @@
 """What the dashboard's buttons do, through the same store calls as the CLI's commands
-(``items cancel``, ``items retry``, ``run``'s crawl, ``purge``); the API answers each
-with its :class:`Done`."""
+(``items cancel``, ``items retry``, ``run``'s crawl, ``purge``, ``config retry-failed``);
+the API answers each with its :class:`Done`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
+from psycopg_pool import AsyncConnectionPool
+
 from safelight.handlers import CRAWL, PURGE
 from safelight.handlers.kind import Kind
+from safelight.library.catalogue import assets
 from safelight.views import answers
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.model import CancelResult, RetryResult
@@ -90,3 +94,21 @@ async def queue_crawl(store: WorkStore, config_id: UUID) -> Done:
 
 async def queue_purge(store: WorkStore, config_id: UUID) -> Done:
     return await _queue(store, PURGE, config_id, "a purge")
+
+
+async def retry_failed(
+    store: WorkStore, pool: AsyncConnectionPool[Any], config_id: UUID, now: datetime
+) -> Done:
+    """ "Try failed files again": every failed file of the config due at ``now`` (the
+    next crawl reads each one, changed or not: ADR 0057), and that crawl queued."""
+    async with pool.connection() as conn:
+        due = await assets.errors_due_now(conn, config_id, now)
+    done = await _queue(store, CRAWL, config_id, "a crawl")
+    if done.status_code >= 400:
+        return done
+    return Done(
+        done.status_code,
+        done.outcome,
+        f"{due} failed file(s) will be read again: {done.message}",
+        done.item_id,
+    )

@@ -311,3 +311,10 @@ async def crawl(request: Request) -> Response:
 async def purge(request: Request) -> Response:
     config_id = await _config_for_action(request)
     return _act(request, await actions.queue_purge(web(request).store, config_id))
+
+
+async def retry_failed(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    context = web(request)
+    done = await actions.retry_failed(context.store, context.pool, config_id, context.clock.now())
+    return _act(request, done)

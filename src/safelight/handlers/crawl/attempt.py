@@ -19,7 +19,8 @@ from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlCounts, Duplicate
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.assets import KnownAsset, NewAsset
+from safelight.library.catalogue.assets import FailedFile, FileVersion, KnownAsset, NewAsset
+from safelight.library.files.errors import plain_reason
 from safelight.library.files.hashing import HashedFile
 from safelight.library.files.originals import StorageRoot
 from safelight.library.media.metadata import file_time
@@ -58,6 +59,11 @@ class Tally:
     """Files ingested as what their content is, another format than their name says."""
     cut_short: list[FileError] = field(default_factory=list)
     """JPEGs cut short, ingested as far as they decode."""
+    failed_as: dict[str, FileVersion] = field(default_factory=dict)
+    """The file as it was when it failed, by path, where it is known (``errors``)."""
+    not_retried: list[FileError] = field(default_factory=list)
+    """Files that failed before, unchanged since, not read again (``walk.failures``),
+    with the reason recorded then."""
 
     def noted(self, path: str, row: NewAsset) -> None:
         """Count and list what was noticed reading an asset just ingested (its read_note)."""
@@ -108,6 +114,9 @@ class Attempt:
         self._last_progress = ctx.clock.monotonic()
         self._since_progress = 0
         self.walk_errors = 0  # how many of the walk's errors are in the tally
+        # The files earlier crawls could not ingest (``opening.resolve_config`` sets it):
+        # each is read again only when it changed or is due (``walk.failures``).
+        self.failed: dict[str, FailedFile] = {}
 
     def publish(self, publish: Callable[..., T], made: object, content_hash: str) -> T:
         """``publish`` (``library.walk.publishing``) what was made for ``content_hash``
@@ -176,10 +185,19 @@ class Attempt:
         self.tally.counts.duplicates += 1
         self.tally.duplicates.append(Duplicate(path, same_as))
 
-    def error(self, path: str, reason: str) -> None:
-        self.tally.errors.append(FileError(path, reason))
+    def error(self, path: str, reason: str, version: FileVersion | None = None) -> None:
+        """``path`` could not be crawled; ``version``: the file as it was then, if known
+        (a later crawl reads it again only once it changed, or is due)."""
+        self.tally.errors.append(FileError(path, plain_reason(reason)))
+        if version is not None:
+            self.tally.failed_as[path] = version
         self.tally.counts.errors += 1
         self.services.crawl_observer.file_errors(1)
+
+    def not_retried(self, failed: FailedFile) -> None:
+        """A file that failed before and has not changed since: left unread, listed."""
+        self.tally.not_retried.append(FileError(failed.path, failed.reason))
+        self.tally.counts.not_retried += 1
 
     def progress(self, *, force: bool = False) -> None:
         self._since_progress += 1

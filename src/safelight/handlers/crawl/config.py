@@ -5,6 +5,7 @@ test can make a crawl's settings without a whole ``Settings`` (ADR 0047)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from safelight.library.render.images import ProxySpec
@@ -24,6 +25,10 @@ class CrawlSettings:
     """How many files a crawl hashes, decodes and writes at once."""
     proxy_spec: ProxySpec
     """Sizes and qualities of a photo's (and a video poster's) proxies."""
+    failed_retry_first: timedelta = timedelta(days=1)
+    """How long a file that failed once waits, unchanged, before a crawl reads it again;
+    doubled with each crawl it fails (``library.walk.failures``)."""
+    failed_retry_longest: timedelta = timedelta(days=30)
 
     @classmethod
     def of(cls, settings: Settings) -> CrawlSettings:
@@ -33,4 +38,6 @@ class CrawlSettings:
             follow_links_inside_root=settings.follow_links_inside_root,
             max_concurrent_files=settings.max_concurrent_files,
             proxy_spec=settings.proxy_spec(),
+            failed_retry_first=timedelta(days=settings.failed_file_retry_days),
+            failed_retry_longest=timedelta(days=settings.failed_file_retry_max_days),
         )

@@ -1,6 +1,7 @@
 """Decide each file that is not unchanged by its stat: hash it, decide by its content
 (``library.walk.decisions``) under the decision lock, and make that decision's writes;
-new content is ingested (``ingesting``), a changed sidecar read again (``rereading``)."""
+new content is ingested (``ingesting``), a changed sidecar read again (``rereading``).
+A file that failed before is first asked whether to read it at all (``walk.failures``)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from psycopg import errors as pg_errors
 from safelight.handlers.crawl import ingesting, rereading
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.assets import KnownAsset
+from safelight.library.catalogue.assets import FailedFile, FileVersion, KnownAsset
 from safelight.library.files.errors import MediaError
 from safelight.library.files.hashing import FileIdentity, HashedFile, hash_descriptor
-from safelight.library.walk import decisions
+from safelight.library.walk import decisions, failures
 from safelight.library.walk.walker import WalkedFile
 from safelight.work.errors import AttemptStopped
 
@@ -26,11 +27,19 @@ async def process(
     crawl: Attempt, walked: WalkedFile, by_stat: decisions.SidecarChanged | None
 ) -> None:
     """A file that is not unchanged by its stat (``walking.walked``): hash, decide, ingest;
-    or, when only its sidecar changed (``by_stat``), read it again."""
+    or, when only its sidecar changed (``by_stat``), read it again. A file that failed
+    before and is neither changed nor due is left unread (``walk.failures``)."""
+    version: FileVersion | None = None
     try:
+        failed = crawl.failed.get(walked.path) if by_stat is None else None
+        if failed is not None and not await read_failed_again(crawl, walked, failed):
+            crawl.not_retried(failed)
+            return
         # Opened once; the hash, metadata, decode and ffmpeg all read this open file.
         original = await asyncio.to_thread(crawl.storage_root().open, walked.opened_at)
         try:
+            # What is recorded if it fails: a later crawl reads it again once it changed.
+            version = FileVersion(walked.size, walked.mtime_ns, original.inode)
             if by_stat is not None:
                 # Its sidecar changed: unless the file did too since the walk, it is
                 # the asset's version, read again without hashing it.
@@ -50,18 +59,31 @@ async def process(
         finally:
             original.close()
     except MediaError as error:
-        crawl.error(walked.path, error.reason)
+        crawl.error(walked.path, error.reason, version)
     except AttemptStopped:
         raise
     except (pg_errors.IntegrityError, pg_errors.DataError) as error:
         # Not expected (the index is this crawl's own view), but one row must not
         # stop the crawl: the next crawl sees the database as it now is.
-        crawl.error(walked.path, f"could not be recorded: {error.diag.message_primary}")
+        crawl.error(walked.path, f"could not be recorded: {error.diag.message_primary}", version)
     except (psycopg.Error, asyncio.CancelledError):
         raise
     except Exception as error:
         crawl.ctx.logger.exception("crawl: unexpected error on %s", walked.path)
-        crawl.error(walked.path, f"unexpected error: {type(error).__name__}: {error}")
+        crawl.error(walked.path, f"unexpected error: {type(error).__name__}: {error}", version)
+
+
+async def read_failed_again(crawl: Attempt, walked: WalkedFile, failed: FailedFile) -> bool:
+    """Whether to read a file that failed before (``walk.failures``): its inode is asked
+    for (a stat, no byte read) only when its size and mtime would leave it alone."""
+    now = crawl.ctx.clock.now()
+    if not failures.needs_inode(failed, walked.size, walked.mtime_ns, now):
+        return True
+    try:
+        st = await asyncio.to_thread(crawl.storage_root().stat, walked.opened_at)
+    except MediaError:
+        return True  # reading it says what became of it
+    return failures.read_again(failed, st.st_size, st.st_mtime_ns, st.st_ino, now)
 
 
 async def decide(crawl: Attempt, walked: WalkedFile, hashed: HashedFile) -> Then:

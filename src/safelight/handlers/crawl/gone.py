@@ -1,5 +1,6 @@
 """Remove what is gone: soft-delete the live assets the walk did not see (unless under a
-folder that could not be listed), record and forget file errors and duplicates."""
+folder that could not be listed), record and forget file errors and duplicates. A
+failed file this crawl left unread (``walk.failures``) keeps its record as it was."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 
 from safelight.handlers.crawl.attempt import WRITE_BATCH, Attempt
 from safelight.library.catalogue import assets
+from safelight.library.walk import failures
 
 
 async def remove_gone(crawl: Attempt, error_paths: set[str]) -> None:
@@ -19,7 +21,12 @@ async def remove_gone(crawl: Attempt, error_paths: set[str]) -> None:
         if asset_id not in crawl.kept and not crawl.under_unreadable_folder(path)
     ]
     failing = {e.path: e.reason for e in crawl.tally.errors}
-    resolved = [p for p in error_paths if p not in failing and not crawl.under_unreadable_folder(p)]
+    unread = {e.path: e.reason for e in crawl.tally.not_retried}
+    resolved = [
+        p
+        for p in error_paths
+        if p not in failing and p not in unread and not crawl.under_unreadable_folder(p)
+    ]
     deleted = 0
     for start in range(0, len(unseen), WRITE_BATCH):
         async with crawl.ctx.fenced() as conn:
@@ -29,9 +36,17 @@ async def remove_gone(crawl: Attempt, error_paths: set[str]) -> None:
     crawl.tally.counts.deleted += deleted
     async with crawl.ctx.fenced() as conn:
         for path, reason in failing.items():
-            await assets.record_error(conn, crawl.config_id, path, reason, now)
+            before = crawl.failed.get(path)
+            again = failures.retry_after(
+                1 if before is None else before.failures + 1,
+                now,
+                crawl.settings.failed_retry_first,
+                crawl.settings.failed_retry_longest,
+            )
+            version = crawl.tally.failed_as.get(path)
+            await assets.record_error(conn, crawl.config_id, path, reason, now, version, again)
         await assets.clear_errors(conn, crawl.config_id, resolved)
-    await record_duplicates(crawl, failing, now)
+    await record_duplicates(crawl, {**unread, **failing}, now)
 
 
 async def record_duplicates(crawl: Attempt, failing: Mapping[str, str], now: datetime) -> None:

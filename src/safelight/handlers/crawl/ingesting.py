@@ -125,7 +125,7 @@ async def decode(
     # started; one already running finishes in its process, unawaited (and if this
     # descriptor is closed and its number reused meanwhile, the reference's inode
     # check refuses the other file).
-    return await decoder.decode(source.ref(), crawl.spec, name, read.facts)
+    return await decoder.decode(source.ref(), crawl.spec, name, read.facts, about=walked.path)
 
 
 async def read_sidecar_of(crawl: Attempt, walked: WalkedFile) -> ReadSidecar:

@@ -12,6 +12,7 @@ from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.guards import check_config_root, check_proxy_root
 from safelight.handlers.services import Services
 from safelight.library.catalogue import assets, configs
+from safelight.library.catalogue.assets import FailedFile
 from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.originals import StorageRoot
 from safelight.library.files.roots import own_folders
@@ -42,9 +43,12 @@ async def open_walk(crawl: Attempt) -> Walker:
     return crawl.walker
 
 
-async def resolve_config(ctx: HandlerContext, services: Services) -> tuple[UUID, Path, set[str]]:
+async def resolve_config(
+    ctx: HandlerContext, services: Services
+) -> tuple[UUID, Path, dict[str, FailedFile]]:
     """The item's config (it must exist and be active), its root as configured, and the
-    paths the last crawls recorded an error for; the root and the proxy root checked."""
+    files the last crawls recorded an error for, by path; the root and the proxy root
+    checked."""
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
         config = await configs.config_by_id(conn, config_id)
@@ -52,9 +56,9 @@ async def resolve_config(ctx: HandlerContext, services: Services) -> tuple[UUID,
             raise HandlerFailed(f"storage config {config_id} does not exist")
         if not config.active:
             raise HandlerFailed(f"storage config {config_id} is disabled")
-        error_paths = await assets.error_paths(conn, config_id)
+        failed = await assets.failed_files(conn, config_id)
     # Before the first write: the config or the settings may have changed since the
     # Worker started (library.files.roots, library.proxystore.proxyroot).
     await check_config_root(services, Path(config.root_path))
     await check_proxy_root(services)
-    return config_id, Path(config.root_path), error_paths
+    return config_id, Path(config.root_path), failed

@@ -44,6 +44,10 @@ class CrawlCounts:
     """Files ingested as their content, another format than their name says (ADR 0052)."""
     cut_short: int = 0
     """JPEGs cut short, ingested as far as they decode (ADR 0052)."""
+    not_retried: int = 0
+    """Files that failed before, unchanged since, not read again (ADR 0057)."""
+    other_files: int = 0
+    """Files that are no photo, video or sidecar: left alone (ADR 0057)."""
 
     def as_json(self) -> dict[str, int]:
         """The counters as the item's progress saves them, in ``COUNTERS`` order."""
@@ -100,6 +104,11 @@ class CrawlResult:
     named .nef"): each ingested as what it holds."""
     cut_short: tuple[FileError, ...] = ()
     """JPEGs cut short, each ingested as far as it decodes, with the note."""
+    not_retried: tuple[FileError, ...] = ()
+    """Files that failed before and have not changed since: not read again, listed with
+    the reason they failed with (ADR 0057)."""
+    other_files: int = 0
+    """Files that are no photo, video or sidecar: left alone (ADR 0057)."""
 
     @property
     def counts(self) -> CrawlCounts:
@@ -127,6 +136,8 @@ class CrawlResult:
             "motion_photo_issues": _entries_json(self.motion_photo_issues),
             "misnamed": _entries_json(self.misnamed),
             "cut_short": _entries_json(self.cut_short),
+            "not_retried": _entries_json(self.not_retried),
+            "other_files": self.other_files,
         }
 
     @classmethod
@@ -137,7 +148,7 @@ class CrawlResult:
             name: _count(result.get(name))
             for name in (
                 "total", "found", "unchanged", "ingested", "moved", "reread", "deleted",
-                "proxies", "images", "videos", "proxies_renamed",
+                "proxies", "images", "videos", "proxies_renamed", "other_files",
             )
         }  # fmt: skip
         return cls(
@@ -151,6 +162,7 @@ class CrawlResult:
             motion_photo_issues=_entries(result.get("motion_photo_issues")),
             misnamed=_entries(result.get("misnamed")),
             cut_short=_entries(result.get("cut_short")),
+            not_retried=_entries(result.get("not_retried")),
         )
 
 

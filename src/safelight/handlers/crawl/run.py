@@ -30,7 +30,9 @@ missing, cannot be listed, or holds no media while the config has live assets fa
 crawl and soft-deletes nothing: an unmounted share must not empty a library.
 
 One bad file never stops a crawl: its relative path and reason go to the result and to
-``asset_errors``; the next crawl retries it, and forgets the error once it succeeds.
+``asset_errors``, with the file as it was; a later crawl reads it again once it changed,
+was asked to, or waited out its backoff (``library.walk.failures``, ADR 0057), lists it
+unread until then, and forgets the error once it succeeds.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ from safelight.work.kinds import Scope
 
 
 async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload) -> dict[str, Any]:
-    config_id, root_path, error_paths = await opening.resolve_config(ctx, services)
+    config_id, root_path, failed = await opening.resolve_config(ctx, services)
     crawl = Attempt(ctx, services, CrawlSettings.of(services.settings), config_id, root_path)
+    crawl.failed = failed
     try:
-        return await _steps(crawl, error_paths)
+        return await _steps(crawl, set(failed))
     finally:
         # Once more, however the crawl ends: the executor saves the last report with
         # the item, so a crawl stopped by Ctrl-C still says what it did. Each counter
@@ -106,6 +109,8 @@ def _summarise(crawl: Attempt, walker: Walker, by_type: dict[str, int]) -> Crawl
         motion_photo_issues=capped(tally.motion_photo_issues, FileError),
         misnamed=capped(tally.misnamed, FileError),
         cut_short=capped(tally.cut_short, FileError),
+        not_retried=capped(tally.not_retried, FileError),
+        other_files=counts.other_files,
     )
 
 

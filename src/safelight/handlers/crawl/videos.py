@@ -44,6 +44,7 @@ async def make_video(
             VideoProxySpec(image=crawl.spec),
             crawl.ctx.ensure_alive,
             clock=crawl.ctx.clock,
+            about=walked.path,
         )
         records = await asyncio.to_thread(
             crawl.publish, publish_video_proxies, proxies, hashed.content_hash
@@ -80,8 +81,12 @@ async def add_motion_video(
         embedded = temp / MOTION_VIDEO_NAME
         await asyncio.to_thread(copy_range, source.fd, found, embedded, crawl.alive.check)
         try:
+            about = f"{row.file_path}'s motion video"
             metadata = await probe_video(
-                embedded, clock=crawl.ctx.clock, decode_memory_mib=crawl.spec.decode_memory_mib
+                embedded,
+                clock=crawl.ctx.clock,
+                decode_memory_mib=crawl.spec.decode_memory_mib,
+                about=about,
             )
             web = await make_web_video(
                 embedded,
@@ -90,6 +95,7 @@ async def add_motion_video(
                 VideoProxySpec(image=crawl.spec),
                 crawl.ctx.ensure_alive,
                 clock=crawl.ctx.clock,
+                about=about,
             )
         except MediaError as error:
             issue = f"its motion video could not be made into a web video: {error.reason}"

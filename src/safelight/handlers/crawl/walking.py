@@ -48,6 +48,7 @@ async def walk(crawl: Attempt, walker: Walker) -> None:
         cause = error.__cause__ if error.__cause__ is not None else error
         raise handler_failure(f"{error.reason}; nothing was changed", cause) from error
     crawl.tally.counts.skipped = len(walker.skipped)
+    crawl.tally.counts.other_files = walker.other_files
     for link, target in walker.links:
         crawl.duplicate(link, target)
     if not crawl.tally.counts.total:
@@ -89,6 +90,7 @@ async def walked(
         crawl.tally.counts.errors += len(new_errors)
         crawl.services.crawl_observer.file_errors(len(new_errors))
     crawl.tally.counts.skipped = len(walker.skipped)
+    crawl.tally.counts.other_files = walker.other_files
     matched = await matcher.match(batch, last)
     crawl.not_walked(matched.not_walked)
     differing = matched.differing

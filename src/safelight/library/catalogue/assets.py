@@ -354,12 +354,51 @@ async def counts_by_type(conn: Conn, config_id: UUID) -> dict[str, int]:
     return counts
 
 
+@dataclass(frozen=True, slots=True)
+class FailedFile:
+    """A file a crawl could not ingest, as recorded (``asset_errors``): why, how many
+    crawls it failed, the file as it was then (None: not known, e.g. a row of before
+    migration 0021) and the earliest time a crawl reads it again unchanged."""
+
+    path: str
+    reason: str
+    failures: int
+    size: int | None
+    modified_ns: int | None
+    inode: int | None
+    retry_after: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileVersion:
+    """The file as it was when it failed: its size, mtime (ns) and inode."""
+
+    size: int
+    modified_ns: int
+    inode: int | None
+
+
 async def record_error(
-    conn: Conn, config_id: UUID, file_path: str, reason: str, now: datetime
+    conn: Conn,
+    config_id: UUID,
+    file_path: str,
+    reason: str,
+    now: datetime,
+    version: FileVersion | None = None,
+    retry_after: datetime | None = None,
 ) -> None:
     await conn.execute(
         QUERIES["asset_error_upsert"],
-        {"config_id": config_id, "file_path": file_path, "reason": reason, "now": now},
+        {
+            "config_id": config_id,
+            "file_path": file_path,
+            "reason": reason,
+            "now": now,
+            "size": None if version is None else version.size,
+            "modified_ns": None if version is None else version.modified_ns,
+            "inode": None if version is None else version.inode,
+            "retry_after": retry_after,
+        },
     )
 
 
@@ -369,9 +408,18 @@ async def clear_errors(conn: Conn, config_id: UUID, paths: Iterable[str]) -> Non
         await conn.execute(QUERIES["asset_errors_clear"], {"config_id": config_id, "paths": paths})
 
 
-async def error_paths(conn: Conn, config_id: UUID) -> set[str]:
-    cur = await conn.execute(QUERIES["asset_error_paths"], {"config_id": config_id})
-    return {row[0] for row in await cur.fetchall()}
+async def failed_files(conn: Conn, config_id: UUID) -> dict[str, FailedFile]:
+    """Every recorded error of a config, by path (a crawl holds them: one row a failed
+    file, which a library has few of beside its assets)."""
+    cur = await conn.execute(QUERIES["asset_errors_of_config_for_crawl"], {"config_id": config_id})
+    return {row[0]: FailedFile(*row) for row in await cur.fetchall()}
+
+
+async def errors_due_now(conn: Conn, config_id: UUID, now: datetime) -> int:
+    """Make every failed file of a config due again at ``now``: the next crawl reads each
+    one, changed or not. How many were waiting."""
+    cur = await conn.execute(QUERIES["asset_errors_due_now"], {"config_id": config_id, "now": now})
+    return cur.rowcount
 
 
 async def errors_of_config(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:

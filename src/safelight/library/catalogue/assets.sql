@@ -153,20 +153,34 @@ WHERE storage_config_id = %(config_id)s AND NOT is_deleted
 GROUP BY media_type
 
 -- asset_error_upsert --
--- Record (or count once more) a file a crawl could not ingest, with its latest reason.
-INSERT INTO asset_errors (storage_config_id, file_path, reason, first_seen_at, last_seen_at)
-VALUES (%(config_id)s, %(file_path)s, %(reason)s, %(now)s, %(now)s)
+-- Record (or count once more) a file a crawl could not ingest, with its latest reason,
+-- the file as it was when it failed (NULL: not known, so the next crawl reads it again)
+-- and the earliest time a crawl reads it again unchanged (library/walk/failures.py).
+INSERT INTO asset_errors (storage_config_id, file_path, reason, first_seen_at, last_seen_at,
+                          size, modified_ns, inode, retry_after)
+VALUES (%(config_id)s, %(file_path)s, %(reason)s, %(now)s, %(now)s,
+        %(size)s, %(modified_ns)s, %(inode)s, %(retry_after)s)
 ON CONFLICT (storage_config_id, file_path) DO UPDATE
 SET reason = EXCLUDED.reason, last_seen_at = EXCLUDED.last_seen_at,
-    failures = asset_errors.failures + 1
+    failures = asset_errors.failures + 1,
+    size = EXCLUDED.size, modified_ns = EXCLUDED.modified_ns, inode = EXCLUDED.inode,
+    retry_after = EXCLUDED.retry_after
 
 -- asset_errors_clear --
 -- Forget the errors of these paths (they were ingested, or are no longer there).
 DELETE FROM asset_errors WHERE storage_config_id = %(config_id)s AND file_path = ANY(%(paths)s)
 
--- asset_error_paths --
--- Every path of a config that has a recorded error.
-SELECT file_path FROM asset_errors WHERE storage_config_id = %(config_id)s
+-- asset_errors_of_config_for_crawl --
+-- What a crawl needs of each path of a config that has a recorded error: the reason, how
+-- many crawls it failed, the file as it was then and when it is due again.
+SELECT file_path, reason, failures, size, modified_ns, inode, retry_after
+FROM asset_errors WHERE storage_config_id = %(config_id)s
+
+-- asset_errors_due_now --
+-- Make every failed file of a config due again (``run --retry-failed``, the dashboard's
+-- "Try failed files again"): the next crawl reads each one, changed or not.
+UPDATE asset_errors SET retry_after = %(now)s
+WHERE storage_config_id = %(config_id)s AND (retry_after IS NULL OR retry_after > %(now)s)
 
 -- asset_errors_of_config --
 -- A config's per-file errors, for reports and tests.

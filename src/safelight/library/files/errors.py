@@ -7,11 +7,41 @@ must propagate untouched).
 
 from __future__ import annotations
 
+import re
+
+# What varies from run to run, or file to file, in the text of one cause, and what it
+# becomes (ADR 0057): a reason names the cause, so one cause is one reason, and the
+# files it struck group under it across files and crawls.
+_VARYING: tuple[tuple[re.Pattern[str], str], ...] = (
+    # A descriptor reached through /proc or /dev/fd (a decode process reopens the
+    # Worker's open original as /proc/PID/fd/N; ffmpeg reads /dev/fd/N).
+    (re.compile(r"/proc/(?:\d+|self)/fd/\d+"), "/proc/PID/fd/N"),
+    (re.compile(r"/dev/fd/\d+"), "/dev/fd/N"),
+    # Python's reprs of an object (``<... object at 0x7f...>``) and of an open file
+    # (``<_io.BufferedReader name=7>``).
+    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x..."),
+    (re.compile(r"\bname=\d+"), "name=N"),
+    # A name Python's tempfile made ("tmp" and eight random letters, digits or "_").
+    # Other paths stay: a reason names no file, but an error of a root names its folder.
+    (re.compile(r"\btmp[a-z0-9_]{8}\b"), "tmp..."),
+    # A process id.
+    (re.compile(r"\b(pid|PID|process id|process)([ =:#]+)\d+\b"), r"\1\2N"),
+)
+
+
+def plain_reason(text: str) -> str:
+    """``text`` with what varies between runs of one cause (memory addresses, descriptor
+    numbers, temporary names, process ids) made constant."""
+    for pattern, constant in _VARYING:
+        text = pattern.sub(constant, text)
+    return text
+
 
 class MediaError(Exception):
     """Base of every error about one file. ``reason`` is short, lower case, no path."""
 
     def __init__(self, reason: str) -> None:
+        reason = plain_reason(reason)
         super().__init__(reason)
         self.reason = reason
 

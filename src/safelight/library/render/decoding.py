@@ -37,6 +37,13 @@ Lifetimes:
   pool. The photo it was decoding gets a per-file error naming how it died; photos that
   were only waiting in the pool, or running in the other processes, are sent once more
   to a fresh pool, which the next photo starts.
+
+What a decoder says while it decodes a photo (Pillow's Python warnings, libtiff's and
+the other codecs' lines written from C to the process's stderr) is heard per call: the
+decode process's descriptor 2 points at a file of its own while a call runs, and the
+warnings the call raises are recorded (those the filters make errors still raise). Both
+come back with the call's outcome and go to the Worker's log, with the file's name
+(``ImageDecoder.run``'s ``about``), never as bare lines on the terminal (ADR 0057).
 """
 
 from __future__ import annotations
@@ -47,10 +54,13 @@ import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -68,6 +78,7 @@ from safelight.library.files.mediatypes import extension_of
 from safelight.library.files.originals import OriginalRef, open_source
 from safelight.library.media.metadata import NOT_AN_IMAGE, ImageMetadata, read_image_metadata
 from safelight.library.media.sidecars import NO_FACTS, SidecarFacts
+from safelight.library.render.heard import said_lines, tell_heard
 from safelight.library.render.images import ImageProxies, ProxySpec, make_image_proxies
 from safelight.library.render.raw import decode_raw
 
@@ -82,6 +93,8 @@ TRIES = 2
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _NOT_STARTED = 0
+HEARD_BYTES = 64 * 1024
+"""At most this much of what a codec wrote to stderr during one call is read back."""
 
 
 class DecodeProcessDied(MediaError):
@@ -154,12 +167,27 @@ started the call (0: not started). Set by the initializer."""
 _memory_limit_bytes = 0
 """This process's address-space limit (0: none); named in ``DecodeOutOfMemory``."""
 
+_stderr_fd = -1
+"""An unnamed file this process's descriptor 2 points at while a call runs (``_heard``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """A call's outcome as it crosses back to the Worker, with what the decoder said
+    meanwhile: its value, or the ``MediaError`` it raised."""
+
+    value: Any
+    error: MediaError | None
+    heard: tuple[str, ...]
+
 
 def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> None:
-    global _started_by, _memory_limit_bytes
+    global _started_by, _memory_limit_bytes, _stderr_fd
     _started_by = started_by
     limit_address_space(memory_budget_bytes)
     _memory_limit_bytes = address_space_limit_bytes(memory_budget_bytes)
+    _stderr_fd, name = tempfile.mkstemp(prefix="safelight-decode-")
+    os.unlink(name)  # no name anyone else sees; it goes with the process
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
     # stops, then shuts this pool down); a decode process must not die of it first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -182,11 +210,16 @@ def _die_with_parent(worker_pid: int) -> None:
         os._exit(1)
 
 
-def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> _Said:
     if slot >= 0:
         _started_by[slot] = os.getpid()
+    heard: list[str] = []
     try:
-        return function(*args)
+        with _heard(heard):
+            value = function(*args)
+        return _Said(value, None, tuple(heard))
+    except MediaError as error:
+        return _Said(None, error, tuple(heard))
     except MemoryError:
         # The allocation that failed is not made, and what the decode held is freed as
         # the exception unwinds: the process goes on with the next photo.
@@ -195,6 +228,44 @@ def _call(slot: int, function: Callable[..., T], args: tuple[Any, ...]) -> T:
             f"{_memory_limit_bytes // MIB} MiB of address space; "
             "SAFELIGHT_DECODE_MEMORY_MIB raises it)"
         ) from None
+
+
+@contextmanager
+def _heard(heard: list[str]) -> Iterator[None]:
+    """What is said while the block runs, into ``heard``: the warnings it raises (as
+    "Category: message"; a warning the filters make an error still raises) and the
+    lines written to descriptor 2 (from C: libtiff, libjpeg, libheif...), which points
+    at this process's own file meanwhile. One call at a time runs in a decode process,
+    so nothing else writes there then."""
+    _flush_stderr()
+    saved = os.dup(2)
+    os.dup2(_stderr_fd, 2)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            # Shown each time, not once per place: each photo's are its own. Appended,
+            # so a filter that makes a warning an error (a decompression bomb) still wins.
+            warnings.simplefilter("always", append=True)
+            yield
+    finally:
+        _flush_stderr()
+        os.dup2(saved, 2)
+        os.close(saved)
+        heard += [f"{w.category.__name__}: {w.message}" for w in caught]
+        heard += _written()
+
+
+def _flush_stderr() -> None:
+    """What Python buffered for descriptor 2 goes where descriptor 2 points now."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
+
+
+def _written() -> list[str]:
+    """What was written to the process's stderr file since the last call; emptied."""
+    data = os.pread(_stderr_fd, HEARD_BYTES, 0)
+    os.ftruncate(_stderr_fd, 0)
+    os.lseek(_stderr_fd, 0, os.SEEK_SET)  # descriptor 2's offset too: they share it
+    return said_lines(data)
 
 
 # --- in the Worker -----------------------------------------------------------------------
@@ -233,18 +304,21 @@ class ImageDecoder:
         spec: ProxySpec,
         name: str | None = None,
         sidecar: SidecarFacts = NO_FACTS,
+        *,
+        about: str | None = None,
     ) -> tuple[ImageMetadata, ImageProxies]:
         """``decode_image(path, spec, name, sidecar)`` in a decode process.
 
         Raises what the photo raises there (a ``MediaError``), or ``DecodeProcessDied``.
         Cancelling the caller cancels the call if it has not started; a call already
-        running finishes in its process, and its result is dropped.
+        running finishes in its process, and its result is dropped. What the decoder
+        said meanwhile is logged with ``about`` (the file's name).
         """
-        return await self.run(decode_image, path, spec, name, sidecar)
+        return await self.run(decode_image, path, spec, name, sidecar, about=about)
 
-    async def run(self, function: Callable[..., T], *args: Any) -> T:
+    async def run(self, function: Callable[..., T], *args: Any, about: str | None = None) -> T:
         """``function(*args)`` in a decode process; both must pickle (a module-level
-        function)."""
+        function). What it said (warnings, a codec's stderr) is logged with ``about``."""
         broken: BrokenProcessPool | None = None
         for _ in range(TRIES):
             pool = self._current_pool()
@@ -257,13 +331,19 @@ class ImageDecoder:
                 broken = error
                 continue
             try:
-                return await asyncio.wrap_future(future)
+                said: _Said = await asyncio.wrap_future(future)
             except BrokenProcessPool as error:
                 await self._end_broken(pool)
                 death = self._death_of_call(pool, slot)
                 if death is not None:
                     raise DecodeProcessDied(death) from error
                 broken = error
+            else:
+                tell_heard(about, said.heard)
+                if said.error is not None:
+                    raise said.error
+                value: T = said.value
+                return value
             finally:
                 self._give_back_when_done(future, slot)
         raise DecodeProcessDied(

@@ -70,6 +70,7 @@ from safelight.library.media.metadata import (
     parse_ffprobe_output,
 )
 from safelight.library.media.toolfailures import out_of_memory, tool_failure
+from safelight.library.render.heard import said_lines, tell_heard
 from safelight.library.render.images import ImageProxies, ProxySpec, proxies_from_upright_image
 
 WEB_VIDEO_NAME = "video.mp4"
@@ -143,10 +144,13 @@ async def run_killable(
     clock: Clock | None = None,
     pass_fds: Sequence[int] = (),
     address_space_bytes: int | None = None,
+    about: str | None = None,
 ) -> Completed:
     """Run ``args`` in its own process group, at a lower CPU and I/O priority, within
     ``address_space_bytes`` of address space (if given), and collect its output; the
     child inherits the descriptors ``pass_fds`` (at the same numbers) and no other.
+    ``about``: the file it reads, whose name goes with what a run that succeeded wrote
+    to its stderr, to the log (``heard``; a failed run's lines make its reason).
 
     On cancellation (or any other exception while waiting) the whole process group is
     SIGKILLed and the child reaped, then the exception propagates unchanged. That holds
@@ -203,6 +207,8 @@ async def run_killable(
         await _settle(asyncio.ensure_future(process.wait()))
         raise
     assert process.returncode is not None
+    if about is not None and process.returncode == 0:
+        tell_heard(about, said_lines(stderr))
     return Completed(process.returncode, stdout, stderr)
 
 
@@ -229,9 +235,11 @@ async def probe_video(
     *,
     clock: Clock | None = None,
     decode_memory_mib: int = DEFAULT_DECODE_MEMORY_MIB,
+    about: str | None = None,
 ) -> VideoMetadata:
     """``metadata.read_video_metadata``, async and cancellable: within a time limit from
-    the file's size and an address-space limit from ``decode_memory_mib``."""
+    the file's size and an address-space limit from ``decode_memory_mib``; ``about``:
+    see ``run_killable``."""
     st, recorded = await asyncio.to_thread(_stat_and_recording_date, src)
     name, fds = _input(src)
     address_space = tool_address_space(decode_memory_mib)
@@ -241,6 +249,7 @@ async def probe_video(
         clock=clock,
         pass_fds=fds,
         address_space_bytes=address_space,
+        about=about,
     )
     return parse_ffprobe_output(
         result.returncode,
@@ -282,6 +291,7 @@ async def make_video_proxies(
     ensure_alive: Callable[[], None],
     *,
     clock: Clock | None = None,
+    about: str | None = None,
 ) -> VideoProxies:
     """Probe ``src``, make its poster proxies and encode its web video into
     ``out_dir_tmp`` (an existing folder on the proxy filesystem, owned by the caller).
@@ -289,15 +299,22 @@ async def make_video_proxies(
     ``ensure_alive()`` is called before each step; what it raises propagates unchanged.
     Raises ``MediaError`` when the file is not a readable video or ffmpeg fails (with the
     last lines of ffmpeg's stderr), ``UnsupportedMedia`` when ffmpeg/ffprobe is missing,
-    ``ToolTimedOut`` when one runs past its time limit on ``clock``.
+    ``ToolTimedOut`` when one runs past its time limit on ``clock``. ``about``: the
+    file's name, for what ffmpeg says of a run that succeeded (``run_killable``).
     """
     ensure_alive()
     metadata = await probe_video(
-        src, spec.ffprobe, clock=clock, decode_memory_mib=spec.image.decode_memory_mib
+        src,
+        spec.ffprobe,
+        clock=clock,
+        decode_memory_mib=spec.image.decode_memory_mib,
+        about=about,
     )
     ensure_alive()
-    poster = await _poster(src, metadata, spec, clock)
-    web = await make_web_video(src, metadata, out_dir_tmp, spec, ensure_alive, clock=clock)
+    poster = await _poster(src, metadata, spec, clock, about)
+    web = await make_web_video(
+        src, metadata, out_dir_tmp, spec, ensure_alive, clock=clock, about=about
+    )
     return VideoProxies(
         metadata=metadata,
         poster=poster,
@@ -323,6 +340,7 @@ async def make_web_video(
     ensure_alive: Callable[[], None],
     *,
     clock: Clock | None = None,
+    about: str | None = None,
 ) -> WebVideo:
     """Encode the web video of ``src`` (probed as ``metadata``) into ``out_dir_tmp``:
     a video's, or the one embedded in a motion photo (copied out to a staging file)."""
@@ -339,6 +357,7 @@ async def make_web_video(
             clock=clock,
             pass_fds=fds,
             address_space_bytes=bounds.address_space_bytes,
+            about=about,
         )
         if copied.returncode == 0 and not _reached(output, bounds.remux_bytes):
             ensure_alive()
@@ -348,7 +367,7 @@ async def make_web_video(
         ensure_alive()
     result = await _run_filtered(
         metadata, lambda filters: _web_video_command(name, output, filters, bounds, metadata, spec),
-        _web_video_scale(spec), bounds, clock, fds,
+        _web_video_scale(spec), bounds, clock, fds, about,
     )  # fmt: skip
     if result.returncode != 0 or out_of_memory(result.stderr):
         output.unlink(missing_ok=True)
@@ -431,6 +450,7 @@ async def _run_filtered(
     bounds: ToolBounds,
     clock: Clock | None,
     pass_fds: tuple[int, ...] = (),
+    about: str | None = None,
 ) -> Completed:
     """Run ``build(filters)`` within ``bounds``, tone-mapping HDR first; an ffmpeg without
     zscale gets a second run without it (washed out beats missing)."""
@@ -441,6 +461,7 @@ async def _run_filtered(
             clock=clock,
             pass_fds=pass_fds,
             address_space_bytes=bounds.address_space_bytes,
+            about=about,
         )
         if result.returncode == 0 or b"zscale" not in result.stderr:
             return result
@@ -450,6 +471,7 @@ async def _run_filtered(
         clock=clock,
         pass_fds=pass_fds,
         address_space_bytes=bounds.address_space_bytes,
+        about=about,
     )
 
 
@@ -486,6 +508,7 @@ async def _poster(
     metadata: VideoMetadata,
     spec: VideoProxySpec,
     clock: Clock | None = None,
+    about: str | None = None,
 ) -> ImageProxies:
     """One frame, upright (ffmpeg applies the rotation), scaled to the preview width by
     ffmpeg so a 4K frame does not cross the pipe, as BMP (no compression to undo).
@@ -503,9 +526,9 @@ async def _poster(
     def at_time(seconds: float) -> Callable[[str], list[str]]:
         return lambda filters: _poster_command(name, seconds, filters, spec)
 
-    result = await _run_filtered(metadata, at_time(at), scale, bounds, clock, fds)
+    result = await _run_filtered(metadata, at_time(at), scale, bounds, clock, fds, about)
     if not result.stdout and at > 0 and not out_of_memory(result.stderr):
-        result = await _run_filtered(metadata, at_time(0.0), scale, bounds, clock, fds)
+        result = await _run_filtered(metadata, at_time(0.0), scale, bounds, clock, fds, about)
     if result.returncode != 0 or not result.stdout:
         if result.returncode == 0 and not out_of_memory(result.stderr):
             where = f"at the poster time ({at:g} s) or at the start" if at > 0 else "at all"

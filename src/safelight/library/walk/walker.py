@@ -32,7 +32,8 @@ The walk (``Walker``):
   unsupported file; a sidecar that is a symbolic link is reported in ``skipped`` like
   any other link and not read;
 - skips hidden and housekeeping names (``mediatypes.is_ignored_name``) with everything
-  below them, and anything that is not a regular file or folder;
+  below them, and anything that is not a regular file or folder; counts the regular
+  files that are no photo, video or sidecar (``other_files``), and leaves them alone;
 - reports, without stopping, a folder it cannot list and a name that is not valid
   UTF-8 (it cannot be stored in a text column). Assets under a folder that could not
   be listed are not soft-deleted: their files may well be there.
@@ -166,6 +167,9 @@ class Walker:
     """(link, target) of file links to a target this walk lists itself: the same file
     twice, so the link is a duplicate of its target, never a second asset."""
     unreadable_folders: list[str] = field(default_factory=list)
+    other_files: int = 0
+    """Regular files that are no photo, video or XMP sidecar: left alone, only counted
+    (hidden and housekeeping names, ``is_ignored_name``, are not even counted)."""
     _listed: list[StatKey] = field(default_factory=list)
     """Given out since the last ``take_batch``, in path order."""
     _followed: list[WalkedFile] = field(default_factory=list)
@@ -295,6 +299,8 @@ class Walker:
             if media_type_by_extension(name) is None:
                 if _is_utf8(name) and is_sidecar_name(name):
                     self._keep_sidecar(prefix + name, name, entry, sidecars)
+                else:
+                    self.other_files += 1
                 continue
             if not _is_utf8(name):
                 self.errors.append(

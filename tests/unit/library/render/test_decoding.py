@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import os
 import select
 import signal
@@ -89,6 +90,18 @@ def death_signal() -> int:
 
 def interrupt_handler() -> object:
     return signal.getsignal(signal.SIGINT)
+
+
+def say(text: str, fail: bool) -> int:
+    """Write ``text`` to descriptor 2 as a codec does (from C, past Python's sys.stderr)
+    and warn it, in Python; then fail as a photo does, or return the process's pid."""
+    import warnings
+
+    os.write(2, f"{text} (from C)\n".encode())
+    warnings.warn(text, UserWarning, stacklevel=1)
+    if fail:
+        raise CorruptMedia(f"corrupt: {text}")
+    return os.getpid()
 
 
 class Holder:
@@ -330,3 +343,27 @@ async def test_a_decode_process_leaves_ctrl_c_to_the_worker(one_process: ImageDe
 def test_a_decoder_needs_a_process() -> None:
     with pytest.raises(ValueError, match="at least one"):
         ImageDecoder(0)
+
+
+async def test_what_a_call_says_is_logged_with_its_file_and_only_with_it(
+    one_process: ImageDecoder,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    capfd.readouterr()
+    with caplog.at_level(logging.WARNING, logger="safelight.decode"):
+        pid = await one_process.run(say, "first", False, about="a/one.tif")
+        with pytest.raises(CorruptMedia, match="corrupt: second"):
+            await one_process.run(say, "second", True, about="b/two.tif")
+        assert await one_process.run(say, "third", False) == pid  # the same process
+    said = [r.getMessage() for r in caplog.records if r.name == "safelight.decode"]
+    assert said == [
+        "decoding a/one.tif: UserWarning: first",
+        "decoding a/one.tif: first (from C)",
+        "decoding b/two.tif: UserWarning: second",
+        "decoding b/two.tif: second (from C)",
+        "decoding a photo: UserWarning: third",
+        "decoding a photo: third (from C)",
+    ]
+    out, err = capfd.readouterr()
+    assert "first" not in err + out and "second" not in err + out
