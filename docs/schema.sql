@@ -149,10 +149,14 @@ CREATE TABLE public.assets (
     sidecar_modified_ns bigint,
     read_note text,
     stack_kind text,
+    content_checked_at timestamp with time zone,
+    content_mismatch_at timestamp with time zone,
+    content_found_hash text,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'modified'::text, 'png'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
     CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),
+    CONSTRAINT assets_content_found_hash_check CHECK ((content_found_hash ~ '^[0-9a-f]{16}$'::text)),
     CONSTRAINT assets_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{16}$'::text)),
     CONSTRAINT assets_file_path_check CHECK (((file_path <> ''::text) AND ("left"(file_path, 1) <> '/'::text))),
     CONSTRAINT assets_latitude_check CHECK (((latitude >= ('-90'::integer)::double precision) AND (latitude <= (90)::double precision))),
@@ -211,6 +215,13 @@ ALTER TABLE public.bursts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.paused_kinds (
+    kind text NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    paused_by text,
+    CONSTRAINT paused_kinds_kind_check CHECK ((kind <> ''::text))
+);
+
 CREATE TABLE public.proxy_files (
     id bigint NOT NULL,
     asset_id bigint NOT NULL,
@@ -249,6 +260,8 @@ CREATE TABLE public.storage_configs (
     active boolean DEFAULT true NOT NULL,
     created_at timestamp with time zone NOT NULL,
     running_item_id bigint,
+    paused_at timestamp with time zone,
+    paused_by text,
     CONSTRAINT storage_configs_owner_check CHECK ((owner <> ''::text)),
     CONSTRAINT storage_configs_root_path_check CHECK ((root_path <> ''::text))
 );
@@ -369,6 +382,9 @@ ALTER TABLE ONLY public.bursts
 ALTER TABLE ONLY public.bursts
     ADD CONSTRAINT bursts_storage_config_id_burst_key_key UNIQUE (storage_config_id, burst_key);
 
+ALTER TABLE ONLY public.paused_kinds
+    ADD CONSTRAINT paused_kinds_pkey PRIMARY KEY (kind);
+
 ALTER TABLE ONLY public.proxy_files
     ADD CONSTRAINT proxy_files_asset_id_proxy_type_key UNIQUE (asset_id, proxy_type);
 
@@ -422,6 +438,8 @@ CREATE INDEX ix_assets_live_path_c ON public.assets USING btree (storage_config_
 CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month, captured_day, captured_year, captured_local, id) WHERE (NOT is_deleted);
 
 CREATE INDEX ix_assets_paired ON public.assets USING btree (paired_asset_id) WHERE (paired_asset_id IS NOT NULL);
+
+CREATE INDEX ix_assets_scrub_order ON public.assets USING btree (storage_config_id, content_checked_at NULLS FIRST, id) WHERE (NOT is_deleted);
 
 CREATE INDEX ix_assets_stack_primary ON public.assets USING btree (stack_primary_id) WHERE (stack_primary_id IS NOT NULL);
 

@@ -28,6 +28,7 @@ RELEASED = {  # a migration's number: the sha256 of its file
     "0019": "8c60f10ba8fa80b6b30e37649fbaaa89b6afc5000d28e33c1c9ecadbb63e8df0",
     "0020": "a81a365755889c82466ddb6e322670890deddb3089e42b5f1ccc6dcd26e9d65b",
     "0021": "08514ea484a4df07192a03264cad8ff2bb4298b0e8917668b8725420bf6cbc0f",
+    "0022": "541782f03f3341e47484f9c06b2da66f53e2d4e3d88521aaa5312fd8bfa36902",
 }
 
 
