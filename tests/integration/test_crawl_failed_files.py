@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers.crawl import ingesting
 from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.catalogue import assets
+from safelight.library.render.decoding import decode_image
 from safelight.testing.handlers import Harness, crawl_result, jpeg, make_harness, touch_later, write
 from safelight.views.queries import asset_errors
 from safelight.web import actions
@@ -37,7 +38,7 @@ class Decodes:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.inodes: list[int] = []
-        real = ingesting.decode_image
+        real = decode_image
 
         def counted(ref: Any, *args: Any) -> Any:
             self.inodes.append(ref.inode)

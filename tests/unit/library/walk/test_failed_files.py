@@ -32,9 +32,17 @@ def test_a_changed_file_or_one_whose_inode_is_not_known_is_read_again(
     assert read_again(FAILED, size, modified_ns, inode, NOW)
 
 
-@pytest.mark.parametrize("unknown", ["size", "modified_ns", "inode", "retry_after"])
-def test_a_record_that_knows_nothing_of_the_file_is_read_again(unknown: str) -> None:
-    assert read_again(replace(FAILED, **{unknown: None}), 100, 5_000, 42, NOW)
+@pytest.mark.parametrize(
+    "unknown",
+    [
+        pytest.param(replace(FAILED, size=None), id="size"),
+        pytest.param(replace(FAILED, modified_ns=None), id="modified_ns"),
+        pytest.param(replace(FAILED, inode=None), id="inode"),
+        pytest.param(replace(FAILED, retry_after=None), id="retry_after"),
+    ],
+)
+def test_a_record_that_knows_nothing_of_the_file_is_read_again(unknown: FailedFile) -> None:
+    assert read_again(unknown, 100, 5_000, 42, NOW)
 
 
 def test_the_inode_is_asked_for_only_when_size_and_time_would_leave_it_alone() -> None:
