@@ -48,7 +48,7 @@ def test_an_open_descriptor_and_a_tools_lines_give_one_reason_whatever_their_num
 @pytest.mark.parametrize(
     ("text", "plain"),
     [
-        (f"/proc/{os.getpid()}/fd/12 was closed", "/proc/PID/fd/N was closed"),
+        ("/proc/21651/fd/12 was closed", "/proc/PID/fd/N was closed"),
         ("/proc/self/fd/3: gone", "/proc/PID/fd/N: gone"),
         ("killed pid 4242, process 77", "killed pid N, process N"),
         ("cannot write /var/tmp/tmpk3j_9xq2/frame.png", "cannot write /var/tmp/tmp.../frame.png"),
