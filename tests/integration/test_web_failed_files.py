@@ -75,8 +75,7 @@ async def waiting(web: Web, config: UUID) -> set[str]:
     """The failed files of ``config`` not due yet at the clock's now."""
     async with web.pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT file_path FROM asset_errors WHERE storage_config_id = %s"
-            " AND retry_after > %s",
+            "SELECT file_path FROM asset_errors WHERE storage_config_id = %s AND retry_after > %s",
             (config, web.clock.now()),
         )
         return {row[0] for row in await cur.fetchall()}
@@ -103,8 +102,11 @@ async def test_failed_files_group_by_reason_newest_first(web: Web) -> None:
     first = corrupt["rows"][0]
     assert datetime.fromisoformat(first["last_seen_at"]) == web.clock.now() + timedelta(minutes=5)
     assert first["failures"] == 1
-    assert first["next_retry"].startswith("when it changes, or after ")
-    assert empty["rows"][0]["next_retry"] == NEXT_CRAWL
+    assert first["due"] is False
+    assert datetime.fromisoformat(first["retry_after"]) == web.clock.now() + timedelta(
+        days=9, minutes=5
+    )
+    assert empty["rows"][0]["due"] is True
     # Failing again counts, keeps the first time and moves the file to the top.
     await fail(web, alice, "2019/a.jpg", CORRUPT, 9)
     again = (await documents(web.client))["groups"][0]["rows"][0]
@@ -113,6 +115,7 @@ async def test_failed_files_group_by_reason_newest_first(web: Web) -> None:
 
     page = (await web.client.get("/failed")).text
     assert "2019/a.jpg" in page and CORRUPT in page and EMPTY in page
+    assert NEXT_CRAWL in page and "when it changes, or after " in page
     assert f'data-action="/api/configs/{alice}/retry-failed?reason=' in page
     assert f'data-action="/api/configs/{alice}/retry-failed?path=2019%2Fa.jpg"' in page
     configs = (await web.client.get("/configs")).text
@@ -207,9 +210,11 @@ async def test_try_again_for_a_file_a_reason_and_a_config(web: Web) -> None:
     assert await waiting(web, alice) == {"a.jpg", "b.jpg", "d.jpg"}
     assert await crawls_queued(web, alice) == 1
 
-    reason = await as_alice.post(f"/api/configs/{alice}/retry-failed", params={"reason": CORRUPT})
-    assert reason.status_code == 200, reason.text
-    assert reason.json()["message"].startswith("2 failed file(s) will be read again")
+    by_reason = await as_alice.post(
+        f"/api/configs/{alice}/retry-failed", params={"reason": CORRUPT}
+    )
+    assert by_reason.status_code == 200, by_reason.text
+    assert by_reason.json()["message"].startswith("2 failed file(s) will be read again")
     assert await waiting(web, alice) == {"d.jpg"}
     assert await crawls_queued(web, alice) == 1  # the one queued crawl reads them all
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import click
@@ -18,7 +19,7 @@ from safelight.handlers import PURGE
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.datenotes import date_note
-from safelight.views.failedfiles import failed_by_reason
+from safelight.views.failedfiles import failed_by_reason, next_try
 from safelight.views.queries import list_assets, list_duplicates
 
 
@@ -161,6 +162,11 @@ def assets(
     )
 
 
+def _local(moment: datetime) -> str:
+    """A time as the tables show it (``output.cell``): local, to the second."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _failed(state: CliState, config_ref: str | None, limit: int | None, as_json: bool) -> None:
     """``assets --failed``: one table a config and reason (``views.failedfiles``)."""
 
@@ -192,7 +198,7 @@ def _failed(state: CliState, config_ref: str | None, limit: int | None, as_json:
                         f["first_seen_at"],
                         f["last_seen_at"],
                         f["failures"],
-                        f["next_retry"],
+                        next_try(f, _local),
                     )
                     for f in g["rows"]
                 ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,7 +29,7 @@ Pool = AsyncConnectionPool[Any]
 Row = dict[str, Any]
 
 NEXT_CRAWL = "at the next crawl"
-"""When a failed file is due (or nothing of it is known): the next crawl reads it."""
+"""When a due failed file (or one nothing is known of) is read again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +58,18 @@ class FileCursor:
         return cls(last_seen_at, path)
 
 
-def next_retry(retry_after: datetime | None, now: datetime) -> str:
-    """When a crawl reads the failed file again: at the next one if it is due (or nothing
-    of it is known), else when it changes or once its backoff ends (``walk/failures``)."""
-    if retry_after is None or retry_after <= now:
+def is_due(retry_after: datetime | None, now: datetime) -> bool:
+    """Whether the next crawl reads the failed file again, changed or not: it is due, or
+    nothing of it is known (``walk/failures.read_again``)."""
+    return retry_after is None or retry_after <= now
+
+
+def next_try(file: Row, shown: Callable[[datetime], str]) -> str:
+    """When a crawl reads a failed file (a document's row) again, its time as ``shown``
+    writes it: at the next crawl if it is due, else when it changes or its backoff ends."""
+    if file["due"]:
         return NEXT_CRAWL
-    return f"when it changes, or after {retry_after.isoformat(sep=' ', timespec='seconds')}"
+    return f"when it changes, or after {shown(file['retry_after'])}"
 
 
 def _file(row: Row, now: datetime) -> Row:
@@ -73,7 +79,7 @@ def _file(row: Row, now: datetime) -> Row:
         "last_seen_at": row["last_seen_at"],
         "failures": row["failures"],
         "retry_after": row["retry_after"],
-        "next_retry": next_retry(row["retry_after"], now),
+        "due": is_due(row["retry_after"], now),
     }
 
 

@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from safelight.views.failedfiles import FileCursor, failed_by_reason, failed_of_reason
+from safelight.views.failedfiles import NEXT_CRAWL, FileCursor, failed_by_reason, failed_of_reason
 from safelight.web import api, pages
 from safelight.web.viewer import viewer_of
 
@@ -106,5 +106,7 @@ async def failed_page(request: Request) -> Response:
             )
         configs[-1]["groups"].append(group)
     return pages.render(
-        request, "failed.html", {"page": "failed", "document": document, "configs": configs}
+        request,
+        "failed.html",
+        {"page": "failed", "document": document, "configs": configs, "next_crawl": NEXT_CRAWL},
     )
