@@ -6,6 +6,8 @@ queue's word when items wait with no Worker."""
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -252,3 +254,20 @@ async def test_the_queue_says_when_items_wait_and_no_worker_runs(web: Web) -> No
     # A Worker last seen longer ago than health's window is not running.
     await web.clock.advance(web.settings.health_worker_seen_seconds + 1)
     assert (await web.client.get("/api/status")).json()["no_worker"].startswith("2 items wait")
+
+
+async def test_a_hostile_name_is_shown_escaped_and_acted_on_as_it_is(web: Web) -> None:
+    alice = await add_config(web.pool, web.clock, "alice", "/photos/alice")
+    hostile = "trip/\u202egpj.exe & <b>+1.jpg"
+    await fail(web, alice, hostile, "corrupt <i>data</i>", 1)
+
+    page = (await web.client.get("/failed")).text
+    assert "\u202e" not in page and "<b>" not in page and "<i>data" not in page
+    assert "\\u202egpj.exe &amp; &lt;b&gt;+1.jpg" in page
+    # The button posts the name itself, not the escape the page shows.
+    [action] = re.findall(r'data-action="([^"]*\?path=[^"]*)"', page)
+    assert "%E2%80%AE" in action
+    response = await web.client.post(html.unescape(action))
+    assert response.status_code == 200, response.text
+    assert response.json()["message"].startswith("1 failed file(s)")
+    assert await waiting(web, alice) == set()
