@@ -20,7 +20,7 @@ from safelight.library.catalogue import assets
 from safelight.observe.presence import Presence
 from safelight.testing.rows import add_config
 from safelight.testing.web import Web, as_viewer
-from safelight.views.failedfiles import NEXT_CRAWL, failed_by_reason
+from safelight.views.failedfiles import NEXT_CRAWL, FileCursor, failed_by_reason
 from safelight.web.actions import NO_FAILED_FILE
 
 pytestmark = pytest.mark.integration
@@ -149,6 +149,11 @@ async def test_a_reason_pages_by_keyset_without_losing_or_repeating_a_file(web: 
         cursor = group["next"]
         pages += 1
     assert seen == expected and pages == 3
+    # A cursor past the last file (the files went meanwhile) is a page of none.
+    past = FileCursor(web.clock.now() - timedelta(days=1), "zzz").encode()
+    empty = await documents(web.client, config=str(alice), reason=CORRUPT, after=past)
+    assert shown(empty) == [(str(alice), CORRUPT, [])]
+    assert (empty["groups"][0]["files"], empty["groups"][0]["next"]) == (7, None)
 
     html = (await web.client.get("/failed", params={"limit": "3"})).text
     assert 'class="failed-more"' in html

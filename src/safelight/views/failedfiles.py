@@ -153,14 +153,15 @@ async def failed_of_reason(
     limit: int,
 ) -> Row | None:
     """A page of ``limit`` files of one reason of a config of ``owner``, after ``after``
-    (None: the first page); None when the config has no file failed for it, or is not
-    ``owner``'s: the same None, so the two answer alike."""
+    (None: the first page; past the last file, a page of none); None when the config
+    has no file failed for it, or is not ``owner``'s: the same None, so the two answer
+    alike."""
     counted = await _fetch(
         pool,
         "asset_errors_reason_count",
         {"owner": owner, "config_id": config_id, "reason": reason},
     )
-    if not counted or not counted[0]["files"]:
+    if not counted:
         return None
     rows = await _fetch(
         pool,
@@ -174,12 +175,9 @@ async def failed_of_reason(
             "limit": limit + 1,
         },
     )
-    if not rows:
-        return None
-    group = _group(rows[0], int(counted[0]["files"]), counted[0]["last_seen_at"])
+    group = _group(counted[0], int(counted[0]["files"]), counted[0]["last_seen_at"])
     group["rows"] = [_file(row, now) for row in rows[:limit]]
     if len(rows) > limit:
-        group["next"] = FileCursor(
-            rows[limit - 1]["last_seen_at"], rows[limit - 1]["file_path"]
-        ).encode()
+        last = rows[limit - 1]
+        group["next"] = FileCursor(last["last_seen_at"], last["file_path"]).encode()
     return group

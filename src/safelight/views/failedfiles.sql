@@ -41,10 +41,12 @@ ORDER BY e.last_seen_at DESC, e.file_path
 LIMIT %(limit)s
 
 -- asset_errors_reason_count --
--- How many failed files of one reason a config of an owner has, and the newest time one failed.
-SELECT count(*) AS files, max(e.last_seen_at) AS last_seen_at
+-- How many failed files of one reason a config of an owner has, the newest time one failed, and the config's root and owner; no row for none.
+SELECT c.id AS storage_config_id, c.root_path, c.owner, e.reason,
+       count(*) AS files, max(e.last_seen_at) AS last_seen_at
 FROM asset_errors e
 JOIN storage_configs c ON c.id = e.storage_config_id
 WHERE (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
   AND e.storage_config_id = %(config_id)s::uuid
   AND e.reason = %(reason)s::text
+GROUP BY c.id, c.root_path, c.owner, e.reason
