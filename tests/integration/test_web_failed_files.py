@@ -36,13 +36,15 @@ async def fail(
     reason: str,
     minutes: float,
     *,
-    retry_days: float | None = 9,
+    retry_days: float = 9,
+    opened: bool = True,
 ) -> None:
     """``path`` failed for ``reason`` ``minutes`` after the clock's now, as a crawl
-    records it; read again unchanged ``retry_days`` later (None: nothing known)."""
+    records it; read again unchanged ``retry_days`` later. Not ``opened``: it failed
+    before it was opened, so nothing of the file is known (then the next crawl reads it)."""
     at = web.clock.now() + timedelta(minutes=minutes)
-    version = None if retry_days is None else assets.FileVersion(10, 20, 30)
-    retry = None if retry_days is None else at + timedelta(days=retry_days)
+    version = assets.FileVersion(10, 20, 30) if opened else None
+    retry = at + timedelta(days=retry_days)
     async with web.pool.connection() as conn:
         await assets.record_error(conn, config, path, reason, at, version, retry)
 
@@ -87,7 +89,7 @@ async def test_failed_files_group_by_reason_newest_first(web: Web) -> None:
     alice = await add_config(web.pool, web.clock, "alice", "/photos/alice")
     await fail(web, alice, "2019/a.jpg", CORRUPT, 1)
     await fail(web, alice, "2019/b.jpg", CORRUPT, 5)
-    await fail(web, alice, "empty.jpg", EMPTY, 3, retry_days=None)
+    await fail(web, alice, "empty.jpg", EMPTY, 3, opened=False)
     await fail(web, alice, "2020/c.jpg", CORRUPT, 2)
 
     document = await documents(web.client)

@@ -32,6 +32,8 @@ def test_anything_else_is_no_cursor(token: str) -> None:
 def test_a_failed_file_is_due_when_its_time_came_or_nothing_is_known() -> None:
     assert is_due(None, NOW) and is_due(NOW, NOW) and is_due(NOW - timedelta(seconds=1), NOW)
     assert not is_due(NOW + timedelta(seconds=1), NOW)
+    # A file that failed before it was opened is read at the next crawl, whatever its time.
+    assert is_due(NOW + timedelta(days=1), NOW, unknown=True)
     later = NOW + timedelta(days=2)
     assert next_try({"due": True, "retry_after": later}, str) == NEXT_CRAWL
     assert next_try({"due": False, "retry_after": later}, lambda t: t.date().isoformat()) == (

@@ -58,10 +58,10 @@ class FileCursor:
         return cls(last_seen_at, path)
 
 
-def is_due(retry_after: datetime | None, now: datetime) -> bool:
+def is_due(retry_after: datetime | None, now: datetime, *, unknown: bool = False) -> bool:
     """Whether the next crawl reads the failed file again, changed or not: it is due, or
-    nothing of it is known (``walk/failures.read_again``)."""
-    return retry_after is None or retry_after <= now
+    the file as it was when it failed is ``unknown`` (``walk/failures.read_again``)."""
+    return unknown or retry_after is None or retry_after <= now
 
 
 def next_try(file: Row, shown: Callable[[datetime], str]) -> str:
@@ -79,7 +79,7 @@ def _file(row: Row, now: datetime) -> Row:
         "last_seen_at": row["last_seen_at"],
         "failures": row["failures"],
         "retry_after": row["retry_after"],
-        "due": is_due(row["retry_after"], now),
+        "due": is_due(row["retry_after"], now, unknown=row["unknown"]),
     }
 
 

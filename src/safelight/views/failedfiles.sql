@@ -5,14 +5,17 @@
 -- Each takes %(owner)s, the dashboard viewer's filter (ADR 0044): NULL (the CLI, an
 -- admin) for every config, else only that owner's configs. A file of a reason sorts
 -- newest first (last seen), then by path: a stable order the keyset pages follow.
+-- "unknown": the file as it was when it failed is not recorded (it failed before it
+-- was opened, or before migration 0021), so the next crawl reads it (walk/failures.py).
 
 -- asset_errors_by_reason --
 -- The failed files of an owner's configs (or one config), one group a reason with its count and newest time, and the group's first files.
 SELECT storage_config_id, root_path, owner, reason, reason_files, reason_last_seen_at,
-       file_path, first_seen_at, last_seen_at, failures, retry_after
+       file_path, first_seen_at, last_seen_at, failures, retry_after, unknown
 FROM (
     SELECT e.storage_config_id, c.root_path, c.owner, e.reason, e.file_path,
            e.first_seen_at, e.last_seen_at, e.failures, e.retry_after,
+           (e.size IS NULL OR e.modified_ns IS NULL OR e.inode IS NULL) AS unknown,
            count(*) OVER grp AS reason_files,
            max(e.last_seen_at) OVER grp AS reason_last_seen_at,
            row_number() OVER (grp ORDER BY e.last_seen_at DESC, e.file_path) AS place
@@ -28,7 +31,8 @@ ORDER BY root_path, storage_config_id, reason_last_seen_at DESC, reason, place
 -- asset_errors_of_reason_page --
 -- A page of one reason's failed files of a config of an owner, after a file (its last seen time and path), newest first.
 SELECT e.storage_config_id, c.root_path, c.owner, e.reason, e.file_path,
-       e.first_seen_at, e.last_seen_at, e.failures, e.retry_after
+       e.first_seen_at, e.last_seen_at, e.failures, e.retry_after,
+       (e.size IS NULL OR e.modified_ns IS NULL OR e.inode IS NULL) AS unknown
 FROM asset_errors e
 JOIN storage_configs c ON c.id = e.storage_config_id
 WHERE (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
