@@ -38,6 +38,7 @@ _INDIRECT: dict[str, tuple[str, str]] = {
     # list_items calls _rows(pool, "items_list", ...), queue_status _row(pool, ...).
     "safelight.views.queries._rows": ("name", "safelight.views.queries.QUERIES"),
     "safelight.views.queries._row": ("name", "safelight.views.queries.QUERIES"),
+    "safelight.views.failedfiles._fetch": ("name", "safelight.views.failedfiles.QUERIES"),
 }
 
 # The first word of a name: the table or thing the query reads or changes. A query of a

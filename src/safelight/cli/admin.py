@@ -15,7 +15,7 @@ from safelight.db.database import Database
 from safelight.db.migrate import migrate
 from safelight.handlers import CRAWL
 from safelight.library.catalogue import assets
-from safelight.library.catalogue.configs import StorageConfig, StorageConfigs
+from safelight.library.catalogue.configs import ConfigError, StorageConfig, StorageConfigs
 from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
 from safelight.settings import Settings
@@ -200,19 +200,38 @@ def config_disable(state: CliState, config_id: str) -> None:
 
 @config_group.command("retry-failed")
 @click.argument("config_id", metavar="ID")
+@click.option("--reason", metavar="REASON", default=None, help="Only the files failed for it.")
+@click.option(
+    "--path", metavar="PATH", default=None, help="Only this file, relative to the config's root."
+)
 @pass_state
-def config_retry_failed(state: CliState, config_id: str) -> None:
-    """Have the next crawl read again every file of a config that failed before, changed
-    or not, and queue that crawl (a Worker runs it; 'safelight run --retry-failed PATH'
-    does both in this process). Otherwise a failed file is read again once it changes,
-    or after a backoff of days (ADR 0057)."""
+def config_retry_failed(
+    state: CliState, config_id: str, reason: str | None, path: str | None
+) -> None:
+    """Have the next crawl read again the files of a config that failed before (all of
+    them, those of one --reason, or one --path: 'safelight assets --failed' lists both),
+    changed or not, and queue that crawl (a Worker runs it; 'safelight run --retry-failed
+    PATH' does both in this process). Otherwise a failed file is read again once it
+    changes, or after a backoff of days (ADRs 0057, 0058)."""
+    if reason is not None and path is not None:
+        raise click.UsageError("--reason and --path do not go together")
+    if "" in (reason, path):
+        raise click.UsageError("--reason and --path take a text that is not empty")
 
     async def body(database: Database, settings: Settings) -> tuple[StorageConfig, int, int]:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_id)
         async with database.pool.connection() as conn:
-            due = await assets.errors_due_now(conn, config.id, state.clock.now())
+            due = await assets.errors_made_due(
+                conn, config.id, state.clock.now(), reason=reason, path=path
+            )
+        if due.matched == 0 and (reason is not None or path is not None):
+            what = f"reason {reason!r}" if reason is not None else f"path {path!r}"
+            raise ConfigError(
+                f"{config.id} has no failed file of {what}: 'safelight assets --failed "
+                f"--config {config.id}' lists them"
+            )
         item_id = await CRAWL.enqueue_for(app_store(database, settings, state.clock), config.id)
-        return config, due, item_id
+        return config, due.matched, item_id
 
     config, due, item_id = state.with_database(body)
     click.echo(

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import click
+from rich.console import Group
 
 from safelight.app import app_store
 from safelight.cli.admin import json_option
-from safelight.cli.output import console, print_json, short_id, table
+from safelight.cli.output import console, print_json, safe_text, short_id, table
 from safelight.cli.queue import config_option, resolve_config
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
@@ -17,6 +19,7 @@ from safelight.handlers import PURGE
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.datenotes import date_note
+from safelight.views.failedfiles import failed_by_reason, next_try
 from safelight.views.queries import list_assets, list_duplicates
 
 
@@ -56,7 +59,18 @@ def _place(row: dict[str, Any]) -> str:
     is_flag=True,
     help="The files with the same bytes as an asset, each with the asset's path.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option(
+    "--failed",
+    is_flag=True,
+    help="The files crawls could not ingest, grouped by reason, newest first "
+    "('safelight config retry-failed' tries them again).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="At most this many (with --failed: of each reason).",
+)
 @json_option()
 @pass_state
 def assets(
@@ -64,13 +78,18 @@ def assets(
     config_ref: str | None,
     deleted: bool,
     duplicates: bool,
+    failed: bool,
     limit: int | None,
     as_json: bool,
 ) -> None:
-    """List the live assets crawls found, with --deleted those whose file went, or with
-    --duplicates the files folded into an asset because they hold the same bytes."""
-    if deleted and duplicates:
-        raise click.UsageError("--deleted and --duplicates do not go together")
+    """List the live assets crawls found, with --deleted those whose file went, with
+    --duplicates the files folded into an asset because they hold the same bytes, or with
+    --failed the files crawls could not ingest, by reason."""
+    if sum((deleted, duplicates, failed)) > 1:
+        raise click.UsageError("--deleted, --duplicates and --failed do not go together")
+    if failed:
+        _failed(state, config_ref, limit, as_json)
+        return
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
@@ -141,6 +160,53 @@ def assets(
             empty="none",
         )
     )
+
+
+def _local(moment: datetime) -> str:
+    """A time as the tables show it (``output.cell``): local, to the second."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _failed(state: CliState, config_ref: str | None, limit: int | None, as_json: bool) -> None:
+    """``assets --failed``: one table a config and reason (``views.failedfiles``)."""
+
+    async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
+        config_id = await resolve_config(database, state, config_ref)
+        return await failed_by_reason(
+            database.pool, state.clock.now(), owner=None, config_id=config_id, per_reason=limit
+        )
+
+    groups = state.with_database(body)
+    if as_json:
+        print_json(groups)
+        return
+    if not groups:
+        console().print("no failed files")
+        return
+    parts: list[Any] = []
+    for g in groups:
+        files = f"{g['files']} file" if g["files"] == 1 else f"{g['files']} files"
+        # The root and the reason are the library's text: never read as markup.
+        parts.append(safe_text(f"{short_id(g['config_id'])} {g['root']}: {g['reason']} ({files})"))
+        parts.append(
+            table(
+                None,
+                ["path", "first failed", "last failed", "failures", "next try"],
+                (
+                    (
+                        f["path"],
+                        f["first_seen_at"],
+                        f["last_seen_at"],
+                        f["failures"],
+                        next_try(f, _local),
+                    )
+                    for f in g["rows"]
+                ),
+            )
+        )
+        parts.append("")
+    parts.append("try again: safelight config retry-failed ID [--reason REASON | --path PATH]")
+    console().print(Group(*parts))
 
 
 _STACK_LABELS = {"raw": "RAW", "format": "format", "copy": "copy"}

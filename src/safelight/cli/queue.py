@@ -32,7 +32,8 @@ from safelight.settings import Settings
 from safelight.views import answers
 from safelight.views.answers import Answer, no_item
 from safelight.views.documents import item_document, progress_line
-from safelight.views.queries import list_items, queue_status
+from safelight.views.queries import list_items, queue_status, workers_seen_count
+from safelight.views.waiting import no_worker_note
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
 STATUS_LIMIT = 10
@@ -404,10 +405,17 @@ def status(state: CliState, as_json: bool) -> None:
     failures."""
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
-        document = await queue_status(
-            database.pool, state.clock.transition_time(), limit=STATUS_LIMIT, owner=None
+        now = state.clock.transition_time()
+        document = await queue_status(database.pool, now, limit=STATUS_LIMIT, owner=None)
+        seen = await workers_seen_count(
+            database.pool, now, within_seconds=settings.health_worker_seen_seconds
         )
-        return {"database": settings.database_display, **document}
+        queued = int(document["totals"].get(Status.QUEUED.value, 0))
+        return {
+            "database": settings.database_display,
+            **document,
+            "no_worker": no_worker_note(queued, seen),
+        }
 
     document = state.with_database(body)
     if as_json:
@@ -435,6 +443,7 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="the queue is empty",
             ),
             "total: " + ", ".join(f"{totals.get(s, 0)} {s}" for s in statuses),
+            *((safe_text(document["no_worker"], style="bold"),) if document["no_worker"] else ()),
             "",
             table(
                 "running",

@@ -166,3 +166,12 @@ async def health_rows(
     workers = await cur.fetchone()
     assert leases is not None and workers is not None  # one row each, always
     return leases, workers
+
+
+async def workers_seen_count(
+    pool: AsyncConnectionPool[Any], now: datetime | None, *, within_seconds: float
+) -> int:
+    """How many Workers wrote their presence within ``within_seconds`` of ``now`` (the
+    clock's ``transition_time()``; None: the database's clock), as ``health`` judges."""
+    row = await _row(pool, "workers_seen", {"now": now, "within_seconds": within_seconds})
+    return int(row["seen"])

@@ -96,19 +96,32 @@ async def queue_purge(store: WorkStore, config_id: UUID) -> Done:
     return await _queue(store, PURGE, config_id, "a purge")
 
 
+NO_FAILED_FILE = "there is no such failed file in this storage config"
+
+
 async def retry_failed(
-    store: WorkStore, pool: AsyncConnectionPool[Any], config_id: UUID, now: datetime
+    store: WorkStore,
+    pool: AsyncConnectionPool[Any],
+    config_id: UUID,
+    now: datetime,
+    *,
+    reason: str | None = None,
+    path: str | None = None,
 ) -> Done:
-    """ "Try failed files again": every failed file of the config due at ``now`` (the
-    next crawl reads each one, changed or not: ADR 0057), and that crawl queued."""
+    """ "Try again": the failed files of the config, of one ``reason`` or the one
+    ``path`` (None: any) due at ``now`` (the next crawl reads each one, changed or not:
+    ADRs 0057, 0058), and that crawl queued. Asked for a reason or a path that matches
+    no failed file of the config, a 404 and nothing queued."""
     async with pool.connection() as conn:
-        due = await assets.errors_due_now(conn, config_id, now)
+        due = await assets.errors_made_due(conn, config_id, now, reason=reason, path=path)
+    if due.matched == 0 and (reason is not None or path is not None):
+        return Done(404, "not_found", NO_FAILED_FILE)
     done = await _queue(store, CRAWL, config_id, "a crawl")
     if done.status_code >= 400:
         return done
     return Done(
         done.status_code,
         done.outcome,
-        f"{due} failed file(s) will be read again: {done.message}",
+        f"{due.matched} failed file(s) will be read again: {done.message}",
         done.item_id,
     )

@@ -25,7 +25,14 @@ from safelight.logs import masker
 from safelight.terminal import printable
 from safelight.views import answers
 from safelight.views.documents import item_document, json_default
-from safelight.views.queries import item_owner, library_counts, list_items, queue_status
+from safelight.views.queries import (
+    item_owner,
+    library_counts,
+    list_items,
+    queue_status,
+    workers_seen_count,
+)
+from safelight.views.waiting import no_worker_note
 from safelight.web import actions, reads
 from safelight.web.acting import may_act
 from safelight.web.caching import NO_STORE
@@ -158,6 +165,14 @@ async def status_document(request: Request) -> dict[str, Any]:
         row["lease_seconds_left"] = lease_seconds_left(row["lease_expires_at"], now)
     document["statuses"] = [s.value for s in Status]
     document["now"] = now
+    document["no_worker"] = no_worker_note(
+        int(document["totals"].get(Status.QUEUED.value, 0)),
+        await workers_seen_count(
+            context.pool,
+            context.clock.transition_time(),
+            within_seconds=context.settings.health_worker_seen_seconds,
+        ),
+    )
     return document
 
 
@@ -254,6 +269,7 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
                 "counts": await library_counts(pool, row["id"]),
                 "last_crawl": _part(row, "last_crawl_"),
                 "running": running,
+                "failed_files": row["failed_files"],
             }
         )
     return documents
@@ -314,7 +330,21 @@ async def purge(request: Request) -> Response:
 
 
 async def retry_failed(request: Request) -> Response:
+    """All the config's failed files; ``?reason=R``: those of one reason; ``?path=P``:
+    the one file (relative to the config's root)."""
     config_id = await _config_for_action(request)
+    reason, path = _one_of(request, "reason", "path")
     context = web(request)
-    done = await actions.retry_failed(context.store, context.pool, config_id, context.clock.now())
+    done = await actions.retry_failed(
+        context.store, context.pool, config_id, context.clock.now(), reason=reason, path=path
+    )
     return _act(request, done)
+
+
+def _one_of(request: Request, *names: str) -> tuple[str | None, ...]:
+    """The query parameters ``names``, each None when absent; a 400 when more than one
+    is given, or one is given empty."""
+    given = tuple(request.query_params.get(name) for name in names)
+    if any(value == "" for value in given) or sum(value is not None for value in given) > 1:
+        raise HTTPException(400, "give at most one of " + ", ".join(names) + ", not empty")
+    return given

@@ -28,7 +28,7 @@ from safelight.app import app_store
 from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
-from safelight.web import account, api, auth, pages, signin, welcome
+from safelight.web import account, api, auth, failedfiles, pages, signin, welcome
 from safelight.web.auth import SignIn
 from safelight.web.caching import NoStoreApi
 from safelight.web.guard import Guard, answered_hosts
@@ -71,6 +71,7 @@ def routes() -> list[Route | Mount]:
         Route("/queue", pages.queue, name="queue"),
         Route("/items/{item_id:int}", pages.item, name="item"),
         Route("/configs", pages.configs, name="configs"),
+        Route("/failed", failedfiles.failed_page, name="failed"),
         Route("/login", signin.login_form, methods=["GET"], name="login"),
         Route("/login", signin.login, methods=["POST"]),
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
@@ -86,6 +87,7 @@ def routes() -> list[Route | Mount]:
         Route("/api/configs/{config_id}/crawl", api.crawl, methods=["POST"]),
         Route("/api/configs/{config_id}/purge", api.purge, methods=["POST"]),
         Route("/api/configs/{config_id}/retry-failed", api.retry_failed, methods=["POST"]),
+        Route("/api/failed-files", failedfiles.failed_files),
         Route("/api/on-this-day", api.on_this_day),
         Route("/proxies/{asset_id:int}/{proxy_type}/{version}", serve_proxy, name="proxy"),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -111,14 +111,15 @@ JOIN storage_configs c ON c.id = a.storage_config_id
 WHERE p.asset_id = %(asset_id)s AND p.proxy_type = %(proxy_type)s AND p.path IS NOT NULL
 
 -- configs_overview --
--- Every storage config of the viewer (or the one asked for, if the viewer's) with its running item (Worker, attempt, lease) and its last finished crawl; disabled ones too.
+-- Every storage config of the viewer (or the one asked for, if the viewer's) with its running item (Worker, attempt, lease), its last finished crawl and its failed files; disabled ones too.
 SELECT c.id, c.owner, c.root_path, c.active, c.created_at,
        r.id AS running_id, r.kind AS running_kind, r.worker_id AS running_worker_id,
        r.attempt AS running_attempt, r.started_at AS running_started_at,
        r.lease_expires_at AS running_lease_expires_at,
        l.id AS last_crawl_id, l.status::text AS last_crawl_status,
        l.finished_at AS last_crawl_finished_at, l.error AS last_crawl_error,
-       l.result AS last_crawl_result
+       l.result AS last_crawl_result,
+       (SELECT count(*) FROM asset_errors e WHERE e.storage_config_id = c.id) AS failed_files
 FROM storage_configs c
 LEFT JOIN work_items r ON r.id = c.running_item_id
 LEFT JOIN LATERAL (

@@ -418,8 +418,36 @@ async def failed_files(conn: Conn, config_id: UUID) -> dict[str, FailedFile]:
 async def errors_due_now(conn: Conn, config_id: UUID, now: datetime) -> int:
     """Make every failed file of a config due again at ``now``: the next crawl reads each
     one, changed or not. How many were waiting."""
-    cur = await conn.execute(QUERIES["asset_errors_due_now"], {"config_id": config_id, "now": now})
-    return cur.rowcount
+    return (await errors_made_due(conn, config_id, now)).made
+
+
+@dataclass(frozen=True, slots=True)
+class MadeDue:
+    """What asking for failed files again found: how many matched, and how many of those
+    were waiting (the others were due already)."""
+
+    matched: int
+    made: int
+
+
+async def errors_made_due(
+    conn: Conn,
+    config_id: UUID,
+    now: datetime,
+    *,
+    reason: str | None = None,
+    path: str | None = None,
+) -> MadeDue:
+    """Make the failed files of a config due again at ``now``: all of them, those of one
+    ``reason``, or the one ``path`` (relative to the config's root). The next crawl reads
+    each one, changed or not (ADR 0057, 0058)."""
+    cur = await conn.execute(
+        QUERIES["asset_errors_due_now"],
+        {"config_id": config_id, "now": now, "reason": reason, "path": path},
+    )
+    row = await cur.fetchone()
+    assert row is not None  # one row, always
+    return MadeDue(int(row[0]), int(row[1]))
 
 
 async def errors_of_config(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:

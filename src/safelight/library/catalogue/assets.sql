@@ -177,10 +177,23 @@ SELECT file_path, reason, failures, size, modified_ns, inode, retry_after
 FROM asset_errors WHERE storage_config_id = %(config_id)s
 
 -- asset_errors_due_now --
--- Make every failed file of a config due again (``run --retry-failed``, the dashboard's
--- "Try failed files again"): the next crawl reads each one, changed or not.
-UPDATE asset_errors SET retry_after = %(now)s
-WHERE storage_config_id = %(config_id)s AND (retry_after IS NULL OR retry_after > %(now)s)
+-- Make failed files of a config due again (``run --retry-failed``, ``config retry-failed``,
+-- the dashboard's "try again"): all of them, those of one reason or the one path (NULL:
+-- any); the next crawl reads each one, changed or not. How many matched, and how many of
+-- those were waiting (the others were due already).
+WITH matched AS (
+    SELECT file_path, retry_after FROM asset_errors
+    WHERE storage_config_id = %(config_id)s
+      AND (%(reason)s::text IS NULL OR reason = %(reason)s::text)
+      AND (%(path)s::text IS NULL OR file_path = %(path)s::text)
+), made AS (
+    UPDATE asset_errors e SET retry_after = %(now)s
+    FROM matched m
+    WHERE e.storage_config_id = %(config_id)s AND e.file_path = m.file_path
+      AND (m.retry_after IS NULL OR m.retry_after > %(now)s)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM matched) AS matched, (SELECT count(*) FROM made) AS made
 
 -- asset_errors_of_config --
 -- A config's per-file errors, for reports and tests.

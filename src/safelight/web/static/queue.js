@@ -110,6 +110,13 @@
     document.querySelector("#failures tbody").replaceChildren(...(rows.length ? rows : [empty(6, "no failures")]));
   }
 
+  // Queued items and no Worker to run them: say so, and how to start one.
+  function drawNoWorker(status) {
+    const note = document.getElementById("no-worker");
+    note.textContent = status.no_worker || "";
+    note.hidden = !status.no_worker;
+  }
+
   async function refresh() {
     try {
       const response = await fetch("/api/status", { headers: { Accept: "application/json" } });
@@ -118,6 +125,7 @@
       drawCounts(status);
       drawRunning(status);
       drawFailures(status);
+      drawNoWorker(status);
       document.getElementById("status-time").textContent = when(status.now);
       section.dataset.refreshed = String(Number(section.dataset.refreshed || "0") + 1);
       document.getElementById("live-status").classList.remove("stale");
