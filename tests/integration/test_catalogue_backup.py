@@ -30,7 +30,7 @@ from safelight.db.backups import (
 from safelight.db.migrate import available_migrations, check_schema, replay
 from safelight.db.pool import connect, with_database
 from safelight.observe.presence import alive_workers
-from safelight.testing.catalogue import cut_short, fill_every_table, table_digests
+from safelight.testing.catalogue import cut_short, damaged, fill_every_table, table_digests
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import Harness, make_harness
 from safelight.work.model import Status
@@ -194,6 +194,7 @@ async def test_a_damaged_or_newer_backup_is_refused_and_the_database_untouched(
         before = await table_digests(conn)
         for bad, expected in (
             (short, "is damaged or cut short"),
+            (damaged(path, tmp_path / "damaged.zip"), "is damaged"),
             (flipped(path, tmp_path / "flipped.zip"), "is damaged: table users holds"),
             (newer, "was made by a newer safelight"),
             (other_format, "format version 2"),

@@ -22,7 +22,7 @@ FROM pg_class c
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
      AND a.attgenerated = ''
 WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relkind IN ('r', 'p')
+  AND c.relkind = 'r'
   AND c.relname NOT IN ('schema_migrations', 'workers')
   AND NOT EXISTS (
       SELECT 1 FROM pg_depend d

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -171,9 +172,10 @@ def read_manifest(path: Path) -> Manifest:
                 raise BackupError(f"{path} is not a backup this safelight reads: {exc}") from None
             for table in manifest.tables:
                 _check_member(archive, path, table)
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        # A byte changed in a member's compressed data: zlib's error, or the CRC's.
         raise BackupError(
-            f"{path} is damaged or cut short (not a whole ZIP archive: {exc}); nothing was restored"
+            f"{path} is damaged or cut short ({exc or type(exc).__name__}); nothing was restored"
         ) from None
     except OSError as exc:
         raise BackupError(f"cannot read {path}: {exc.strerror or exc}") from None

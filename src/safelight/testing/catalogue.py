@@ -109,3 +109,12 @@ def cut_short(path: Path, keep: float = 0.5) -> None:
     with open(path, "r+b") as file:
         file.truncate(int(size * keep))
         os.fsync(file.fileno())
+
+
+def damaged(path: Path, target: Path) -> Path:
+    """A copy of the backup at ``path`` with one byte in the middle of it changed, as a
+    failing disk leaves it (inside a table's compressed rows, for any but a tiny one)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    return target
