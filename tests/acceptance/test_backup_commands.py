@@ -105,3 +105,26 @@ def test_a_damaged_backup_is_refused_with_the_catalogue_untouched(
     assert refused.exit_code == 2
     assert refused.stderr.startswith(f"safelight: error: {target} is damaged or cut short")
     assert configs(database_url) == before
+
+
+def test_a_restore_takes_back_a_database_a_newer_release_migrated(
+    invoke: Invoke, database_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "photos").mkdir()
+    invoke("config", "add", str(tmp_path / "photos"))
+    target = tmp_path / "before-the-upgrade.zip"
+    assert invoke("db", "backup", "--to", str(target)).exit_code == 0
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, checksum) "
+            "VALUES ('9999', '9999_from_the_future.sql', %s)",
+            ("0" * 64,),
+        )
+    refused = invoke("status")
+    assert refused.exit_code == 2 and "migrated by a newer release" in refused.stderr
+
+    restored = invoke("db", "restore", str(target))
+
+    assert restored.exit_code == 0, restored.output
+    assert invoke("status").exit_code == 0
+    assert configs(database_url) == [str((tmp_path / "photos").resolve())]

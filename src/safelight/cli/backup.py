@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
 from typing import IO
 
 import click
+import psycopg
 
 from safelight.cli.failures import EXIT_USAGE, EXIT_WORK_FAILED, Failure
 from safelight.cli.state import CliState, pass_state
-from safelight.db.backup import Connection, Restored, restore_backup, write_backup
+from safelight.db.availability import is_connection_lost
+from safelight.db.backup import Check, Connection, Restored, restore_backup, write_backup
 from safelight.db.backupfile import BackupError, Manifest
 from safelight.db.backups import back_up_into_home, folder_of, write_atomically
-from safelight.db.database import Database
+from safelight.db.database import Database, DatabaseUnavailable, resolve_url
+from safelight.db.pool import connect
+from safelight.db.urls import mask_url
 from safelight.observe.presence import alive_workers
-from safelight.settings import Settings
+from safelight.settings import Settings, make_folder
+from safelight.terminal import first_line
 
 
 @click.command("backup")
@@ -93,12 +99,8 @@ def db_restore(state: CliState, file: Path, yes: bool) -> None:
                 "Worker, then restore; nothing was restored"
             )
 
-    async def body(database: Database, settings: Settings) -> Restored:
-        async with database.pool.connection() as conn:
-            return await restore_backup(conn, file, check=no_worker_alive)
-
     try:
-        restored = state.with_database(body, run_migrations=False)
+        restored = _restore(settings, file, no_worker_alive)
     except BackupError as exc:
         raise Failure(str(exc), EXIT_USAGE) from None
     manifest = restored.manifest
@@ -110,3 +112,39 @@ def db_restore(state: CliState, file: Path, yes: bool) -> None:
         click.echo(f"then applied {len(restored.migrated)} newer migration(s):")
         for name in restored.migrated:
             click.echo(f"  {name}")
+
+
+def _restore(settings: Settings, file: Path, check: Check) -> Restored:
+    """Restore on a connection of its own, opened without the schema check every other
+    command makes: the database is about to be replaced, and it may be one a newer
+    release migrated (going back to the release before an upgrade, with the backup made
+    before it). Before the event loop, as every command: the embedded server's start."""
+    if settings.database_url is None:
+        make_folder("home", settings.home, settings.file_modes())
+    url, handle = resolve_url(settings.database_url, settings.home)
+
+    async def main() -> Restored:
+        try:
+            conn = await connect(url, "safelight-restore")
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(
+                f"cannot reach the database at {mask_url(url)}: {mask_url(first_line(str(exc)))}"
+            ) from None
+        try:
+            return await restore_backup(conn, file, check=check)
+        except psycopg.Error as exc:
+            if not is_connection_lost(exc):
+                raise
+            # The database went away during the restore (rolled back): that, not a bug.
+            raise DatabaseUnavailable(
+                f"lost the database at {mask_url(url)}: {mask_url(first_line(str(exc)))}; "
+                "nothing was restored"
+            ) from None
+        finally:
+            await conn.close()
+
+    try:
+        return asyncio.run(main())
+    finally:
+        if handle is not None:
+            handle.cleanup()
