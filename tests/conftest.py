@@ -36,6 +36,7 @@ SLOW_MODULES = {
     "test_embedded.py",
     "test_embedded_private.py",
     "test_embedded_watch.py",
+    "test_embedded_backup.py",
     # Whole generated libraries crawled, with decode processes; thousands of files.
     "test_handler_crawl.py",
     "test_handler_bursts.py",

@@ -207,6 +207,10 @@ class Settings:
     # Fault-injection runs only: a file that gets a JSON line before and after every
     # file side effect of every attempt (safelight.core.journal). None: off.
     side_effect_log: Path | None = None
+    # A backup of the catalogue into <home>/backups this often, the newest this many
+    # kept (ADR 0061, safelight.db.backups).
+    backup_interval_seconds: float = 86400.0
+    backups_kept: int = 7
 
     def __post_init__(self) -> None:
         def positive(name: str) -> None:
@@ -311,6 +315,8 @@ class Settings:
             _check_read_group(self.read_group)
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
+        for name in ("backup_interval_seconds", "backups_kept"):
+            positive(name)
         if self.database_url is not None:
             problem = url_problem(self.database_url)
             if problem is not None:

@@ -73,6 +73,7 @@ def test_the_payload_fields_are_those_the_handlers_take() -> None:
         "token_cleanup": set(),
         "work_item_retention": set(),
         "noop": {"seconds", "result"},
+        "catalogue_backup": set(),
     }
     assert all(kind.payload is NoPayload for kind in KINDS if not kind.payload.model_fields)
 
@@ -90,6 +91,7 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
             Periodic("proxy_sweep", 3600.0),
             Periodic("token_cleanup", 86400.0),
             Periodic("work_item_retention", 86400.0),
+            Periodic("catalogue_backup", 86400.0),
         ),
         per_config=(PerConfig("crawl", 14400.0, CRAWL.dedup_key),),
     )
@@ -99,12 +101,14 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
         proxy_sweep_interval_seconds=2.0,
         token_cleanup_interval_seconds=3.0,
         retention_interval_seconds=4.0,
+        backup_interval_seconds=5.0,
     )
     assert schedule_settings(chosen) == ScheduleSettings(
         periodic=(
             Periodic("proxy_sweep", 2.0),
             Periodic("token_cleanup", 3.0),
             Periodic("work_item_retention", 4.0),
+            Periodic("catalogue_backup", 5.0),
         ),
         per_config=(PerConfig("crawl", 1.0, CRAWL.dedup_key),),
     )

@@ -74,6 +74,13 @@ _SUBJECTS = frozenset(
         "user",
         "users",
         "workers",
+        # The catalogue's backup and restore (db/backup.sql, ADR 0061).
+        "backup",
+        "catalogue",
+        "sequence",
+        "sequences",
+        "table",
+        "tables",
     }
 )
 

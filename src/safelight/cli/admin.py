@@ -67,7 +67,7 @@ def config_document(config: StorageConfig) -> dict[str, Any]:
 
 @click.group("db")
 def db_group() -> None:
-    """The database: its schema."""
+    """The database: its schema, its backups."""
 
 
 @db_group.command("migrate")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from safelight import __version__
-from safelight.cli import admin, assets, health, queue, run, serve, users
+from safelight.cli import admin, assets, backup, health, queue, run, serve, users
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -169,6 +169,9 @@ cli.add_command(health.health)
 cli.add_command(assets.assets)
 cli.add_command(assets.purge)
 cli.add_command(serve.serve)
+# The catalogue's backup and restore (ADR 0061), under ``db``.
+admin.db_group.add_command(backup.db_backup)
+admin.db_group.add_command(backup.db_restore)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

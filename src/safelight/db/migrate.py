@@ -187,3 +187,18 @@ async def migrate(conn: psycopg.AsyncConnection[Any]) -> list[str]:  # pragma: n
     finally:
         await conn.execute(QUERIES["migrations_unlock"], {"key": MIGRATION_LOCK_KEY})
     return applied_now
+
+
+async def replay(conn: psycopg.AsyncConnection[Any], migrations: Sequence[Migration]) -> None:
+    """Apply ``migrations`` in order, each recorded, in the caller's transaction, with no
+    lock of its own: for a restore (``db.backup``), which holds migrate's lock and
+    applies them to a schema it has just emptied, all or nothing."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+        raise ValueError("replay() runs in the caller's transaction")
+    await conn.execute(QUERIES["migrations_table_create"])
+    for migration in migrations:
+        await conn.execute(migration.sql.encode())
+        await conn.execute(
+            QUERIES["migration_record"],
+            {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
+        )

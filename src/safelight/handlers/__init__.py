@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from safelight.handlers.burst_detection import BURST_DETECTION
+from safelight.handlers.catalogue_backup import CATALOGUE_BACKUP
 from safelight.handlers.contract import Handler, HandlerContext, HandlerFailed, MalformedPayload
 from safelight.handlers.crawl import CRAWL
 from safelight.handlers.kind import Kind
@@ -28,6 +29,7 @@ from safelight.work.maintenance import PerConfig, Periodic, ScheduleSettings
 
 __all__ = [
     "BURST_DETECTION",
+    "CATALOGUE_BACKUP",
     "CRAWL",
     "KINDS",
     "KIND_SPECS",
@@ -59,6 +61,7 @@ KINDS: tuple[Kind[Any], ...] = (
     TOKEN_CLEANUP,
     WORK_ITEM_RETENTION,
     NOOP,
+    CATALOGUE_BACKUP,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

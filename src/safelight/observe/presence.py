@@ -12,15 +12,16 @@ stay, last seen when it died, until they are older than the work retention.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries
 
-__all__ = ["Presence"]
+__all__ = ["Presence", "alive_workers"]
 
 QUERIES = load_queries("safelight.observe", "presence.sql")
 
@@ -55,3 +56,18 @@ class Presence:
         """Delete this process's rows, as it stops cleanly."""
         async with self._pool.connection() as conn:
             await conn.execute(QUERIES["workers_forget"], {"worker_ids": self._worker_ids})
+
+
+async def alive_workers(
+    conn: AsyncConnection[Any], now: datetime | None, within_seconds: float
+) -> list[str]:
+    """The ids of the Workers seen in the last ``within_seconds`` (``health``'s window)
+    before ``now`` (None: the database's time)."""
+    cur = await conn.execute(QUERIES["workers_table_exists"])
+    row = await cur.fetchone()
+    if row is None or not row[0]:
+        return []
+    cur = await conn.execute(
+        QUERIES["workers_alive"], {"now": now, "within_seconds": within_seconds}
+    )
+    return [worker_id for (worker_id,) in await cur.fetchall()]

@@ -18,3 +18,16 @@ DELETE FROM workers WHERE worker_id = ANY(%(worker_ids)s::text[])
 -- workers_forget_stale --
 -- Delete the Workers of processes that died long ago (last seen before the cutoff).
 DELETE FROM workers WHERE last_seen_at < %(cutoff)s::timestamptz
+
+-- workers_table_exists --
+-- Whether the database has the table at all (a database never migrated has none).
+SELECT to_regclass('workers') IS NOT NULL AS present
+
+-- workers_alive --
+-- The Workers seen within the window before now (the clock's, else the database's),
+-- as health counts them: a restore is refused while any is.
+SELECT worker_id
+FROM workers
+WHERE last_seen_at > coalesce(%(now)s::timestamptz, clock_timestamp())
+                     - make_interval(secs => %(within_seconds)s)
+ORDER BY worker_id
