@@ -33,6 +33,7 @@ from safelight.views import answers
 from safelight.views.answers import Answer, no_item
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status
+from safelight.views.scrub import changed_count, changed_line
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
 STATUS_LIMIT = 10
@@ -407,7 +408,8 @@ def status(state: CliState, as_json: bool) -> None:
         document = await queue_status(
             database.pool, state.clock.transition_time(), limit=STATUS_LIMIT, owner=None
         )
-        return {"database": settings.database_display, **document}
+        changed = await changed_count(database.pool, owner=None)
+        return {"database": settings.database_display, **document, "originals_changed": changed}
 
     document = state.with_database(body)
     if as_json:
@@ -424,6 +426,7 @@ def status(state: CliState, as_json: bool) -> None:
         Group(
             safe_text(f"database: {document['database']}"),
             safe_text(f"server: {document['server_version']}"),
+            *filter(None, [changed_line(document["originals_changed"])]),
             "",
             table(
                 "items by kind and status",
