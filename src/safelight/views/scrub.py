@@ -18,11 +18,15 @@ from safelight.core.sql import load_queries
 QUERIES = load_queries("safelight.views", "scrub.sql")
 
 
-async def changed_count(pool: AsyncConnectionPool[Any], *, owner: str | None) -> int:
+async def changed_count(
+    pool: AsyncConnectionPool[Any], *, config_id: UUID | None = None, owner: str | None
+) -> int:
     """How many live originals are reported changed."""
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(QUERIES["originals_changed_count"], {"owner": owner})
+        await cur.execute(
+            QUERIES["originals_changed_count"], {"config_id": config_id, "owner": owner}
+        )
         row = await cur.fetchone()
     return 0 if row is None else int(row["changed"])
 

@@ -6,11 +6,13 @@
 -- (the CLI); else that owner's configs only (the dashboard's viewer, ADR 0044).
 
 -- originals_changed_count --
--- How many live assets, of every config or of one owner's, are reported changed.
+-- How many live assets, of one config or all (and of one owner's configs, when given),
+-- are reported changed.
 SELECT count(*) AS changed
 FROM assets a
 JOIN storage_configs c ON c.id = a.storage_config_id
 WHERE a.content_mismatch_at IS NOT NULL AND NOT a.is_deleted
+  AND (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
   AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 
 -- originals_changed_list --
