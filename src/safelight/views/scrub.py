@@ -25,7 +25,7 @@ async def changed_count(
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["originals_changed_count"], {"config_id": config_id, "owner": owner}
+            QUERIES["assets_changed_count_shown"], {"config_id": config_id, "owner": owner}
         )
         row = await cur.fetchone()
     return 0 if row is None else int(row["changed"])
@@ -42,7 +42,7 @@ async def changed_list(
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["originals_changed_list"],
+            QUERIES["assets_changed_list"],
             {"config_id": config_id, "limit": limit, "owner": owner},
         )
         return list(await cur.fetchall())

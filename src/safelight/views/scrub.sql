@@ -5,7 +5,7 @@
 -- by safelight.views.scrub, the only module that reads them. owner NULL: every config's
 -- (the CLI); else that owner's configs only (the dashboard's viewer, ADR 0044).
 
--- originals_changed_count --
+-- assets_changed_count_shown --
 -- How many live assets, of one config or all (and of one owner's configs, when given),
 -- are reported changed.
 SELECT count(*) AS changed
@@ -15,7 +15,7 @@ WHERE a.content_mismatch_at IS NOT NULL AND NOT a.is_deleted
   AND (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
   AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 
--- originals_changed_list --
+-- assets_changed_list --
 -- The live assets reported changed, of one config or all (and of one owner's configs,
 -- when given), the last found first: the path, the recorded hash and the one found.
 SELECT a.id, a.storage_config_id, a.file_path, a.size_bytes, a.modified_at,
