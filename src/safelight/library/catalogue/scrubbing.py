@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -46,27 +46,48 @@ class Cursor:
 async def due_page(
     conn: Conn, config_id: UUID, started: datetime, after: Cursor, limit: int
 ) -> list[Due]:
-    """The next ``limit`` assets of the config after ``after``, oldest check first,
-    leaving out those checked since ``started``."""
-    cur = conn.cursor(row_factory=dict_row)
-    await cur.execute(
-        QUERIES["assets_to_scrub_of_config"],
-        {
-            "config_id": config_id,
-            "started": started,
-            "after_checked": after.checked_at,
-            "after_id": after.id,
-            "limit": limit,
-        },
-    )
-    return [
-        Due(
-            r["id"],
-            Recorded(r["file_path"], r["content_hash"], r["size_bytes"], r["modified_ns"]),
-            r["content_checked_at"],
+    """The next ``limit`` assets of the config after ``after``, oldest check first (the
+    never checked first of all), leaving out those checked since ``started``."""
+    rows: list[dict[str, Any]] = []
+    if after.checked_at is None:
+        rows = await _page(
+            conn,
+            QUERIES["assets_never_scrubbed_of_config"],
+            config_id,
+            after_id=after.id,
+            limit=limit,
         )
-        for r in await cur.fetchall()
-    ]
+        if len(rows) == limit:
+            return [_due(r) for r in rows]
+        after = Cursor(_BEFORE_ANY_CHECK, 0)
+    rows += await _page(
+        conn,
+        QUERIES["assets_scrubbed_before_of_config"],
+        config_id,
+        after_checked=after.checked_at,
+        after_id=after.id,
+        started=started,
+        limit=limit - len(rows),
+    )
+    return [_due(r) for r in rows]
+
+
+_BEFORE_ANY_CHECK = datetime(1, 1, 1, tzinfo=UTC)
+"""Earlier than any check time: the keyset at the start of the checked part."""
+
+
+async def _page(conn: Conn, query: str, config_id: UUID, **params: Any) -> list[dict[str, Any]]:
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(query, {"config_id": config_id, **params})
+    return list(await cur.fetchall())
+
+
+def _due(r: Mapping[str, Any]) -> Due:
+    return Due(
+        r["id"],
+        Recorded(r["file_path"], r["content_hash"], r["size_bytes"], r["modified_ns"]),
+        r["content_checked_at"],
+    )
 
 
 @dataclass(frozen=True, slots=True)

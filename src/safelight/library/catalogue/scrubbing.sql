@@ -5,21 +5,27 @@
 -- The writes run inside the scrub's fenced transaction (ADR 0062); names read subject
 -- first (ADR 0020), and tests/unit/test_query_names.py checks them.
 
--- assets_to_scrub_of_config --
--- A page of a config's live assets in the scrub's order, oldest check first (never
--- checked first of all), then by id, after a keyset (after_checked, after_id: NULL and 0
--- for the first page), leaving out those checked at or after this run's start (the
--- ones it has just checked). A walk of ix_assets_scrub_order, LIMIT rows and no sort.
+-- assets_never_scrubbed_of_config --
+-- A page of a config's live assets that were never checked, by id after a keyset: the
+-- head of the scrub's order. An index range of ix_assets_scrub_order (its NULLs, then
+-- id), LIMIT rows and no sort.
 SELECT id, file_path, content_hash, size_bytes, modified_ns, content_checked_at
 FROM assets
 WHERE storage_config_id = %(config_id)s AND NOT is_deleted
-  AND (content_checked_at IS NULL OR content_checked_at < %(started)s)
-  AND CASE
-        WHEN %(after_checked)s::timestamptz IS NULL
-          THEN content_checked_at IS NOT NULL OR id > %(after_id)s
-        ELSE content_checked_at > %(after_checked)s::timestamptz
-          OR (content_checked_at = %(after_checked)s::timestamptz AND id > %(after_id)s)
-      END
+  AND content_checked_at IS NULL AND id > %(after_id)s
+ORDER BY content_checked_at NULLS FIRST, id
+LIMIT %(limit)s
+
+-- assets_scrubbed_before_of_config --
+-- A page of a config's live assets checked before this run started, oldest check first
+-- then by id, after a keyset (after_checked, after_id): the rest of the scrub's order,
+-- leaving out those this run has just checked. An index range of ix_assets_scrub_order
+-- (the row comparison is its condition), LIMIT rows and no sort.
+SELECT id, file_path, content_hash, size_bytes, modified_ns, content_checked_at
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+  AND (content_checked_at, id) > (%(after_checked)s::timestamptz, %(after_id)s::bigint)
+  AND content_checked_at < %(started)s
 ORDER BY content_checked_at NULLS FIRST, id
 LIMIT %(limit)s
 
