@@ -211,6 +211,12 @@ class Settings:
     # kept (ADR 0061, safelight.db.backups).
     backup_interval_seconds: float = 86400.0
     backups_kept: int = 7
+    # The scrub of the originals (ADR 0062): one item per active config each interval,
+    # reading at most scrub_bytes_per_hour times the interval (in hours) of its
+    # originals, oldest check first, and comparing each one's content hash with the
+    # recorded one. 2 GiB an hour re-reads a 500 GB library in about ten days.
+    scrub_interval_seconds: float = 3600.0
+    scrub_bytes_per_hour: int = 2 << 30
 
     def __post_init__(self) -> None:
         def positive(name: str) -> None:
@@ -313,6 +319,8 @@ class Settings:
             )
         if self.read_group is not None:
             _check_read_group(self.read_group)
+        for name in ("scrub_interval_seconds", "scrub_bytes_per_hour"):
+            positive(name)
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
         for name in ("backup_interval_seconds", "backups_kept"):

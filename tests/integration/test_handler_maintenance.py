@@ -42,6 +42,7 @@ def test_every_kind_has_its_scope_and_a_handler() -> None:
         "work_item_retention": Scope.FORBIDDEN,
         "noop": Scope.OPTIONAL,
         "catalogue_backup": Scope.FORBIDDEN,
+        "scrub": Scope.REQUIRED,
     }
 
 

@@ -19,6 +19,7 @@ from safelight.handlers import (
     NOOP,
     PROXY_DELETION,
     PURGE,
+    SCRUB,
     HandlerContext,
     Kind,
     MalformedPayload,
@@ -74,6 +75,7 @@ def test_the_payload_fields_are_those_the_handlers_take() -> None:
         "work_item_retention": set(),
         "noop": {"seconds", "result"},
         "catalogue_backup": set(),
+        "scrub": set(),
     }
     assert all(kind.payload is NoPayload for kind in KINDS if not kind.payload.model_fields)
 
@@ -93,7 +95,10 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
             Periodic("work_item_retention", 86400.0),
             Periodic("catalogue_backup", 86400.0),
         ),
-        per_config=(PerConfig("crawl", 14400.0, CRAWL.dedup_key),),
+        per_config=(
+            PerConfig("crawl", 14400.0, CRAWL.dedup_key),
+            PerConfig("scrub", 3600.0, SCRUB.dedup_key),
+        ),
     )
     chosen = Settings(
         home=tmp_path,
@@ -102,6 +107,7 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
         token_cleanup_interval_seconds=3.0,
         retention_interval_seconds=4.0,
         backup_interval_seconds=5.0,
+        scrub_interval_seconds=5.0,
     )
     assert schedule_settings(chosen) == ScheduleSettings(
         periodic=(
@@ -110,7 +116,10 @@ def test_the_scheduler_gets_every_kind_with_an_interval(tmp_path: Path) -> None:
             Periodic("work_item_retention", 4.0),
             Periodic("catalogue_backup", 5.0),
         ),
-        per_config=(PerConfig("crawl", 1.0, CRAWL.dedup_key),),
+        per_config=(
+            PerConfig("crawl", 1.0, CRAWL.dedup_key),
+            PerConfig("scrub", 5.0, SCRUB.dedup_key),
+        ),
     )
     assert NOOP.schedule(chosen) is None and PROXY_DELETION.schedule(chosen) is None
 

@@ -42,7 +42,7 @@ SECRET = "s3cret-Passw0rd"
 
 class Pool:
     """Stands in for the async pool: each connection raises ``error``, hangs (``hang``),
-    or answers the three queue queries from ``snapshot``."""
+    or answers the queue's queries from ``snapshot``."""
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
@@ -78,6 +78,8 @@ class Connection:
     def _answer(self, sql: str) -> list[dict[str, Any]]:
         if "FROM work_attempts" in sql:
             return [{"stalled": self.snapshot.stalled_attempts}]
+        if "FROM assets" in sql:
+            return [{"changed": self.snapshot.originals_changed}]
         if "storage_configs" in sql:
             return [{"config_id": c, "running": n} for c, n in self.snapshot.running.items()]
         return [{"kind": k, "status": s, "count": n} for (k, s), n in self.snapshot.items.items()]
@@ -154,6 +156,7 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
         items={("noop", "queued"): 4, ("noop", "failed"): 1, ("retired", "succeeded"): 2},
         running={C1: 1, None: 0},
         stalled_attempts=5,
+        originals_changed=2,
     )
     metrics = Metrics(["noop", "crawl"], listening=lambda: True)
     assert await metrics.refresh(pool, clock, PROBE_SECONDS)
@@ -172,6 +175,7 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
     assert get(scraped, "safelight_running_items", config=str(C1)) == 1
     assert get(scraped, "safelight_running_items", config="none") == 0
     assert get(scraped, "safelight_stalled_attempts") == 5
+    assert get(scraped, "safelight_originals_changed") == 2
 
 
 async def test_a_scrape_the_database_does_not_answer_drops_the_queue_gauges(

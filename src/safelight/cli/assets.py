@@ -13,6 +13,7 @@ from safelight.app import app_store
 from safelight.cli.admin import json_option
 from safelight.cli.output import console, print_json, safe_text, short_id, table
 from safelight.cli.queue import config_option, resolve_config
+from safelight.cli.scrub import changed_table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.handlers import PURGE
@@ -21,6 +22,7 @@ from safelight.settings import Settings
 from safelight.views.datenotes import date_note
 from safelight.views.failedfiles import failed_by_reason, next_try
 from safelight.views.queries import list_assets, list_duplicates
+from safelight.views.scrub import changed_list
 
 
 def _size(value: int | None) -> str:
@@ -71,6 +73,12 @@ def _place(row: dict[str, Any]) -> str:
     default=None,
     help="At most this many (with --failed: of each reason).",
 )
+@click.option(
+    "--changed",
+    is_flag=True,
+    help="The originals whose content changed while their size and time did not, as the "
+    "scrub found them (bit rot or tampering), the last found first.",
+)
 @json_option()
 @pass_state
 def assets(
@@ -80,19 +88,23 @@ def assets(
     duplicates: bool,
     failed: bool,
     limit: int | None,
+    changed: bool,
     as_json: bool,
 ) -> None:
     """List the live assets crawls found, with --deleted those whose file went, with
-    --duplicates the files folded into an asset because they hold the same bytes, or with
-    --failed the files crawls could not ingest, by reason."""
-    if sum((deleted, duplicates, failed)) > 1:
-        raise click.UsageError("--deleted, --duplicates and --failed do not go together")
+    --duplicates the files folded into an asset because they hold the same bytes, with
+    --failed the files crawls could not ingest, by reason, or with --changed the
+    originals the scrub found changed under the same size and time."""
+    if sum((deleted, duplicates, failed, changed)) > 1:
+        raise click.UsageError("--deleted, --duplicates, --failed and --changed do not go together")
     if failed:
         _failed(state, config_ref, limit, as_json)
         return
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
+        if changed:
+            return await changed_list(database.pool, config_id=config_id, limit=limit, owner=None)
         if duplicates:
             return await list_duplicates(database.pool, config_id=config_id, limit=limit)
         return await list_assets(database.pool, config_id=config_id, deleted=deleted, limit=limit)
@@ -100,6 +112,9 @@ def assets(
     rows = state.with_database(body)
     if as_json:
         print_json(rows)
+        return
+    if changed:
+        console().print(changed_table(rows))
         return
     if duplicates:
         console().print(

@@ -33,6 +33,7 @@ from safelight.views import answers
 from safelight.views.answers import Answer, no_item
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status, workers_seen_count
+from safelight.views.scrub import changed_count, changed_line
 from safelight.views.waiting import no_worker_note
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
@@ -411,10 +412,12 @@ def status(state: CliState, as_json: bool) -> None:
             database.pool, now, within_seconds=settings.health_worker_seen_seconds
         )
         queued = int(document["totals"].get(Status.QUEUED.value, 0))
+        changed = await changed_count(database.pool, owner=None)
         return {
             "database": settings.database_display,
             **document,
             "no_worker": no_worker_note(queued, seen),
+            "originals_changed": changed,
         }
 
     document = state.with_database(body)
@@ -432,6 +435,7 @@ def status(state: CliState, as_json: bool) -> None:
         Group(
             safe_text(f"database: {document['database']}"),
             safe_text(f"server: {document['server_version']}"),
+            *filter(None, [changed_line(document["originals_changed"])]),
             "",
             table(
                 "items by kind and status",

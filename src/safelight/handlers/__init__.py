@@ -21,6 +21,7 @@ from safelight.handlers.proxy_deletion import PROXY_DELETION
 from safelight.handlers.proxy_sweep import PROXY_SWEEP
 from safelight.handlers.purge import PURGE
 from safelight.handlers.retention import WORK_ITEM_RETENTION
+from safelight.handlers.scrub import SCRUB
 from safelight.handlers.services import Services
 from safelight.handlers.token_cleanup import TOKEN_CLEANUP
 from safelight.settings import Settings
@@ -37,6 +38,7 @@ __all__ = [
     "PROXY_DELETION",
     "PROXY_SWEEP",
     "PURGE",
+    "SCRUB",
     "TOKEN_CLEANUP",
     "WORK_ITEM_RETENTION",
     "Handler",
@@ -62,6 +64,7 @@ KINDS: tuple[Kind[Any], ...] = (
     WORK_ITEM_RETENTION,
     NOOP,
     CATALOGUE_BACKUP,
+    SCRUB,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

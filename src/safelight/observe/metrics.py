@@ -49,6 +49,8 @@ class QueueSnapshot:
     running: dict[UUID | None, int] = field(default_factory=dict)
     """Active config (None: unscoped items) -> running items."""
     stalled_attempts: int = 0
+    originals_changed: int = 0
+    """Live originals whose content changed under the same size and time (ADR 0062)."""
 
 
 async def ping(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -65,7 +67,14 @@ async def read_queue(pool: Connections) -> QueueSnapshot:
         running = {r["config_id"]: int(r["running"]) for r in await cur.fetchall()}
         await cur.execute(QUERIES["attempts_stalled_count"])
         row = await cur.fetchone()
-    return QueueSnapshot(items, running, int(row["stalled"]) if row else 0)
+        await cur.execute(QUERIES["assets_changed_count"])
+        changed = await cur.fetchone()
+    return QueueSnapshot(
+        items,
+        running,
+        int(row["stalled"]) if row else 0,
+        originals_changed=int(changed["changed"]) if changed else 0,
+    )
 
 
 class _QueueCollector:
@@ -121,6 +130,13 @@ class _QueueCollector:
         )
         stalled.add_metric([], snapshot.stalled_attempts)
         yield stalled
+        changed = GaugeMetricFamily(
+            "safelight_originals_changed",
+            "Originals whose content changed while their size and modification time did "
+            "not, as the scrub found them (bit rot or tampering; ADR 0062).",
+        )
+        changed.add_metric([], snapshot.originals_changed)
+        yield changed
 
 
 class Metrics:

@@ -26,3 +26,8 @@ SELECT NULL, count(*) FROM work_items WHERE status = 'running' AND storage_confi
 -- attempts_stalled_count --
 -- Attempts recorded as stalled (leases that expired and were recovered), kept as long as their items.
 SELECT count(*) AS stalled FROM work_attempts WHERE outcome = 'stalled'
+
+-- assets_changed_count --
+-- Live originals the scrub found changed while their size and modification time did not
+-- (ADR 0062: bit rot or tampering), across every config.
+SELECT count(*) AS changed FROM assets WHERE content_mismatch_at IS NOT NULL AND NOT is_deleted

@@ -32,6 +32,7 @@ from safelight.views.queries import (
     queue_status,
     workers_seen_count,
 )
+from safelight.views.scrub import changed_count, changed_list
 from safelight.views.waiting import no_worker_note
 from safelight.web import actions, reads
 from safelight.web.acting import may_act
@@ -249,13 +250,19 @@ def _part(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
     return None if part["id"] is None else part
 
 
+CHANGED_LISTED = 20
+"""Originals reported changed listed per config on the configs page (the last found
+first); the count has them all, and ``safelight assets --changed`` lists every one."""
+
+
 async def configs_document(request: Request) -> list[dict[str, Any]]:
-    """Each config with its counts (those ``run`` prints), its last crawl and its
-    running item."""
+    """Each config with its counts (those ``run`` prints), its last crawl, its
+    running item and the originals the scrub found changed (ADR 0062)."""
     pool = web(request).pool
     now = web(request).clock.now()
     documents = []
-    for row in await reads.configs_overview(pool, owner=viewer_of(request).owner):
+    owner = viewer_of(request).owner
+    for row in await reads.configs_overview(pool, owner=owner):
         running = _part(row, "running_")
         if running is not None:
             running["lease_seconds_left"] = lease_seconds_left(running["lease_expires_at"], now)
@@ -270,6 +277,12 @@ async def configs_document(request: Request) -> list[dict[str, Any]]:
                 "last_crawl": _part(row, "last_crawl_"),
                 "running": running,
                 "failed_files": row["failed_files"],
+                "originals_changed": {
+                    "count": await changed_count(pool, config_id=row["id"], owner=owner),
+                    "listed": await changed_list(
+                        pool, config_id=row["id"], limit=CHANGED_LISTED, owner=owner
+                    ),
+                },
             }
         )
     return documents
