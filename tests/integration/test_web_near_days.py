@@ -5,14 +5,18 @@ fill, their links on the page, and the capture time as the tiles and preview sho
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
 import pytest
 
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.rows import add_config
 from safelight.testing.web import Web, as_viewer
 from safelight.testing.weblibrary import WebLibrary, make_web_library
 from safelight.web.onthisday import days_near, on_this_day
+from safelight.web.reads import QUERIES
 
 pytestmark = pytest.mark.integration
 
@@ -154,3 +158,48 @@ async def test_the_capture_time_is_local_to_the_second_with_its_offset_when_know
     ]
     page = await web.client.get("/?date=2026-06-15")
     assert 'title="photo-1y.jpg, 2025-06-15 10:00:00 +02:00"' in page.text
+
+
+async def test_the_nearest_days_are_probed_on_the_on_this_day_index(web: Web) -> None:
+    """EXPLAIN ANALYZE on 20,000 assets over 20 years: each month-day, nearest first, is
+    one probe of ix_assets_on_this_day, and the walk stops at the first day that answers
+    (here the next day each way): no join that reads every asset of the viewer."""
+    async with web.pool.connection() as conn:
+        config = await add_config(conn, FakeClock(), "bench", "/bench")
+        await conn.execute(
+            """
+            INSERT INTO assets (storage_config_id, file_path, file_name, content_hash,
+                size_bytes, modified_at, modified_ns, media_type, captured_at, captured_local,
+                captured_at_source, captured_year, captured_month, captured_day,
+                last_seen_at, created_at)
+            SELECT %(config)s, 'gen/' || n || '.jpg', n || '.jpg', lpad(to_hex(n), 16, '0'),
+                   1000, now(), n, 'image', t, t, 'exif', extract(year FROM t),
+                   extract(month FROM t), extract(day FROM t), now(), now()
+            FROM generate_series(1, 20000) n,
+                 LATERAL (SELECT timestamp '2006-01-01'
+                          + (n * 7919 %% 7300) * interval '1 day'
+                          + (n %% 86400) * interval '1 second' AS t) s
+            """,
+            {"config": config},
+        )
+        await conn.execute("ANALYZE assets")
+        cur = await conn.execute(
+            ("EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["days_near"]).encode(),
+            {"position": 167, "month": 6, "days": [15], "year": 2026, "owner": "bench"},
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    nodes = list(_nodes(row[0][0]["Plan"]))
+    on_assets = [n for n in nodes if n.get("Relation Name") == "assets"]
+    assert len(on_assets) == 2, on_assets  # one probe a side
+    for probe in on_assets:
+        assert probe["Node Type"] == "Index Scan", probe
+        assert probe["Index Name"] == "ix_assets_on_this_day", probe
+        assert probe["Actual Loops"] == 1, probe  # 14 June before, 16 June after
+    assert not [n for n in nodes if "Join" in n["Node Type"] or n["Node Type"] == "Hash"]
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)

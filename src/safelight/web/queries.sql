@@ -138,7 +138,8 @@ ORDER BY c.owner, c.root_path, c.id
 -- The 366 month-days of a leap year, each with how many days after the asked one it
 -- falls (0-365, around the year's end). Each side walks them nearest first and probes
 -- ix_assets_on_this_day (migration 0016) for one row per month-day, stopping at the
--- first that holds one: OFFSET 0 keeps the sort below the probe, so LIMIT 1 ends the walk.
+-- first that holds one: OFFSET 0 keeps the sort below the probe, so LIMIT 1 ends the
+-- walk, and the probe a probe (not a semi join that reads every asset of the viewer).
 -- The asked day's own month and days are skipped (they are the empty page's).
 WITH month_days AS (
     SELECT extract(month FROM d)::smallint AS month, extract(day FROM d)::smallint AS day,
@@ -160,7 +161,8 @@ viewer_configs AS MATERIALIZED (
                WHERE a.captured_month = n.month AND a.captured_day = n.day
                  AND NOT a.is_deleted AND a.captured_year < %(year)s::smallint
                  AND a.stack_primary_id IS NULL
-                 AND a.storage_config_id IN (SELECT id FROM viewer_configs))
+                 AND a.storage_config_id = ANY(ARRAY(SELECT id FROM viewer_configs))
+               OFFSET 0)
  LIMIT 1)
 UNION ALL
 (SELECT 'after' AS side, n.month, n.day, n.after_by AS days_away
@@ -169,5 +171,6 @@ UNION ALL
                WHERE a.captured_month = n.month AND a.captured_day = n.day
                  AND NOT a.is_deleted AND a.captured_year < %(year)s::smallint
                  AND a.stack_primary_id IS NULL
-                 AND a.storage_config_id IN (SELECT id FROM viewer_configs))
+                 AND a.storage_config_id = ANY(ARRAY(SELECT id FROM viewer_configs))
+               OFFSET 0)
  LIMIT 1)
