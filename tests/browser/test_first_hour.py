@@ -244,7 +244,9 @@ def test_every_page_loads_clean_signed_out_as_a_newcomer_and_as_the_admin(
     )
     # No photo yet: the home page says how to add some, and offers no link to nowhere.
     newcomer.goto("/")
-    expect(newcomer.locator("#no-photos")).to_contain_text("safelight run FOLDER")
+    expect(newcomer.locator("#no-photos")).to_contain_text(
+        f"safelight run FOLDER --user {NEWCOMER}"
+    )
     expect(newcomer.locator("a.near-day")).to_have_count(0)
 
     admin = page_of(site.url)
