@@ -185,7 +185,7 @@ async def test_the_nearest_days_are_probed_on_the_on_this_day_index(web: Web) ->
         )
         await conn.execute("ANALYZE assets")
         cur = await conn.execute(
-            ("EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["days_near"]).encode(),
+            ("EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["assets_nearest_days"]).encode(),
             {"position": 167, "month": 6, "days": [15], "year": 2026, "owner": "bench"},
         )
         row = await cur.fetchone()

@@ -185,7 +185,7 @@ async def days_near(pool: reads.Pool, day: date, *, owner: str | None) -> list[d
     without one is left out, and one day nearest both ways is given once (as before)."""
     span = span_of(day)
     position = date(LEAP_YEAR, day.month, day.day).timetuple().tm_yday
-    rows = await reads.days_near(
+    rows = await reads.assets_nearest_days(
         pool,
         position=position,
         month=span.month,

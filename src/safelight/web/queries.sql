@@ -133,7 +133,7 @@ WHERE (%(config_id)s::uuid IS NULL OR c.id = %(config_id)s::uuid)
   AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 ORDER BY c.owner, c.root_path, c.id
 
--- days_near --
+-- assets_nearest_days --
 -- The nearest month and day before and after a day (wrapping the year's end) on which the viewer's enabled configs hold a live asset shown, captured before a year: where an empty day's page leads.
 -- The 366 month-days of a leap year, each with how many days after the asked one it
 -- falls (0-365, around the year's end). Each side walks them nearest first and probes

@@ -66,7 +66,7 @@ async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int], *, owner: str |
         return list(await cur.fetchall())
 
 
-async def days_near(
+async def assets_nearest_days(
     pool: Pool,
     *,
     position: int,
@@ -82,7 +82,7 @@ async def days_near(
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["days_near"],
+            QUERIES["assets_nearest_days"],
             {
                 "position": position,
                 "month": month,
