@@ -259,11 +259,6 @@ def artifact_path(node: pytest.Item) -> Path:
     return ARTIFACTS / "browser" / module / f"{test}.png"
 
 
-def _is_favicon(url: str) -> bool:
-    # Chromium asks every site for /favicon.ico on its own; the dashboard has none.
-    return url.endswith("/favicon.ico")
-
-
 @pytest.fixture
 def page_problems() -> list[str]:
     """What the page reported: script errors, console errors (a refused resource, a
@@ -293,7 +288,7 @@ def open_page(
                 problems.append(
                     f"console error: {message.text} ({message.location.get('url', '')})"
                 )
-                if message.type == "error" and not _is_favicon(message.location.get("url", ""))
+                if message.type == "error"
                 else None
             ),
         )

@@ -177,6 +177,12 @@ async def test_the_date_picker_shows_another_day_and_an_empty_day_says_so(web: W
         "count": 0,
         "years": [],
         "next": None,
+        # The nearest days with photos, around the year's end (tests/integration/
+        # test_web_near_days.py): 16 June 199 days before, 15 June 166 days after.
+        "near": [
+            {"side": "before", "date": "2026-06-16", "days_away": 199},
+            {"side": "after", "date": "2026-06-15", "days_away": 166},
+        ],
     }
     assert 'id="empty-day"' not in (await web.client.get("/")).text
 

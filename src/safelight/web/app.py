@@ -19,7 +19,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from safelight.accounts.guessing import Guesses
@@ -30,7 +29,7 @@ from safelight.db.database import Database
 from safelight.settings import Settings
 from safelight.web import account, api, auth, failedfiles, pages, signin, welcome
 from safelight.web.auth import SignIn
-from safelight.web.caching import NoStoreApi
+from safelight.web.caching import NoStoreApi, StaticAssets
 from safelight.web.guard import Guard, answered_hosts
 from safelight.web.proxies import serve_proxy
 from safelight.web.sessions import Sessions
@@ -90,7 +89,8 @@ def routes() -> list[Route | Mount]:
         Route("/api/failed-files", failedfiles.failed_files),
         Route("/api/on-this-day", api.on_this_day),
         Route("/proxies/{asset_id:int}/{proxy_type}/{version}", serve_proxy, name="proxy"),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        Route(pages.FAVICON_PATH, pages.favicon, name="favicon"),
+        Mount("/static", StaticAssets(directory=HERE / "static"), name="static"),
     ]
 
 

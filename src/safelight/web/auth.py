@@ -11,10 +11,10 @@ For every request, the :class:`~safelight.web.viewer.Viewer` comes from one of:
   token is, over plain HTTP from another machine: no session is opened that way.
 
 Open without a viewer: the sign-in page and its POST, sign-out, the first-admin link
-(``/welcome``), the static files and the health probe. Anything else without one: the
-API answers 401 (``WWW-Authenticate: Bearer``), a proxy 404 exactly as an absent one
-(an id is not confirmed to exist), a page is sent to the sign-in page (GET, HEAD) or
-answered 401 (any other method).
+(``/welcome``), the static files, ``/favicon.ico`` and the health probe. Anything else
+without one: the API answers 401 (``WWW-Authenticate: Bearer``), a proxy 404 exactly as
+an absent one (an id is not confirmed to exist), a page is sent to the sign-in page
+(GET, HEAD) or answered 401 (any other method).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ OPEN = frozenset(
         ("POST", "/welcome"),
         ("GET", HEALTH_PATH),
         ("HEAD", HEALTH_PATH),
+        ("GET", "/favicon.ico"),
+        ("HEAD", "/favicon.ico"),
     }
 )
 OPEN_PREFIXES = ("/static/",)

@@ -5,17 +5,41 @@ document or an error is never stored (``no-store``: each names one viewer's phot
 and configs, as they are now); a proxy is kept by the viewer's browser alone and asked
 for again each time it is shown (``private, no-cache`` with its ETag: a 304 costs one
 look-up, and a photo deleted, disabled or no longer the viewer's is a 404 the next time,
-not a year later).
+not a year later). The static files (scripts, styles, the icon) are the same for
+everyone and change only with safelight's version, which the pages put in their URLs
+(``?v=``): such a URL may be kept a year; any other asks again each time.
 """
 
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from safelight import __version__
 
 NO_STORE = "no-store"
 PROXY = "private, no-cache"
 API_PREFIX = "/api/"
+VERSIONED = "public, max-age=31536000, immutable"
+"""A static file asked for at this version's URL: it cannot change under it."""
+UNVERSIONED = "no-cache"
+"""A static file asked for without the version: kept, but asked again (its ETag)."""
+ICON = "public, max-age=86400"
+"""``/favicon.ico``, which browsers ask for on their own: for a day."""
+
+
+class StaticAssets(StaticFiles):
+    """The static files, each with what a browser may keep of it."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code in (200, 304):
+            query = scope.get("query_string", b"").decode("latin-1")
+            versioned = f"v={__version__}" in query.split("&")
+            response.headers["Cache-Control"] = VERSIONED if versioned else UNVERSIONED
+        return response
 
 
 class NoStoreApi:

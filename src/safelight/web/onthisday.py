@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from safelight.views.capturetimes import capture_time_text
 from safelight.views.datenotes import date_note
 from safelight.web import reads
 from safelight.web.proxies import proxy_url
@@ -115,12 +116,19 @@ def _proxies(row: Row) -> dict[str, Any]:
     }
 
 
+def _shown_time(row: Row) -> str:
+    """The capture time as the tile and the preview show it: local, to the second, with
+    its offset when it is known (``views.capturetimes``)."""
+    return capture_time_text(row["captured_at"], row["captured_local"], row["captured_at_source"])
+
+
 def _member(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
         "media_type": row["media_type"],
         "file_name": row["file_name"],
         "captured_local": row["captured_local"].isoformat(),
+        "captured_shown": _shown_time(row),
         "width": row["width"],
         "height": row["height"],
         **_proxies(row),
@@ -138,6 +146,7 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "captured_local": row["captured_local"].isoformat(),
         "captured_at": row["captured_at"].isoformat(),
         "captured_at_source": row["captured_at_source"],
+        "captured_shown": _shown_time(row),
         "date_note": date_note(row["captured_at_source"]),
         "width": row["width"],
         "height": row["height"],
@@ -155,6 +164,44 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+LEAP_YEAR = 2000
+"""A leap year, whose 366 days place every month and day in the year's circle."""
+
+
+def near_date(day: date, month: int, month_day: int) -> date:
+    """The day of ``day``'s year with that month and day: its page shows that month and
+    day of the years before. 29 February of a common year is its 28th, which shows the
+    29th too (:func:`span_of`)."""
+    if (month, month_day) == (2, 29) and not calendar.isleap(day.year):
+        return date(day.year, 2, 28)
+    return date(day.year, month, month_day)
+
+
+async def days_near(pool: reads.Pool, day: date, *, owner: str | None) -> list[dict[str, Any]]:
+    """Where an empty day leads: the nearest month and day before ``day``'s and the
+    nearest after (around the year's end), by how many days of the year apart, that
+    ``day``'s page would show photos of (``owner``'s enabled configs' live assets of the
+    years before ``day``'s). ``[{"side", "date", "days_away"}]``, before first; a side
+    without one is left out, and one day nearest both ways is given once (as before)."""
+    span = span_of(day)
+    position = date(LEAP_YEAR, day.month, day.day).timetuple().tm_yday
+    rows = await reads.assets_nearest_days(
+        pool,
+        position=position,
+        month=span.month,
+        days=sorted({span.first_day, span.last_day}),
+        before_year=span.before_year,
+        owner=owner,
+    )
+    near: list[dict[str, Any]] = []
+    for row in sorted(rows, key=lambda r: r["side"] != "before"):
+        shown = near_date(day, row["month"], row["day"])
+        if any(n["date"] == shown.isoformat() for n in near):
+            continue
+        near.append({"side": row["side"], "date": shown.isoformat(), "days_away": row["days_away"]})
+    return near
+
+
 async def on_this_day(
     pool: reads.Pool,
     day: date,
@@ -164,14 +211,15 @@ async def on_this_day(
     owner: str | None,
 ) -> dict[str, Any]:
     """A page of the document of ``day``: ``{"date", "count", "years": [{"year",
-    "years_ago", "assets": [...]}], "next"}``, the years newest first, each year's assets
-    newest first (the JSON of ``/api/on-this-day`` and what the home page shows): the
-    ``limit`` tiles after ``after`` (from the first, without it), ``count`` of them, and
-    ``next`` the cursor of the following page, or None after the day's last tile. A
-    year can go on into the next page. Only the live assets of ``owner``'s enabled
-    configs (None: every owner's, an admin's view; ADR 0044). Two queries: the page's
-    assets (one more than ``limit``, to know whether a next page exists), then the
-    members of its bursts."""
+    "years_ago", "assets": [...]}], "next", "near"}``, the years newest first, each
+    year's assets newest first (the JSON of ``/api/on-this-day`` and what the home page
+    shows): the ``limit`` tiles after ``after`` (from the first, without it), ``count``
+    of them, and ``next`` the cursor of the following page, or None after the day's last
+    tile. A year can go on into the next page. ``near``: for a day with nothing, the
+    nearest days that have something (:func:`days_near`); else empty. Only the live
+    assets of ``owner``'s enabled configs (None: every owner's, an admin's view; ADR
+    0044). Two queries: the page's assets (one more than ``limit``, to know whether a
+    next page exists), then the members of its bursts (three, for an empty day)."""
     span = span_of(day)
     start = after or Cursor.start(span)
     rows = await reads.assets_on_day(
@@ -200,4 +248,6 @@ async def on_this_day(
         "count": len(rows),
         "years": years,
         "next": Cursor.of(rows[-1]).encode() if more else None,
+        # An empty day's way on (one more query, only then).
+        "near": await days_near(pool, day, owner=owner) if after is None and not rows else [],
     }

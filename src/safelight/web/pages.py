@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup, escape
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from safelight import __version__
@@ -21,10 +21,14 @@ from safelight.logs import masker
 from safelight.terminal import printable, printable_lines
 from safelight.views.documents import progress_line
 from safelight.web import api
-from safelight.web.caching import NO_STORE
+from safelight.web.caching import ICON, NO_STORE
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.web.sessions import SESSION_KEY, Session
 from safelight.web.viewer import SCOPE_KEY, Viewer, viewer_of
+
+FAVICON_PATH = "/favicon.ico"
+ICON_URL = f"/static/favicon.svg?v={__version__}"
+"""The icon the pages link to (``base.html``)."""
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 
@@ -96,6 +100,7 @@ TEMPLATES.env.filters["masked"] = lambda text: "" if text is None else masker.ma
 TEMPLATES.env.filters["progress"] = progress_line
 TEMPLATES.env.filters["lines"] = _lines
 TEMPLATES.env.globals["version"] = __version__
+TEMPLATES.env.globals["icon_url"] = ICON_URL
 
 
 def render(
@@ -105,10 +110,11 @@ def render(
     ``signed-in`` (its buttons act), ``read-only`` (signed in to a dashboard started
     ``--read-only``), ``signed-out`` (the sign-in page, an error before sign-in)."""
     viewer = request.scope.get(SCOPE_KEY)
+    read_only = api.web(request).read_only
     if not isinstance(viewer, Viewer):
         viewer, access = None, "signed-out"
     else:
-        access = "read-only" if api.web(request).read_only else "signed-in"
+        access = "read-only" if read_only else "signed-in"
     # A browser signed in as a user without a password (the first admin, ADR 0045):
     # every page asks them to set one.
     session = request.scope.get(SESSION_KEY)
@@ -116,7 +122,14 @@ def render(
     return TEMPLATES.TemplateResponse(
         request,
         name,
-        {"access": access, "viewer": viewer, "needs_password": needs_password, **context},
+        {
+            "access": access,
+            "viewer": viewer,
+            # The badge says what the server is, to whoever looks, signed in or not.
+            "read_only": read_only,
+            "needs_password": needs_password,
+            **context,
+        },
         status_code=status_code,
         headers={"Cache-Control": NO_STORE},
     )
@@ -149,6 +162,9 @@ async def on_this_day(request: Request) -> Response:
             "previous_day": _step(day, -1),
             "next_day": _step(day, 1),
             "document": document,
+            "near_days": [
+                {**near, "date": date.fromisoformat(near["date"])} for near in document["near"]
+            ],
             # The same document the API returns, for the preview's script to read; no
             # "<" in it (only inside its strings, as a \u escape) can end the script.
             "document_json": api.to_web_json(document, masked=False).replace("<", "\\u003c"),
@@ -188,3 +204,9 @@ async def configs(request: Request) -> Response:
     return render(
         request, "configs.html", {"page": "configs", "configs": await api.configs_document(request)}
     )
+
+
+async def favicon(request: Request) -> Response:
+    """``/favicon.ico``, which a browser asks every site for on its own: to the icon the
+    pages link to, so it finds one and stops asking (no 404 at each page load)."""
+    return RedirectResponse(ICON_URL, status_code=302, headers={"Cache-Control": ICON})

@@ -87,6 +87,7 @@ ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 -- assets_of_bursts --
 -- The live members of bursts of the viewer's enabled configs, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
 SELECT a.id, a.burst_id, a.media_type, a.file_name, a.captured_local, a.width, a.height,
+       a.captured_at, a.captured_at_source,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a
 JOIN bursts b ON b.id = a.burst_id
@@ -132,3 +133,45 @@ LEFT JOIN LATERAL (
 WHERE (%(config_id)s::uuid IS NULL OR c.id = %(config_id)s::uuid)
   AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
 ORDER BY c.owner, c.root_path, c.id
+
+-- assets_nearest_days --
+-- The nearest month and day before and after a day (wrapping the year's end) on which the viewer's enabled configs hold a live asset shown, captured before a year: where an empty day's page leads.
+-- The 366 month-days of a leap year, each with how many days after the asked one it
+-- falls (0-365, around the year's end). Each side walks them nearest first and probes
+-- ix_assets_on_this_day (migration 0016) for one row per month-day, stopping at the
+-- first that holds one: OFFSET 0 keeps the sort below the probe, so LIMIT 1 ends the
+-- walk, and the probe a probe (not a semi join that reads every asset of the viewer).
+-- The asked day's own month and days are skipped (they are the empty page's).
+WITH month_days AS (
+    SELECT extract(month FROM d)::smallint AS month, extract(day FROM d)::smallint AS day,
+           mod(mod(extract(doy FROM d)::int - %(position)s::int, 366) + 366, 366) AS after_by
+    FROM generate_series(date '2000-01-01', date '2000-12-31', interval '1 day') AS d
+),
+candidates AS (
+    SELECT m.month, m.day, m.after_by, mod(366 - m.after_by, 366) AS before_by
+    FROM month_days m
+    WHERE NOT (m.month = %(month)s::smallint AND m.day = ANY(%(days)s::smallint[]))
+),
+viewer_configs AS MATERIALIZED (
+    SELECT c.id FROM storage_configs c
+    WHERE c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
+)
+(SELECT 'before' AS side, n.month, n.day, n.before_by AS days_away
+ FROM (SELECT * FROM candidates ORDER BY before_by OFFSET 0) n
+ WHERE EXISTS (SELECT 1 FROM assets a
+               WHERE a.captured_month = n.month AND a.captured_day = n.day
+                 AND NOT a.is_deleted AND a.captured_year < %(year)s::smallint
+                 AND a.stack_primary_id IS NULL
+                 AND a.storage_config_id = ANY(ARRAY(SELECT id FROM viewer_configs))
+               OFFSET 0)
+ LIMIT 1)
+UNION ALL
+(SELECT 'after' AS side, n.month, n.day, n.after_by AS days_away
+ FROM (SELECT * FROM candidates ORDER BY after_by OFFSET 0) n
+ WHERE EXISTS (SELECT 1 FROM assets a
+               WHERE a.captured_month = n.month AND a.captured_day = n.day
+                 AND NOT a.is_deleted AND a.captured_year < %(year)s::smallint
+                 AND a.stack_primary_id IS NULL
+                 AND a.storage_config_id = ANY(ARRAY(SELECT id FROM viewer_configs))
+               OFFSET 0)
+ LIMIT 1)

@@ -66,6 +66,34 @@ async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int], *, owner: str |
         return list(await cur.fetchall())
 
 
+async def assets_nearest_days(
+    pool: Pool,
+    *,
+    position: int,
+    month: int,
+    days: Sequence[int],
+    before_year: int,
+    owner: str | None,
+) -> list[Row]:
+    """The nearest month and day before and after the one at ``position`` (its day of a
+    leap year, 1-366), other than ``month`` and ``days``, on which ``owner``'s enabled
+    configs hold a live asset captured before ``before_year``: rows of ``side``
+    (``before``, ``after``), ``month``, ``day``, ``days_away``; none on a side without."""
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["assets_nearest_days"],
+            {
+                "position": position,
+                "month": month,
+                "days": list(days),
+                "year": before_year,
+                "owner": owner,
+            },
+        )
+        return list(await cur.fetchall())
+
+
 @dataclass(frozen=True, slots=True)
 class ProxyFile:
     path: str

@@ -105,7 +105,7 @@
       "data-burst-id": asset.burst ? String(asset.burst.id) : null,
       "data-burst-count": asset.burst ? String(asset.burst.count) : null,
     });
-    const when = (asset.captured_local || "").replace("T", " ") + (asset.date_note ? " (" + asset.date_note + ")" : "");
+    const when = (asset.captured_shown || "") + (asset.date_note ? " (" + asset.date_note + ")" : "");
     const button = element("button", { type: "button", "class": "open", title: asset.file_name + ", " + when });
     button.appendChild(element("canvas", { "class": "placeholder", width: "32", height: "32", "aria-hidden": "true" }));
     if (asset.thumbnail) {
@@ -248,7 +248,8 @@
       image.alt = entry.file_name || "";
       image.hidden = false;
     }
-    let words = (entry.file_name || "") + " · " + (entry.captured_local || "").replace("T", " ");
+    // The server's words for the time: local, to the second, its offset when known.
+    let words = (entry.file_name || "") + " · " + (entry.captured_shown || "");
     if (entry.date_note) words += " · " + entry.date_note;
     if (entry.kind === "live_photo" || entry.kind === "motion_photo") words += " · LIVE: tap to play";
     if (entry.read_note) words += " · " + entry.read_note;
