@@ -76,7 +76,9 @@ def run(args: list[str], env: dict[str, str | None]) -> Result:
 
 
 def all_command_paths() -> Iterator[list[str]]:
-    for name, command in cli.commands.items():
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
         yield [name]
         if isinstance(command, click.Group):
             for sub in command.commands:

@@ -8,12 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
-from safelight.app import app_store
 from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
-from safelight.handlers import CRAWL
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import StorageConfig, StorageConfigs
 from safelight.library.catalogue.owners import owner_name_problem
@@ -211,6 +209,9 @@ def config_retry_failed(state: CliState, config_id: str) -> None:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_id)
         async with database.pool.connection() as conn:
             due = await assets.errors_due_now(conn, config.id, state.clock.now())
+        from safelight.app import app_store  # the engine, on use (ADR 0063)
+        from safelight.handlers import CRAWL
+
         item_id = await CRAWL.enqueue_for(app_store(database, settings, state.clock), config.id)
         return config, due, item_id
 

@@ -21,6 +21,16 @@ INTERRUPTED = "interrupted"
 """The error of a command stopped by Ctrl-C before it could say anything else."""
 
 
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
+    "(bad path, unknown kind or id, malformed JSON, a database migrated by a newer "
+    "safelight); 3 database unavailable; 70 internal error (a bug, or a migration file "
+    "changed after it was applied); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
+    "items were released and the next run continues; worker: a second signal). A worker "
+    "stopped by one signal releases its items and exits 0."
+)
+
+
 def interrupted() -> None:
     """End the process as a Ctrl-C ends a command: one line on stderr, exit 130."""
     try:
