@@ -597,3 +597,11 @@ def test_an_error_line_escapes_what_it_quotes(capsys: pytest.CaptureFixture[str]
     # One line: the name's line feed ends it (marked), every other control is shown.
     shown_first = HOSTILE_SHOWN.split("\\n")[0]
     assert capsys.readouterr().err == f"safelight: error: /photos/{shown_first} …\n"
+
+
+def test_a_ctrl_c_says_interrupted_not_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The user asked for it: ``safelight: interrupted``, exit 130, not an error line."""
+    failure = translate(KeyboardInterrupt())
+    failure.show()
+    assert capsys.readouterr().err == "safelight: interrupted\n"
+    assert failure.exit_code == EXIT_INTERRUPTED

@@ -18,7 +18,9 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 ERROR_PREFIX = "safelight: error: "
 """How every error line of the CLI starts (``cli.failures``; a Ctrl-C's line here)."""
 INTERRUPTED = "interrupted"
-"""The error of a command stopped by Ctrl-C before it could say anything else."""
+"""What a command stopped by Ctrl-C before it could say anything else says."""
+INTERRUPTED_LINE = f"safelight: {INTERRUPTED}"
+"""Its whole line: not an error (the user asked for it), so without ``error:``."""
 
 
 EXIT_CODES_HELP = (
@@ -34,7 +36,7 @@ EXIT_CODES_HELP = (
 def interrupted() -> None:
     """End the process as a Ctrl-C ends a command: one line on stderr, exit 130."""
     try:
-        sys.stderr.write(f"{ERROR_PREFIX}{INTERRUPTED}\n")
+        sys.stderr.write(f"{INTERRUPTED_LINE}\n")
         sys.stderr.flush()
     finally:
         raise SystemExit(EXIT_INTERRUPTED)

@@ -23,6 +23,7 @@ from safelight.cli.exits import (
     EXIT_USAGE,
     EXIT_WORK_FAILED,
     INTERRUPTED,
+    INTERRUPTED_LINE,
 )
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
@@ -71,6 +72,16 @@ class Failure(click.ClickException):
         click.echo(f"{ERROR_PREFIX}{self.format_message()}", file=file, err=file is None)
 
 
+class Interrupted(Failure):
+    """A Ctrl-C before the command could say anything else: ``safelight: interrupted``."""
+
+    def __init__(self) -> None:
+        super().__init__(INTERRUPTED, EXIT_INTERRUPTED)
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(INTERRUPTED_LINE, file=file, err=file is None)
+
+
 def one_line(text: str) -> str:
     """The first line of ``text``, marked when more followed (a library's error can carry
     a whole command output; the log has it, the user gets one line)."""
@@ -116,7 +127,7 @@ def translate(error: BaseException) -> click.ClickException:
     if isinstance(error, click.ClickException):
         return Failure(error.format_message(), error.exit_code)
     if isinstance(error, KeyboardInterrupt):
-        return Failure(INTERRUPTED, EXIT_INTERRUPTED)
+        return Interrupted()
     for kind, code in USER_ERRORS.items():
         if isinstance(error, kind):
             return Failure(str(error), code)
