@@ -53,7 +53,7 @@ def test_health_with_a_worker_seen_recently_is_healthy_and_says_so_in_json(
     result = invoke("health")
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "healthy: the database answers, no lease is overdue, 2 Worker(s) seen in the last 120 s\n"
+        "healthy: the database answers, no lease is overdue, 2 Workers seen in the last 120 s\n"
     )
     document = json.loads(invoke("health", "--json").stdout)
     assert document["healthy"] is True and document["reason"] == result.stdout.strip()
@@ -94,7 +94,7 @@ def test_health_with_a_lease_overdue_past_recovery(invoke: Invoke, database_url:
     result = invoke("health")
     assert result.exit_code == 1
     assert result.stdout == (
-        f"unhealthy: 1 running item(s) have a lease expired more than 15 s ago (item {item_id}, "
+        f"unhealthy: 1 running item has a lease expired more than 15 s ago (item {item_id}, "
         "60 s): is lease recovery running?\n"
     )
     leases = json.loads(invoke("health", "--json").stdout)["checks"]["leases"]

@@ -48,7 +48,7 @@ def test_the_summary_counts_photos_dated_by_their_last_edit_beside_those_by_file
     both = _document(photos_dated_by_file=1, photos_dated_by_last_edit=2)
     assert (both["photos_dated_by_file"], both["photos_dated_by_last_edit"]) == (1, 2)
     text = rendered(both)
-    assert "1 photo dated by their file's time (no date inside the file)" in text
+    assert "1 photo dated by its file's time (no date inside the file)" in text
     assert "2 photos dated by the file's last edit (less certain)" in text
     only_edit = rendered(_document(photos_dated_by_last_edit=1))
     assert "1 photo dated by the file's last edit" in only_edit

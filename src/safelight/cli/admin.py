@@ -18,6 +18,7 @@ from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
 from safelight.settings import Settings
 from safelight.terminal import printable
+from safelight.words import plural
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +84,7 @@ def db_migrate(state: CliState) -> None:
 
     applied = state.with_database(body, run_migrations=False)
     if applied:
-        click.echo(f"applied {len(applied)} migration(s) to {settings.database_display}:")
+        click.echo(f"applied {plural(len(applied), 'migration')} to {settings.database_display}:")
         for name in applied:
             click.echo(f"  {name}")
     else:
@@ -218,7 +219,7 @@ def config_retry_failed(state: CliState, config_id: str) -> None:
     config, due, item_id = state.with_database(body)
     click.echo(
         printable(
-            f"{due} failed file(s) of {config.id} ({config.root_path}) will be read again "
+            f"{plural(due, 'failed file')} of {config.id} ({config.root_path}) will be read again "
             f"by crawl item {item_id}"
         )
     )

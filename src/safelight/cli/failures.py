@@ -53,8 +53,6 @@ __all__ = [
 ]
 
 
-
-
 class Failure(click.ClickException):
     """An error to report as one line, with its exit code."""
 

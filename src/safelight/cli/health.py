@@ -37,6 +37,7 @@ from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
 from safelight.views.queries import health_rows
+from safelight.words import plural
 from safelight.work.errors import describe_briefly
 
 EXIT_HEALTHY = 0
@@ -112,7 +113,8 @@ async def judge(settings: Settings, now: Any) -> Verdict:
     late = None
     if overdue:
         late = (
-            f"{overdue} running item(s) have a lease expired more than "
+            f"{plural(overdue, 'running item has a lease', 'running items have a lease')} "
+            "expired more than "
             f"{settings.recovery_interval_seconds:g} s ago (item {leases['most_overdue_id']}, "
             f"{leases['most_overdue_seconds']:.0f} s): is lease recovery running?"
         )
@@ -151,7 +153,7 @@ def summary(verdict: Verdict, settings: Settings) -> str:
         return "unhealthy: " + "; ".join(verdict.reasons)
     seen = verdict.checks["workers"]["seen"]
     return (
-        f"healthy: the database answers, no lease is overdue, {seen} Worker(s) seen in the "
+        f"healthy: the database answers, no lease is overdue, {plural(seen, 'Worker')} seen in the "
         f"last {settings.health_worker_seen_seconds:g} s"
     )
 

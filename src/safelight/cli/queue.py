@@ -31,6 +31,7 @@ from safelight.views import answers
 from safelight.views.answers import Answer, no_item
 from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status
+from safelight.words import plural
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
 
 if TYPE_CHECKING:
@@ -387,7 +388,7 @@ def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None
         return await store.retry_failed_matching(kind=kind, config_id=config_id)
 
     counted = state.with_database(body)
-    line = f"retried {counted.retried} failed item(s): queued again, due now"
+    line = f"retried {plural(counted.retried, 'failed item')}: queued again, due now"
     if counted.left_failed:
         line += (
             f"; {counted.left_failed} stay failed: their dedup key already has a queued "
@@ -473,8 +474,12 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="nothing",
             ),
             "",
-            f"stalls: {stalls['stalled_attempts']} stalled attempt(s) in all; "
-            f"{stalls['unfinished_items_with_stalls']} queued or running item(s) have stalled",
+            f"stalls: {plural(stalls['stalled_attempts'], 'stalled attempt')} in all; "
+            + plural(
+                stalls["unfinished_items_with_stalls"],
+                "queued or running item has stalled",
+                "queued or running items have stalled",
+            ),
             table(
                 "recent stalls",
                 ("item", "kind", "config", "attempt", "worker", "recovered", "now"),
@@ -493,7 +498,12 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="none",
             ),
             "",
-            f"retries: {retries['waiting']} queued item(s) wait for their retry time",
+            "retries: "
+            + plural(
+                retries["waiting"],
+                "queued item waits for its retry time",
+                "queued items wait for their retry time",
+            ),
             table(
                 "next retries",
                 ("item", "kind", "config", "retry", "due", "last error"),

@@ -42,6 +42,7 @@ from safelight.library.files.roots import DEMO_FOLDER, check_storage_root, own_f
 from safelight.settings import Settings, make_folder
 from safelight.terminal import printable
 from safelight.views.queries import asset_errors, busiest_day, library_counts
+from safelight.words import plural
 from safelight.work.model import Status
 
 DEFAULT_WORKERS = 2
@@ -255,15 +256,16 @@ def demo(state: CliState, as_json: bool) -> None:
             click.echo(printable(f"Using the demo library in {root}"))
         else:
             videos = (
-                f"{len(manifest.videos)} videos"
+                plural(len(manifest.videos), "video")
                 if manifest.video_skipped_reason is None
                 else f"no videos ({manifest.video_skipped_reason})"
             )
             click.echo(
                 printable(
-                    f"Made a demo library in {root}: {len(manifest.photos)} photos, {videos}, "
-                    f"{len(manifest.bursts)} bursts, {len(manifest.live_pairs)} Live Photo "
-                    f"pair(s), and {len(manifest.errors)} broken files to show how failures "
+                    f"Made a demo library in {root}: {plural(len(manifest.photos), 'photo')}, "
+                    f"{videos}, {plural(len(manifest.bursts), 'burst')}, "
+                    f"{plural(len(manifest.live_pairs), 'Live Photo pair')}, and "
+                    f"{plural(len(manifest.errors), 'broken file')} to show how failures "
                     "are reported."
                 )
             )

@@ -1,0 +1,76 @@
+"""The first hour's rough edges in the CLI's words (issue #31, item 6): plurals, the
+files and folders that could not be read, summaries without trailing spaces, and an
+estimate of the time left only once the rate means something."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console, Group
+from rich.table import Table
+
+from safelight.cli.output import print_trimmed
+from safelight.cli.progress import ESTIMATE_AFTER_FILES, ESTIMATE_AFTER_SECONDS, TimeLeft, detail
+from safelight.cli.summary import not_ingested
+from safelight.words import plural
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"),
+    [(0, "0 files"), (1, "1 file"), (2, "2 files"), (-1, "-1 files")],
+)
+def test_plural_agrees_with_its_count(count: int, expected: str) -> None:
+    assert plural(count, "file") == expected
+
+
+def test_plural_takes_a_phrase_whose_verb_and_pronoun_agree() -> None:
+    one, many = "photo dated by its file's time", "photos dated by their file's time"
+    assert plural(1, one, many) == "1 photo dated by its file's time"
+    assert plural(3, one, many) == "3 photos dated by their file's time"
+    assert plural(2, "entry", "entries") == "2 entries"
+    assert plural(1, "Live Photo pair") == "1 Live Photo pair"
+
+
+def test_the_progress_counters_say_one_error() -> None:
+    assert detail({"errors": 1}).endswith("· 1 error")
+    assert detail({"errors": 2}).endswith("· 2 errors")
+
+
+def test_a_folder_that_could_not_be_read_is_no_file() -> None:
+    file, folder = {"path": "a/bad.jpg"}, {"path": "locked/"}
+    assert not_ingested([file, dict(file)]) == "2 files could not be ingested"
+    assert not_ingested([file]) == "1 file could not be ingested"
+    assert not_ingested([file, folder]) == "1 file and 1 folder could not be read"
+    assert not_ingested([folder]) == "1 folder could not be read"
+
+
+def test_a_printed_grid_has_no_trailing_spaces() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, soft_wrap=True, markup=False, highlight=False)
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column()
+    grid.add_column()
+    grid.add_row("folder", "x" * 150)
+    grid.add_row("assets", "3 photos")
+    print_trimmed(console, Group("headline", grid))
+    lines = out.getvalue().split("\n")
+    assert lines == ["headline", f"folder  {'x' * 150}", "assets  3 photos", ""]
+
+
+def test_no_estimate_until_enough_files_were_done_after_the_first() -> None:
+    left = TimeLeft()
+    assert left.seconds(0.0, 0, 100) is None  # nothing done
+    assert left.seconds(5.0, 1, 100) is None  # the first file: the start-up's wait
+    # Many files, but too soon after the first.
+    assert left.seconds(5.0 + ESTIMATE_AFTER_SECONDS / 2, 1 + ESTIMATE_AFTER_FILES, 100) is None
+    # Too few files, long after.
+    assert left.seconds(60.0, ESTIMATE_AFTER_FILES, 100) is None
+
+
+def test_the_estimate_is_the_rate_since_the_first_file_not_since_the_start() -> None:
+    left = TimeLeft()
+    left.seconds(10.0, 1, 101)  # the first file came after 10 s of start-up
+    # 20 more files in 4 s: 5 files/s, 80 left: 16 s (from the start: 21 files in 14 s).
+    assert left.seconds(14.0, 21, 101) == pytest.approx(16.0)
+    assert left.seconds(15.0, 101, 101) is None  # done
