@@ -5,14 +5,18 @@ estimate of the time left only once the rate means something."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
+from uuid import UUID
 
 import pytest
 from rich.console import Console, Group
 from rich.table import Table
 
+from safelight.app import FinishedItem
 from safelight.cli.output import print_trimmed
 from safelight.cli.progress import ESTIMATE_AFTER_FILES, ESTIMATE_AFTER_SECONDS, TimeLeft, detail
-from safelight.cli.summary import not_ingested
+from safelight.cli.run import item_label, other_work
+from safelight.cli.summary import not_ingested, other_line
 from safelight.words import plural
 
 
@@ -74,3 +78,35 @@ def test_the_estimate_is_the_rate_since_the_first_file_not_since_the_start() -> 
     # 20 more files in 4 s: 5 files/s, 80 left: 16 s (from the start: 21 files in 14 s).
     assert left.seconds(14.0, 21, 101) == pytest.approx(16.0)
     assert left.seconds(15.0, 101, 101) is None  # done
+
+
+A, B = UUID(int=1), UUID(int=2)
+FOLDERS = {A: Path("/photos/A"), B: Path("/photos/B")}
+
+
+def test_a_crawl_is_labelled_by_its_own_folder() -> None:
+    assert item_label("crawl", 7, A, FOLDERS) == "crawl A"
+    assert item_label("crawl", 8, B, FOLDERS) == "crawl B"
+    assert item_label("burst_detection", 9, B, FOLDERS) == "burst detection #9"
+    assert item_label("crawl", 10, None, FOLDERS) == "crawl #10"
+
+
+def finished(item_id: int, kind: str, config: UUID | None, total: int | None) -> FinishedItem:
+    result = None if total is None else {"total": total}
+    return FinishedItem(item_id, kind, config, "succeeded", result, None, False)
+
+
+def test_the_summary_says_what_else_ran_and_its_files() -> None:
+    ran = [
+        finished(1, "crawl", A, 112),  # left queued by an interrupted run of A
+        finished(2, "crawl", B, 9),
+        finished(3, "burst_detection", A, None),
+        finished(4, "noop", None, None),  # unscoped: no folder's
+    ]
+    others = other_work(ran, B, FOLDERS)
+    assert [o["label"] for o in others] == ["crawl A", "burst detection #3"]
+    assert [other_line(o) for o in others] == [
+        "crawl A: succeeded (112 files)",
+        "burst detection #3: succeeded",
+    ]
+    assert other_line({"label": "crawl A", "outcome": "succeeded", "files": 1}).endswith("(1 file)")

@@ -280,6 +280,7 @@ def test_json_output_writes_ids_times_and_paths_as_strings() -> None:
 class Item:
     id: int
     kind: str
+    storage_config_id: UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,7 @@ class Done:
     kind: str
     outcome: str
     error: str | None
+    storage_config_id: UUID | None = None
 
 
 def test_plain_progress_prints_a_line_a_second_with_rate_and_time_left() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any, Protocol
+from uuid import UUID
 
 from rich.console import Console, RenderableType
 from rich.progress import (
@@ -75,6 +76,8 @@ class Finished(Protocol):
     def outcome(self) -> str: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def storage_config_id(self) -> UUID | None: ...
 
 
 class Started(Protocol):
@@ -84,6 +87,8 @@ class Started(Protocol):
     def id(self) -> int: ...
     @property
     def kind(self) -> str: ...
+    @property
+    def storage_config_id(self) -> UUID | None: ...
 
 
 class ProgressView(Protocol):

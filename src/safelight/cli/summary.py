@@ -58,6 +58,7 @@ def build_summary(
     seconds: float,
     items: Sequence[Mapping[str, Any]],
     stopped_at_once: bool = False,
+    other_work: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """``crawl``: item_id, status, error, result (None when it did not finish), and
     progress: the counts its attempt in this run saved, for when it did not finish.
@@ -135,7 +136,18 @@ def build_summary(
         # JPEGs ingested as far as they decode (ADR 0052): counted by the text, listed here.
         "misnamed": _listed(finished.misnamed),
         "cut_short": _listed(finished.cut_short),
+        # Items of other folders this run ran too (a crawl an interrupted run of another
+        # folder left queued): label, outcome, a crawl's files. The time above includes them.
+        "other_work": [dict(w) for w in other_work],
     }
+
+
+def other_line(work: Mapping[str, Any]) -> str:
+    """``crawl A: succeeded (112 files)``: an item of another folder this run ran."""
+    files = work.get("files")
+    return f"{work['label']}: {work['outcome']}" + (
+        "" if files is None else f" ({plural(int(files), 'file')})"
+    )
 
 
 def not_ingested(errors: Sequence[Mapping[str, Any]]) -> str:
@@ -175,8 +187,9 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         headline = safe_text(f"The crawl did not succeed: {reason}", style="bold red")
     else:
         speed = f", {rate:.1f} files/s" if rate else ""
+        also = "; and the other work below" if summary.get("other_work") else ""
         headline = Text(
-            f"Done in {seconds:.1f} s ({plural(summary['files'], 'file')}{speed}).",
+            f"Done in {seconds:.1f} s ({plural(summary['files'], 'file')}{speed}{also}).",
             style="bold green",
         )
 
@@ -284,6 +297,8 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             ),
         )
 
+    if summary.get("other_work"):
+        grid.add_row("also ran", safe_text("; ".join(other_line(w) for w in summary["other_work"])))
     if summary.get("other_files"):
         grid.add_row(
             "other files",
