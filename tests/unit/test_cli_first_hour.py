@@ -5,6 +5,7 @@ estimate of the time left only once the rate means something."""
 from __future__ import annotations
 
 import io
+from datetime import datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -13,6 +14,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from safelight.app import FinishedItem
+from safelight.cli.assets import local_time
 from safelight.cli.output import print_trimmed
 from safelight.cli.progress import ESTIMATE_AFTER_FILES, ESTIMATE_AFTER_SECONDS, TimeLeft, detail
 from safelight.cli.run import item_label, other_work
@@ -110,3 +112,31 @@ def test_the_summary_says_what_else_ran_and_its_files() -> None:
         "burst detection #3: succeeded",
     ]
     assert other_line({"label": "crawl A", "outcome": "succeeded", "files": 1}).endswith("(1 file)")
+
+
+@pytest.mark.parametrize(
+    ("local", "instant", "shown"),
+    [
+        (
+            datetime(2022, 1, 10, 15, 15, 44),
+            "2022-01-10T19:15:44+00:00",
+            "2022-01-10 15:15:44 -04:00",
+        ),
+        (
+            datetime(2019, 6, 1, 14, 3, 22),
+            "2019-06-01T08:33:22+00:00",
+            "2019-06-01 14:03:22 +05:30",
+        ),
+        # No offset in the file: the wall-clock time read as UTC, shown as shot.
+        (
+            datetime(2019, 6, 1, 14, 3, 22),
+            "2019-06-01T14:03:22+00:00",
+            "2019-06-01 14:03:22 +00:00",
+        ),
+        (None, "2019-06-01T14:03:22+02:00", "2019-06-01 12:03:22 UTC"),
+    ],
+)
+def test_the_assets_listing_shows_local_capture_time_with_its_offset(
+    local: datetime | None, instant: str, shown: str
+) -> None:
+    assert local_time(local, datetime.fromisoformat(instant)) == shown

@@ -63,6 +63,15 @@ class Verdict:
             self.reasons.append(reason)
 
 
+NO_WORKER_MEANS = (
+    "with only 'safelight run' that is expected (it runs its own Workers while it works); "
+    "for scheduled crawls and the dashboard's work, keep 'safelight worker' running "
+    "(docs/operations.md)"
+)
+"""What a missing Worker means, said with it: on a machine where only ``run`` is used,
+no Worker runs between runs, and health would say "unhealthy" with no way on."""
+
+
 async def judge(settings: Settings, now: Any) -> Verdict:
     """Run the checks; ``now`` is the clock's ``transition_time()`` (None: the database's)."""
     verdict = Verdict()
@@ -130,11 +139,11 @@ async def judge(settings: Settings, now: Any) -> Verdict:
     missing = None
     if not seen and workers["last_seen_at"] is None:
         # A Worker stopped cleanly takes its presence with it.
-        missing = f"no Worker seen in the last {within:g} s (none is running)"
+        missing = f"no Worker seen in the last {within:g} s (none is running): {NO_WORKER_MEANS}"
     elif not seen:
         missing = (
             f"no Worker seen in the last {within:g} s "
-            f"(last seen {workers['seconds_ago']:.0f} s ago)"
+            f"(last seen {workers['seconds_ago']:.0f} s ago): {NO_WORKER_MEANS}"
         )
     verdict.check(
         "workers",
