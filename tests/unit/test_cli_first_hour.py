@@ -18,7 +18,13 @@ from safelight.cli.assets import local_time
 from safelight.cli.output import print_trimmed
 from safelight.cli.progress import ESTIMATE_AFTER_FILES, ESTIMATE_AFTER_SECONDS, TimeLeft, detail
 from safelight.cli.run import item_label, other_work
-from safelight.cli.summary import not_ingested, other_line
+from safelight.cli.summary import (
+    INTERRUPTED,
+    build_summary,
+    not_ingested,
+    other_line,
+    render_summary,
+)
 from safelight.words import plural
 
 
@@ -140,3 +146,40 @@ def test_the_assets_listing_shows_local_capture_time_with_its_offset(
     local: datetime | None, instant: str, shown: str
 ) -> None:
     assert local_time(local, datetime.fromisoformat(instant)) == shown
+
+
+def interrupted_summary(errors: int) -> dict[str, object]:
+    library = dict.fromkeys(
+        ("images", "videos", "soft_deleted", "bursts", "burst_assets", "live_photos"), 0
+    )
+    return build_summary(
+        status=INTERRUPTED,
+        exit_code=130,
+        database="test",
+        config={"id": UUID(int=1), "owner": "alice", "root": "/photos"},
+        crawl={
+            "item_id": 1,
+            "status": "queued",
+            "error": None,
+            "result": None,
+            "progress": {"total": 9, "found": 5, "errors": errors},
+        },
+        library={**library, "stacks": 0, "proxy_files": 0},
+        stored_errors=[],
+        proxy_folder=Path("/proxies/1"),
+        seconds=2.0,
+        items=[],
+    )
+
+
+def test_an_interrupted_run_says_the_files_it_failed() -> None:
+    document = interrupted_summary(errors=2)
+    assert document["errors_this_run"] == 2
+    out = io.StringIO()
+    render_summary(Console(file=out, width=200, color_system=None), document)
+    text = out.getvalue()
+    assert "2 files could not be ingested in this run before it stopped" in text
+    assert "lists them" in text
+    quiet = io.StringIO()
+    render_summary(Console(file=quiet, width=200, color_system=None), interrupted_summary(0))
+    assert "could not be ingested" not in quiet.getvalue()

@@ -139,6 +139,9 @@ def build_summary(
         # Items of other folders this run ran too (a crawl an interrupted run of another
         # folder left queued): label, outcome, a crawl's files. The time above includes them.
         "other_work": [dict(w) for w in other_work],
+        # Files this run's crawl failed to ingest, counted as it went: an interrupted
+        # crawl records (and lists) them only in the run that finishes it.
+        "errors_this_run": counts.errors,
     }
 
 
@@ -312,6 +315,16 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             Text(f"{not_ingested(errors)}:", style="bold"),
             _listing(errors),
         ]
+    failed_here = int(summary.get("errors_this_run") or 0)
+    if summary["status"] == INTERRUPTED and failed_here:
+        parts.append(
+            Text(
+                f"{plural(failed_here, 'file')} could not be ingested in this run before it "
+                "stopped; the run that finishes the crawl lists "
+                f"{'it' if failed_here == 1 else 'them'} (run the same command again)",
+                style="bold",
+            )
+        )
     if summary.get("not_retried"):
         unread = summary["not_retried"]
         parts.append(
