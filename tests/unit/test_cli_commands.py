@@ -5,6 +5,7 @@ and `--help`, imports none of the engine: no psycopg, Pillow or NumPy."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -18,7 +19,9 @@ HEAVY = ("psycopg", "PIL", "numpy", "safelight.app", "safelight.handlers")
 
 def imported_after(code: str) -> list[str]:
     """The heavy modules a fresh interpreter holds after running ``code``."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = (
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
@@ -48,7 +51,7 @@ def test_the_queue_commands_do_not_import_the_decoders() -> None:
 def test_a_bad_row_is_refused_by_name() -> None:
     COMMANDS["bogus"] = ("safelight.cli.exits:EXIT_OK", "Not a command.")
     try:
-        with pytest.raises(TypeError, match="safelight.cli.exits:EXIT_OK"):
+        with pytest.raises(TypeError, match=re.escape("safelight.cli.exits:EXIT_OK")):
             load_command("bogus")
     finally:
         del COMMANDS["bogus"]

@@ -68,7 +68,7 @@ class CliState:
         release's (``db migrate`` migrates in its body, to report what it applied).
         Every command opens its database here, so they all fail the same way: one line,
         within the connect timeout. ``wait_until_ready`` (``safelight worker``): a
-        database that is still starting is waited for instead (``app.open_when_ready``).
+        database that is still starting is waited for instead (``appdb.open_when_ready``).
         ``long_running``: a command that serves or works for long (``worker``, ``run``,
         ``serve``) first raises its open files limit to the hard one (``core.openfiles``),
         and makes the home and the proxy root private once the database is open, if an
