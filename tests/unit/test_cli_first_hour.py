@@ -133,11 +133,11 @@ def test_the_summary_says_what_else_ran_and_its_files() -> None:
             "2019-06-01T08:33:22+00:00",
             "2019-06-01 14:03:22 +05:30",
         ),
-        # No offset in the file: the wall-clock time read as UTC, shown as shot.
+        # No offset in the file: the wall-clock time read as UTC, shown as shot, no offset.
         (
             datetime(2019, 6, 1, 14, 3, 22),
             "2019-06-01T14:03:22+00:00",
-            "2019-06-01 14:03:22 +00:00",
+            "2019-06-01 14:03:22",
         ),
         (None, "2019-06-01T14:03:22+02:00", "2019-06-01 12:03:22 UTC"),
     ],

@@ -34,16 +34,20 @@ def _size(value: int | None) -> str:
 
 def local_time(captured_local: datetime | None, captured_at: datetime) -> str:
     """The capture time as the camera's clock showed it, as the dashboard shows it, with
-    its offset from UTC: ``2019-06-01 14:03:22 +02:00``. The offset is what lies between
-    the wall-clock time and the instant; a file that gave no offset has its wall-clock
-    time read as UTC (migration 0002), so it shows as +00:00, the time as shot."""
+    its offset from UTC where one is known: ``2019-06-01 14:03:22 +02:00``. The offset is
+    what lies between the wall-clock time and the instant. A file that gave no offset has
+    its wall-clock time read as UTC (migration 0002): the two are equal, and nothing
+    tells that from a time taken at UTC, so no offset is claimed: the time as shot."""
     if captured_local is None:
         return f"{captured_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
     offset = captured_local - captured_at.astimezone(UTC).replace(tzinfo=None)
     minutes = round(offset.total_seconds() / 60)
+    shown = f"{captured_local:%Y-%m-%d %H:%M:%S}"
+    if minutes == 0:
+        return shown
     sign = "-" if minutes < 0 else "+"
     hours, rest = divmod(abs(minutes), 60)
-    return f"{captured_local:%Y-%m-%d %H:%M:%S} {sign}{hours:02d}:{rest:02d}"
+    return f"{shown} {sign}{hours:02d}:{rest:02d}"
 
 
 def _captured(row: dict[str, Any]) -> str:
