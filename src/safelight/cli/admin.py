@@ -12,7 +12,6 @@ from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
-from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import StorageConfig, StorageConfigs
 from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
@@ -209,6 +208,8 @@ def config_retry_failed(state: CliState, config_id: str) -> None:
     async def body(database: Database, settings: Settings) -> tuple[StorageConfig, int, int]:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_id)
         async with database.pool.connection() as conn:
+            from safelight.library.catalogue import assets  # the catalogue, on use
+
             due = await assets.errors_due_now(conn, config.id, state.clock.now())
         from safelight.app import app_store  # the engine, on use (ADR 0063)
         from safelight.handlers import CRAWL

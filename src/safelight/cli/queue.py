@@ -25,7 +25,6 @@ from safelight.cli.output import (
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.library.catalogue.configs import StorageConfigs
-from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
 from safelight.views import answers
 from safelight.views.answers import Answer, no_item
@@ -194,6 +193,8 @@ def worker(
     # to be ready rather than exit and be restarted in a loop.
     settings = state.settings(default_log_level="info")
     if settings.metrics_port is not None:
+        from safelight.observe.server import exposure_warning  # prometheus_client
+
         warning = exposure_warning(settings.metrics_host)
         if warning is not None:
             click.echo(f"warning: {warning}", err=True)
