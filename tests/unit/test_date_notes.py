@@ -3,6 +3,7 @@ is (ADR 0053): in ``safelight assets``, on the dashboard and in the run's summar
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
@@ -22,10 +23,13 @@ def test_every_source_that_is_no_capture_date_has_words_and_no_other_has() -> No
 
 
 def test_the_assets_listing_qualifies_a_guessed_date_only() -> None:
-    row: dict[str, Any] = {"captured_at": "2021-06-07 08:09:10+02:00"}
-    assert _captured({**row, "captured_at_source": "exif"}) == "2021-06-07 08:09:10+02:00"
+    row: dict[str, Any] = {
+        "captured_at": datetime.fromisoformat("2021-06-07 08:09:10+02:00"),
+        "captured_local": datetime(2021, 6, 7, 8, 9, 10),
+    }
+    assert _captured({**row, "captured_at_source": "exif"}) == "2021-06-07 08:09:10 +02:00"
     assert _captured({**row, "captured_at_source": "modified"}) == (
-        "2021-06-07 08:09:10+02:00 (date from the file's last edit (less certain))"
+        "2021-06-07 08:09:10 +02:00 (date from the file's last edit (less certain))"
     )
     assert "time on disk" in _captured({**row, "captured_at_source": "file"})
 
