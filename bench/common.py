@@ -278,7 +278,8 @@ SAFELIGHT_CLI = ROOT / ".venv" / "bin" / "safelight"
 # Used when the CLI is not installed: the same assembly the CLI's ``worker`` runs.
 _RUN_WORKERS = """
 import asyncio, sys
-from safelight.app import WorkerOptions, open_app_database, run_workers
+from safelight.app import WorkerOptions, run_workers
+from safelight.appdb import open_app_database
 from safelight.settings import Settings
 
 async def main():

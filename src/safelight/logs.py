@@ -22,9 +22,6 @@ from types import TracebackType
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from psycopg.conninfo import conninfo_to_dict
-
-from safelight.core.clock import SystemClock
 from safelight.terminal import json_text, printable, printable_lines
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -84,6 +81,9 @@ def secrets_of_url(url: str | None) -> list[str]:
     """The password in a database URL or keyword string, if it has one."""
     if not url:
         return []
+    # psycopg on use: the CLI imports this module for its option choices (ADR 0063).
+    from psycopg.conninfo import conninfo_to_dict
+
     try:
         password = conninfo_to_dict(url).get("password")
     except Exception:
@@ -310,6 +310,8 @@ def is_accept_error(record: logging.LogRecord) -> bool:
 def accept_error_filter(monotonic: Callable[[], float] | None = None) -> ThrottleFilter:
     """The filter that rate-limits asyncio's accept errors; ``monotonic``: the clock
     (tests pass a fake one)."""
+    from safelight.core.clock import SystemClock  # asyncio: only for the servers
+
     clock = monotonic or SystemClock().monotonic
     return ThrottleFilter(is_accept_error, Throttle(ACCEPT_ERROR_LOG_SECONDS, clock))
 

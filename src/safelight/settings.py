@@ -15,7 +15,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from safelight.core.connections import ConnectionLimits, beyond_loopback
 from safelight.core.filemodes import FileModes
@@ -27,8 +27,6 @@ from safelight.core.hostnames import (
     proxy_address_problem,
     url_of,
 )
-from safelight.db.embedded import DATA_FOLDER
-from safelight.db.urls import database_key, mask_url, url_problem
 from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
@@ -37,10 +35,16 @@ from safelight.library.files.limits import (
     available_memory_bytes,
     decode_processes_for,
 )
-from safelight.library.render.images import ProxySpec
-from safelight.work.executor import ExecutorSettings, longest_heartbeat
-from safelight.work.retry import RetryPolicy
-from safelight.work.worker import WorkerSettings
+
+if TYPE_CHECKING:
+    from safelight.library.render.images import ProxySpec
+    from safelight.work.executor import ExecutorSettings
+    from safelight.work.retry import RetryPolicy
+    from safelight.work.worker import WorkerSettings
+
+# The engine's modules (the decoder, the executor, psycopg) are imported by the methods
+# that build their configs, not here: every command reads the settings, and `--help`
+# shows their defaults, in well under a second (ADR 0063).
 
 ENV_PREFIX = "SAFELIGHT_"
 
@@ -259,6 +263,8 @@ class Settings:
                 f"not {self.decode_processes}"
             )
         # Checked here too (the rule is the executor's) for a message naming the settings.
+        from safelight.work.executor import longest_heartbeat
+
         if self.heartbeat_seconds > longest_heartbeat(self.lease_seconds):
             raise SettingsError(
                 f"heartbeat_seconds ({self.heartbeat_seconds:g}) must be at most a quarter of "
@@ -326,6 +332,8 @@ class Settings:
         for name in ("backup_interval_seconds", "backups_kept"):
             positive(name)
         if self.database_url is not None:
+            from safelight.db.urls import url_problem
+
             problem = url_problem(self.database_url)
             if problem is not None:
                 # Not the URL itself, masked or not: a mistyped one may hold anything.
@@ -336,6 +344,8 @@ class Settings:
                 )
 
     def executor(self) -> ExecutorSettings:
+        from safelight.work.executor import ExecutorSettings
+
         return ExecutorSettings(
             lease_seconds=self.lease_seconds,
             heartbeat_seconds=self.heartbeat_seconds,
@@ -344,6 +354,8 @@ class Settings:
 
     def retry_policy(self) -> RetryPolicy:
         """The retry policy of a kind whose ``Kind`` row declares none."""
+        from safelight.work.retry import RetryPolicy
+
         return RetryPolicy(
             max_attempts=self.retry_max_attempts,
             delay_seconds=self.retry_delay_seconds,
@@ -360,6 +372,8 @@ class Settings:
         until_idle: bool = False,
     ) -> WorkerSettings:
         """A Worker's config: ``owner`` None serves every user's configs."""
+        from safelight.work.worker import WorkerSettings
+
         return WorkerSettings(
             worker_id=worker_id,
             kinds=kinds,
@@ -413,6 +427,8 @@ class Settings:
 
     def proxy_spec(self) -> ProxySpec:
         """Sizes and qualities of a photo's (and a video poster's) proxies."""
+        from safelight.library.render.images import ProxySpec
+
         return ProxySpec(
             thumbnail_width=self.thumbnail_width,
             thumbnail_quality=self.thumbnail_quality,
@@ -433,6 +449,8 @@ class Settings:
         to one database (``library.proxystore.proxyroot``), and one home may serve both."""
         if self.proxy_root is not None:
             return self.proxy_root.expanduser().resolve()
+        from safelight.db.urls import database_key
+
         folder = (
             "proxies"
             if self.database_url is None
@@ -443,12 +461,17 @@ class Settings:
     @property
     def database_display(self) -> str:
         """The database as it may be printed or logged: never with its password."""
+        from safelight.db.embedded import DATA_FOLDER
+        from safelight.db.urls import mask_url
+
         if self.database_url is None:
             return f"embedded PostgreSQL in {self.home / DATA_FOLDER}"
         return mask_url(self.database_url)
 
     def __repr__(self) -> str:
         # The dataclass repr would print the database URL, password and all.
+        from safelight.db.urls import mask_url
+
         shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         shown["database_url"] = None if self.database_url is None else mask_url(self.database_url)
         shown["web_token"] = None if self.web_token is None else "***"

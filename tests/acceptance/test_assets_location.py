@@ -44,5 +44,9 @@ def test_the_place_and_an_xmp_date_are_stored_and_listed(invoke: Invoke, tmp_pat
     assert listing.exit_code == 0, listing.output
     assert "39.11500, -108.40097 (1484 m)" in listing.stdout
     assert "photos dated by their file" not in listing.stdout
+    # The time as shot, with its offset, as the dashboard shows it (not UTC unsaid).
+    assert rows["dated.jpg"]["captured_local"].startswith("2022-01-10T15:15:44")
+    assert "2022-01-10 15:15:44 -04:00" in listing.stdout
+    assert "captured (local)" in listing.stdout
     text = invoke("run", str(root)).stdout
     assert "2 photos dated by their file's time" in " ".join(text.split())

@@ -84,7 +84,7 @@ def test_a_restore_is_refused_while_a_worker_is_alive(
 
     assert refused.exit_code == 2
     assert refused.stderr == (
-        "safelight: error: 1 Worker(s) alive (seen in the last 120 s: nas-1): stop every "
+        "safelight: error: 1 Worker alive (seen in the last 120 s: nas-1): stop every "
         "Worker, then restore; nothing was restored\n"
     )
     assert configs(database_url) == []

@@ -43,7 +43,7 @@ def test_a_failed_file_is_listed_retried_and_gone_once_fixed(
     write(root, "trip/broken.jpg", jpeg(2))
     asked = invoke("config", "retry-failed", config[:8], "--path", "trip/broken.jpg")
     assert asked.exit_code == 0, asked.output
-    assert f"1 failed file(s) of {config}" in asked.output
+    assert f"1 failed file of {config}" in asked.output
     after = json_of(invoke("assets", "--failed", "--json"))
     due = {f["path"]: f["due"] for g in after for f in g["rows"]}
     assert due == {"trip/broken.jpg": True, "trip/broken-too.jpg": False}

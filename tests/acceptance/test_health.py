@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from safelight.cli.health import NO_WORKER_MEANS
 from safelight.testing.invoking import Invoke
 from tests.acceptance.harness import safelight_process, start_safelight
 from tests.faults.cluster import free_port
@@ -42,7 +43,12 @@ def seen(database_url: str, worker_id: str, seconds_ago: float) -> None:
 def test_health_without_any_worker_is_unhealthy(invoke: Invoke) -> None:
     result = invoke("health")
     assert result.exit_code == 1
-    assert result.stdout == "unhealthy: no Worker seen in the last 120 s (none is running)\n"
+    assert (
+        result.stdout
+        == f"unhealthy: no Worker seen in the last 120 s (none is running): {NO_WORKER_MEANS}\n"
+    )
+    # What it means where only `run` is used, and the way on: one line still.
+    assert "only 'safelight run'" in result.stdout and "'safelight worker'" in result.stdout
 
 
 def test_health_with_a_worker_seen_recently_is_healthy_and_says_so_in_json(
@@ -53,7 +59,7 @@ def test_health_with_a_worker_seen_recently_is_healthy_and_says_so_in_json(
     result = invoke("health")
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "healthy: the database answers, no lease is overdue, 2 Worker(s) seen in the last 120 s\n"
+        "healthy: the database answers, no lease is overdue, 2 Workers seen in the last 120 s\n"
     )
     document = json.loads(invoke("health", "--json").stdout)
     assert document["healthy"] is True and document["reason"] == result.stdout.strip()
@@ -73,7 +79,9 @@ def test_health_when_the_last_worker_was_seen_long_ago(invoke: Invoke, database_
     seen(database_url, "nas:41", 600)
     result = invoke("health")
     assert result.exit_code == 1
-    assert result.stdout == ("unhealthy: no Worker seen in the last 120 s (last seen 600 s ago)\n")
+    assert result.stdout == (
+        f"unhealthy: no Worker seen in the last 120 s (last seen 600 s ago): {NO_WORKER_MEANS}\n"
+    )
     # The window is a setting.
     assert invoke("health", env={"SAFELIGHT_HEALTH_WORKER_SEEN_SECONDS": "900"}).exit_code == 0
 
@@ -94,7 +102,7 @@ def test_health_with_a_lease_overdue_past_recovery(invoke: Invoke, database_url:
     result = invoke("health")
     assert result.exit_code == 1
     assert result.stdout == (
-        f"unhealthy: 1 running item(s) have a lease expired more than 15 s ago (item {item_id}, "
+        f"unhealthy: 1 running item has a lease expired more than 15 s ago (item {item_id}, "
         "60 s): is lease recovery running?\n"
     )
     leases = json.loads(invoke("health", "--json").stdout)["checks"]["leases"]
@@ -199,7 +207,10 @@ def test_a_worker_process_serves_metrics_and_health_and_leaves_when_stopped(
     # Stopped cleanly, it took its presence with it: no Worker is running now.
     after = safelight_process("health", env=env)
     assert after.returncode == 1
-    assert after.stdout == "unhealthy: no Worker seen in the last 120 s (none is running)\n"
+    assert (
+        after.stdout
+        == f"unhealthy: no Worker seen in the last 120 s (none is running): {NO_WORKER_MEANS}\n"
+    )
 
 
 def test_a_metrics_port_already_taken_is_a_usage_error(database_url: str, tmp_path: Path) -> None:

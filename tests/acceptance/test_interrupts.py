@@ -58,7 +58,7 @@ def interrupt_at(
 
 def assert_interrupted(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in done.stderr, done.stderr
-    assert done.stderr == "safelight: error: interrupted\n", done.stderr
+    assert done.stderr == "safelight: interrupted\n", done.stderr
     assert done.returncode == 130
     assert done.stdout == ""
 
@@ -66,7 +66,8 @@ def assert_interrupted(done: subprocess.CompletedProcess[str]) -> None:
 @pytest.mark.parametrize(
     ("point", "args"),
     [
-        ("import", ("status",)),
+        # `status` no longer imports the engine (ADR 0063); `run` does, on use.
+        ("import", ("run", "LIBRARY", "--json")),
         ("parse", ("status",)),
         ("settings", ("status",)),
         ("connect", ("items",)),

@@ -91,19 +91,19 @@ def test_items_retry_failed_requeues_every_matching_failed_item(
 
     by_both = invoke("items", "retry", "--failed", "--kind", "noop", "--config", config_id[:8])
     assert by_both.exit_code == 0, by_both.output
-    assert by_both.stdout == "retried 1 failed item(s): queued again, due now\n"
+    assert by_both.stdout == "retried 1 failed item: queued again, due now\n"
     assert status_of(invoke, scoped) == "queued"
     assert status_of(invoke, scoped_crawl) == status_of(invoke, unscoped) == "failed"
 
     by_kind = invoke("items", "retry", "--failed", "--kind", "token_cleanup")
     assert by_kind.stdout == (
-        "retried 1 failed item(s): queued again, due now; 1 stay failed: their dedup key "
+        "retried 1 failed item: queued again, due now; 1 stay failed: their dedup key "
         "already has a queued item, or a newer failed item of their key was retried\n"
     )
     assert status_of(invoke, other_kind) == "queued"
 
     every = invoke("items", "retry", "--failed")
-    assert every.stdout.startswith("retried 2 failed item(s)")
+    assert every.stdout.startswith("retried 2 failed items")
     assert status_of(invoke, scoped_crawl) == status_of(invoke, unscoped) == "queued"
 
 
@@ -159,5 +159,5 @@ def test_status_counts_the_retries_waiting_for_their_time_soonest_first(
 
     human = invoke("status")
     assert human.exit_code == 0
-    assert "retries: 2 queued item(s) wait for their retry time" in human.stdout
+    assert "retries: 2 queued items wait for their retry time" in human.stdout
     assert "next retries" in human.stdout and "2999-01-01" in human.stdout

@@ -64,7 +64,7 @@ def test_config_retry_failed_queues_a_crawl_that_reads_them_again(
     done = invoke("config", "retry-failed", config[:8])
 
     assert done.exit_code == 0, done.output
-    assert f"1 failed file(s) of {config}" in done.output
+    assert f"1 failed file of {config}" in done.output
     with psycopg.connect(database_url) as conn:
         queued = conn.execute(
             "SELECT kind FROM work_items WHERE status = 'queued' AND storage_config_id = %s",

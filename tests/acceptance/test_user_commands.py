@@ -179,7 +179,7 @@ def test_a_token_is_printed_once_and_works_until_revoked(invoke: Invoke, databas
     assert days == timedelta(days=365)
 
     revoked = invoke("user", "token", "alice", "--revoke")
-    assert revoked.exit_code == 0 and revoked.stdout == "revoked 2 token(s) of 'alice'\n"
+    assert revoked.exit_code == 0 and revoked.stdout == "revoked 2 tokens of 'alice'\n"
     assert db_rows(database_url, "SELECT count(*) FROM auth_tokens") == [(0,)]
 
 

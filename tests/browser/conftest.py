@@ -44,7 +44,7 @@ from click.testing import CliRunner
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from safelight.accounts.store import Accounts
-from safelight.app import open_app_database
+from safelight.appdb import open_app_database
 from safelight.cli.main import cli
 from safelight.core.clock import SystemClock
 from safelight.logs import CHATTY_LIBRARIES

@@ -89,7 +89,7 @@ def test_failed_files_listed_tried_again_by_reason_and_gone_once_fixed(
 
     flash = page.locator("#flash")
     expect(flash).to_have_attribute("data-ok", "true")
-    expect(flash).to_contain_text("2 failed file(s) will be read again")
+    expect(flash).to_contain_text("2 failed files will be read again")
     # The page reloads by itself: both are due now, the empty file is not.
     expect(corrupt.locator('tr[data-path="trip/a.jpg"] .next-retry')).to_have_attribute(
         "data-due", "true"

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, Request, Response, expect
 
 from safelight.accounts.store import Accounts
-from safelight.app import open_app_database
+from safelight.appdb import open_app_database
 from safelight.core.clock import SystemClock
 from safelight.testing.browsersite import (
     ADMIN,

@@ -207,7 +207,7 @@ async def test_the_dashboards_retry_makes_the_failed_files_due_and_queues_a_craw
     done = await actions.retry_failed(h.store, pool, config, h.clock.now())
 
     assert (done.status_code, done.outcome) == (200, "queued"), done.message
-    assert done.message.startswith("1 failed file(s) will be read again")
+    assert done.message.startswith("1 failed file will be read again")
     assert done.item_id is not None
     queued = await h.store.get(done.item_id)
     assert queued is not None and (queued.kind, queued.storage_config_id) == ("crawl", config)

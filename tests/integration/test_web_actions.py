@@ -291,7 +291,7 @@ async def test_try_failed_files_again_makes_them_due_and_queues_a_crawl(web: Web
     )
 
     assert (response.status_code, response.json()["outcome"]) == (200, "queued")
-    assert response.json()["message"].startswith("2 failed file(s) will be read again")
+    assert response.json()["message"].startswith("2 failed files will be read again")
     item = await store_of(web).get(response.json()["item_id"])
     assert item is not None and (item.kind, item.storage_config_id) == (CRAWL.name, config)
     async with web.pool.connection() as conn:

@@ -215,7 +215,7 @@ async def test_try_again_for_a_file_a_reason_and_a_config(web: Web) -> None:
 
     one = await as_alice.post(f"/api/configs/{alice}/retry-failed", params={"path": "c.jpg"})
     assert one.status_code == 200, one.text
-    assert one.json()["message"].startswith("1 failed file(s) will be read again")
+    assert one.json()["message"].startswith("1 failed file will be read again")
     assert await waiting(web, alice) == {"a.jpg", "b.jpg", "d.jpg"}
     assert await crawls_queued(web, alice) == 1
 
@@ -223,7 +223,7 @@ async def test_try_again_for_a_file_a_reason_and_a_config(web: Web) -> None:
         f"/api/configs/{alice}/retry-failed", params={"reason": CORRUPT}
     )
     assert by_reason.status_code == 200, by_reason.text
-    assert by_reason.json()["message"].startswith("2 failed file(s) will be read again")
+    assert by_reason.json()["message"].startswith("2 failed files will be read again")
     assert await waiting(web, alice) == {"d.jpg"}
     assert await crawls_queued(web, alice) == 1  # the one queued crawl reads them all
 
@@ -237,7 +237,7 @@ async def test_try_again_for_a_file_a_reason_and_a_config(web: Web) -> None:
     assert await waiting(web, alice) == {"d.jpg"}
 
     config = await as_alice.post(f"/api/configs/{alice}/retry-failed")
-    assert config.status_code == 200 and config.json()["message"].startswith("4 failed file(s)")
+    assert config.status_code == 200 and config.json()["message"].startswith("4 failed files")
     assert await waiting(web, alice) == set()
 
 
@@ -276,5 +276,5 @@ async def test_a_hostile_name_is_shown_escaped_and_acted_on_as_it_is(web: Web) -
     assert "%E2%80%AE" in action
     response = await web.client.post(html.unescape(action))
     assert response.status_code == 200, response.text
-    assert response.json()["message"].startswith("1 failed file(s)")
+    assert response.json()["message"].startswith("1 failed file")
     assert await waiting(web, alice) == set()

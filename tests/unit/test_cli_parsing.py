@@ -76,7 +76,9 @@ def run(args: list[str], env: dict[str, str | None]) -> Result:
 
 
 def all_command_paths() -> Iterator[list[str]]:
-    for name, command in cli.commands.items():
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
         yield [name]
         if isinstance(command, click.Group):
             for sub in command.commands:
@@ -278,6 +280,7 @@ def test_json_output_writes_ids_times_and_paths_as_strings() -> None:
 class Item:
     id: int
     kind: str
+    storage_config_id: UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,7 @@ class Done:
     kind: str
     outcome: str
     error: str | None
+    storage_config_id: UUID | None = None
 
 
 def test_plain_progress_prints_a_line_a_second_with_rate_and_time_left() -> None:
@@ -308,7 +312,8 @@ def test_plain_progress_prints_a_line_a_second_with_rate_and_time_left() -> None
         == "crawl photos · looking for files · 0 hashed · 0 new · 0 moved · 0 proxies · 0 errors"
     )
     assert lines[1].startswith("crawl photos · 4/100 files (4%) · 4 hashed")
-    assert "4.0 files/s" in lines[1] and "about 24s left" in lines[1]
+    # Four files in a second say too little of the rate: no estimate yet (TimeLeft).
+    assert "4.0 files/s" in lines[1] and "left" not in lines[1]
     assert lines[3] == "crawl photos: succeeded"
     assert lines[4] == "burst_detection photos: failed (boom)"
 
@@ -595,3 +600,11 @@ def test_an_error_line_escapes_what_it_quotes(capsys: pytest.CaptureFixture[str]
     # One line: the name's line feed ends it (marked), every other control is shown.
     shown_first = HOSTILE_SHOWN.split("\\n")[0]
     assert capsys.readouterr().err == f"safelight: error: /photos/{shown_first} …\n"
+
+
+def test_a_ctrl_c_says_interrupted_not_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The user asked for it: ``safelight: interrupted``, exit 130, not an error line."""
+    failure = translate(KeyboardInterrupt())
+    failure.show()
+    assert capsys.readouterr().err == "safelight: interrupted\n"
+    assert failure.exit_code == EXIT_INTERRUPTED

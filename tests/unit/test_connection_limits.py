@@ -217,7 +217,7 @@ def test_opening_the_database_raises_the_open_files_limit_only_when_long_running
     async def make_private(database: Any, settings: Settings) -> None:
         private.append(database)  # the home and proxy root tightened (ADR 0043)
 
-    monkeypatch.setattr("safelight.cli.state.make_private", make_private)
+    monkeypatch.setattr("safelight.ondisk.make_private", make_private)
     state = CliState(overrides={"home": tmp_path, "database_url": URL})
     if long_running:
         assert state.with_database(body, long_running=True) == "done"

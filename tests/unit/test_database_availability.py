@@ -1,5 +1,5 @@
 """Which failures to reach the database pass by waiting (``db.availability``), and a
-Worker process that waits for a database still starting (``app.open_when_ready``) on
+Worker process that waits for a database still starting (``appdb.open_when_ready``) on
 the FakeClock: one line a try, the waits of its backoff, and a failure that will not
 pass raised at once."""
 
@@ -14,7 +14,7 @@ import psycopg.errors
 import psycopg_pool
 import pytest
 
-from safelight.app import open_when_ready
+from safelight.appdb import open_when_ready
 from safelight.db.availability import TRANSIENT_MESSAGES, is_connection_lost, is_transient
 from safelight.db.database import DatabaseUnavailable
 from safelight.settings import Settings

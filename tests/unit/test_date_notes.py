@@ -3,6 +3,7 @@ is (ADR 0053): in ``safelight assets``, on the dashboard and in the run's summar
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
@@ -22,10 +23,13 @@ def test_every_source_that_is_no_capture_date_has_words_and_no_other_has() -> No
 
 
 def test_the_assets_listing_qualifies_a_guessed_date_only() -> None:
-    row: dict[str, Any] = {"captured_at": "2021-06-07 08:09:10+02:00"}
-    assert _captured({**row, "captured_at_source": "exif"}) == "2021-06-07 08:09:10+02:00"
+    row: dict[str, Any] = {
+        "captured_at": datetime.fromisoformat("2021-06-07 08:09:10+02:00"),
+        "captured_local": datetime(2021, 6, 7, 8, 9, 10),
+    }
+    assert _captured({**row, "captured_at_source": "exif"}) == "2021-06-07 08:09:10 +02:00"
     assert _captured({**row, "captured_at_source": "modified"}) == (
-        "2021-06-07 08:09:10+02:00 (date from the file's last edit (less certain))"
+        "2021-06-07 08:09:10 +02:00 (date from the file's last edit (less certain))"
     )
     assert "time on disk" in _captured({**row, "captured_at_source": "file"})
 
@@ -48,7 +52,7 @@ def test_the_summary_counts_photos_dated_by_their_last_edit_beside_those_by_file
     both = _document(photos_dated_by_file=1, photos_dated_by_last_edit=2)
     assert (both["photos_dated_by_file"], both["photos_dated_by_last_edit"]) == (1, 2)
     text = rendered(both)
-    assert "1 photo dated by their file's time (no date inside the file)" in text
+    assert "1 photo dated by its file's time (no date inside the file)" in text
     assert "2 photos dated by the file's last edit (less certain)" in text
     only_edit = rendered(_document(photos_dated_by_last_edit=1))
     assert "1 photo dated by the file's last edit" in only_edit

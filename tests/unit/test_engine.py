@@ -26,8 +26,8 @@ from safelight.app import (
     FinishedItem,
     WorkerOptions,
     build_engine,
-    pool_size,
 )
+from safelight.appdb import pool_size
 from safelight.db.database import Database
 from safelight.db.embedded import DATA_FOLDER
 from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster

@@ -522,3 +522,10 @@ def test_the_entry_points_ask_for_the_mode_they_need() -> None:
     for path in ("scripts/test", ".ci/run", "scripts/mutation-changed.sh", "scripts/lock"):
         assert any("scripts/setup --dev" in line for line in setup_lines(path)), path
     assert os.access(ROOT / "scripts" / "setup", os.X_OK)
+
+
+def test_scripts_test_lets_setup_say_what_it_installs() -> None:
+    """A fresh checkout's first `scripts/test` installs for a minute: setup says so
+    (its quiet mode would leave the terminal silent meanwhile; issue #31, item 6)."""
+    text = (ROOT / "scripts" / "test").read_text()
+    assert "SAFELIGHT_SETUP_QUIET" not in text

@@ -8,18 +8,16 @@ from typing import Any, TypeVar
 
 import click
 
-from safelight.app import app_store
 from safelight.cli.output import console, print_json, table
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
 from safelight.db.migrate import migrate
-from safelight.handlers import CRAWL
-from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import ConfigError, StorageConfig, StorageConfigs
 from safelight.library.catalogue.owners import owner_name_problem
 from safelight.library.files.roots import own_folders
 from safelight.settings import Settings
 from safelight.terminal import printable
+from safelight.words import plural
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +83,7 @@ def db_migrate(state: CliState) -> None:
 
     applied = state.with_database(body, run_migrations=False)
     if applied:
-        click.echo(f"applied {len(applied)} migration(s) to {settings.database_display}:")
+        click.echo(f"applied {plural(len(applied), 'migration')} to {settings.database_display}:")
         for name in applied:
             click.echo(f"  {name}")
     else:
@@ -221,6 +219,8 @@ def config_retry_failed(
     async def body(database: Database, settings: Settings) -> tuple[StorageConfig, int, int]:
         config = await StorageConfigs(database.pool, state.clock).resolve_id(config_id)
         async with database.pool.connection() as conn:
+            from safelight.library.catalogue import assets  # the catalogue, on use
+
             due = await assets.errors_made_due(
                 conn, config.id, state.clock.now(), reason=reason, path=path
             )
@@ -230,13 +230,24 @@ def config_retry_failed(
                 f"{config.id} has no failed file of {what}: 'safelight assets --failed "
                 f"--config {config.id}' lists them"
             )
+        from safelight.app import app_store  # the engine, on use (ADR 0063)
+        from safelight.handlers import CRAWL
+
         item_id = await CRAWL.enqueue_for(app_store(database, settings, state.clock), config.id)
         return config, due.matched, item_id
 
     config, due, item_id = state.with_database(body)
     click.echo(
         printable(
-            f"{due} failed file(s) of {config.id} ({config.root_path}) will be read again "
+            f"{plural(due, 'failed file')} of {config.id} ({config.root_path}) will be read again "
             f"by crawl item {item_id}"
         )
     )
+
+
+# The catalogue's backup and restore (ADR 0061), under ``db``: registered here, where
+# the group is, because only this module is loaded when ``db`` runs (ADR 0063).
+from safelight.cli.backup import db_backup, db_restore  # noqa: E402
+
+db_group.add_command(db_backup)
+db_group.add_command(db_restore)

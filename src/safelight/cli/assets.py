@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -36,11 +36,30 @@ def _size(value: int | None) -> str:
     return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
 
 
+def local_time(captured_local: datetime | None, captured_at: datetime) -> str:
+    """The capture time as the camera's clock showed it, as the dashboard shows it, with
+    its offset from UTC where one is known: ``2019-06-01 14:03:22 +02:00``. The offset is
+    what lies between the wall-clock time and the instant. A file that gave no offset has
+    its wall-clock time read as UTC (migration 0002): the two are equal, and nothing
+    tells that from a time taken at UTC, so no offset is claimed: the time as shot."""
+    if captured_local is None:
+        return f"{captured_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    offset = captured_local - captured_at.astimezone(UTC).replace(tzinfo=None)
+    minutes = round(offset.total_seconds() / 60)
+    shown = f"{captured_local:%Y-%m-%d %H:%M:%S}"
+    if minutes == 0:
+        return shown
+    sign = "-" if minutes < 0 else "+"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"{shown} {sign}{hours:02d}:{rest:02d}"
+
+
 def _captured(row: dict[str, Any]) -> str:
-    """The capture time, with what qualifies it when it is not a capture date (the
-    file's last edit, its time on disk: ``views.datenotes``)."""
+    """The local capture time, with what qualifies it when it is not a capture date
+    (the file's last edit, its time on disk: ``views.datenotes``)."""
+    shown = local_time(row.get("captured_local"), row["captured_at"])
     note = date_note(row.get("captured_at_source"))
-    return f"{row['captured_at']}" if note is None else f"{row['captured_at']} ({note})"
+    return shown if note is None else f"{shown} ({note})"
 
 
 def _place(row: dict[str, Any]) -> str:
@@ -141,7 +160,7 @@ def assets(
         "path",
         "type",
         "size",
-        "captured",
+        "captured (local)",
         "camera",
         "place",
         "proxies",

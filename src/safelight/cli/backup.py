@@ -23,6 +23,7 @@ from safelight.db.urls import mask_url
 from safelight.observe.presence import alive_workers
 from safelight.settings import Settings, make_folder
 from safelight.terminal import first_line
+from safelight.words import plural
 
 
 @click.command("backup")
@@ -68,7 +69,7 @@ def db_backup(state: CliState, target: Path | None) -> None:
     )
     if removed:
         folder = folder_of(state.settings().home)
-        click.echo(f"removed {len(removed)} older backup(s) from {folder}")
+        click.echo(f"removed {plural(len(removed), 'older backup')} from {folder}")
 
 
 @click.command("restore")
@@ -94,7 +95,7 @@ def db_restore(state: CliState, file: Path, yes: bool) -> None:
         alive = await alive_workers(conn, now, window)
         if alive:
             raise BackupError(
-                f"{len(alive)} Worker(s) alive (seen in the last {window:g} s: "
+                f"{plural(len(alive), 'Worker')} alive (seen in the last {window:g} s: "
                 f"{', '.join(alive[:5])}{' …' if len(alive) > 5 else ''}): stop every "
                 "Worker, then restore; nothing was restored"
             )

@@ -23,6 +23,7 @@ from safelight.cli.exits import (
     EXIT_USAGE,
     EXIT_WORK_FAILED,
     INTERRUPTED,
+    INTERRUPTED_LINE,
 )
 from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
@@ -52,16 +53,6 @@ __all__ = [
 ]
 
 
-EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 work failed (run: the crawl failed); 2 invalid input or settings "
-    "(bad path, unknown kind or id, malformed JSON, a database migrated by a newer "
-    "safelight); 3 database unavailable; 70 internal error (a bug, or a migration file "
-    "changed after it was applied); 130 interrupted (run stopped by Ctrl-C or SIGTERM: running "
-    "items were released and the next run continues; worker: a second signal). A worker "
-    "stopped by one signal releases its items and exits 0."
-)
-
-
 class Failure(click.ClickException):
     """An error to report as one line, with its exit code."""
 
@@ -77,6 +68,16 @@ class Failure(click.ClickException):
     def show(self, file: IO[Any] | None = None) -> None:
         # Masked once more on the way out: a message can quote a connection string.
         click.echo(f"{ERROR_PREFIX}{self.format_message()}", file=file, err=file is None)
+
+
+class Interrupted(Failure):
+    """A Ctrl-C before the command could say anything else: ``safelight: interrupted``."""
+
+    def __init__(self) -> None:
+        super().__init__(INTERRUPTED, EXIT_INTERRUPTED)
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(INTERRUPTED_LINE, file=file, err=file is None)
 
 
 def one_line(text: str) -> str:
@@ -124,7 +125,7 @@ def translate(error: BaseException) -> click.ClickException:
     if isinstance(error, click.ClickException):
         return Failure(error.format_message(), error.exit_code)
     if isinstance(error, KeyboardInterrupt):
-        return Failure(INTERRUPTED, EXIT_INTERRUPTED)
+        return Interrupted()
     for kind, code in USER_ERRORS.items():
         if isinstance(error, kind):
             return Failure(str(error), code)

@@ -37,6 +37,7 @@ from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
 from safelight.views.queries import health_rows
+from safelight.words import plural
 from safelight.work.errors import describe_briefly
 
 EXIT_HEALTHY = 0
@@ -60,6 +61,15 @@ class Verdict:
             assert reason is not None
             self.checks[name]["reason"] = reason
             self.reasons.append(reason)
+
+
+NO_WORKER_MEANS = (
+    "with only 'safelight run' that is expected (it runs its own Workers while it works); "
+    "for scheduled crawls and the dashboard's work, keep 'safelight worker' running "
+    "(docs/operations.md)"
+)
+"""What a missing Worker means, said with it: on a machine where only ``run`` is used,
+no Worker runs between runs, and health would say "unhealthy" with no way on."""
 
 
 async def judge(settings: Settings, now: Any) -> Verdict:
@@ -112,7 +122,8 @@ async def judge(settings: Settings, now: Any) -> Verdict:
     late = None
     if overdue:
         late = (
-            f"{overdue} running item(s) have a lease expired more than "
+            f"{plural(overdue, 'running item has a lease', 'running items have a lease')} "
+            "expired more than "
             f"{settings.recovery_interval_seconds:g} s ago (item {leases['most_overdue_id']}, "
             f"{leases['most_overdue_seconds']:.0f} s): is lease recovery running?"
         )
@@ -128,11 +139,11 @@ async def judge(settings: Settings, now: Any) -> Verdict:
     missing = None
     if not seen and workers["last_seen_at"] is None:
         # A Worker stopped cleanly takes its presence with it.
-        missing = f"no Worker seen in the last {within:g} s (none is running)"
+        missing = f"no Worker seen in the last {within:g} s (none is running): {NO_WORKER_MEANS}"
     elif not seen:
         missing = (
             f"no Worker seen in the last {within:g} s "
-            f"(last seen {workers['seconds_ago']:.0f} s ago)"
+            f"(last seen {workers['seconds_ago']:.0f} s ago): {NO_WORKER_MEANS}"
         )
     verdict.check(
         "workers",
@@ -151,7 +162,7 @@ def summary(verdict: Verdict, settings: Settings) -> str:
         return "unhealthy: " + "; ".join(verdict.reasons)
     seen = verdict.checks["workers"]["seen"]
     return (
-        f"healthy: the database answers, no lease is overdue, {seen} Worker(s) seen in the "
+        f"healthy: the database answers, no lease is overdue, {plural(seen, 'Worker')} seen in the "
         f"last {settings.health_worker_seen_seconds:g} s"
     )
 

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -49,6 +50,21 @@ def console(*, stderr: bool = False) -> Console:
         soft_wrap=not terminal,
         width=None if terminal else 200,
     )
+
+
+def print_trimmed(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable`` with no trailing spaces: a grid pads each cell to its
+    column's width, so every line of a summary would reach its longest line (200
+    columns in a log file)."""
+    out: list[Segment] = []
+    for line in console.render_lines(renderable, console.options, pad=False):
+        while line and not line[-1].control and not line[-1].text.rstrip():
+            line.pop()
+        if line and not line[-1].control:
+            last = line[-1]
+            line[-1] = Segment(last.text.rstrip(), last.style, last.control)
+        out += [*line, Segment.line()]
+    console.print(Segments(out), end="", soft_wrap=True)
 
 
 def safe_text(value: Any, style: str = "") -> Text:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import IO, Any, Protocol
+from uuid import UUID
 
 from rich.console import Console, RenderableType
 from rich.progress import (
@@ -28,15 +29,40 @@ from rich.progress import (
     Task,
     TaskID,
     TextColumn,
-    TimeRemainingColumn,
 )
 from rich.text import Text
 
 from safelight.core.clock import Clock
 from safelight.handlers.crawl.result import CrawlCounts
 from safelight.terminal import first_line, printable
+from safelight.words import plural
 
 PLAIN_LINE_EVERY_SECONDS = 1.0
+ESTIMATE_AFTER_FILES = 10
+ESTIMATE_AFTER_SECONDS = 2.0
+"""No estimate of the time left until this many files were done, over at least this
+long, after the first: the first files wait for the walk and the decode processes'
+start, and a rate from them once said "about 6m54s left" of a crawl of 21 s."""
+
+
+class TimeLeft:
+    """The time a crawl has left, from the rate of files done since its first was done
+    (not since it started), or None while that rate says too little yet."""
+
+    def __init__(self) -> None:
+        self._first: tuple[float, int] | None = None
+
+    def seconds(self, now: float, done: int, total: int) -> float | None:
+        if done <= 0:
+            return None
+        if self._first is None:
+            self._first = (now, done)
+            return None
+        since, done_then = self._first
+        files, elapsed = done - done_then, now - since
+        if files < ESTIMATE_AFTER_FILES or elapsed < ESTIMATE_AFTER_SECONDS or total <= done:
+            return None
+        return (total - done) * elapsed / files
 
 
 class Finished(Protocol):
@@ -50,6 +76,8 @@ class Finished(Protocol):
     def outcome(self) -> str: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def storage_config_id(self) -> UUID | None: ...
 
 
 class Started(Protocol):
@@ -59,6 +87,8 @@ class Started(Protocol):
     def id(self) -> int: ...
     @property
     def kind(self) -> str: ...
+    @property
+    def storage_config_id(self) -> UUID | None: ...
 
 
 class ProgressView(Protocol):
@@ -78,7 +108,7 @@ def detail(counters: Mapping[str, Any]) -> str:
     c = CrawlCounts.from_json(counters)
     return (
         f"{c.hashed} hashed · {c.ingested} new · {c.moved} moved · {c.proxies} proxies · "
-        f"{c.errors} errors"
+        f"{plural(c.errors, 'error')}"
     )
 
 
@@ -95,6 +125,7 @@ class _Track:
     label: str
     started: float
     counters: Mapping[str, Any] = field(default_factory=dict)
+    left: TimeLeft = field(default_factory=TimeLeft)
 
 
 class PlainProgress:
@@ -158,8 +189,9 @@ class PlainProgress:
         if done and elapsed > 0:
             rate = done / elapsed
             parts.append(f"{rate:.1f} files/s")
-            if total > done:
-                parts.append(f"about {_duration((total - done) / rate)} left")
+        left = track.left.seconds(now, done, total)
+        if left is not None:
+            parts.append(f"about {_duration(left)} left")
         return " · ".join(parts)
 
 
@@ -178,6 +210,16 @@ class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text("" if speed is None else f"{speed:.1f} files/s", style="progress.data.speed")
+
+
+class _TimeLeftColumn(ProgressColumn):
+    """The time left as ``TimeLeft`` says it (rich's own guesses from the first files)."""
+
+    def render(self, task: Task) -> Text:
+        left = task.fields.get("left")
+        return Text(
+            "" if left is None else f"about {_duration(left)} left", style="progress.remaining"
+        )
 
 
 class _TwoLineProgress(Progress):
@@ -203,12 +245,14 @@ class LiveProgress:
             BarColumn(bar_width=24),
             MofNCompleteColumn(),
             _RateColumn(),
-            TimeRemainingColumn(),
+            _TimeLeftColumn(),
             console=console,
             get_time=clock.monotonic,
             transient=True,
         )
         self._tasks: dict[int, TaskID] = {}
+        self._left: dict[int, TimeLeft] = {}
+        self._clock = clock
 
     def __enter__(self) -> LiveProgress:
         self._progress.start()
@@ -225,10 +269,18 @@ class LiveProgress:
             task = self._tasks[item.id] = self._progress.add_task(
                 printable(self._label(item)), total=total, detail=""
             )
-        self._progress.update(task, total=total, completed=counts.found, detail=detail(counters))
+        left = self._left.setdefault(item.id, TimeLeft())
+        self._progress.update(
+            task,
+            total=total,
+            completed=counts.found,
+            detail=detail(counters),
+            left=left.seconds(self._clock.monotonic(), counts.found, counts.total),
+        )
 
     def on_finished(self, item: Finished) -> None:
         task = self._tasks.pop(item.id, None)
+        self._left.pop(item.id, None)
         label = self._label(item)
         if task is not None:
             self._progress.remove_task(task)

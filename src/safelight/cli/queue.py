@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import click
 from rich.console import Group
 
-from safelight.app import RunReport, WorkerOptions, app_store, run_workers
 from safelight.cli.admin import F, json_option, owner_name
 from safelight.cli.failures import Failure
 from safelight.cli.output import (
@@ -25,9 +24,7 @@ from safelight.cli.output import (
 )
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
-from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
 from safelight.library.catalogue.configs import StorageConfigs
-from safelight.observe.server import exposure_warning
 from safelight.settings import Settings
 from safelight.views import answers
 from safelight.views.answers import Answer, no_item
@@ -35,7 +32,14 @@ from safelight.views.documents import item_document, progress_line
 from safelight.views.queries import list_items, queue_status, workers_seen_count
 from safelight.views.scrub import changed_count, changed_line
 from safelight.views.waiting import no_worker_note
+from safelight.words import plural
 from safelight.work.model import CancelResult, RetriedCount, RetryResult, Status, WorkItem
+
+if TYPE_CHECKING:
+    from safelight.app import RunReport
+
+# The engine (safelight.app, safelight.handlers) is imported by the commands that use it,
+# so that `status` and `items` start without the decoders (ADR 0063).
 
 STATUS_LIMIT = 10
 
@@ -61,6 +65,8 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     # Before parsing: the parser recurses once a level (RecursionError, an internal error).
+    from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
+
     if json_text_too_deep(text):
         raise Failure(f"--payload is nested more than {MAX_PAYLOAD_DEPTH} levels deep")
     try:
@@ -113,6 +119,8 @@ def enqueue(
 
     async def body(database: Database, settings: Settings) -> int:
         config_id = await resolve_config(database, state, config_ref)
+        from safelight.app import app_store
+
         store = app_store(database, settings, state.clock)
         return await store.enqueue(
             kind, config_id=config_id, dedup_key=dedup_key, payload=body_payload
@@ -174,6 +182,8 @@ def worker(
     """
     if metrics_port is not None:
         state.overrides = {**state.overrides, "metrics_port": metrics_port}
+    from safelight.app import WorkerOptions, run_workers
+
     options = WorkerOptions(
         concurrency=concurrency, user=user, until_idle=until_idle, name=name, serve_metrics=True
     )
@@ -185,6 +195,8 @@ def worker(
     # to be ready rather than exit and be restarted in a loop.
     settings = state.settings(default_log_level="info")
     if settings.metrics_port is not None:
+        from safelight.observe.server import exposure_warning  # prometheus_client
+
         warning = exposure_warning(settings.metrics_host)
         if warning is not None:
             click.echo(f"warning: {warning}", err=True)
@@ -289,6 +301,8 @@ def items_show(state: CliState, item_id: int, as_json: bool) -> None:
     async def body(
         database: Database, settings: Settings
     ) -> tuple[WorkItem | None, list[dict[str, Any]]]:
+        from safelight.app import app_store
+
         store = app_store(database, settings, state.clock)
         return await store.get(item_id), await store.attempts(item_id)
 
@@ -356,6 +370,8 @@ def retry_one(state: CliState, item_id: int) -> str:
     """``items retry ID``: the line to print, or a one-line :class:`Failure`."""
 
     async def body(database: Database, settings: Settings) -> Answer[RetryResult]:
+        from safelight.app import app_store
+
         return await answers.retry(app_store(database, settings, state.clock), item_id)
 
     answer = state.with_database(body)
@@ -369,11 +385,13 @@ def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None
 
     async def body(database: Database, settings: Settings) -> RetriedCount:
         config_id = await resolve_config(database, state, config_ref)
+        from safelight.app import app_store
+
         store = app_store(database, settings, state.clock)
         return await store.retry_failed_matching(kind=kind, config_id=config_id)
 
     counted = state.with_database(body)
-    line = f"retried {counted.retried} failed item(s): queued again, due now"
+    line = f"retried {plural(counted.retried, 'failed item')}: queued again, due now"
     if counted.left_failed:
         line += (
             f"; {counted.left_failed} stay failed: their dedup key already has a queued "
@@ -389,6 +407,8 @@ def cancel(state: CliState, item_id: int) -> None:
     """Cancel a work item: a queued one at once, a running one at its next heartbeat."""
 
     async def body(database: Database, settings: Settings) -> Answer[CancelResult]:
+        from safelight.app import app_store
+
         return await answers.cancel(app_store(database, settings, state.clock), item_id)
 
     answer = state.with_database(body)
@@ -468,8 +488,12 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="nothing",
             ),
             "",
-            f"stalls: {stalls['stalled_attempts']} stalled attempt(s) in all; "
-            f"{stalls['unfinished_items_with_stalls']} queued or running item(s) have stalled",
+            f"stalls: {plural(stalls['stalled_attempts'], 'stalled attempt')} in all; "
+            + plural(
+                stalls["unfinished_items_with_stalls"],
+                "queued or running item has stalled",
+                "queued or running items have stalled",
+            ),
             table(
                 "recent stalls",
                 ("item", "kind", "config", "attempt", "worker", "recovered", "now"),
@@ -488,7 +512,12 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="none",
             ),
             "",
-            f"retries: {retries['waiting']} queued item(s) wait for their retry time",
+            "retries: "
+            + plural(
+                retries["waiting"],
+                "queued item waits for its retry time",
+                "queued items wait for their retry time",
+            ),
             table(
                 "next retries",
                 ("item", "kind", "config", "retry", "due", "last error"),

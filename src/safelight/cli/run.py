@@ -12,14 +12,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import click
 
-from safelight.app import WorkerOptions, app_store, run_workers
+from safelight.app import FinishedItem, WorkerOptions, app_store, run_workers
 from safelight.cli.admin import json_option, os_user, user_option
 from safelight.cli.dashboard_hint import dashboard_url, day_showing, hint, serve_argv
 from safelight.cli.failures import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORK_FAILED
@@ -36,12 +36,14 @@ from safelight.cli.summary import (
 )
 from safelight.db.database import Database
 from safelight.handlers import CRAWL
+from safelight.handlers.crawl.result import CrawlResult
 from safelight.library.catalogue import assets
 from safelight.library.catalogue.configs import StorageConfigs, resolve_root
 from safelight.library.files.roots import DEMO_FOLDER, check_storage_root, own_folders
 from safelight.settings import Settings, make_folder
 from safelight.terminal import printable
-from safelight.views.queries import asset_errors, busiest_day, library_counts
+from safelight.views.queries import asset_errors, busiest_day, library_counts, list_items
+from safelight.words import plural
 from safelight.work.model import Status
 
 DEFAULT_WORKERS = 2
@@ -50,6 +52,51 @@ DEMO_SEED = 2024
 
 Extra = Callable[[Database, Settings, UUID], Awaitable[Mapping[str, Any]]]
 """More of the summary, read on the open database once the crawl ended (the config's id)."""
+
+
+def item_label(
+    kind: str, item_id: int, config_id: UUID | None, folders: Mapping[UUID, Path]
+) -> str:
+    """How progress and the summary name an item: a crawl by its own config's folder
+    (a crawl an earlier, interrupted run of another folder left queued runs too, and is
+    that folder's), anything else by its kind and id."""
+    folder = folders.get(config_id) if config_id is not None else None
+    if kind == CRAWL.name and folder is not None:
+        return f"crawl {folder.name or folder}"
+    return f"{kind.replace('_', ' ')} #{item_id}"
+
+
+def waiting_line(label: str, running: Mapping[str, Any]) -> str:
+    """What ``run`` says when its folder is being crawled already (by another ``run``
+    or a Worker): the wait that follows is for that crawl."""
+    return (
+        f"{label}: already running (item #{running['id']}, Worker {running['worker_id']}); "
+        "waiting for it to end, then this run crawls what is left"
+    )
+
+
+def other_work(
+    finished: Sequence[FinishedItem], config_id: UUID, folders: Mapping[UUID, Path]
+) -> list[dict[str, Any]]:
+    """The items of other folders' configs this run ran too (Workers take what is
+    queued), for the summary to say: their label, outcome and, for a crawl, its files."""
+    others = []
+    for f in finished:
+        if f.storage_config_id is None or f.storage_config_id == config_id:
+            continue
+        files = None
+        if f.kind == CRAWL.name and f.result is not None:
+            files = CrawlResult.from_json(f.result).counts.total
+        others.append(
+            {
+                "id": f.id,
+                "kind": f.kind,
+                "label": item_label(f.kind, f.id, f.storage_config_id, folders),
+                "outcome": f.outcome,
+                "files": files,
+            }
+        )
+    return others
 
 
 def run_folder(
@@ -72,20 +119,28 @@ def run_folder(
     own = own_folders(settings.home, settings.proxies)
     check_storage_root(root, own)
     clock = state.clock
+    folders: dict[UUID, Path] = {}  # every config's folder, read once the database is open
 
     def label(item: Started) -> str:
-        if item.kind == CRAWL.name:
-            return f"crawl {root.name or root}"
-        return f"{item.kind.replace('_', ' ')} #{item.id}"
+        return item_label(item.kind, item.id, item.storage_config_id, folders)
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
-        added = await StorageConfigs(database.pool, clock, own_folders=own).add(owner, root)
+        configs = StorageConfigs(database.pool, clock, own_folders=own)
+        added = await configs.add(owner, root)
         config = added.config
+        folders.update({c.id: c.root_path for c in await configs.list_configs()})
         if retry_failed:
             async with database.pool.connection() as conn:
                 await assets.errors_due_now(conn, config.id, clock.now())
         store = app_store(database, settings, clock)
         crawl_id = await CRAWL.enqueue_for(store, config.id)
+        for running in await list_items(
+            database.pool, status="running", config_id=config.id, kind=CRAWL.name, owner=None
+        ):
+            # A config runs one item at a time: this run's crawl waits for that one, which
+            # would otherwise be a silent minute.
+            label_now = item_label(CRAWL.name, running["id"], config.id, folders)
+            click.echo(printable(waiting_line(label_now, running)), err=True)
         view = choose_view(
             as_json=as_json, stdout=sys.stdout, stderr=sys.stderr, clock=clock, label=label
         )
@@ -153,6 +208,7 @@ def run_folder(
             items=items,
             # The first signal releases running items; a second stops without waiting.
             stopped_at_once=report.interrupted and report.exit_code == EXIT_INTERRUPTED,
+            other_work=other_work(report.finished, config.id, folders),
         )
         if extra is not None and not report.interrupted:
             summary.update(await extra(database, settings, config.id))
@@ -255,15 +311,16 @@ def demo(state: CliState, as_json: bool) -> None:
             click.echo(printable(f"Using the demo library in {root}"))
         else:
             videos = (
-                f"{len(manifest.videos)} videos"
+                plural(len(manifest.videos), "video")
                 if manifest.video_skipped_reason is None
                 else f"no videos ({manifest.video_skipped_reason})"
             )
             click.echo(
                 printable(
-                    f"Made a demo library in {root}: {len(manifest.photos)} photos, {videos}, "
-                    f"{len(manifest.bursts)} bursts, {len(manifest.live_pairs)} Live Photo "
-                    f"pair(s), and {len(manifest.errors)} broken files to show how failures "
+                    f"Made a demo library in {root}: {plural(len(manifest.photos), 'photo')}, "
+                    f"{videos}, {plural(len(manifest.bursts), 'burst')}, "
+                    f"{plural(len(manifest.live_pairs), 'Live Photo pair')}, and "
+                    f"{plural(len(manifest.errors), 'broken file')} to show how failures "
                     "are reported."
                 )
             )

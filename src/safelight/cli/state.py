@@ -11,14 +11,13 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
-from safelight.app import open_app_database, open_when_ready
+from safelight.appdb import open_app_database, open_when_ready
 from safelight.core.clock import Clock, SystemClock
 from safelight.core.openfiles import raise_open_files_limit
 from safelight.db.availability import is_connection_lost
 from safelight.db.database import Database, DatabaseUnavailable, resolve_url
 from safelight.db.urls import mask_url
 from safelight.logs import configure_logging, secrets_of_url
-from safelight.ondisk import make_private
 from safelight.settings import Settings, make_folder
 from safelight.terminal import first_line
 
@@ -69,7 +68,7 @@ class CliState:
         release's (``db migrate`` migrates in its body, to report what it applied).
         Every command opens its database here, so they all fail the same way: one line,
         within the connect timeout. ``wait_until_ready`` (``safelight worker``): a
-        database that is still starting is waited for instead (``app.open_when_ready``).
+        database that is still starting is waited for instead (``appdb.open_when_ready``).
         ``long_running``: a command that serves or works for long (``worker``, ``run``,
         ``serve``) first raises its open files limit to the hard one (``core.openfiles``),
         and makes the home and the proxy root private once the database is open, if an
@@ -99,6 +98,9 @@ class CliState:
                 database = await open_once()
             try:
                 if long_running and not self._made_private:
+                    # The proxy root's guards import the handlers: only for these commands.
+                    from safelight.ondisk import make_private
+
                     await make_private(database, settings)
                     self._made_private = True
                 return await body(database, settings)

@@ -18,9 +18,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from safelight.cli.output import safe_text, short_id
+from safelight.cli.output import print_trimmed, safe_text, short_id
 from safelight.handlers.crawl.result import CrawlCounts, CrawlResult
 from safelight.library.walk.walker import FileError
+from safelight.words import plural
 from safelight.work.outcome import FAILS_BY_NAME, Released, Retrying, Succeeded
 
 # The statuses of a run, by exit code meaning.
@@ -57,6 +58,7 @@ def build_summary(
     seconds: float,
     items: Sequence[Mapping[str, Any]],
     stopped_at_once: bool = False,
+    other_work: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """``crawl``: item_id, status, error, result (None when it did not finish), and
     progress: the counts its attempt in this run saved, for when it did not finish.
@@ -134,11 +136,33 @@ def build_summary(
         # JPEGs ingested as far as they decode (ADR 0052): counted by the text, listed here.
         "misnamed": _listed(finished.misnamed),
         "cut_short": _listed(finished.cut_short),
+        # Items of other folders this run ran too (a crawl an interrupted run of another
+        # folder left queued): label, outcome, a crawl's files. The time above includes them.
+        "other_work": [dict(w) for w in other_work],
+        # Files this run's crawl failed to ingest, counted as it went: an interrupted
+        # crawl records (and lists) them only in the run that finishes it.
+        "errors_this_run": counts.errors,
     }
 
 
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"
+def other_line(work: Mapping[str, Any]) -> str:
+    """``crawl A: succeeded (112 files)``: an item of another folder this run ran."""
+    files = work.get("files")
+    return f"{work['label']}: {work['outcome']}" + (
+        "" if files is None else f" ({plural(int(files), 'file')})"
+    )
+
+
+def not_ingested(errors: Sequence[Mapping[str, Any]]) -> str:
+    """ "2 files could not be ingested", or "1 file and 1 folder could not be read": the
+    walk records a folder it could not list by its path and a slash (``walk.walker``)."""
+    folders = sum(1 for e in errors if str(e["path"]).endswith("/"))
+    files = len(errors) - folders
+    if not folders:
+        return f"{plural(files, 'file')} could not be ingested"
+    if not files:
+        return f"{plural(folders, 'folder')} could not be read"
+    return f"{plural(files, 'file')} and {plural(folders, 'folder')} could not be read"
 
 
 def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
@@ -166,8 +190,9 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         headline = safe_text(f"The crawl did not succeed: {reason}", style="bold red")
     else:
         speed = f", {rate:.1f} files/s" if rate else ""
+        also = "; and the other work below" if summary.get("other_work") else ""
         headline = Text(
-            f"Done in {seconds:.1f} s ({_plural(summary['files'], 'file')}{speed}).",
+            f"Done in {seconds:.1f} s ({plural(summary['files'], 'file')}{speed}{also}).",
             style="bold green",
         )
 
@@ -180,13 +205,13 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     grid.add_row(
         "assets",
-        f"{_plural(assets['image'], 'photo')}, {_plural(assets['video'], 'video')}",
+        f"{plural(assets['image'], 'photo')}, {plural(assets['video'], 'video')}",
     )
     grid.add_row(
         "this run",
         f"{summary['new']} new, {summary['moved']} moved, "
         + (f"{summary['reread']} read again (sidecar changed), " if summary.get("reread") else "")
-        + f"{_plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
+        + f"{plural(summary['duplicates'], 'duplicate')}, {summary['unchanged']} unchanged, "
         f"{summary['deleted']} soft-deleted",
     )
     renamed = (
@@ -203,28 +228,32 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     )
     grid.add_row(
         "bursts",
-        f"{_plural(summary['bursts'], 'burst')} ({_plural(summary['burst_assets'], 'photo')}); "
-        f"{_plural(summary['live_photos'], 'Live Photo')}; "
-        f"{_plural(summary.get('motion_photos', 0), 'motion photo')}; "
-        f"{_plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
+        f"{plural(summary['bursts'], 'burst')} ({plural(summary['burst_assets'], 'photo')}); "
+        f"{plural(summary['live_photos'], 'Live Photo')}; "
+        f"{plural(summary.get('motion_photos', 0), 'motion photo')}; "
+        f"{plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
     if summary.get("copies"):
         grid.add_row(
             "copies",
-            f"{_plural(summary['copies'], 'other file')} of a capture (another format, a copy) "
+            f"{plural(summary['copies'], 'other file')} of a capture (another format, a copy) "
             "stacked on the original",
         )
     dated = (
         [
-            f"{_plural(summary['photos_dated_by_file'], 'photo')} dated by their file's time "
-            "(no date inside the file)"
+            plural(
+                summary["photos_dated_by_file"],
+                "photo dated by its file's time",
+                "photos dated by their file's time",
+            )
+            + " (no date inside the file)"
         ]
         if summary.get("photos_dated_by_file")
         else []
     )
     if summary.get("photos_dated_by_last_edit"):
         dated.append(
-            f"{_plural(summary['photos_dated_by_last_edit'], 'photo')} dated by the file's "
+            f"{plural(summary['photos_dated_by_last_edit'], 'photo')} dated by the file's "
             "last edit (less certain)"
         )
     if dated:
@@ -241,14 +270,18 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     if cut_short:
         grid.add_row(
             "cut short",
-            f"{_plural(len(cut_short), 'photo was', 'photos were')} cut short, decoded "
+            f"{plural(len(cut_short), 'photo was', 'photos were')} cut short, decoded "
             "as far as the data goes",
         )
     if summary["soft_deleted_total"]:
         grid.add_row(
             "gone",
-            f"{summary['soft_deleted_total']} soft-deleted asset(s) wait for "
-            f"'safelight purge {short_id(config['id'])}'",
+            plural(
+                summary["soft_deleted_total"],
+                "soft-deleted asset waits",
+                "soft-deleted assets wait",
+            )
+            + f" for 'safelight purge {short_id(config['id'])}'",
         )
     for item in summary["items"]:
         if item["outcome"] in _ENDED_WELL:
@@ -267,24 +300,36 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
             ),
         )
 
+    if summary.get("other_work"):
+        grid.add_row("also ran", safe_text("; ".join(other_line(w) for w in summary["other_work"])))
     if summary.get("other_files"):
         grid.add_row(
             "other files",
-            f"{_plural(summary['other_files'], 'other file')} left alone "
+            f"{plural(summary['other_files'], 'other file')} left alone "
             "(not a photo, video or sidecar)",
         )
     parts: list[Any] = [headline, grid]
     errors = summary["errors"]
     if errors:
         parts += [
-            Text(f"{_plural(len(errors), 'file')} could not be ingested:", style="bold"),
+            Text(f"{not_ingested(errors)}:", style="bold"),
             _listing(errors),
         ]
+    failed_here = int(summary.get("errors_this_run") or 0)
+    if summary["status"] == INTERRUPTED and failed_here:
+        parts.append(
+            Text(
+                f"{plural(failed_here, 'file')} could not be ingested in this run before it "
+                "stopped; the run that finishes the crawl lists "
+                f"{'it' if failed_here == 1 else 'them'} (run the same command again)",
+                style="bold",
+            )
+        )
     if summary.get("not_retried"):
         unread = summary["not_retried"]
         parts.append(
             Text(
-                f"{_plural(unread, 'failed file')} unchanged since "
+                f"{plural(unread, 'failed file')} unchanged since "
                 f"{'it' if unread == 1 else 'they'} failed; not read again: run --retry-failed"
             )
         )
@@ -292,7 +337,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     if duplicates:
         parts += [
             Text(
-                f"{_plural(len(duplicates), 'file')} with the same bytes as an asset "
+                f"{plural(len(duplicates), 'file')} with the same bytes as an asset "
                 "(a duplicate, not a second asset):",
                 style="bold",
             ),
@@ -310,7 +355,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     if motion_issues:
         parts += [
             Text(
-                f"{_plural(len(motion_issues), 'photo')} shown as a still, its motion "
+                f"{plural(len(motion_issues), 'photo')} shown as a still, its motion "
                 "video missing or unplayable:",
                 style="bold",
             ),
@@ -320,7 +365,7 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     if proxy_errors:
         parts += [
             Text(
-                f"{_plural(len(proxy_errors), 'proxy file')} under the proxy folder "
+                f"{plural(len(proxy_errors), 'proxy file')} under the proxy folder "
                 "could not be renamed (each still shows as it is):",
                 style="bold",
             ),
@@ -329,11 +374,11 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
     skipped = summary.get("skipped") or []
     if skipped:
         parts += [
-            Text(f"{_plural(len(skipped), 'entry', 'entries')} not crawled:"),
+            Text(f"{plural(len(skipped), 'entry', 'entries')} not crawled:"),
             _listing(skipped),
         ]
     parts.append(safe_text(f"database: {summary['database']}", style="dim"))
-    console.print(Group(*parts), highlight=False)
+    print_trimmed(console, Group(*parts))
 
 
 def _listing(entries: list[Mapping[str, Any]]) -> Table:

@@ -35,6 +35,7 @@ from safelight.library.catalogue.configs import StorageConfigs
 from safelight.logs import masker
 from safelight.settings import Settings
 from safelight.terminal import printable
+from safelight.words import plural
 
 
 def _user_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
@@ -245,7 +246,7 @@ def user_token(state: CliState, name: str, days: int | None, revoke: bool) -> No
             return await Accounts(database.pool, state.clock).revoke_tokens(name)
 
         revoked = state.with_database(revoke_body)
-        click.echo(f"revoked {revoked} token(s) of {_shown(name)}")
+        click.echo(f"revoked {plural(revoked, 'token')} of {_shown(name)}")
         return
     lasting = DEFAULT_TOKEN_DAYS if days is None else days
 

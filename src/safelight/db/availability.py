@@ -3,7 +3,7 @@
 A Worker process started together with its database (``docker compose up``, a reboot)
 often finds it not ready yet: nothing listens on the port or the socket, or the server
 answers that it is still starting. Those pass once the server is up, so ``safelight
-worker`` waits them out (``safelight.app.open_when_ready``). Everything else is said at
+worker`` waits them out (``safelight.appdb.open_when_ready``). Everything else is said at
 once and ends the command with exit 3: a host name that names no host, a role, a
 password or a peer refused, a database that does not exist. Waiting would not mend them.
 

@@ -118,7 +118,8 @@ SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.cap
        a.is_deleted, a.deleted_at, a.captured_at_source, a.latitude, a.longitude, a.altitude_m,
        a.motion_photo, a.motion_photo_issue, a.stack_primary_id,
        a.read_note,
-       (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies, a.stack_kind
+       (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies, a.stack_kind,
+       a.captured_local
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
   AND a.is_deleted = %(deleted)s

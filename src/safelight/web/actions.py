@@ -16,6 +16,7 @@ from safelight.handlers import CRAWL, PURGE
 from safelight.handlers.kind import Kind
 from safelight.library.catalogue import assets
 from safelight.views import answers
+from safelight.words import plural
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.model import CancelResult, RetryResult
 from safelight.work.store import WorkStore
@@ -122,6 +123,6 @@ async def retry_failed(
     return Done(
         done.status_code,
         done.outcome,
-        f"{due.matched} failed file(s) will be read again: {done.message}",
+        f"{plural(due.matched, 'failed file')} will be read again: {done.message}",
         done.item_id,
     )

@@ -189,9 +189,44 @@ def _initialize(worker_pid: int, started_by: Any, memory_budget_bytes: int) -> N
     _stderr_fd, name = tempfile.mkstemp(prefix="safelight-decode-")
     os.unlink(name)  # no name anyone else sees; it goes with the process
     # Ctrl-C in a terminal reaches the whole process group. The Worker handles it (it
-    # stops, then shuts this pool down); a decode process must not die of it first.
+    # stops, then shuts this pool down); a decode process must not die of it first. It
+    # was started with SIGINT blocked (``_SpawnQuietly``), so one that came during its
+    # start-up is pending: ignored first, it is dropped when unblocked (ADR 0063).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(worker_pid)
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this thread meanwhile (delivered when the block ends)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class _SpawnQuietly(multiprocessing.context.SpawnProcess):
+    """A decode process that starts with SIGINT blocked, until ``_initialize`` ignores it.
+
+    A spawned process imports its modules (NumPy, Pillow, this one) for half a second
+    before its initializer runs; a Ctrl-C meanwhile, which a terminal sends to the whole
+    process group, would end it with a traceback of its imports on the terminal. A
+    signal mask is inherited across fork and exec, a handler is not: so the mask, set
+    around the start in whichever thread starts it. Not a process group of its own:
+    spawn gives no hook between fork and exec, and the mask covers the same window.
+    """
+
+    def start(self) -> None:
+        with sigint_blocked():
+            super().start()
+
+
+class _QuietSpawnContext(multiprocessing.context.SpawnContext):
+    """The spawn context (``START_METHOD``) whose processes start with SIGINT blocked."""
+
+    Process = _SpawnQuietly
 
 
 def _die_with_parent(worker_pid: int) -> None:
@@ -291,7 +326,7 @@ class ImageDecoder:
         self.processes = processes
         self.memory_mib = memory_mib
         """Each process's budget: its address-space limit is this plus room for code."""
-        self._context = multiprocessing.get_context(START_METHOD)
+        self._context = _QuietSpawnContext()
         self._started_by = self._context.RawArray(ctypes.c_int64, TRACKED_CALLS)
         self._free_slots = list(range(TRACKED_CALLS))
         self._slots_lock = threading.Lock()  # slots come back from the pool's thread too

@@ -92,6 +92,11 @@ def interrupt_handler() -> object:
     return signal.getsignal(signal.SIGINT)
 
 
+def blocked_signals() -> set[int]:
+    """This thread's blocked signals."""
+    return {int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])}
+
+
 def say(text: str, fail: bool) -> int:
     """Write ``text`` to descriptor 2 as a codec does (from C, past Python's sys.stderr)
     and warn it, in Python; then fail as a photo does, or return the process's pid."""
@@ -338,6 +343,17 @@ async def test_a_decode_process_is_killed_when_its_parent_dies(one_process: Imag
 
 async def test_a_decode_process_leaves_ctrl_c_to_the_worker(one_process: ImageDecoder) -> None:
     assert await one_process.run(interrupt_handler) == signal.SIG_IGN
+
+
+async def test_a_decode_process_starts_with_ctrl_c_held_and_ends_its_start_ignoring_it(
+    one_process: ImageDecoder,
+) -> None:
+    """Started with SIGINT blocked (a Ctrl-C during its imports waits), then ignored and
+    unblocked by its initializer: nothing else of the mask changes, here or there (ADR
+    0063)."""
+    before = blocked_signals()
+    assert int(signal.SIGINT) not in await one_process.run(blocked_signals)
+    assert blocked_signals() == before  # the starting thread's mask is as it was
 
 
 def test_a_decoder_needs_a_process() -> None:
