@@ -17,6 +17,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.noop import NOOP
 from safelight.handlers.payloads import NoPayload, Payload, PayloadRejected
 from safelight.handlers.proxy_deletion import PROXY_DELETION
+from safelight.handlers.proxy_remake import PROXY_REMAKE
 from safelight.handlers.proxy_sweep import PROXY_SWEEP
 from safelight.handlers.purge import PURGE
 from safelight.handlers.retention import WORK_ITEM_RETENTION
@@ -33,6 +34,7 @@ __all__ = [
     "KIND_SPECS",
     "NOOP",
     "PROXY_DELETION",
+    "PROXY_REMAKE",
     "PROXY_SWEEP",
     "PURGE",
     "TOKEN_CLEANUP",
@@ -59,6 +61,7 @@ KINDS: tuple[Kind[Any], ...] = (
     TOKEN_CLEANUP,
     WORK_ITEM_RETENTION,
     NOOP,
+    PROXY_REMAKE,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

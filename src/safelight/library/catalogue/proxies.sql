@@ -70,3 +70,24 @@ FROM unnest(
 ) AS r(asset_id, proxy_type, old_path, new_path)
 WHERE p.asset_id = r.asset_id AND p.proxy_type = r.proxy_type AND p.path = r.old_path
 RETURNING r.old_path
+
+-- proxies_of_live_assets_of_config_after_path --
+-- A page of a config's live assets in path order after a path, each with what its
+-- original was when crawled and its proxy rows (type, path, when made), for a remake
+-- of its proxies. Keyset on ix_assets_live_path_c, so a page costs the same at the end
+-- of a large config as at its start.
+SELECT a.id, a.file_path, a.content_hash, a.media_type, a.motion_photo, a.size_bytes,
+       a.modified_ns, a.sidecar_path, a.sidecar_size, a.sidecar_modified_ns,
+       coalesce(array_agg(p.proxy_type ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
+                '{}'::text[]),
+       coalesce(array_agg(p.path ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
+                '{}'::text[]),
+       coalesce(array_agg(p.created_at ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
+                '{}'::timestamptz[])
+FROM assets a
+LEFT JOIN proxy_files p ON p.asset_id = a.id
+WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted
+  AND a.file_path COLLATE "C" > %(after_path)s COLLATE "C"
+GROUP BY a.id
+ORDER BY a.file_path COLLATE "C"
+LIMIT %(limit)s
