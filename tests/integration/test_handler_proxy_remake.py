@@ -19,7 +19,7 @@ from safelight.handlers.proxy_remake import making
 from safelight.handlers.proxy_remake import run as remaking
 from safelight.library.catalogue.proxies import AssetProxies, ProxyRecord
 from safelight.testing.fakeclock import FakeClock
-from safelight.testing.handlers import KINDS, LEASE, START, Harness, jpeg, make_harness, write
+from safelight.testing.handlers import LEASE, START, Harness, jpeg, make_harness, write
 from safelight.work.model import Status
 from safelight.work.outcome import Succeeded
 
@@ -135,9 +135,7 @@ async def test_remake_all_after_a_change_of_preview_width_gives_the_new_sizes(
     assert item.status is Status.SUCCEEDED, item.error
     assert item.result is not None
     assert (item.result["remade"], item.result["missing"], item.result["failed"]) == (3, 0, 0)
-    widths = await h.rows(
-        "SELECT p.width FROM proxy_files p WHERE p.proxy_type = 'full_preview'"
-    )
+    widths = await h.rows("SELECT p.width FROM proxy_files p WHERE p.proxy_type = 'full_preview'")
     assert sorted(w for (w,) in widths) == [128, 128, 128]
     for name in PHOTOS:
         rows = await named(h, name)
@@ -259,4 +257,3 @@ async def test_a_proxy_remake_is_refused_an_unknown_mode(
     with pytest.raises(ValueError, match='payload field "mode"'):
         await h.store.enqueue("proxy_remake", config_id=config, payload={"mode": "some"})
     assert await h.value("SELECT count(*) FROM work_items WHERE kind = 'proxy_remake'") == 0
-
