@@ -10,6 +10,7 @@ import click
 
 from safelight import __version__
 from safelight.cli import admin, assets, health, queue, run, serve, users
+from safelight.cli import proxies as proxies_cli
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -169,6 +170,7 @@ cli.add_command(health.health)
 cli.add_command(assets.assets)
 cli.add_command(assets.purge)
 cli.add_command(serve.serve)
+cli.add_command(proxies_cli.proxies_group)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
