@@ -4,6 +4,7 @@ by an attempt that lost its item, and never beside a crawl of the same config.""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from safelight.handlers.proxy_remake import run as remaking
 from safelight.library.catalogue.proxies import AssetProxies, ProxyRecord
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import LEASE, START, Harness, jpeg, make_harness, write
+from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
 from safelight.work.model import Status
 from safelight.work.outcome import Succeeded
 
@@ -257,3 +259,67 @@ async def test_a_proxy_remake_is_refused_an_unknown_mode(
     with pytest.raises(ValueError, match='payload field "mode"'):
         await h.store.enqueue("proxy_remake", config_id=config, payload={"mode": "some"})
     assert await h.value("SELECT count(*) FROM work_items WHERE kind = 'proxy_remake'") == 0
+
+
+@pytest.mark.skipif(
+    shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
+    reason="ffmpeg/ffprobe not installed",
+)
+async def test_a_lost_web_video_remakes_a_video_s_proxies_whole_and_a_motion_photo_s_video(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """A video's proxies are one ffmpeg run: all are remade. A motion photo's web video is
+    remade from its embedded video, and its still's proxies stay as they were."""
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    video = tiny_mp4(tmp_path / "tiny.mp4", size="96x64")
+    write(root, "clip.mp4", video)
+    write(root, "motion.jpg", samsung_motion_jpeg(video))
+    config = await h.add_config(root)
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    clip, motion = await named(h, "clip.mp4"), await named(h, "motion.jpg")
+    assert "web_video" in clip and "web_video" in motion
+    for rows in (clip, motion):
+        (h.proxy_root / rows["web_video"]).unlink()
+
+    item = await later_harness(pool, tmp_path).run("proxy_remake", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert (item.result["missing"], item.result["remade"], item.result["failed"]) == (2, 2, 0)
+    assert item.result["proxies"] == 4 + 1
+    clip_now, motion_now = await named(h, "clip.mp4"), await named(h, "motion.jpg")
+    assert all(clip_now[t] != clip[t] for t in ("thumbnail", "full_preview", "web_video"))
+    assert motion_now["web_video"] != motion["web_video"]
+    assert {t: motion_now[t] for t in ("thumbnail", "full_preview", "blurhash")} == {
+        t: motion[t] for t in ("thumbnail", "full_preview", "blurhash")
+    }
+    for rows in (clip_now, motion_now):
+        assert all(p.stat().st_size > 0 for p in files_of(h, rows).values())
+
+
+async def test_an_original_that_changed_since_its_crawl_is_not_remade_and_is_listed(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    h = make_harness(pool, tmp_path)
+    root = tmp_path / "library"
+    config = await crawled_library(h, root)
+    before = await all_named(h)
+    (h.proxy_root / before["a.jpg"]["thumbnail"]).unlink()
+    write(root, "a.jpg", jpeg(99, size=(600, 400)))  # other bytes: the next crawl's
+    (root / "b.jpg").unlink()  # gone: the next crawl's too
+    (h.proxy_root / before["b.jpg"]["thumbnail"]).unlink()
+
+    item = await later_harness(pool, tmp_path).run("proxy_remake", config_id=config)
+
+    assert item.status is Status.SUCCEEDED, item.error
+    assert item.result is not None
+    assert (item.result["missing"], item.result["remade"], item.result["failed"]) == (2, 0, 2)
+    assert item.result["failures"] == [
+        {
+            "path": "a.jpg",
+            "reason": "the original changed since it was crawled: the next crawl reads it",
+        },
+        {"path": "b.jpg", "reason": "file vanished before it could be read"},
+    ]
+    assert await all_named(h) == before  # nothing switched
