@@ -90,6 +90,13 @@ async def test_remake_missing_restores_exactly_the_missing_proxies(
         "failures": [],
         "old_not_deleted": [],
     }
+    # Progress as it went, an asset at a time, saved with the item as a crawl's is.
+    reports = later.progress[item.id]
+    assert [r["checked"] for r in reports][:3] == [1, 2, 3]
+    assert reports[-1] == {
+        "total": 3, "checked": 3, "missing": 2, "remade": 2, "proxies": 6, "failed": 0
+    }  # fmt: skip
+    assert item.progress is not None and item.progress["counts"] == reports[-1]
     after = await all_named(h)
     assert after["c.jpg"] == before["c.jpg"]  # nothing missing: untouched
     for name in ("a.jpg", "b.jpg"):
@@ -226,6 +233,15 @@ async def test_a_remake_that_lost_its_item_writes_nothing_after(
         assert set(folders[name].iterdir()) == listed[name]  # no file written either
     stored = await later.store.get(item_id)
     assert stored is not None and stored.status is Status.QUEUED  # for another attempt
+
+    # The next attempt goes on where this one stopped: a.jpg's new proxies are kept.
+    monkeypatch.undo()
+    retried = await later.run_queued(item_id)
+    assert retried.status is Status.SUCCEEDED, retried.error
+    assert retried.result is not None and retried.result["remade"] == 2
+    final = await all_named(h)
+    assert final["a.jpg"] == after["a.jpg"]
+    assert all(final[name] != before[name] for name in ("b.jpg", "c.jpg"))
 
 
 async def test_a_remake_never_runs_beside_a_crawl_of_its_config(

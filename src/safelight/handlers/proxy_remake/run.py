@@ -98,7 +98,7 @@ async def run_proxy_remake(
                 stop_if_cancelled(ctx)
                 await remake_asset(remake, asset, mode, tally)
                 tally.checked += 1
-            ctx.progress(**tally.counts(total))
+                ctx.progress(**tally.counts(total))  # cheap: the executor saves the last
     finally:
         ctx.progress(**tally.counts(total))
         if remake.storage is not None:
