@@ -44,7 +44,8 @@ def proxies_group() -> None:
 @click.option(
     "--wait",
     is_flag=True,
-    help="Run it here, in Workers of this process, and print what it did.",
+    help="Run it here, in Workers of this process (with the owner's other queued work),"
+    " and print what it did.",
 )
 @json_option()
 @pass_state

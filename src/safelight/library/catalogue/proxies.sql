@@ -73,21 +73,22 @@ RETURNING r.old_path
 
 -- proxies_of_live_assets_of_config_after_path --
 -- A page of a config's live assets in path order after a path, each with what its
--- original was when crawled and its proxy rows (type, path, when made), for a remake
--- of its proxies. Keyset on ix_assets_live_path_c, so a page costs the same at the end
--- of a large config as at its start.
+-- original was when crawled and its proxy rows (types, paths, when made), for a remake
+-- of its proxies. The rows are gathered per asset (LATERAL), so the page is read in
+-- ix_assets_live_path_c's order and stops at the limit: a page at the end of a large
+-- config costs what one at its start does.
 SELECT a.id, a.file_path, a.content_hash, a.media_type, a.motion_photo, a.size_bytes,
        a.modified_ns, a.sidecar_path, a.sidecar_size, a.sidecar_modified_ns,
-       coalesce(array_agg(p.proxy_type ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
-                '{}'::text[]),
-       coalesce(array_agg(p.path ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
-                '{}'::text[]),
-       coalesce(array_agg(p.created_at ORDER BY p.proxy_type) FILTER (WHERE p.id IS NOT NULL),
-                '{}'::timestamptz[])
+       p.types, p.paths, p.made
 FROM assets a
-LEFT JOIN proxy_files p ON p.asset_id = a.id
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(f.proxy_type ORDER BY f.proxy_type), '{}'::text[]) AS types,
+           coalesce(array_agg(f.path ORDER BY f.proxy_type), '{}'::text[]) AS paths,
+           coalesce(array_agg(f.created_at ORDER BY f.proxy_type), '{}'::timestamptz[]) AS made
+    FROM proxy_files f
+    WHERE f.asset_id = a.id
+) p
 WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted
   AND a.file_path COLLATE "C" > %(after_path)s COLLATE "C"
-GROUP BY a.id
 ORDER BY a.file_path COLLATE "C"
 LIMIT %(limit)s
