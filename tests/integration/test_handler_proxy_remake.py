@@ -5,8 +5,8 @@ by an attempt that lost its item, and never beside a crawl of the same config.""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -18,10 +18,13 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.proxy_remake import making
 from safelight.handlers.proxy_remake import run as remaking
+from safelight.library.catalogue import proxies as catalogue_proxies
 from safelight.library.catalogue.proxies import AssetProxies, ProxyRecord
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import LEASE, START, Harness, jpeg, make_harness, write
 from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
+from safelight.testing.web import Web
+from safelight.web.proxies import proxy_url
 from safelight.work.model import Status
 from safelight.work.outcome import Succeeded
 
@@ -157,12 +160,27 @@ async def test_remake_all_after_a_change_of_preview_width_gives_the_new_sizes(
     assert item_again.result["remade"] == 0
 
 
+async def served(web: Web, asset_id: int, rows: dict[str, str]) -> dict[str, bytes]:
+    """Each file proxy of ``rows`` as the dashboard serves it, by the URL its row gives
+    (the version of the path it names)."""
+    got = {}
+    for proxy_type, path in rows.items():
+        if proxy_type == "blurhash":
+            continue
+        url = proxy_url(asset_id, proxy_type, path)
+        assert url is not None
+        response = await web.client.get(url)
+        assert response.status_code == 200, (proxy_type, response.status_code)
+        got[proxy_type] = response.content
+    return got
+
+
 async def test_no_proxy_is_missing_while_a_remake_makes_the_new_ones(
-    pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pool: AsyncConnectionPool[Any], tmp_path: Path, web: Web, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The overlap forced: between making an asset's new proxies and switching its rows,
-    the old rows still name the old files, which are still there, and the new files are
-    already there beside them."""
+    the dashboard serves the old rows' files, and the new files are already there beside
+    them; right after the switch it serves the new ones."""
     h = make_harness(pool, tmp_path)
     config = await crawled_library(h, tmp_path / "library")
     before = await all_named(h)
@@ -174,17 +192,34 @@ async def test_no_proxy_is_missing_while_a_remake_makes_the_new_ones(
     ) -> bool:
         rows = await named(h, asset.file_path)
         assert rows == before[asset.file_path]
-        assert all(p.stat().st_size > 0 for p in files_of(h, rows).values())
+        old = await served(web, asset.asset_id, rows)
+        assert old == {t: p.read_bytes() for t, p in files_of(h, rows).items()}
+        assert all(len(data) > 0 for data in old.values())
         assert all((h.proxy_root / r.path).is_file() for r in records if r.path is not None)
         seen.append(asset.file_path)
         switched = await real_switch(remake, asset, records, tally)
-        # And right after: the new rows, their files, none missing.
+        # And right after: the new rows, their files served, none missing.
         now = await named(h, asset.file_path)
         assert now != rows
-        assert all(p.stat().st_size > 0 for p in files_of(h, now).values())
+        new = await served(web, asset.asset_id, now)
+        assert all(len(data) > 0 for data in new.values())
         return switched
 
+    real_replace = catalogue_proxies.replace_of_asset
+    names = dict(await h.rows("SELECT id, file_path FROM assets"))
+    replaced: list[str] = []
+
+    async def replace_of_asset(
+        conn: Any, asset_id: int, records: Sequence[ProxyRecord], now: datetime
+    ) -> list[str]:
+        # Inside the switch's transaction: the old files are all still there.
+        name = names[asset_id]
+        assert all(p.is_file() for p in files_of(h, before[name]).values())
+        replaced.append(name)
+        return await real_replace(conn, asset_id, records, now)
+
     monkeypatch.setattr(remaking, "switch", switch)
+    monkeypatch.setattr(catalogue_proxies, "replace_of_asset", replace_of_asset)
 
     item = await later_harness(pool, tmp_path).run(
         "proxy_remake", config_id=config, payload={"mode": "all"}
@@ -192,6 +227,7 @@ async def test_no_proxy_is_missing_while_a_remake_makes_the_new_ones(
 
     assert item.status is Status.SUCCEEDED, item.error
     assert seen == list(PHOTOS)
+    assert replaced == list(PHOTOS)
 
 
 async def test_a_remake_that_lost_its_item_writes_nothing_after(
