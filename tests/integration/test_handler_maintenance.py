@@ -41,6 +41,7 @@ def test_every_kind_has_its_scope_and_a_handler() -> None:
         "token_cleanup": Scope.FORBIDDEN,
         "work_item_retention": Scope.FORBIDDEN,
         "noop": Scope.OPTIONAL,
+        "proxy_remake": Scope.REQUIRED,
     }
 
 
