@@ -49,6 +49,7 @@ SLOW_MODULES = {
     "test_crawl_file_dates.py",
     "test_handler_copies.py",
     "test_handler_crawl_content.py",
+    "test_handler_proxy_remake.py",
     # Password hashes made and checked at their real cost, many a test.
     "test_accounts.py",
     # ffmpeg encodes, decode processes, large images decoded under memory limits.

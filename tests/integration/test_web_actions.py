@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from safelight.handlers import CRAWL, NOOP, PURGE
+from safelight.handlers import CRAWL, NOOP, PROXY_REMAKE, PURGE
 from safelight.testing.web import (
     ADMIN,
     COOKIE,
@@ -311,6 +311,36 @@ async def test_signed_in_pages_show_the_buttons_that_act(web: Web) -> None:
     assert f'data-action="/api/configs/{library.config_id}/crawl"' in configs
     assert f'data-action="/api/configs/{library.config_id}/purge"' in configs
     assert f'data-action="/api/configs/{library.config_id}/retry-failed"' in configs
+    for mode in ("missing", "all"):
+        assert f'data-action="/api/configs/{library.config_id}/remake-proxies/{mode}"' in configs
+
+
+async def test_remake_the_missing_or_all_proxies_of_a_config(web: Web) -> None:
+    config = (await library_of(web)).config_id
+    queued = {}
+    for mode in ("missing", "all"):
+        response = await web.client.post(
+            f"/api/configs/{config}/remake-proxies/{mode}", headers=await bearer(web)
+        )
+        assert (response.status_code, response.json()["outcome"]) == (200, "queued")
+        queued[mode] = response.json()["item_id"]
+        item = await store_of(web).get(queued[mode])
+        assert item is not None
+        assert (item.kind, item.storage_config_id, item.payload) == (
+            PROXY_REMAKE.name,
+            config,
+            {"mode": mode},
+        )
+    assert queued["missing"] != queued["all"]
+    # One queued remake of each mode per config: a second press names the same item.
+    again = await web.client.post(
+        f"/api/configs/{config}/remake-proxies/all", headers=await bearer(web)
+    )
+    assert again.json()["item_id"] == queued["all"]
+    unknown = await web.client.post(
+        f"/api/configs/{config}/remake-proxies/some", headers=await bearer(web)
+    )
+    assert unknown.status_code == 404
 
 
 async def test_a_sign_in_with_more_than_its_fields_is_a_400(web: Web) -> None:

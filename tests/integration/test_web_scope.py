@@ -282,7 +282,10 @@ async def test_actions_on_another_owners_items_answer_as_on_absent_ones(web: Web
     assert (admin.status_code, admin.json()["outcome"]) == (200, "cancelled")
 
 
-@pytest.mark.parametrize("action", ["crawl", "purge", "retry-failed"])
+@pytest.mark.parametrize(
+    "action",
+    ["crawl", "purge", "retry-failed", "remake-proxies/missing", "remake-proxies/all"],
+)
 async def test_crawl_and_purge_only_of_ones_own_configs_or_as_an_admin(
     web: Web, action: str
 ) -> None:
@@ -443,7 +446,10 @@ async def test_no_error_text_repeats_what_was_sent(
         assert response.json()["error"]
 
 
-@pytest.mark.parametrize("action", ["crawl", "purge", "retry-failed"])
+@pytest.mark.parametrize(
+    "action",
+    ["crawl", "purge", "retry-failed", "remake-proxies/missing", "remake-proxies/all"],
+)
 async def test_no_action_error_repeats_the_config_it_was_given(web: Web, action: str) -> None:
     response = await web.client.post(f"/api/configs/{SECRET}/{action}")
     assert (response.status_code, response.json()["error"]) == (404, api.NO_CONFIG)

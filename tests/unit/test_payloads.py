@@ -17,6 +17,7 @@ from safelight.handlers.payloads import (
     parse_payload,
 )
 from safelight.handlers.proxy_deletion import ProxyDeletionPayload
+from safelight.handlers.proxy_remake import PROXY_REMAKE, RemakePayload
 
 
 @pytest.mark.parametrize(
@@ -128,8 +129,18 @@ def test_a_kind_that_takes_no_payload_takes_only_an_empty_one(kind: Any) -> None
     assert str(refused.value) == 'payload field "full" is not one it takes (it takes: none)'
 
 
+def test_a_proxy_remake_takes_missing_by_default_or_all() -> None:
+    assert PROXY_REMAKE.check_payload({}) == RemakePayload(mode="missing")
+    assert PROXY_REMAKE.check_payload({"mode": "all"}).mode == "all"
+    with pytest.raises(PayloadRejected) as refused:
+        PROXY_REMAKE.check_payload({"mode": "everything"})
+    assert str(refused.value) == (
+        "payload field \"mode\": expected 'missing' or 'all', got \"everything\""
+    )
+
+
 def test_every_payload_model_forbids_extra_keys_and_coercion() -> None:
-    models: list[type[Payload]] = [NoPayload, NoopPayload, ProxyDeletionPayload]
+    models: list[type[Payload]] = [NoPayload, NoopPayload, ProxyDeletionPayload, RemakePayload]
     assert {kind.payload for kind in KINDS} == set(models)
     for model in models:
         assert model.model_config.get("extra") == "forbid"

@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "safelight.cli.queue:items",
         "List work items, newest first; 'items show ID' shows one with its attempts.",
     ),
+    "proxies": (
+        "safelight.cli.proxies:proxies_group",
+        "The proxies (thumbnails, previews, BlurHashes, web videos) of a config.",
+    ),
     "purge": (
         "safelight.cli.assets:purge",
         "Queue a purge of CONFIG: delete its soft-deleted assets' proxies and rows.",

@@ -18,6 +18,7 @@ from safelight.handlers.kind import Kind
 from safelight.handlers.noop import NOOP
 from safelight.handlers.payloads import NoPayload, Payload, PayloadRejected
 from safelight.handlers.proxy_deletion import PROXY_DELETION
+from safelight.handlers.proxy_remake import PROXY_REMAKE
 from safelight.handlers.proxy_sweep import PROXY_SWEEP
 from safelight.handlers.purge import PURGE
 from safelight.handlers.retention import WORK_ITEM_RETENTION
@@ -36,6 +37,7 @@ __all__ = [
     "KIND_SPECS",
     "NOOP",
     "PROXY_DELETION",
+    "PROXY_REMAKE",
     "PROXY_SWEEP",
     "PURGE",
     "SCRUB",
@@ -65,6 +67,7 @@ KINDS: tuple[Kind[Any], ...] = (
     NOOP,
     CATALOGUE_BACKUP,
     SCRUB,
+    PROXY_REMAKE,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

@@ -14,7 +14,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import CRAWL, PURGE
 from safelight.handlers.kind import Kind
+from safelight.handlers.proxy_remake import PROXY_REMAKE
+from safelight.handlers.proxy_remake import dedup_key as proxy_remake_key
 from safelight.library.catalogue import assets
+from safelight.library.proxystore.remaking import Mode
 from safelight.views import answers
 from safelight.words import plural
 from safelight.work.errors import InvalidWorkItem
@@ -126,3 +129,19 @@ async def retry_failed(
         f"{plural(due.matched, 'failed file')} will be read again: {done.message}",
         done.item_id,
     )
+
+
+async def queue_proxy_remake(store: WorkStore, config_id: UUID, mode: Mode) -> Done:
+    """ "Remake missing proxies" / "remake all proxies" (ADR 0059): as
+    ``safelight proxies remake``, one of each mode queued per config at a time."""
+    try:
+        item_id = await store.enqueue(
+            PROXY_REMAKE.name,
+            config_id=config_id,
+            dedup_key=proxy_remake_key(config_id, mode),
+            payload={"mode": mode.value},
+        )
+    except InvalidWorkItem as error:  # disabled (the route answers 404 for no config)
+        return Done(409, "refused", str(error))
+    what = "a remake of its missing proxies" if mode is Mode.MISSING else "a remake of its proxies"
+    return Done(200, "queued", f"{what} of config {config_id} queued as item {item_id}", item_id)

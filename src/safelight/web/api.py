@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from safelight.library.proxystore.remaking import Mode
 from safelight.logs import masker
 from safelight.terminal import printable
 from safelight.views import answers
@@ -340,6 +341,15 @@ async def crawl(request: Request) -> Response:
 async def purge(request: Request) -> Response:
     config_id = await _config_for_action(request)
     return _act(request, await actions.queue_purge(web(request).store, config_id))
+
+
+async def remake_proxies(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    try:
+        mode = Mode(request.path_params["mode"])
+    except ValueError:
+        raise HTTPException(404, "no such remake: missing or all") from None
+    return _act(request, await actions.queue_proxy_remake(web(request).store, config_id, mode))
 
 
 async def retry_failed(request: Request) -> Response:

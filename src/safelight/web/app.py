@@ -87,6 +87,9 @@ def routes() -> list[Route | Mount]:
         Route("/api/configs/{config_id}/purge", api.purge, methods=["POST"]),
         Route("/api/configs/{config_id}/retry-failed", api.retry_failed, methods=["POST"]),
         Route("/api/failed-files", failedfiles.failed_files),
+        Route(
+            "/api/configs/{config_id}/remake-proxies/{mode}", api.remake_proxies, methods=["POST"]
+        ),
         Route("/api/on-this-day", api.on_this_day),
         Route("/proxies/{asset_id:int}/{proxy_type}/{version}", serve_proxy, name="proxy"),
         Route(pages.FAVICON_PATH, pages.favicon, name="favicon"),

@@ -129,3 +129,63 @@ async def repoint(
         },
     )
     return {row[0] for row in await cur.fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class AssetProxies:
+    """A live asset as a remake of its proxies reads it: its original as crawled, and
+    its proxy rows by type (path, None for a BlurHash; when the row was made)."""
+
+    asset_id: int
+    file_path: str
+    content_hash: str
+    media_type: str
+    motion_photo: bool
+    size_bytes: int
+    modified_ns: int
+    sidecar: tuple[str, int, int] | None
+    """Its XMP sidecar as read with it (path, size, mtime in ns); None: none."""
+    rows: Mapping[str, tuple[str | None, datetime]]
+
+
+async def of_live_assets_after_path(
+    conn: Conn, config_id: UUID, after_path: str, limit: int
+) -> list[AssetProxies]:
+    """A page of the config's live assets after ``after_path`` (in byte order of their
+    paths), each with its proxy rows."""
+    cur = await conn.execute(
+        QUERIES["proxies_of_live_assets_of_config_after_path"],
+        {"config_id": config_id, "after_path": after_path, "limit": limit},
+    )
+    page = []
+    for row in await cur.fetchall():
+        (asset_id, path, content, media, motion, size, mtime_ns, sc_path, sc_size, sc_ns) = row[:10]
+        types, paths, made = row[10:]
+        sidecar = None
+        if sc_path is not None:
+            sidecar = (sc_path, int(sc_size), int(sc_ns))
+        page.append(
+            AssetProxies(
+                asset_id,
+                path,
+                content,
+                media,
+                bool(motion),
+                int(size),
+                int(mtime_ns),
+                sidecar,
+                {t: (p, at) for t, p, at in zip(types, paths, made, strict=True)},
+            )
+        )
+    return page
+
+
+async def replace_of_asset(
+    conn: Conn, asset_id: int, records: Sequence[ProxyRecord], now: datetime
+) -> list[str]:
+    """Replace the asset's proxy rows of the types of ``records`` with them, in the
+    caller's (fenced) transaction; the paths the replaced rows named (to delete once no
+    row names them)."""
+    old = await delete_of_asset_types(conn, asset_id, {r.proxy_type for r in records})
+    await insert_proxies(conn, asset_id, records, now)
+    return old

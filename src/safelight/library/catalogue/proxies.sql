@@ -70,3 +70,25 @@ FROM unnest(
 ) AS r(asset_id, proxy_type, old_path, new_path)
 WHERE p.asset_id = r.asset_id AND p.proxy_type = r.proxy_type AND p.path = r.old_path
 RETURNING r.old_path
+
+-- proxies_of_live_assets_of_config_after_path --
+-- A page of a config's live assets in path order after a path, each with what its
+-- original was when crawled and its proxy rows (types, paths, when made), for a remake
+-- of its proxies. The rows are gathered per asset (LATERAL), so the page is read in
+-- ix_assets_live_path_c's order and stops at the limit: a page at the end of a large
+-- config costs what one at its start does.
+SELECT a.id, a.file_path, a.content_hash, a.media_type, a.motion_photo, a.size_bytes,
+       a.modified_ns, a.sidecar_path, a.sidecar_size, a.sidecar_modified_ns,
+       p.types, p.paths, p.made
+FROM assets a
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(f.proxy_type ORDER BY f.proxy_type), '{}'::text[]) AS types,
+           coalesce(array_agg(f.path ORDER BY f.proxy_type), '{}'::text[]) AS paths,
+           coalesce(array_agg(f.created_at ORDER BY f.proxy_type), '{}'::timestamptz[]) AS made
+    FROM proxy_files f
+    WHERE f.asset_id = a.id
+) p
+WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted
+  AND a.file_path COLLATE "C" > %(after_path)s COLLATE "C"
+ORDER BY a.file_path COLLATE "C"
+LIMIT %(limit)s
