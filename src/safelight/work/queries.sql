@@ -109,9 +109,21 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- the rows the indexes return, so it blocks neither other configs nor the later items
 -- of its own config; once due it is taken in its place (requested_at). Checked again
 -- on the locked row, which a retry may have changed since the snapshot.
+-- Paused (ADR 0060): a paused kind is left out of "claimable", the kinds asked for less
+-- those in paused_kinds (read once; the table holds a row per paused kind), so every
+-- look reads only the kinds it may take, and a paused kind's item heads no config in
+-- the first look. A paused config is passed over where busy ones are (c.paused_at IS
+-- NULL beside c.running_item_id IS NULL): its head among the 16 hides no other
+-- config's, and the second look reads its head only to drop it. A pause that commits
+-- while a claim runs binds the next claim; the one running may still take one item.
 -- Only the description line is sent (safelight.core.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
-WITH stamp AS MATERIALIZED (
+WITH claimable AS MATERIALIZED (
+    SELECT array(
+        SELECT k FROM unnest(%(kinds)s::text[]) k
+        WHERE NOT EXISTS (SELECT 1 FROM paused_kinds p WHERE p.kind = k)
+    ) AS kinds
+), stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), due AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
@@ -128,7 +140,7 @@ WITH stamp AS MATERIALIZED (
             FROM (
                 SELECT q.id, q.storage_config_id, q.requested_at
                 FROM work_items q
-                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s::text[])
+                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY((SELECT kinds FROM claimable)::text[])
                   AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
                 ORDER BY q.requested_at, q.id
                 LIMIT 16
@@ -141,6 +153,7 @@ WITH stamp AS MATERIALIZED (
         OR EXISTS (
           SELECT 1 FROM storage_configs c
           WHERE c.id = w.storage_config_id AND c.active AND c.running_item_id IS NULL
+            AND c.paused_at IS NULL
             AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
         )
       )
@@ -151,7 +164,7 @@ WITH stamp AS MATERIALIZED (
     SELECT u.id, u.requested_at
     FROM work_items u
     WHERE NOT EXISTS (SELECT 1 FROM fast)
-      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s::text[])
+      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY((SELECT kinds FROM claimable)::text[])
       AND (u.not_before IS NULL OR u.not_before <= (SELECT at FROM due))
     ORDER BY u.requested_at, u.id
     LIMIT %(limit)s
@@ -167,12 +180,12 @@ WITH stamp AS MATERIALIZED (
         CROSS JOIN LATERAL (
             SELECT q.id
             FROM work_items q
-            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s::text[])
+            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY((SELECT kinds FROM claimable)::text[])
               AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
             ORDER BY q.requested_at, q.id
             LIMIT 1
         ) head
-        WHERE c.active AND c.running_item_id IS NULL
+        WHERE c.active AND c.running_item_id IS NULL AND c.paused_at IS NULL
           AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
       )
     ORDER BY w.requested_at, w.id
@@ -483,10 +496,13 @@ WHERE id IN (
 
 -- items_pending_for_worker --
 -- How many items a Worker could still run are queued or running (for --until-idle).
+-- A queued item of a paused kind or config is not counted: no Worker may take it until
+-- it is resumed, so a run until idle does not wait for it (ADR 0060).
 SELECT count(*)
 FROM work_items w
 LEFT JOIN storage_configs c ON c.id = w.storage_config_id
-WHERE w.status IN ('queued', 'running')
+WHERE (w.status = 'running' OR (w.status = 'queued' AND c.paused_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM paused_kinds p WHERE p.kind = w.kind)))
   AND w.kind = ANY(%(kinds)s)
   AND (
     w.storage_config_id IS NULL
@@ -530,3 +546,52 @@ UPDATE work_schedules
 SET next_run_at = %(now)s + make_interval(secs => %(interval_seconds)s), last_run_at = %(now)s
 WHERE name = %(name)s AND next_run_at <= %(now)s
 RETURNING name
+
+-- kind_pause --
+-- Pause a kind across all Workers: none claims its items until it is resumed (ADR 0060); a row back if it was not paused already.
+-- The first pause keeps its time and its author: pausing again changes nothing.
+INSERT INTO paused_kinds (kind, paused_at, paused_by)
+VALUES (%(kind)s, %(now)s, %(by)s)
+ON CONFLICT (kind) DO NOTHING
+RETURNING kind
+
+-- kind_resume --
+-- Resume a paused kind; a row back if it was paused.
+DELETE FROM paused_kinds WHERE kind = %(kind)s RETURNING kind
+
+-- config_pause --
+-- Pause a storage config's work: none of its items is claimed until it is resumed; its id back if it exists (its first pause kept).
+UPDATE storage_configs
+SET paused_at = coalesce(paused_at, %(now)s), paused_by = CASE WHEN paused_at IS NULL THEN %(by)s ELSE paused_by END
+WHERE id = %(config_id)s
+RETURNING id, paused_at, paused_by
+
+-- config_resume --
+-- Resume a storage config's work; its id back if it exists.
+UPDATE storage_configs SET paused_at = NULL, paused_by = NULL
+WHERE id = %(config_id)s
+RETURNING id
+
+-- paused_resume_all --
+-- Resume every paused kind and config; how many of each.
+WITH kinds AS (
+    DELETE FROM paused_kinds RETURNING kind
+), configs AS (
+    UPDATE storage_configs SET paused_at = NULL, paused_by = NULL
+    WHERE paused_at IS NOT NULL
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM kinds) AS kinds, (SELECT count(*) FROM configs) AS configs
+
+-- paused_list --
+-- What is paused: each paused kind (config_id NULL) and each paused config (kind NULL), with who paused it and when, and its queued items.
+SELECT p.kind, NULL::uuid AS config_id, NULL::text AS owner, NULL::text AS root_path, p.paused_at, p.paused_by,
+       (SELECT count(*) FROM work_items w WHERE w.kind = p.kind AND w.status = 'queued') AS queued
+FROM paused_kinds p
+UNION ALL
+SELECT NULL, c.id, c.owner, c.root_path, c.paused_at, c.paused_by,
+       (SELECT count(*) FROM work_items w WHERE w.storage_config_id = c.id AND w.status = 'queued')
+FROM storage_configs c
+WHERE c.paused_at IS NOT NULL
+ORDER BY paused_at, kind, config_id
+
