@@ -27,7 +27,9 @@ async def _ids(store: WorkStore, n: int, worker: str = "w") -> list[int | None]:
     return [g.id if g else None for g in got]
 
 
-async def _fill_fast_look(store: WorkStore, pool: AsyncConnectionPool[Any], clock: FakeClock) -> None:
+async def _fill_fast_look(
+    store: WorkStore, pool: AsyncConnectionPool[Any], clock: FakeClock
+) -> None:
     """A busy config with more queued items than the first look reads, all older than
     what follows: that look finds nothing eligible, so the claim's answer comes from
     its second look (unscoped heads, idle configs' heads)."""

@@ -29,6 +29,7 @@ from safelight.work.maintenance import PerConfig, Periodic, ScheduleSettings
 __all__ = [
     "BURST_DETECTION",
     "CRAWL",
+    "HEAVY_KINDS",
     "KINDS",
     "KIND_SPECS",
     "NOOP",
@@ -62,6 +63,9 @@ KINDS: tuple[Kind[Any], ...] = (
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)
+
+# The kinds kept to SAFELIGHT_HEAVY_HOURS (their Kind row's ``heavy``; ADR 0060).
+HEAVY_KINDS: frozenset[str] = frozenset(kind.name for kind in KINDS if kind.heavy)
 
 
 def build_handlers(services: Services) -> dict[str, Handler]:

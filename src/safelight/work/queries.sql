@@ -334,6 +334,9 @@ SELECT new_status FROM retried
 -- locked: not_before is it plus the backoff, an interval added here to the database's
 -- clock (ADR 0015), never to a Worker's; the attempt's ended_at is the same stamp, and
 -- its outcome 'failed'.
+-- Deferred (ADR 0060: counted false): the same, for an attempt that wound down at the end
+-- of its heavy hours, not a failure: no retry counted, its attempt ended 'released',
+-- not_before the window's next start.
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), current AS (
@@ -348,7 +351,7 @@ WITH stamp AS MATERIALIZED (
 ), retried AS (
     UPDATE work_items w
     SET status = d.new_status::work_status,
-        retries = w.retries + 1,
+        retries = w.retries + CASE WHEN %(counted)s THEN 1 ELSE 0 END,
         not_before = CASE WHEN d.new_status = 'queued'
             THEN (SELECT at FROM stamp) + make_interval(secs => %(delay_seconds)s) END,
         lease_expires_at = NULL,
@@ -365,7 +368,8 @@ WITH stamp AS MATERIALIZED (
 ), history AS (
     UPDATE work_attempts a
     SET ended_at = (SELECT at FROM stamp),
-        outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'failed' END::attempt_outcome
+        outcome = CASE WHEN r.new_status = 'cancelled' THEN 'superseded'
+                       WHEN %(counted)s THEN 'failed' ELSE 'released' END::attempt_outcome
     FROM retried r
     WHERE a.work_item_id = r.id AND a.attempt = r.attempt
 )
