@@ -10,9 +10,11 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import connect
+from safelight.observe.metrics import read_queue
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.rows import add_config
 from safelight.testing.stores import ALL_KINDS, LEASE, count, make_store
+from safelight.views.queries import queue_status
 from safelight.work.model import Status
 from safelight.work.pausing import Pauses
 from safelight.work.store import QUERIES, WorkStore
@@ -169,6 +171,18 @@ async def test_what_is_paused_is_listed_with_who_and_when(pool: AsyncConnectionP
     ]
     assert listed[1].root_path == "/c" and listed[1].paused_at == clock.now()
     assert listed[0].since().startswith("paused (by alice at ")
+    assert [p.kind for p in await pauses.paused(owner="carol")] == ["crawl"]  # not bob's
+    # Shown everywhere: status (CLI and dashboard) and the metrics.
+    document = await queue_status(pool, None, limit=5, owner=None)
+    assert [(p["kind"], p["config_id"], p["queued"]) for p in document["paused"]] == [
+        ("crawl", None, 1),
+        (None, c, 1),
+    ]
+    assert document["paused"][1]["shown"].startswith("paused (by bob at ")
+    snapshot = await read_queue(pool)
+    assert snapshot.paused == {"kind": 1, "config": 1}
+    assert (await pauses.resume_all()).configs == 1
+    assert (await read_queue(pool)).paused == {"kind": 0, "config": 0}
 
 
 async def test_a_pause_that_commits_during_a_claim_binds_the_next_claim(

@@ -76,6 +76,9 @@ class Connection:
         return self.rows[0] if self.rows else None
 
     def _answer(self, sql: str) -> list[dict[str, Any]]:
+        if "FROM paused_kinds" in sql:
+            paused = self.snapshot.paused
+            return [{"kinds": paused.get("kind", 0), "configs": paused.get("config", 0)}]
         if "FROM work_attempts" in sql:
             return [{"stalled": self.snapshot.stalled_attempts}]
         if "storage_configs" in sql:
@@ -154,6 +157,7 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
         items={("noop", "queued"): 4, ("noop", "failed"): 1, ("retired", "succeeded"): 2},
         running={C1: 1, None: 0},
         stalled_attempts=5,
+        paused={"kind": 2, "config": 1},
     )
     metrics = Metrics(["noop", "crawl"], listening=lambda: True)
     assert await metrics.refresh(pool, clock, PROBE_SECONDS)
@@ -172,6 +176,8 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
     assert get(scraped, "safelight_running_items", config=str(C1)) == 1
     assert get(scraped, "safelight_running_items", config="none") == 0
     assert get(scraped, "safelight_stalled_attempts") == 5
+    assert get(scraped, "safelight_paused", what="kind") == 2
+    assert get(scraped, "safelight_paused", what="config") == 1
 
 
 async def test_a_scrape_the_database_does_not_answer_drops_the_queue_gauges(

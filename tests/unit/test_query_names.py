@@ -61,6 +61,7 @@ _SUBJECTS = frozenset(
         "livephoto",
         "migration",
         "migrations",
+        "paused",
         "proxies",
         "proxy",
         "schedule",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from safelight import __version__
-from safelight.cli import admin, assets, health, queue, run, serve, users
+from safelight.cli import admin, assets, health, pausing, queue, run, serve, users
 from safelight.cli.failures import EXIT_CODES_HELP, from_usage_error, translate
 from safelight.cli.state import CliState
 from safelight.logs import LOG_FORMATS, LOG_LEVELS
@@ -169,6 +169,9 @@ cli.add_command(health.health)
 cli.add_command(assets.assets)
 cli.add_command(assets.purge)
 cli.add_command(serve.serve)
+# Pause and resume (ADR 0060).
+cli.add_command(pausing.pause)
+cli.add_command(pausing.resume)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -25,6 +25,7 @@ from safelight.cli.output import (
 )
 from safelight.cli.state import CliState, pass_state
 from safelight.db.database import Database
+from safelight.handlers import HEAVY_KINDS
 from safelight.handlers.payloads import MAX_PAYLOAD_DEPTH, json_text_too_deep
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.observe.server import exposure_warning
@@ -405,7 +406,12 @@ def status(state: CliState, as_json: bool) -> None:
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
         document = await queue_status(
-            database.pool, state.clock.transition_time(), limit=STATUS_LIMIT, owner=None
+            database.pool,
+            state.clock.transition_time(),
+            limit=STATUS_LIMIT,
+            owner=None,
+            heavy=settings.heavy_window(HEAVY_KINDS),
+            at=state.clock.now(),
         )
         return {"database": settings.database_display, **document}
 
@@ -420,6 +426,7 @@ def status(state: CliState, as_json: bool) -> None:
     totals = document["totals"]
     stalls = document["stalls"]
     retries = document["retries"]
+    heavy = document["heavy_hours"]
     console().print(
         Group(
             safe_text(f"database: {document['database']}"),
@@ -435,6 +442,27 @@ def status(state: CliState, as_json: bool) -> None:
                 empty="the queue is empty",
             ),
             "total: " + ", ".join(f"{totals.get(s, 0)} {s}" for s in statuses),
+            "",
+            table(
+                "paused (no Worker starts their work; `safelight resume`)",
+                ("kind or config", "root", "queued", ""),
+                (
+                    (
+                        p["kind"] or short_id(p["config_id"]),
+                        p["root_path"] or "",
+                        p["queued"],
+                        p["shown"],
+                    )
+                    for p in document["paused"]
+                ),
+                empty="nothing",
+            ),
+            safe_text(
+                "heavy hours: always (SAFELIGHT_HEAVY_HOURS unset)"
+                if heavy is None
+                else f"heavy hours: {heavy['window']} for {', '.join(heavy['kinds'])}: "
+                f"{heavy['shown']}"
+            ),
             "",
             table(
                 "running",

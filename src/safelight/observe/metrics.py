@@ -49,6 +49,8 @@ class QueueSnapshot:
     running: dict[UUID | None, int] = field(default_factory=dict)
     """Active config (None: unscoped items) -> running items."""
     stalled_attempts: int = 0
+    paused: dict[str, int] = field(default_factory=dict)
+    """"kind" and "config" -> how many are paused."""
 
 
 async def ping(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -65,7 +67,14 @@ async def read_queue(pool: Connections) -> QueueSnapshot:
         running = {r["config_id"]: int(r["running"]) for r in await cur.fetchall()}
         await cur.execute(QUERIES["attempts_stalled_count"])
         row = await cur.fetchone()
-    return QueueSnapshot(items, running, int(row["stalled"]) if row else 0)
+        await cur.execute(QUERIES["paused_counts"])
+        paused = await cur.fetchone()
+    return QueueSnapshot(
+        items,
+        running,
+        int(row["stalled"]) if row else 0,
+        {"kind": int(paused["kinds"]), "config": int(paused["configs"])} if paused else {},
+    )
 
 
 class _QueueCollector:
@@ -121,6 +130,15 @@ class _QueueCollector:
         )
         stalled.add_metric([], snapshot.stalled_attempts)
         yield stalled
+        paused = GaugeMetricFamily(
+            "safelight_paused",
+            "Kinds and storage configs paused across all Workers (safelight pause, ADR "
+            "0060): none of their queued items is claimed until resumed.",
+            labels=["what"],
+        )
+        for what in ("kind", "config"):
+            paused.add_metric([what], snapshot.paused.get(what, 0))
+        yield paused
 
 
 class Metrics:

@@ -26,3 +26,8 @@ SELECT NULL, count(*) FROM work_items WHERE status = 'running' AND storage_confi
 -- attempts_stalled_count --
 -- Attempts recorded as stalled (leases that expired and were recovered), kept as long as their items.
 SELECT count(*) AS stalled FROM work_attempts WHERE outcome = 'stalled'
+
+-- paused_counts --
+-- How many kinds, and how many storage configs, are paused (ADR 0060): no Worker claims their items.
+SELECT (SELECT count(*) FROM paused_kinds) AS kinds,
+       (SELECT count(*) FROM storage_configs WHERE paused_at IS NOT NULL) AS configs

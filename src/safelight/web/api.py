@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from safelight.handlers import HEAVY_KINDS
 from safelight.logs import masker
 from safelight.terminal import printable
 from safelight.views import answers
@@ -152,6 +153,8 @@ async def status_document(request: Request) -> dict[str, Any]:
         context.clock.transition_time(),
         limit=STATUS_LIMIT,
         owner=viewer_of(request).owner,
+        heavy=context.settings.heavy_window(HEAVY_KINDS),
+        at=context.clock.now(),
     )
     now = context.clock.now()
     for row in document["running"]:

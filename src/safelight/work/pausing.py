@@ -18,7 +18,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
-from safelight.work.store import QUERIES
+from safelight.core.sql import load_queries
+from safelight.work.hours import HeavyWindow
+
+QUERIES = load_queries("safelight.work", "pausing.sql")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +66,13 @@ class Pauses:
         can be paused before its first Worker runs."""
         params = {"kind": kind, "by": by, "now": self._clock.now()}
         async with self._pool.connection() as conn:
-            cur = await conn.execute(QUERIES["kind_pause"], params)
+            cur = await conn.execute(QUERIES["paused_kind_add"], params)
             return await cur.fetchone() is not None
 
     async def resume_kind(self, kind: str) -> bool:
         """``False`` when it was not paused."""
         async with self._pool.connection() as conn:
-            cur = await conn.execute(QUERIES["kind_resume"], {"kind": kind})
+            cur = await conn.execute(QUERIES["paused_kind_remove"], {"kind": kind})
             return await cur.fetchone() is not None
 
     async def pause_config(self, config_id: UUID, by: str | None) -> bool:
@@ -87,15 +90,48 @@ class Pauses:
 
     async def resume_all(self) -> ResumedAll:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(QUERIES["paused_resume_all"])
+            cur = await conn.execute(QUERIES["paused_remove_all"])
             row = await cur.fetchone()
         assert row is not None  # two counts: always one row
         return ResumedAll(kinds=int(row[0]), configs=int(row[1]))
 
-    async def paused(self) -> list[Paused]:
-        """Every paused kind and config, the oldest pause first."""
-        async with self._pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(QUERIES["paused_list"])
-            rows = await cur.fetchall()
-        return [Paused(**row) for row in rows]
+    async def paused(self, owner: str | None = None) -> list[Paused]:
+        return await paused(self._pool, owner)
+
+
+async def paused(pool: AsyncConnectionPool[Any], owner: str | None = None) -> list[Paused]:
+    """Every paused kind, and every paused config of ``owner`` (None: all), the oldest
+    pause first."""
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(QUERIES["paused_list"], {"owner": owner})
+        rows = await cur.fetchall()
+    return [Paused(**row) for row in rows]
+
+
+def paused_document(p: Paused) -> dict[str, Any]:
+    """A paused kind or config as ``status --json`` and the dashboard carry it."""
+    return {
+        "kind": p.kind,
+        "config_id": p.config_id,
+        "owner": p.owner,
+        "root_path": p.root_path,
+        "paused_at": p.paused_at,
+        "paused_by": p.paused_by,
+        "queued": p.queued,
+        "shown": p.since(),
+    }
+
+
+def heavy_hours_document(heavy: HeavyWindow | None, at: datetime) -> dict[str, Any] | None:
+    """The heavy kinds' window at ``at`` as ``status`` and the dashboard show it; None:
+    no window (heavy kinds run at any hour)."""
+    if heavy is None:
+        return None
+    is_open = heavy.hours.contains(at)
+    return {
+        "window": str(heavy.hours),
+        "kinds": sorted(heavy.kinds),
+        "open": is_open,
+        "shown": f"open until {heavy.hours.end:%H:%M}" if is_open else heavy.waits_for(at),
+    }
