@@ -72,10 +72,16 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
 
 
 def status_cell(row: Mapping[str, Any]) -> str:
-    """An item's status as the list shows it: with a cancel request, or the time a
-    retry waits for."""
+    """An item's status as the list shows it: with a cancel request, the pause that
+    holds it, the heavy hours it waits for, or the time a retry waits for."""
     if row["cancel_requested"]:
         return f"{row['status']} (cancel requested)"
+    if row.get("paused_at") is not None:
+        at = row["paused_at"].astimezone().strftime("%Y-%m-%d %H:%M")
+        by = f"by {row['paused_by']} " if row.get("paused_by") else ""
+        return f"{row['status']} (paused {by}at {at})"
+    if row.get("waits_for"):
+        return f"{row['status']} ({row['waits_for']})"
     if row["not_before"] is not None:
         return f"{row['status']} (retry at {row['not_before']})"
     return str(row["status"])
@@ -233,9 +239,16 @@ def items(
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
-        return await list_items(
+        rows = await list_items(
             database.pool, status=status, config_id=config_id, kind=kind, limit=limit, owner=None
         )
+        heavy = settings.heavy_window(HEAVY_KINDS)
+        if heavy is not None:
+            waits = heavy.waits_for(state.clock.now())
+            for row in rows:
+                if row["status"] == "queued" and row["kind"] in heavy.kinds and waits:
+                    row["waits_for"] = waits
+        return rows
 
     rows = state.with_database(body)
     if as_json:
