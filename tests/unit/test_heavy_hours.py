@@ -53,10 +53,28 @@ def test_a_bad_window_says_what_is_expected(text: str) -> None:
         HeavyHours.parse(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [("24:00-07:00", time(0), time(7)), ("23:59-24:00", time(23, 59), time(0)),
+     ("00:00-23:59", time(0), time(23, 59))],
+)  # fmt: skip
+def test_the_clocks_edges_are_hours(text: str, start: time, end: time) -> None:
+    hours = HeavyHours.parse(text)
+    assert (hours.start, hours.end) == (start, end)
+
+
+@pytest.mark.parametrize("text", ["24:01-07:00", "01:00-24:30", "23:60-07:00", "01:00-07:60"])
+def test_past_the_clocks_edges_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"HH:MM-HH:MM"):
+        HeavyHours.parse(text)
+
+
 def test_an_empty_window_is_refused() -> None:
-    with pytest.raises(ValueError, match="starts where it ends; leave it unset for always"):
+    with pytest.raises(
+        ValueError, match=r"^'03:00-03:00' starts where it ends; leave it unset for always$"
+    ):
         HeavyHours.parse("03:00-03:00")
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(ValueError, match=r"^a window that starts where it ends is empty$"):
         HeavyHours(time(3), time(3))
 
 
@@ -84,9 +102,26 @@ def test_when_a_window_ends_and_starts_again() -> None:
     assert NIGHT.seconds_to_start(at(7)) == 18 * 3600
     assert NIGHT.seconds_to_start(at(0, 30)) == 1800
     assert NIGHT.next_start(at(3)) == at(1, day=2)  # inside: the next day's
+    assert NIGHT.next_start(at(1)) == at(1, day=2)  # strictly after
+    assert NIGHT.next_start(at(0, 59)) == at(1)
     assert WRAPPED.seconds_to_end(at(23)) == 7 * 3600  # past midnight
     assert WRAPPED.seconds_to_start(at(12)) == 10.5 * 3600
     assert str(WRAPPED) == "22:30-06:00"
+
+
+def test_without_a_zone_the_window_is_the_machines_local_time() -> None:
+    local = HeavyHours.parse("01:00-07:00")
+    # 06:59:50 on this machine's clock, whatever its zone.
+    moment = datetime(2026, 1, 1, 6, 59, 50).astimezone()
+    assert local.contains(moment)
+    assert local.seconds_to_end(moment) == 10
+    assert local.next_start(moment) == datetime(2026, 1, 2, 1, 0).astimezone()
+
+
+def test_what_a_waiting_heavy_kind_says() -> None:
+    window = HeavyWindow(NIGHT, frozenset({"crawl"}))
+    assert window.waits_for(at(12)) == "waits for heavy hours (01:00)"
+    assert window.waits_for(at(3)) == ""
 
 
 def test_the_window_is_read_in_its_zone() -> None:
@@ -188,7 +223,10 @@ async def winds_down(ctx: HandlerContext) -> dict[str, Any]:
 NOTE = "stopped at the end of heavy hours after 3 files; goes on when heavy hours start (01:00)"
 
 
-async def test_a_heavy_attempt_winds_down_at_the_windows_end_and_waits_for_the_next() -> None:
+async def test_a_heavy_attempt_winds_down_at_the_windows_end_and_waits_for_the_next(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
     clock = FakeClock(start=at(6, 59, 50))
     store = ScriptedStore(clock)
     task = asyncio.create_task(executor_on(store, clock, winds_down).run(ITEM))
@@ -201,6 +239,10 @@ async def test_a_heavy_attempt_winds_down_at_the_windows_end_and_waits_for_the_n
     assert [c[1:] for c in store.calls if c[1] != "heartbeat"] == [("defer", 7, 3, NOTE, wait)]
     assert not Deferred.counts_as_failure
     assert clock.deadlines() == []
+    assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
+        "work item 7 attempt 3: heavy hours (01:00-07:00) are over: finishing the work "
+        "started, then stopping until 01:00"
+    ]
 
 
 async def test_a_heavy_attempt_claimed_after_the_window_winds_down_at_once() -> None:
