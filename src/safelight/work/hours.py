@@ -24,7 +24,7 @@ _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 def _at(text_hour: str, text_minute: str) -> time | None:
     hour, minute = int(text_hour), int(text_minute)
     if hour == 24 and minute == 0:
-        return time(0, 0)  # "24:00": midnight, the end of the day
+        return time.min  # "24:00": midnight, the end of the day
     if hour > 23 or minute > 59:
         return None
     return time(hour, minute)
