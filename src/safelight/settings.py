@@ -208,8 +208,8 @@ class Settings:
     # The window of the day in which heavy kinds (a Kind row's ``heavy``: the crawl) may
     # start, as HH:MM-HH:MM in the machine's local time (22:00-06:00 wraps past
     # midnight); a crawl running when it ends stops after its current files and goes on
-    # at the next window (ADR 0060). None: at any hour. Applies to ``safelight worker``;
-    # ``safelight run`` is a request to do it now.
+    # at the next window (ADR 0060). None: at any hour. Binds ``safelight worker``
+    # serving until stopped; ``run`` and ``worker --until-idle`` ask for the work now.
     heavy_hours: str | None = None
     # Fault-injection runs only: a file that gets a JSON line before and after every
     # file side effect of every attempt (safelight.core.journal). None: off.
