@@ -37,10 +37,6 @@ class Paused:
     queued: int
     """Its queued items, none of which any Worker claims until it is resumed."""
 
-    @property
-    def what(self) -> str:
-        return f"kind {self.kind}" if self.kind is not None else f"config {self.config_id}"
-
     def since(self) -> str:
         """``paused (by alice at 14:02)``, in the machine's local time."""
         at = self.paused_at.astimezone().strftime("%Y-%m-%d %H:%M")
