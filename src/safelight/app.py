@@ -30,7 +30,7 @@ from safelight.db.database import Database
 from safelight.db.embeddedwatch import EmbeddedServerStopped, watch_postmaster
 from safelight.db.migrate import check_schema
 from safelight.db.pool import Connections, OneConnection
-from safelight.handlers import KIND_SPECS, Services, build_handlers, schedule_settings
+from safelight.handlers import HEAVY_KINDS, KIND_SPECS, Services, build_handlers, schedule_settings
 from safelight.handlers.guards import check_proxy_root
 from safelight.library.render.decoding import ImageDecoder
 from safelight.observe.metrics import Metrics
@@ -238,11 +238,13 @@ def build_engine(
     )
     journal = None if settings.side_effect_log is None else Journal(settings.side_effect_log, clock)
     built = journaled(handlers(services), journal)
+    # Heavy hours bind a Worker that serves for good; a run until idle was asked for now.
+    heavy = frozenset() if options.until_idle else HEAVY_KINDS
     executor = Executor(
         store,
         clock,
         built,
-        settings.executor(),
+        settings.executor(heavy),
         logging.getLogger("safelight.executor"),
         on_progress=on_progress,
         retries=Retries.of(KIND_SPECS, settings.retry_policy(), random.Random().random),
@@ -270,7 +272,11 @@ def build_engine(
             executor,
             clock,
             settings.worker(
-                worker_id, frozenset(built), owner=options.user, until_idle=options.until_idle
+                worker_id,
+                frozenset(built),
+                owner=options.user,
+                until_idle=options.until_idle,
+                heavy_kinds=heavy,
             ),
             wake=hub.subscribe(),
             on_finished=finished,

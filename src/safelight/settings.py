@@ -39,6 +39,7 @@ from safelight.library.files.limits import (
 if TYPE_CHECKING:
     from safelight.library.render.images import ProxySpec
     from safelight.work.executor import ExecutorSettings
+    from safelight.work.hours import HeavyWindow
     from safelight.work.retry import RetryPolicy
     from safelight.work.worker import WorkerSettings
 
@@ -208,6 +209,12 @@ class Settings:
     preview_quality: int = 85
 
     log_format: str = "text"
+    # The window of the day in which heavy kinds (a Kind row's ``heavy``: the crawl) may
+    # start, as HH:MM-HH:MM in the machine's local time (22:00-06:00 wraps past
+    # midnight); a crawl running when it ends stops after its current files and goes on
+    # at the next window (ADR 0060). None: at any hour. Binds ``safelight worker``
+    # serving until stopped; ``run`` and ``worker --until-idle`` ask for the work now.
+    heavy_hours: str | None = None
     # Fault-injection runs only: a file that gets a JSON line before and after every
     # file side effect of every attempt (safelight.core.journal). None: off.
     side_effect_log: Path | None = None
@@ -327,6 +334,13 @@ class Settings:
             _check_read_group(self.read_group)
         for name in ("scrub_interval_seconds", "scrub_bytes_per_hour"):
             positive(name)
+        if self.heavy_hours is not None:
+            from safelight.work.hours import HeavyHours
+
+            try:
+                HeavyHours.parse(self.heavy_hours)
+            except ValueError as exc:
+                raise SettingsError(f"heavy_hours ({ENV_PREFIX}HEAVY_HOURS) {exc}") from None
         if self.log_format not in ("text", "json"):
             raise SettingsError(f"log_format must be 'text' or 'json', not {self.log_format!r}")
         for name in ("backup_interval_seconds", "backups_kept"):
@@ -343,14 +357,24 @@ class Settings:
                     "unset for the embedded PostgreSQL"
                 )
 
-    def executor(self) -> ExecutorSettings:
+    def executor(self, heavy_kinds: frozenset[str] = frozenset()) -> ExecutorSettings:
+        """``heavy_kinds``: the kinds kept to :meth:`heavy_window` (none: no window)."""
         from safelight.work.executor import ExecutorSettings
 
         return ExecutorSettings(
             lease_seconds=self.lease_seconds,
             heartbeat_seconds=self.heartbeat_seconds,
             shutdown_grace_seconds=self.shutdown_grace_seconds,
+            heavy=self.heavy_window(heavy_kinds),
         )
+
+    def heavy_window(self, heavy_kinds: frozenset[str]) -> HeavyWindow | None:
+        """The heavy kinds' window, or None when heavy_hours is unset or none is heavy."""
+        from safelight.work.hours import HeavyHours, HeavyWindow
+
+        if self.heavy_hours is None or not heavy_kinds:
+            return None
+        return HeavyWindow(HeavyHours.parse(self.heavy_hours), heavy_kinds)
 
     def retry_policy(self) -> RetryPolicy:
         """The retry policy of a kind whose ``Kind`` row declares none."""
@@ -370,8 +394,10 @@ class Settings:
         *,
         owner: str | None = None,
         until_idle: bool = False,
+        heavy_kinds: frozenset[str] = frozenset(),
     ) -> WorkerSettings:
-        """A Worker's config: ``owner`` None serves every user's configs."""
+        """A Worker's config: ``owner`` None serves every user's configs; ``heavy_kinds``
+        are claimed only inside :meth:`heavy_window`."""
         from safelight.work.worker import WorkerSettings
 
         return WorkerSettings(
@@ -382,6 +408,7 @@ class Settings:
             poll_seconds=self.poll_seconds,
             until_idle=until_idle,
             backoff_max_seconds=self.outage_backoff_max_seconds,
+            heavy=self.heavy_window(heavy_kinds),
         )
 
     def metrics_limits(self) -> ConnectionLimits:

@@ -191,9 +191,10 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 
 # Which kinds may write which library table (handlers/*: crawl ingests, moves,
 # soft-deletes and records errors and duplicates; burst detection groups and pairs; purge deletes,
-# and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade).
+# and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade; the
+# scrub records when it checked an original and what it found, ADR 0062).
 WRITERS: Mapping[str, frozenset[str]] = {
-    "assets": frozenset({"crawl", "burst_detection", "purge"}),
+    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub"}),
     "bursts": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
     # The crawl records and forgets duplicates; a purge's delete of an asset cascades.

@@ -225,6 +225,8 @@ async def test_a_workers_metrics_count_what_it_ran_and_show_the_queue(
     assert value(scraped, "safelight_running_items", config=str(crawled)) == 0
     assert value(scraped, "safelight_running_items", config=UNSCOPED) == 0
     assert value(scraped, "safelight_stalled_attempts") == 0
+    assert value(scraped, "safelight_paused", what="kind") == 0
+    assert value(scraped, "safelight_paused", what="config") == 0
     assert value(scraped, "safelight_database_up") == 1
     assert value(scraped, "safelight_listener_connected") == 1
     # Nothing went wrong with the leases and claims of this run.

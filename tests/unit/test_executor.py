@@ -64,7 +64,7 @@ SELF_STOPPED_30 = (
 )
 
 
-def timing(**changes: float) -> ExecutorSettings:
+def timing(**changes: Any) -> ExecutorSettings:
     """The default timing (``Settings.executor()``), with ``changes``."""
     return dataclasses.replace(Settings().executor(), **changes)
 

@@ -76,6 +76,9 @@ class Connection:
         return self.rows[0] if self.rows else None
 
     def _answer(self, sql: str) -> list[dict[str, Any]]:
+        if "FROM paused_kinds" in sql:
+            paused = self.snapshot.paused
+            return [{"kinds": paused.get("kind", 0), "configs": paused.get("config", 0)}]
         if "FROM work_attempts" in sql:
             return [{"stalled": self.snapshot.stalled_attempts}]
         if "FROM assets" in sql:
@@ -157,6 +160,7 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
         running={C1: 1, None: 0},
         stalled_attempts=5,
         originals_changed=2,
+        paused={"kind": 2, "config": 1},
     )
     metrics = Metrics(["noop", "crawl"], listening=lambda: True)
     assert await metrics.refresh(pool, clock, PROBE_SECONDS)
@@ -176,6 +180,8 @@ async def test_a_scrape_reads_the_queue_zeros_included(clock: FakeClock) -> None
     assert get(scraped, "safelight_running_items", config="none") == 0
     assert get(scraped, "safelight_stalled_attempts") == 5
     assert get(scraped, "safelight_originals_changed") == 2
+    assert get(scraped, "safelight_paused", what="kind") == 2
+    assert get(scraped, "safelight_paused", what="config") == 1
 
 
 async def test_a_scrape_the_database_does_not_answer_drops_the_queue_gauges(

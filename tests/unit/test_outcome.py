@@ -18,6 +18,8 @@ from safelight.work.outcome import (
     Cancelled,
     ClaimedLate,
     Complete,
+    Defer,
+    Deferred,
     Fail,
     Failed,
     Interrupted,
@@ -60,6 +62,11 @@ CASES: list[tuple[Outcome, Write | None, tuple[Any, ...] | None]] = [
     (Cancelled(), Cancel(), ("cancel", 7, 3)),
     (Released(), Release(), ("release", 7, 3)),
     (ClaimedLate(31.0), Release(), ("release", 7, 3)),
+    (
+        Deferred("wound down", 3600.0),
+        Defer("wound down", 3600.0),
+        ("defer", 7, 3, "wound down", 3600.0),
+    ),
     (Lost(), None, None),
     (SelfStopped(), None, None),
     (Abandoned(StopReason.SHUTDOWN), None, None),
@@ -126,6 +133,7 @@ def test_outcomes_declare_the_names_runs_report_and_which_count_as_failure() -> 
         Lost: ("lost", False),
         SelfStopped: ("selfstopped", False),
         Abandoned: ("abandoned", False),
+        Deferred: ("deferred", False),
     }
     assert Failed("x").name == "failed" and UnknownKind("k").counts_as_failure
 
@@ -138,6 +146,7 @@ def test_writes_declare_the_store_call_they_make() -> None:
         Retry: "retry",
         Cancel: "cancel",
         Release: "release",
+        Defer: "defer",
     }
 
 

@@ -62,6 +62,7 @@ _SUBJECTS = frozenset(
         "livephoto",
         "migration",
         "migrations",
+        "paused",
         "proxies",
         "proxy",
         "schedule",

@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "safelight.cli.queue:items",
         "List work items, newest first; 'items show ID' shows one with its attempts.",
     ),
+    "pause": (
+        "safelight.cli.pausing:pause",
+        "Pause a kind (``pause crawl``) or a config's work, across all Workers.",
+    ),
     "proxies": (
         "safelight.cli.proxies:proxies_group",
         "The proxies (thumbnails, previews, BlurHashes, web videos) of a config.",
@@ -66,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "purge": (
         "safelight.cli.assets:purge",
         "Queue a purge of CONFIG: delete its soft-deleted assets' proxies and rows.",
+    ),
+    "resume": (
+        "safelight.cli.pausing:resume",
+        "Resume a paused kind, a config's work, or everything paused (``--all``).",
     ),
     "run": (
         "safelight.cli.run:run",

@@ -79,10 +79,16 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
 
 
 def status_cell(row: Mapping[str, Any]) -> str:
-    """An item's status as the list shows it: with a cancel request, or the time a
-    retry waits for."""
+    """An item's status as the list shows it: with a cancel request, the pause that
+    holds it, the heavy hours it waits for, or the time a retry waits for."""
     if row["cancel_requested"]:
         return f"{row['status']} (cancel requested)"
+    if row.get("paused_at") is not None:
+        at = row["paused_at"].astimezone().strftime("%Y-%m-%d %H:%M")
+        by = f"by {row['paused_by']} " if row.get("paused_by") else ""
+        return f"{row['status']} (paused {by}at {at})"
+    if row.get("waits_for"):
+        return f"{row['status']} ({row['waits_for']})"
     if row["not_before"] is not None:
         return f"{row['status']} (retry at {row['not_before']})"
     return str(row["status"])
@@ -246,9 +252,18 @@ def items(
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
         config_id = await resolve_config(database, state, config_ref)
-        return await list_items(
+        rows = await list_items(
             database.pool, status=status, config_id=config_id, kind=kind, limit=limit, owner=None
         )
+        from safelight.handlers import HEAVY_KINDS  # the kinds table, on use (ADR 0063)
+
+        heavy = settings.heavy_window(HEAVY_KINDS)
+        if heavy is not None:
+            waits = heavy.waits_for(state.clock.now())
+            for row in rows:
+                if row["status"] == "queued" and row["kind"] in heavy.kinds and waits:
+                    row["waits_for"] = waits
+        return rows
 
     rows = state.with_database(body)
     if as_json:
@@ -426,8 +441,17 @@ def status(state: CliState, as_json: bool) -> None:
     failures."""
 
     async def body(database: Database, settings: Settings) -> dict[str, Any]:
+        from safelight.handlers import HEAVY_KINDS  # the kinds table, on use (ADR 0063)
+
         now = state.clock.transition_time()
-        document = await queue_status(database.pool, now, limit=STATUS_LIMIT, owner=None)
+        document = await queue_status(
+            database.pool,
+            now,
+            limit=STATUS_LIMIT,
+            owner=None,
+            heavy=settings.heavy_window(HEAVY_KINDS),
+            at=state.clock.now(),
+        )
         seen = await workers_seen_count(
             database.pool, now, within_seconds=settings.health_worker_seen_seconds
         )
@@ -451,6 +475,7 @@ def status(state: CliState, as_json: bool) -> None:
     totals = document["totals"]
     stalls = document["stalls"]
     retries = document["retries"]
+    heavy = document["heavy_hours"]
     console().print(
         Group(
             safe_text(f"database: {document['database']}"),
@@ -468,6 +493,27 @@ def status(state: CliState, as_json: bool) -> None:
             ),
             "total: " + ", ".join(f"{totals.get(s, 0)} {s}" for s in statuses),
             *((safe_text(document["no_worker"], style="bold"),) if document["no_worker"] else ()),
+            "",
+            table(
+                "paused (no Worker starts their work; `safelight resume`)",
+                ("kind or config", "root", "queued", ""),
+                (
+                    (
+                        p["kind"] or short_id(p["config_id"]),
+                        p["root_path"] or "",
+                        p["queued"],
+                        p["shown"],
+                    )
+                    for p in document["paused"]
+                ),
+                empty="nothing",
+            ),
+            safe_text(
+                "heavy hours: always (SAFELIGHT_HEAVY_HOURS unset)"
+                if heavy is None
+                else f"heavy hours: {heavy['window']} for {', '.join(heavy['kinds'])}: "
+                f"{heavy['shown']}"
+            ),
             "",
             table(
                 "running",

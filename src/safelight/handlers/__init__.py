@@ -33,6 +33,7 @@ __all__ = [
     "BURST_DETECTION",
     "CATALOGUE_BACKUP",
     "CRAWL",
+    "HEAVY_KINDS",
     "KINDS",
     "KIND_SPECS",
     "NOOP",
@@ -71,6 +72,9 @@ KINDS: tuple[Kind[Any], ...] = (
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)
+
+# The kinds kept to SAFELIGHT_HEAVY_HOURS (their Kind row's ``heavy``; ADR 0060).
+HEAVY_KINDS: frozenset[str] = frozenset(kind.name for kind in KINDS if kind.heavy)
 
 
 def build_handlers(services: Services) -> dict[str, Handler]:

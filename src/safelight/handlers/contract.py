@@ -11,6 +11,9 @@ The rules every handler here keeps:
 - it calls ``ctx.ensure_alive()`` right before every file write, rename or delete, so
   an attempt that must stop touches no file from then on;
 - it checks ``ctx.cancelled`` between steps (``stop_if_cancelled``);
+- a heavy kind's handler (its ``Kind`` row's ``heavy``) checks ``ctx.winding_down`` at
+  its clean points, and once it is set starts nothing new, finishes what it started
+  and raises :class:`WoundDown`: the item goes on at the next window (ADR 0060);
 - a payload it cannot use is a :class:`MalformedPayload`, whose message the executor
   records as the item's error (the payload's shape, its kind's model, is checked at
   enqueue and again before the handler runs, ``Kind.bind``; the handler checks only
@@ -28,7 +31,7 @@ import threading
 from uuid import UUID
 
 from safelight.work.context import Handler, HandlerContext
-from safelight.work.errors import AttemptStopped, Retryable, WorkError
+from safelight.work.errors import AttemptStopped, Retryable, WorkError, WoundDown
 from safelight.work.retry import is_retryable
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "HandlerUnavailable",
     "MalformedPayload",
     "ThreadAlive",
+    "WoundDown",
     "config_id_of",
     "handler_failure",
     "stop_if_cancelled",

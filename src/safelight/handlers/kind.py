@@ -49,6 +49,11 @@ class Kind(Generic[P]):
     """How its items are tried again after a failure that may pass (an I/O error of a
     NAS mount, a handler's ``Retryable``: ``safelight.work.retry``). ``None``: the
     settings' policy (``Settings.retry_policy()``), as every kind has today."""
+    heavy: bool = False
+    """Whether it is heavy work (it reads every original, or makes proxies): a Worker
+    starts it only inside ``SAFELIGHT_HEAVY_HOURS``, and asks a running one to wind
+    down when the window ends (ADR 0060). A heavy kind's handler should honour
+    ``ctx.winding_down`` at its next clean point (the crawl: between files)."""
 
     def __post_init__(self) -> None:
         if self.interval is not None and self.scope is Scope.OPTIONAL:

@@ -208,4 +208,5 @@ SCRUB = Kind(
     Scope.REQUIRED,
     run_scrub,
     interval=lambda settings: settings.scrub_interval_seconds,
+    heavy=True,  # it reads the originals at the disk's speed (ADR 0060)
 )

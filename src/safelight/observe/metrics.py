@@ -51,6 +51,8 @@ class QueueSnapshot:
     stalled_attempts: int = 0
     originals_changed: int = 0
     """Live originals whose content changed under the same size and time (ADR 0062)."""
+    paused: dict[str, int] = field(default_factory=dict)
+    """"kind" and "config" -> how many are paused."""
 
 
 async def ping(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -69,10 +71,13 @@ async def read_queue(pool: Connections) -> QueueSnapshot:
         row = await cur.fetchone()
         await cur.execute(QUERIES["assets_changed_count"])
         changed = await cur.fetchone()
+        await cur.execute(QUERIES["paused_counts"])
+        paused = await cur.fetchone()
     return QueueSnapshot(
         items,
         running,
         int(row["stalled"]) if row else 0,
+        paused={"kind": int(paused["kinds"]), "config": int(paused["configs"])} if paused else {},
         originals_changed=int(changed["changed"]) if changed else 0,
     )
 
@@ -137,6 +142,15 @@ class _QueueCollector:
         )
         changed.add_metric([], snapshot.originals_changed)
         yield changed
+        paused = GaugeMetricFamily(
+            "safelight_paused",
+            "Kinds and storage configs paused across all Workers (safelight pause, ADR "
+            "0060): none of their queued items is claimed until resumed.",
+            labels=["what"],
+        )
+        for what in ("kind", "config"):
+            paused.add_metric([what], snapshot.paused.get(what, 0))
+        yield paused
 
 
 class Metrics:

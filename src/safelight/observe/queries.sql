@@ -31,3 +31,7 @@ SELECT count(*) AS stalled FROM work_attempts WHERE outcome = 'stalled'
 -- Live originals the scrub found changed while their size and modification time did not
 -- (ADR 0062: bit rot or tampering), across every config.
 SELECT count(*) AS changed FROM assets WHERE content_mismatch_at IS NOT NULL AND NOT is_deleted
+-- paused_counts --
+-- How many kinds, and how many storage configs, are paused (ADR 0060): no Worker claims their items.
+SELECT (SELECT count(*) FROM paused_kinds) AS kinds,
+       (SELECT count(*) FROM storage_configs WHERE paused_at IS NOT NULL) AS configs

@@ -164,6 +164,9 @@ class ScriptedStore:
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         return await self._write("retry", item_id, attempt, error)
 
+    async def defer(self, item_id: int, attempt: int, note: str, delay_seconds: float) -> bool:
+        return await self._write("defer", item_id, attempt, note, delay_seconds)
+
     async def cancel(self, item_id: int, attempt: int) -> bool:
         return await self._write("cancel", item_id, attempt)
 

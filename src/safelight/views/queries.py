@@ -18,6 +18,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.sql import load_queries
+from safelight.work.hours import HeavyWindow
+from safelight.work.pausing import heavy_hours_document, paused, paused_document
 
 QUERIES = load_queries("safelight.views", "queries.sql")
 
@@ -72,13 +74,20 @@ async def item_owner(pool: AsyncConnectionPool[Any], item_id: int) -> ItemOwner 
 
 
 async def queue_status(
-    pool: AsyncConnectionPool[Any], now: datetime | None, *, limit: int, owner: str | None
+    pool: AsyncConnectionPool[Any],
+    now: datetime | None,
+    *,
+    limit: int,
+    owner: str | None,
+    heavy: HeavyWindow | None = None,
+    at: datetime | None = None,
 ) -> Row:
     """Everything ``safelight status`` shows, as one document, of ``owner``'s items
     (None: all).
 
     ``now`` is the clock's ``transition_time()``: None judges leases by the database's
-    clock, as lease recovery does."""
+    clock, as lease recovery does. ``heavy`` and ``at`` (the clock's ``now()``): the
+    heavy kinds' window, shown as open or waited for (ADR 0060)."""
     counts = await _rows(pool, "status_counts", {"owner": owner})
     totals: dict[str, int] = {}
     for row in counts:
@@ -98,6 +107,8 @@ async def queue_status(
                 pool, "status_retries_waiting", {"now": now, "limit": limit, "owner": owner}
             )
         ),
+        "paused": [paused_document(p) for p in await paused(pool, owner)],
+        "heavy_hours": None if at is None else heavy_hours_document(heavy, at),
     }
 
 

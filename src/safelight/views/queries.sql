@@ -13,10 +13,17 @@
 
 -- items_list --
 -- Work items, newest first, filtered by status, config, kind and owner.
+-- paused_at, paused_by: the pause of its kind, else of its config, that holds a queued
+-- item (ADR 0060); NULL for any other.
 SELECT w.id, w.kind, w.status::text AS status, w.storage_config_id, w.dedup_key,
        w.attempt, w.stalls, w.retries, w.worker_id, w.requested_at, w.not_before,
-       w.started_at, w.finished_at, w.lease_expires_at, w.cancel_requested, w.error
+       w.started_at, w.finished_at, w.lease_expires_at, w.cancel_requested, w.error,
+       CASE WHEN w.status = 'queued' THEN coalesce(pk.paused_at, pc.paused_at) END AS paused_at,
+       CASE WHEN w.status <> 'queued' THEN NULL
+            WHEN pk.kind IS NOT NULL THEN pk.paused_by ELSE pc.paused_by END AS paused_by
 FROM work_items w
+LEFT JOIN paused_kinds pk ON pk.kind = w.kind
+LEFT JOIN storage_configs pc ON pc.id = w.storage_config_id
 WHERE (%(status)s::text IS NULL OR w.status = %(status)s::text::work_status)
   AND (%(config_id)s::uuid IS NULL OR w.storage_config_id = %(config_id)s::uuid)
   AND (%(kind)s::text IS NULL OR w.kind = %(kind)s::text)

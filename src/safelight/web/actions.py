@@ -1,5 +1,6 @@
 """What the dashboard's buttons do, through the same store calls as the CLI's commands
-(``items cancel``, ``items retry``, ``run``'s crawl, ``purge``, ``config retry-failed``);
+(``items cancel``, ``items retry``, ``run``'s crawl, ``purge``, ``config retry-failed``,
+``pause``, ``resume``);
 the API answers each with its :class:`Done`."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from safelight.views import answers
 from safelight.words import plural
 from safelight.work.errors import InvalidWorkItem
 from safelight.work.model import CancelResult, RetryResult
+from safelight.work.pausing import Pauses
 from safelight.work.store import WorkStore
 
 R = TypeVar("R", CancelResult, RetryResult)
@@ -145,3 +147,29 @@ async def queue_proxy_remake(store: WorkStore, config_id: UUID, mode: Mode) -> D
         return Done(409, "refused", str(error))
     what = "a remake of its missing proxies" if mode is Mode.MISSING else "a remake of its proxies"
     return Done(200, "queued", f"{what} of config {config_id} queued as item {item_id}", item_id)
+
+
+async def pause_kind(pauses: Pauses, kind: str, by: str) -> Done:
+    """``safelight pause KIND`` (an admin's, the route checks)."""
+    if not await pauses.pause_kind(kind, by):
+        return Done(200, "unchanged", f"{kind} was paused already")
+    return Done(200, "paused", f"paused {kind}: no Worker starts it until it is resumed")
+
+
+async def resume_kind(pauses: Pauses, kind: str) -> Done:
+    if not await pauses.resume_kind(kind):
+        return Done(200, "unchanged", f"{kind} was not paused")
+    return Done(200, "resumed", f"resumed {kind}")
+
+
+async def pause_config(pauses: Pauses, config_id: UUID, by: str) -> Done:
+    """``safelight pause --config ID`` (its owner's or an admin's, the route checks)."""
+    await pauses.pause_config(config_id, by)
+    return Done(
+        200, "paused", f"paused config {config_id}: no Worker starts its work until resumed"
+    )
+
+
+async def resume_config(pauses: Pauses, config_id: UUID) -> Done:
+    await pauses.resume_config(config_id)
+    return Done(200, "resumed", f"resumed config {config_id}")

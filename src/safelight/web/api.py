@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from safelight.handlers import HEAVY_KINDS, KINDS
 from safelight.library.proxystore.remaking import Mode
 from safelight.logs import masker
 from safelight.terminal import printable
@@ -42,8 +43,10 @@ from safelight.web.onthisday import MAX_PAGE_TILES, PAGE_TILES, Cursor
 from safelight.web.onthisday import on_this_day as day_document
 from safelight.web.viewer import viewer_of
 from safelight.work.model import Status
+from safelight.work.pausing import Pauses
 
 STATUS_LIMIT = 10
+KIND_NAMES = frozenset(kind.name for kind in KINDS)
 ITEMS_LIMIT = 50
 MAX_ITEMS_LIMIT = 1000
 # Only the extended calendar form: Python would also read 20261201 and 2026-W49-2.
@@ -161,6 +164,8 @@ async def status_document(request: Request) -> dict[str, Any]:
         context.clock.transition_time(),
         limit=STATUS_LIMIT,
         owner=viewer_of(request).owner,
+        heavy=context.settings.heavy_window(HEAVY_KINDS),
+        at=context.clock.now(),
     )
     now = context.clock.now()
     for row in document["running"]:
@@ -371,3 +376,41 @@ def _one_of(request: Request, *names: str) -> tuple[str | None, ...]:
     if any(value == "" for value in given) or sum(value is not None for value in given) > 1:
         raise HTTPException(400, "give at most one of " + ", ".join(names) + ", not empty")
     return given
+
+
+def _pauses(request: Request) -> Pauses:
+    context = web(request)
+    return Pauses(context.pool, context.clock)
+
+
+def _kind_for_action(request: Request) -> tuple[str, str]:
+    """The kind the path names and the viewer's name; pausing a kind holds every
+    user's work, so it is an admin's alone (403), and an unknown kind is a 404."""
+    viewer = may_act(request)
+    if not viewer.is_admin:
+        raise HTTPException(403, "only an admin pauses or resumes a kind")
+    kind = request.path_params["kind"]
+    if kind not in KIND_NAMES:
+        raise HTTPException(404, "there is no such kind")
+    return kind, viewer.name
+
+
+async def pause_kind(request: Request) -> Response:
+    kind, by = _kind_for_action(request)
+    return _act(request, await actions.pause_kind(_pauses(request), kind, by))
+
+
+async def resume_kind(request: Request) -> Response:
+    kind, _ = _kind_for_action(request)
+    return _act(request, await actions.resume_kind(_pauses(request), kind))
+
+
+async def pause_config(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    by = viewer_of(request).name
+    return _act(request, await actions.pause_config(_pauses(request), config_id, by))
+
+
+async def resume_config(request: Request) -> Response:
+    config_id = await _config_for_action(request)
+    return _act(request, await actions.resume_config(_pauses(request), config_id))

@@ -90,6 +90,11 @@ def routes() -> list[Route | Mount]:
         Route(
             "/api/configs/{config_id}/remake-proxies/{mode}", api.remake_proxies, methods=["POST"]
         ),
+        # Pause and resume (ADR 0060).
+        Route("/api/configs/{config_id}/pause", api.pause_config, methods=["POST"]),
+        Route("/api/configs/{config_id}/resume", api.resume_config, methods=["POST"]),
+        Route("/api/kinds/{kind}/pause", api.pause_kind, methods=["POST"]),
+        Route("/api/kinds/{kind}/resume", api.resume_kind, methods=["POST"]),
         Route("/api/on-this-day", api.on_this_day),
         Route("/proxies/{asset_id:int}/{proxy_type}/{version}", serve_proxy, name="proxy"),
         Route(pages.FAVICON_PATH, pages.favicon, name="favicon"),

@@ -172,6 +172,11 @@ async def on_this_day(request: Request) -> Response:
     )
 
 
+def _is_admin(request: Request) -> bool:
+    viewer = request.scope.get(SCOPE_KEY)
+    return isinstance(viewer, Viewer) and viewer.is_admin
+
+
 async def queue(request: Request) -> Response:
     status = await api.status_document(request)
     by_kind: dict[str, dict[str, int]] = {}
@@ -180,7 +185,14 @@ async def queue(request: Request) -> Response:
     return render(
         request,
         "queue.html",
-        {"page": "queue", "status": status, "by_kind": sorted(by_kind.items())},
+        {
+            "page": "queue",
+            "status": status,
+            "by_kind": sorted(by_kind.items()),
+            # The kinds' pause switches are an admin's (ADR 0060).
+            "is_admin": _is_admin(request),
+            "kind_names": sorted(api.KIND_NAMES),
+        },
     )
 
 

@@ -72,6 +72,12 @@ class AttemptStore(Protocol):
         (superseded by a queued item of its dedup key); ``False`` if lost."""
         ...
 
+    async def defer(self, item_id: int, attempt: int, note: str, delay_seconds: float) -> bool:
+        """Running → queued, not claimed again for ``delay_seconds``, counting neither
+        a retry nor a stall (superseded by a queued item of its dedup key); ``False``
+        if lost."""
+        ...
+
     async def retry(self, item_id: int, attempt: int, error: str) -> bool:
         """Running → queued in its place counting a stall (failed at max_stalls, or
         superseded by a queued item of its dedup key); ``False`` if lost."""
@@ -100,12 +106,23 @@ class HandlerContext:
     """Everything a handler gets for one attempt of one work item.
 
     ``cancelled`` is set as soon as the attempt must stop, for any reason; the handler's
-    task is cancelled at the same moment. ``logger`` adds ``item_id``, ``kind`` and
-    ``attempt`` to every record. Use it from the event loop's thread only: neither
-    :meth:`ensure_alive` nor :meth:`progress` is thread-safe.
+    task is cancelled at the same moment. ``winding_down`` asks for a clean stop
+    instead: no new work, the started work finished (heavy hours, ADR 0060).
+    ``logger`` adds ``item_id``, ``kind`` and ``attempt`` to every record. Use it from
+    the event loop's thread only: neither :meth:`ensure_alive` nor :meth:`progress` is
+    thread-safe.
     """
 
-    __slots__ = ("_ensure_alive", "_on_progress", "_store", "cancelled", "clock", "item", "logger")
+    __slots__ = (
+        "_ensure_alive",
+        "_on_progress",
+        "_store",
+        "cancelled",
+        "clock",
+        "item",
+        "logger",
+        "winding_down",
+    )
 
     def __init__(
         self,
@@ -117,8 +134,14 @@ class HandlerContext:
         cancelled: asyncio.Event,
         ensure_alive: Callable[[], None],
         on_progress: ProgressCallback | None = None,
+        winding_down: asyncio.Event | None = None,
     ) -> None:
         self.item = item
+        # Set when the attempt should finish what it has started and stop, keeping its
+        # work (its kind's heavy hours ended: ADR 0060). Not a stop: the handler may
+        # ignore it and run to its end; one that honours it raises ``WoundDown`` once
+        # its started work is done, and the item goes on at the next window.
+        self.winding_down = asyncio.Event() if winding_down is None else winding_down
         self.clock = clock
         self.logger = logger
         self.cancelled = cancelled

@@ -49,6 +49,16 @@ class AttemptStopped(WorkError):
         self.reason = reason
 
 
+class WoundDown(WorkError):
+    """Raised by a handler that stopped early because its attempt was asked to wind down
+    (``HandlerContext.winding_down``: its kind's heavy hours ended), with all it did
+    kept: the item goes back to the queue until the window opens again, counting
+    neither a failure nor a stall (ADR 0060)."""
+
+    def __init__(self, reason: str = "stopped at the end of heavy hours") -> None:
+        super().__init__(reason)
+
+
 class AttemptLost(AttemptStopped):
     """The database says this attempt no longer owns its item."""
 

@@ -46,14 +46,17 @@ from safelight.work.errors import (
     AttemptStopped,
     StopReason,
     WorkError,
+    WoundDown,
     describe,
 )
+from safelight.work.hours import HeavyWindow
 from safelight.work.model import Beat, WorkItem
 from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.outcome import (
     Abandoned,
     Cancelled,
     ClaimedLate,
+    Deferred,
     Failed,
     Interrupted,
     Lost,
@@ -119,6 +122,9 @@ class ExecutorSettings:
     lease_seconds: float
     heartbeat_seconds: float
     shutdown_grace_seconds: float
+    # The heavy kinds' window (ADR 0060): an attempt of one winds down when it ends.
+    # None: no window, heavy kinds run at any hour.
+    heavy: HeavyWindow | None = None
 
     def __post_init__(self) -> None:
         for name in ("lease_seconds", "heartbeat_seconds", "shutdown_grace_seconds"):
@@ -355,6 +361,8 @@ class _Attempt:
         # The handler's last progress report, while no write of the item holds it yet.
         self._unsaved: dict[str, Any] | None = None
         self._cancelled = asyncio.Event()
+        self._winding_down = asyncio.Event()
+        self._wind_down: TimerHandle | None = None
         # Set by _start: the last heartbeat that counted, the handler, the timers.
         self._last_beat: float
         # Done once the handler is done or the attempt is stopped, whichever is first.
@@ -379,6 +387,8 @@ class _Attempt:
             if isinstance(ending.error, AttemptLost):
                 self._stop(StopReason.LOST)  # a fenced transaction found the item taken
             outcome = self._retries.after(verdict(ending, self._reason), self._item, ending.error)
+            if self._reason is None and isinstance(ending.error, WoundDown):
+                outcome = self._deferred(ending.error)
             self._report(outcome, ending)
             return outcome
         finally:
@@ -407,12 +417,44 @@ class _Attempt:
             cancelled=self._cancelled,
             ensure_alive=self.ensure_alive,
             on_progress=self._reported,
+            winding_down=self._winding_down,
         )
+        self._arm_wind_down()
         self._handler = asyncio.create_task(self._run_handler(context))
         self._handler.add_done_callback(self._handler_done)
         # After the handler's task is made and before it takes its first step: with
         # ``shutdown`` already set, the handler is cancelled before it starts.
         self._heed(shutdown)
+
+    def _arm_wind_down(self) -> None:
+        """An attempt of a heavy kind winds down when its window ends (at once if it
+        was claimed just as it ended)."""
+        heavy = self._settings.heavy
+        if heavy is None:
+            return
+        seconds = heavy.wind_down_in(self._item.kind, self._clock.now())
+        if seconds is not None:
+            self._wind_down = self._clock.call_later(seconds, self._window_ended)
+
+    def _window_ended(self) -> None:
+        heavy = self._settings.heavy
+        assert heavy is not None  # armed only with a window
+        self._log.info(
+            "heavy hours (%s) are over: finishing the work started, then stopping until %s",
+            heavy.hours,
+            f"{heavy.hours.start:%H:%M}",
+        )
+        self._winding_down.set()
+
+    def _deferred(self, error: WoundDown) -> Outcome:
+        """The handler wound down when asked: back to the queue until the window opens.
+        A handler raising ``WoundDown`` unasked (no window) fails as any error does."""
+        heavy = self._settings.heavy
+        if heavy is None or not self._winding_down.is_set():
+            return Failed(describe(error))
+        now = self._clock.now()
+        note = f"{error}; goes on when heavy hours start ({heavy.hours.start:%H:%M})"
+        return Deferred(note, heavy.hours.seconds_to_start(now))
 
     def _heed(self, shutdown: Shutdown | None) -> None:
         """Stop for ``shutdown`` at once if it is set, else once it is."""
@@ -512,6 +554,8 @@ class _Attempt:
 
     async def _clean_up(self) -> None:
         self._self_stop.cancel()
+        if self._wind_down is not None:
+            self._wind_down.cancel()
         self._first_beat.cancel()
         if self._shutdown is not None:
             self._shutdown.remove_done_callback(self._shutdown_set)

@@ -73,6 +73,20 @@ class Interrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class Deferred:
+    """The handler wound down when its kind's heavy hours ended (it raised
+    :class:`~safelight.work.errors.WoundDown` after being asked to): the item goes back
+    to the queue, not claimed again for ``delay_seconds`` (the window's next start),
+    counting neither a retry nor a stall (ADR 0060)."""
+
+    name: ClassVar[str] = "deferred"
+    counts_as_failure: ClassVar[bool] = False
+
+    note: str
+    delay_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownKind:
     """No handler is registered for the item's kind: the item fails for good."""
 
@@ -157,6 +171,7 @@ Outcome: TypeAlias = (
     | Lost
     | SelfStopped
     | Abandoned
+    | Deferred
 )
 
 # Each outcome's name, as a run's summary and its JSON carry it, and whether it counts as
@@ -198,6 +213,14 @@ class RetryLater:
 
 
 @dataclass(frozen=True, slots=True)
+class Defer:
+    name: ClassVar[str] = "defer"
+
+    note: str
+    delay_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     name: ClassVar[str] = "cancel"
 
@@ -207,7 +230,7 @@ class Release:
     name: ClassVar[str] = "release"
 
 
-Write: TypeAlias = Complete | Fail | RetryLater | Retry | Cancel | Release
+Write: TypeAlias = Complete | Fail | RetryLater | Retry | Cancel | Release | Defer
 
 
 def write_for(outcome: Outcome) -> Write | None:
@@ -231,6 +254,8 @@ def write_for(outcome: Outcome) -> Write | None:
             return Cancel()
         case Released() | ClaimedLate():
             return Release()
+        case Deferred(note, delay_seconds):
+            return Defer(note, delay_seconds)
     return None
 
 
@@ -263,3 +288,5 @@ def store_call(store: AttemptStore, item: WorkItem, write: Write) -> Awaitable[b
             return store.cancel(item.id, item.attempt)
         case Release():
             return store.release(item.id, item.attempt)
+        case Defer(note, delay_seconds):
+            return store.defer(item.id, item.attempt, note, delay_seconds)

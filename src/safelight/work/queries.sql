@@ -109,9 +109,21 @@ SELECT id FROM work_items WHERE dedup_key = %(dedup_key)s AND status = 'queued'
 -- the rows the indexes return, so it blocks neither other configs nor the later items
 -- of its own config; once due it is taken in its place (requested_at). Checked again
 -- on the locked row, which a retry may have changed since the snapshot.
+-- Paused (ADR 0060): a paused kind is left out of "claimable", the kinds asked for less
+-- those in paused_kinds (read once; the table holds a row per paused kind), so every
+-- look reads only the kinds it may take, and a paused kind's item heads no config in
+-- the first look. A paused config is passed over where busy ones are (c.paused_at IS
+-- NULL beside c.running_item_id IS NULL): its head among the 16 hides no other
+-- config's, and the second look reads its head only to drop it. A pause that commits
+-- while a claim runs binds the next claim; the one running may still take one item.
 -- Only the description line is sent (safelight.core.sql): under 4096 characters, or
 -- psycopg re-parses it on every call.
-WITH stamp AS MATERIALIZED (
+WITH claimable AS MATERIALIZED (
+    SELECT array(
+        SELECT k FROM unnest(%(kinds)s::text[]) k
+        WHERE NOT EXISTS (SELECT 1 FROM paused_kinds p WHERE p.kind = k)
+    ) AS kinds
+), stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), due AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
@@ -128,7 +140,7 @@ WITH stamp AS MATERIALIZED (
             FROM (
                 SELECT q.id, q.storage_config_id, q.requested_at
                 FROM work_items q
-                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY(%(kinds)s::text[])
+                WHERE q.status = 'queued' AND q.attempt >= 0 AND q.kind = ANY((SELECT kinds FROM claimable)::text[])
                   AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
                 ORDER BY q.requested_at, q.id
                 LIMIT 16
@@ -141,6 +153,7 @@ WITH stamp AS MATERIALIZED (
         OR EXISTS (
           SELECT 1 FROM storage_configs c
           WHERE c.id = w.storage_config_id AND c.active AND c.running_item_id IS NULL
+            AND c.paused_at IS NULL
             AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
         )
       )
@@ -151,7 +164,7 @@ WITH stamp AS MATERIALIZED (
     SELECT u.id, u.requested_at
     FROM work_items u
     WHERE NOT EXISTS (SELECT 1 FROM fast)
-      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY(%(kinds)s::text[])
+      AND u.status = 'queued' AND u.storage_config_id IS NULL AND u.kind = ANY((SELECT kinds FROM claimable)::text[])
       AND (u.not_before IS NULL OR u.not_before <= (SELECT at FROM due))
     ORDER BY u.requested_at, u.id
     LIMIT %(limit)s
@@ -167,12 +180,12 @@ WITH stamp AS MATERIALIZED (
         CROSS JOIN LATERAL (
             SELECT q.id
             FROM work_items q
-            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY(%(kinds)s::text[])
+            WHERE q.storage_config_id = c.id AND q.status = 'queued' AND q.kind = ANY((SELECT kinds FROM claimable)::text[])
               AND (q.not_before IS NULL OR q.not_before <= (SELECT at FROM due))
             ORDER BY q.requested_at, q.id
             LIMIT 1
         ) head
-        WHERE c.active AND c.running_item_id IS NULL
+        WHERE c.active AND c.running_item_id IS NULL AND c.paused_at IS NULL
           AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
       )
     ORDER BY w.requested_at, w.id
@@ -321,6 +334,9 @@ SELECT new_status FROM retried
 -- locked: not_before is it plus the backoff, an interval added here to the database's
 -- clock (ADR 0015), never to a Worker's; the attempt's ended_at is the same stamp, and
 -- its outcome 'failed'.
+-- Deferred (ADR 0060: counted false): the same, for an attempt that wound down at the end
+-- of its heavy hours, not a failure: no retry counted, its attempt ended 'released',
+-- not_before the window's next start.
 WITH stamp AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS at
 ), current AS (
@@ -335,7 +351,7 @@ WITH stamp AS MATERIALIZED (
 ), retried AS (
     UPDATE work_items w
     SET status = d.new_status::work_status,
-        retries = w.retries + 1,
+        retries = w.retries + CASE WHEN %(counted)s THEN 1 ELSE 0 END,
         not_before = CASE WHEN d.new_status = 'queued'
             THEN (SELECT at FROM stamp) + make_interval(secs => %(delay_seconds)s) END,
         lease_expires_at = NULL,
@@ -352,7 +368,8 @@ WITH stamp AS MATERIALIZED (
 ), history AS (
     UPDATE work_attempts a
     SET ended_at = (SELECT at FROM stamp),
-        outcome = CASE r.new_status WHEN 'cancelled' THEN 'superseded' ELSE 'failed' END::attempt_outcome
+        outcome = CASE WHEN r.new_status = 'cancelled' THEN 'superseded'
+                       WHEN %(counted)s THEN 'failed' ELSE 'released' END::attempt_outcome
     FROM retried r
     WHERE a.work_item_id = r.id AND a.attempt = r.attempt
 )
@@ -483,10 +500,13 @@ WHERE id IN (
 
 -- items_pending_for_worker --
 -- How many items a Worker could still run are queued or running (for --until-idle).
+-- A queued item of a paused kind or config is not counted: no Worker may take it until
+-- it is resumed, so a run until idle does not wait for it (ADR 0060).
 SELECT count(*)
 FROM work_items w
 LEFT JOIN storage_configs c ON c.id = w.storage_config_id
-WHERE w.status IN ('queued', 'running')
+WHERE (w.status = 'running' OR (w.status = 'queued' AND c.paused_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM paused_kinds p WHERE p.kind = w.kind)))
   AND w.kind = ANY(%(kinds)s)
   AND (
     w.storage_config_id IS NULL

@@ -495,11 +495,25 @@ class WorkStore:  # pragma: no mutate block
 
         Ended as superseded instead when its dedup key already has a queued item.
         """
+        return await self._put_off(item_id, attempt, error, delay_seconds, counted=True)
+
+    async def defer(self, item_id: int, attempt: int, note: str, delay_seconds: float) -> bool:
+        """Running → queued, not claimed again until ``delay_seconds`` have passed on the
+        database's clock, counting neither a retry nor a stall: the attempt wound down
+        at the end of its heavy hours, and goes on at the next window (ADR 0060).
+        ``note`` is the item's error until then. Superseded instead when its dedup key
+        already has a queued item (which waits for the window as well)."""
+        return await self._put_off(item_id, attempt, note, delay_seconds, counted=False)
+
+    async def _put_off(
+        self, item_id: int, attempt: int, error: str, delay_seconds: float, *, counted: bool
+    ) -> bool:
         params = {
             "id": item_id,
             "attempt": attempt,
             "error": error,
             "delay_seconds": float(delay_seconds),
+            "counted": counted,
             "now": self._clock.transition_time(),
         }
         async with self._pool.connection() as conn:

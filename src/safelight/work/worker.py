@@ -18,6 +18,7 @@ from safelight.core.clock import Clock
 from safelight.work.backoff import Backoff
 from safelight.work.errors import OUTAGE_ERRORS
 from safelight.work.executor import Executor, RunResult, Shutdown, shutdown_watch
+from safelight.work.hours import HeavyWindow
 from safelight.work.lifecycle import Lifecycle
 from safelight.work.model import WorkItem
 from safelight.work.observer import NO_OBSERVER, EngineObserver
@@ -43,6 +44,9 @@ class WorkerSettings:
     # While the database is away, the wait between tries doubles from poll_seconds up
     # to this (work.backoff); a wake-up still cuts it short.
     backoff_max_seconds: float
+    # The heavy kinds' window (ADR 0060): outside it they are left out of the claim.
+    # None: every kind at any hour.
+    heavy: HeavyWindow | None = None
 
     def __post_init__(self) -> None:
         if not self.kinds:
@@ -83,11 +87,14 @@ class Worker:
     async def run_once(self, shutdown: Shutdown | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
         s = self._settings
+        kinds = self._claimable()
+        if not kinds:
+            return None
         # Taken before the claim is sent: the lease starts somewhere after it, and the
         # attempt's self-stop counts from it, however late the claim's answer comes.
         sent = self._clock.monotonic()
         item = await self._store.claim(
-            s.worker_id, s.kinds, owner=s.owner, lease_seconds=s.lease_seconds
+            s.worker_id, kinds, owner=s.owner, lease_seconds=s.lease_seconds
         )
         if item is None:
             return None
@@ -151,9 +158,18 @@ class Worker:
                 )
             await self._wait(shutdown, wait)
 
+    def _claimable(self) -> frozenset[str]:
+        """The kinds this Worker claims now: its kinds, less the heavy ones outside their
+        window, by the Worker's clock (the machine's local time: ADR 0060)."""
+        s = self._settings
+        if s.heavy is None:
+            return s.kinds
+        return s.heavy.claimable(s.kinds, self._clock.now())
+
     async def _idle(self) -> bool:
         s = self._settings
-        return await self._store.pending_count(s.kinds, s.owner) == 0
+        kinds = self._claimable()
+        return not kinds or await self._store.pending_count(kinds, s.owner) == 0
 
     async def _until_due(self) -> float:
         """The poll interval, or less when a retry falls due sooner: no notification

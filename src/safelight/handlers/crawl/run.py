@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from safelight.handlers.burst_detection import BURST_DETECTION
-from safelight.handlers.contract import HandlerContext, stop_if_cancelled
+from safelight.handlers.contract import HandlerContext, WoundDown, stop_if_cancelled
 from safelight.handlers.crawl import gone, legacy, opening, walking
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.crawl.config import CrawlSettings
@@ -69,7 +69,11 @@ async def run_crawl(ctx: HandlerContext, services: Services, payload: NoPayload)
 
 
 CRAWL = Kind(
-    "crawl", Scope.REQUIRED, run_crawl, interval=lambda settings: settings.crawl_interval_seconds
+    "crawl",
+    Scope.REQUIRED,
+    run_crawl,
+    interval=lambda settings: settings.crawl_interval_seconds,
+    heavy=True,  # it reads the originals and makes the proxies (ADR 0060)
 )
 
 
@@ -78,6 +82,14 @@ async def _steps(crawl: Attempt, error_paths: set[str]) -> dict[str, Any]:
     walker = await opening.open_walk(crawl)
     await walking.walk_and_process(crawl, walker)
     stop_if_cancelled(crawl.ctx)
+    if crawl.ctx.winding_down.is_set():
+        # Heavy hours ended: every file started was finished and committed; the rest,
+        # and the end steps (what is gone is judged only after a whole walk), are the
+        # next window's crawl, which skips the files done as unchanged (ADR 0060).
+        raise WoundDown(
+            f"stopped at the end of heavy hours after {crawl.tally.counts.found} of the "
+            "files walked"
+        )
     await gone.remove_gone(crawl, error_paths)
     await legacy.rename_legacy_proxies(crawl)
     crawl.progress(force=True)

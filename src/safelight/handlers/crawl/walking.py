@@ -47,6 +47,13 @@ async def walk(crawl: Attempt, walker: Walker) -> None:
         # Its cause is the OSError of listing the root: retried if that may pass.
         cause = error.__cause__ if error.__cause__ is not None else error
         raise handler_failure(f"{error.reason}; nothing was changed", cause) from error
+    if crawl.ctx.winding_down.is_set():
+        # Cut short at the end of heavy hours: the workers finish the files they hold
+        # and the crawl stops (run.py); nothing is judged of a walk that did not end.
+        for _ in range(crawl.settings.max_concurrent_files):
+            await crawl.pending.put(None)
+        crawl.progress(force=True)
+        return
     crawl.tally.counts.skipped = len(walker.skipped)
     crawl.tally.counts.other_files = walker.other_files
     for link, target in walker.links:
@@ -70,6 +77,8 @@ async def walk_matched(crawl: Attempt, walker: Walker, matcher: WalkMatcher) -> 
         last = False
         while not last:
             stop_if_cancelled(crawl.ctx)
+            if crawl.ctx.winding_down.is_set():
+                return  # heavy hours are over: list no more (ADR 0060)
             batch, last = await walk.next()
             await walked(crawl, walker, batch, last, matcher)
 
@@ -114,6 +123,10 @@ async def walked(
 async def worker(crawl: Attempt) -> None:
     while (entry := await crawl.pending.get()) is not None:
         stop_if_cancelled(crawl.ctx)
+        if crawl.ctx.winding_down.is_set():
+            # Not started: left for the next window's crawl. Still taken off the queue,
+            # so that the walk, which may be waiting to put one more, reaches its end.
+            continue
         walked, by_stat = entry
         await deciding.process(crawl, walked, by_stat)
         crawl.tally.counts.found += 1

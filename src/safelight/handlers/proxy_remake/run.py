@@ -171,4 +171,10 @@ def dedup_key(config_id: UUID, mode: Mode) -> str:
     return f"{PROXY_REMAKE.dedup_key(config_id)}:{mode.value}"
 
 
-PROXY_REMAKE = Kind("proxy_remake", Scope.REQUIRED, run_proxy_remake, payload=RemakePayload)
+PROXY_REMAKE = Kind(
+    "proxy_remake",
+    Scope.REQUIRED,
+    run_proxy_remake,
+    payload=RemakePayload,
+    heavy=True,  # it reads the originals and makes the proxies (ADR 0060)
+)
