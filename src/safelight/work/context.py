@@ -133,15 +133,15 @@ class HandlerContext:
         logger: logging.LoggerAdapter[logging.Logger],
         cancelled: asyncio.Event,
         ensure_alive: Callable[[], None],
+        winding_down: asyncio.Event,
         on_progress: ProgressCallback | None = None,
-        winding_down: asyncio.Event | None = None,
     ) -> None:
         self.item = item
         # Set when the attempt should finish what it has started and stop, keeping its
         # work (its kind's heavy hours ended: ADR 0060). Not a stop: the handler may
         # ignore it and run to its end; one that honours it raises ``WoundDown`` once
         # its started work is done, and the item goes on at the next window.
-        self.winding_down = asyncio.Event() if winding_down is None else winding_down
+        self.winding_down = winding_down
         self.clock = clock
         self.logger = logger
         self.cancelled = cancelled
