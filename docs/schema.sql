@@ -152,22 +152,37 @@ CREATE TABLE public.assets (
     content_checked_at timestamp with time zone,
     content_mismatch_at timestamp with time zone,
     content_found_hash text,
+    place_city text,
+    place_region text,
+    place_country text,
+    place_country_code text,
+    places_checked_at timestamp with time zone,
+    time_zone text,
+    zone_source text,
+    picture_hash bigint,
+    picture_hashed_at timestamp with time zone,
+    similar_group_id bigint,
+    faces_content_hash text,
     CONSTRAINT assets_captured_at_source_check CHECK ((captured_at_source = ANY (ARRAY['sidecar'::text, 'exif'::text, 'xmp'::text, 'iptc'::text, 'maker'::text, 'modified'::text, 'png'::text, 'video'::text, 'file'::text]))),
     CONSTRAINT assets_captured_day_check CHECK (((captured_day >= 1) AND (captured_day <= 31))),
     CONSTRAINT assets_captured_month_check CHECK (((captured_month >= 1) AND (captured_month <= 12))),
     CONSTRAINT assets_check CHECK ((is_deleted = (deleted_at IS NOT NULL))),
     CONSTRAINT assets_content_found_hash_check CHECK ((content_found_hash ~ '^[0-9a-f]{16}$'::text)),
     CONSTRAINT assets_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{16}$'::text)),
+    CONSTRAINT assets_faces_content_hash_check CHECK ((faces_content_hash ~ '^[0-9a-f]{16}$'::text)),
     CONSTRAINT assets_file_path_check CHECK (((file_path <> ''::text) AND ("left"(file_path, 1) <> '/'::text))),
     CONSTRAINT assets_latitude_check CHECK (((latitude >= ('-90'::integer)::double precision) AND (latitude <= (90)::double precision))),
     CONSTRAINT assets_location_whole CHECK (((latitude IS NULL) = (longitude IS NULL))),
     CONSTRAINT assets_longitude_check CHECK (((longitude >= ('-180'::integer)::double precision) AND (longitude <= (180)::double precision))),
     CONSTRAINT assets_media_type_check CHECK ((media_type = ANY (ARRAY['image'::text, 'video'::text]))),
     CONSTRAINT assets_orientation_check CHECK (((orientation >= 1) AND (orientation <= 8))),
+    CONSTRAINT assets_place_country_code_check CHECK ((place_country_code ~ '^[A-Z]{2}$'::text)),
     CONSTRAINT assets_sidecar_size_check CHECK ((sidecar_size >= 0)),
     CONSTRAINT assets_sidecar_whole CHECK ((((sidecar_path IS NULL) = (sidecar_size IS NULL)) AND ((sidecar_path IS NULL) = (sidecar_modified_ns IS NULL)))),
     CONSTRAINT assets_size_bytes_check CHECK ((size_bytes > 0)),
     CONSTRAINT assets_stack_kind_check CHECK ((stack_kind = ANY (ARRAY['raw'::text, 'format'::text, 'copy'::text]))),
+    CONSTRAINT assets_time_zone_check CHECK ((time_zone <> ''::text)),
+    CONSTRAINT assets_zone_source_check CHECK ((zone_source = ANY (ARRAY['file'::text, 'position'::text]))),
     CONSTRAINT ck_assets_motion_photo_is_an_image CHECK (((NOT motion_photo) OR (media_type = 'image'::text)))
 );
 
@@ -215,11 +230,61 @@ ALTER TABLE public.bursts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.faces (
+    id bigint NOT NULL,
+    asset_id bigint NOT NULL,
+    storage_config_id uuid NOT NULL,
+    box_left real NOT NULL,
+    box_top real NOT NULL,
+    box_right real NOT NULL,
+    box_bottom real NOT NULL,
+    descriptor bytea NOT NULL,
+    person_id bigint,
+    placed_by text DEFAULT 'cluster'::text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT faces_box_bottom_check CHECK (((box_bottom >= (0)::double precision) AND (box_bottom <= (1)::double precision))),
+    CONSTRAINT faces_box_left_check CHECK (((box_left >= (0)::double precision) AND (box_left <= (1)::double precision))),
+    CONSTRAINT faces_box_right_check CHECK (((box_right >= (0)::double precision) AND (box_right <= (1)::double precision))),
+    CONSTRAINT faces_box_tall CHECK ((box_bottom > box_top)),
+    CONSTRAINT faces_box_top_check CHECK (((box_top >= (0)::double precision) AND (box_top <= (1)::double precision))),
+    CONSTRAINT faces_box_wide CHECK ((box_right > box_left)),
+    CONSTRAINT faces_descriptor_check CHECK ((length(descriptor) = 512)),
+    CONSTRAINT faces_placed_by_check CHECK ((placed_by = ANY (ARRAY['cluster'::text, 'person'::text])))
+);
+
+ALTER TABLE public.faces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.faces_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.paused_kinds (
     kind text NOT NULL,
     paused_at timestamp with time zone NOT NULL,
     paused_by text,
     CONSTRAINT paused_kinds_kind_check CHECK ((kind <> ''::text))
+);
+
+CREATE TABLE public.people (
+    id bigint NOT NULL,
+    storage_config_id uuid NOT NULL,
+    name text,
+    named_by text,
+    named_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT people_name_check CHECK (((name IS NULL) OR ((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))))
+);
+
+ALTER TABLE public.people ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.people_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE public.proxy_files (
@@ -251,6 +316,22 @@ CREATE TABLE public.schema_migrations (
     name text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL,
     checksum text
+);
+
+CREATE TABLE public.similar_groups (
+    id bigint NOT NULL,
+    storage_config_id uuid NOT NULL,
+    primary_asset_id bigint,
+    created_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE public.similar_groups ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.similar_groups_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE public.storage_configs (
@@ -382,8 +463,17 @@ ALTER TABLE ONLY public.bursts
 ALTER TABLE ONLY public.bursts
     ADD CONSTRAINT bursts_storage_config_id_burst_key_key UNIQUE (storage_config_id, burst_key);
 
+ALTER TABLE ONLY public.faces
+    ADD CONSTRAINT faces_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.paused_kinds
     ADD CONSTRAINT paused_kinds_pkey PRIMARY KEY (kind);
+
+ALTER TABLE ONLY public.people
+    ADD CONSTRAINT people_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.people
+    ADD CONSTRAINT people_storage_config_id_id_key UNIQUE (storage_config_id, id);
 
 ALTER TABLE ONLY public.proxy_files
     ADD CONSTRAINT proxy_files_asset_id_proxy_type_key UNIQUE (asset_id, proxy_type);
@@ -393,6 +483,9 @@ ALTER TABLE ONLY public.proxy_files
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.similar_groups
+    ADD CONSTRAINT similar_groups_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.storage_configs
     ADD CONSTRAINT storage_configs_owner_root_path_key UNIQUE (owner, root_path);
@@ -439,7 +532,13 @@ CREATE INDEX ix_assets_on_this_day ON public.assets USING btree (captured_month,
 
 CREATE INDEX ix_assets_paired ON public.assets USING btree (paired_asset_id) WHERE (paired_asset_id IS NOT NULL);
 
+CREATE INDEX ix_assets_picture_unhashed ON public.assets USING btree (storage_config_id, id) WHERE ((picture_hashed_at IS NULL) AND (NOT is_deleted));
+
+CREATE INDEX ix_assets_places_unchecked ON public.assets USING btree (storage_config_id, id) WHERE ((latitude IS NOT NULL) AND (places_checked_at IS NULL) AND (NOT is_deleted));
+
 CREATE INDEX ix_assets_scrub_order ON public.assets USING btree (storage_config_id, content_checked_at NULLS FIRST, id) WHERE (NOT is_deleted);
+
+CREATE INDEX ix_assets_similar_group ON public.assets USING btree (similar_group_id) WHERE (similar_group_id IS NOT NULL);
 
 CREATE INDEX ix_assets_stack_primary ON public.assets USING btree (stack_primary_id) WHERE (stack_primary_id IS NOT NULL);
 
@@ -447,9 +546,19 @@ CREATE INDEX ix_auth_tokens_expiry ON public.auth_tokens USING btree (expires_at
 
 CREATE INDEX ix_auth_tokens_user ON public.auth_tokens USING btree (user_name);
 
+CREATE INDEX ix_faces_asset ON public.faces USING btree (asset_id);
+
+CREATE INDEX ix_faces_config ON public.faces USING btree (storage_config_id);
+
+CREATE INDEX ix_faces_person ON public.faces USING btree (person_id) WHERE (person_id IS NOT NULL);
+
+CREATE INDEX ix_people_config ON public.people USING btree (storage_config_id);
+
 CREATE INDEX ix_proxy_files_legacy_name ON public.proxy_files USING btree (asset_id, proxy_type) WHERE (path ~ '/[^/.]+\.[^/.]+$'::text);
 
 CREATE INDEX ix_proxy_files_path ON public.proxy_files USING btree (path) WHERE (path IS NOT NULL);
+
+CREATE INDEX ix_similar_groups_config ON public.similar_groups USING btree (storage_config_id);
 
 CREATE INDEX ix_storage_configs_idle ON public.storage_configs USING btree (id) WHERE (active AND (running_item_id IS NULL));
 
@@ -501,6 +610,9 @@ ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_paired_asset_id_fkey FOREIGN KEY (paired_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
 
 ALTER TABLE ONLY public.assets
+    ADD CONSTRAINT assets_similar_group_id_fkey FOREIGN KEY (similar_group_id) REFERENCES public.similar_groups(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.assets
     ADD CONSTRAINT assets_stack_primary_id_fkey FOREIGN KEY (stack_primary_id) REFERENCES public.assets(id) ON DELETE SET NULL;
 
 ALTER TABLE ONLY public.assets
@@ -515,8 +627,26 @@ ALTER TABLE ONLY public.bursts
 ALTER TABLE ONLY public.bursts
     ADD CONSTRAINT bursts_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.faces
+    ADD CONSTRAINT faces_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.faces
+    ADD CONSTRAINT faces_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.faces
+    ADD CONSTRAINT faces_storage_config_id_person_id_fkey FOREIGN KEY (storage_config_id, person_id) REFERENCES public.people(storage_config_id, id) ON DELETE SET NULL (person_id);
+
+ALTER TABLE ONLY public.people
+    ADD CONSTRAINT people_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.proxy_files
     ADD CONSTRAINT proxy_files_asset_id_fkey FOREIGN KEY (asset_id) REFERENCES public.assets(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.similar_groups
+    ADD CONSTRAINT similar_groups_primary_asset_id_fkey FOREIGN KEY (primary_asset_id) REFERENCES public.assets(id) ON DELETE SET NULL;
+
+ALTER TABLE ONLY public.similar_groups
+    ADD CONSTRAINT similar_groups_storage_config_id_fkey FOREIGN KEY (storage_config_id) REFERENCES public.storage_configs(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.web_sessions
     ADD CONSTRAINT web_sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;

@@ -1,6 +1,7 @@
 """requirements/*.lock, which scripts/setup installs with --require-hashes: every
 package pinned with its hashes, pyproject.toml's pins in them as written, the dev lock
-holding the runtime one's pins unchanged (a dev install serves runtime too), and no
+holding the faces one's pins unchanged and that the runtime one's (a dev install serves
+faces and runtime too), and no
 development tool in what a user installs. scripts/lock writes them (CONTRIBUTING.md)."""
 
 from __future__ import annotations
@@ -51,28 +52,34 @@ def lock(name: str) -> dict[str, tuple[str, frozenset[str]]]:
 
 
 RUNTIME = pins(PROJECT["project"]["dependencies"]) | pins(PROJECT["build-system"]["requires"])
-DEV = RUNTIME | pins(PROJECT["project"]["optional-dependencies"]["dev"])
+FACES = RUNTIME | pins(PROJECT["project"]["optional-dependencies"]["faces"])
+DEV = FACES | pins(PROJECT["project"]["optional-dependencies"]["dev"])
 
 
-@pytest.mark.parametrize(("name", "wanted"), [("runtime", RUNTIME), ("dev", DEV)])
+@pytest.mark.parametrize(("name", "wanted"), [("runtime", RUNTIME), ("faces", FACES), ("dev", DEV)])
 def test_each_lock_pins_pyprojects_packages_as_written(name: str, wanted: dict[str, str]) -> None:
     locked = lock(name)
     assert {package: locked.get(package, ("missing",))[0] for package in wanted} == wanted
 
 
-def test_the_dev_lock_holds_the_runtime_pins_and_hashes_unchanged() -> None:
-    runtime, dev = lock("runtime"), lock("dev")
-    assert {package: dev.get(package) for package in runtime} == runtime
+@pytest.mark.parametrize(("lower", "upper"), [("runtime", "faces"), ("faces", "dev")])
+def test_each_lock_holds_the_pins_and_hashes_of_the_one_below_unchanged(
+    lower: str, upper: str
+) -> None:
+    """A dev install serves faces and runtime too, a faces install runtime."""
+    below, above = lock(lower), lock(upper)
+    assert {package: above.get(package) for package in below} == below
 
 
 def test_no_development_tool_is_in_what_a_user_installs() -> None:
     tools = set(pins(PROJECT["project"]["optional-dependencies"]["dev"]))
     assert tools, "the dev extra lists the tools"
     assert not tools & set(lock("runtime"))
+    assert not tools & set(lock("faces"))
 
 
 def test_the_locks_name_no_index_or_machine() -> None:
     """An index or wheel folder of the machine that compiled them must not be baked in."""
-    for name in ("runtime", "dev"):
+    for name in ("runtime", "faces", "dev"):
         text = (ROOT / "requirements" / f"{name}.lock").read_text("utf-8")
         assert not re.search(r"--(extra-)?index-url|--find-links|file://|https?://", text), name

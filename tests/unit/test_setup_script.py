@@ -36,13 +36,18 @@ class Scratch:
     bin: Path
     log: Path
 
-    def run(self, *args: str, quiet: bool = False, **fake: str) -> subprocess.CompletedProcess[str]:
-        """scripts/setup ARGS; ``fake`` sets the stand-ins' behaviour (uid="0": FAKE_UID=0)."""
+    def run(
+        self, *args: str, quiet: bool = False, faces: bool = False, **fake: str
+    ) -> subprocess.CompletedProcess[str]:
+        """scripts/setup ARGS; ``fake`` sets the stand-ins' behaviour (uid="0": FAKE_UID=0);
+        ``faces`` runs it with SAFELIGHT_FACES=1."""
         self.log.write_text("")
         env = {"PATH": str(self.bin), "HOME": str(self.repo.parent), "FAKE_LOG": str(self.log)}
         env |= {f"FAKE_{key.upper()}": value for key, value in fake.items()}
         if quiet:
             env["SAFELIGHT_SETUP_QUIET"] = "1"
+        if faces:
+            env["SAFELIGHT_FACES"] = "1"
         return subprocess.run(
             [str(self.repo / "scripts" / "setup"), *args],
             cwd=self.repo.parent,  # the script finds its repository by its own path
@@ -80,6 +85,7 @@ def scratch(tmp_path: Path) -> Scratch:
     shutil.copy2(ROOT / "scripts" / "setup", repo / "scripts" / "setup")
     (repo / "requirements").mkdir()
     (repo / "requirements" / "runtime.lock").write_text("click==8 --hash=sha256:00\n")
+    (repo / "requirements" / "faces.lock").write_text("click==8 --hash=sha256:00\ndlib-bin==20\n")
     (repo / "requirements" / "dev.lock").write_text("click==8 --hash=sha256:00\npytest==9\n")
     (repo / "pyproject.toml").write_text('[project]\nname = "safelight"\n')
     bin_dir = tmp_path / "bin"
@@ -407,6 +413,7 @@ def test_with_chromium_installed_dev_mode_asks_no_package_manager(
 
 PIP = "-m pip --disable-pip-version-check install -q"
 RUNTIME = [f"{PIP} --require-hashes -r requirements/runtime.lock"]
+FACES = [f"{PIP} --require-hashes -r requirements/faces.lock"]
 DEV = [f"{PIP} --require-hashes -r requirements/dev.lock"]
 EDITABLE = [f"{PIP} --no-deps --no-build-isolation -e ."]
 
@@ -438,6 +445,30 @@ def test_dev_mode_installs_the_dev_lock_and_serves_runtime_mode_after_it(
     assert scratch.pip_calls() == []
 
 
+def test_faces_mode_installs_the_faces_lock_and_serves_runtime_mode_after_it(
+    scratch: Scratch,
+) -> None:
+    scratch.give_ffmpeg()
+    scratch.run()
+
+    assert scratch.run(faces=True).returncode == 0
+    assert scratch.pip_calls() == FACES + EDITABLE, "a runtime install is not a faces one"
+    assert scratch.run().returncode == 0
+    assert scratch.pip_calls() == [], "a faces install holds the runtime pins"
+    assert scratch.run(faces=True).returncode == 0
+    assert scratch.pip_calls() == []
+    scratch.run("--dev")
+    assert scratch.pip_calls() == DEV + EDITABLE
+
+
+def test_a_dev_install_holds_the_faces_pins(scratch: Scratch) -> None:
+    scratch.give_ffmpeg()
+    scratch.run("--dev")
+
+    assert scratch.run(faces=True).returncode == 0
+    assert scratch.pip_calls() == []
+
+
 def test_a_runtime_install_is_not_a_dev_one(scratch: Scratch) -> None:
     scratch.give_ffmpeg()
     scratch.run()
@@ -451,6 +482,7 @@ def test_a_runtime_install_is_not_a_dev_one(scratch: Scratch) -> None:
     ("changed", "reinstalls"),
     [
         ("requirements/runtime.lock", {"": RUNTIME, "--dev": DEV}),
+        ("requirements/faces.lock", {"": [], "--dev": DEV}),
         ("requirements/dev.lock", {"": [], "--dev": DEV}),
         ("pyproject.toml", {"": RUNTIME, "--dev": DEV}),
     ],

@@ -21,8 +21,9 @@ NOT_BACKED_UP = frozenset({"schema_migrations", "workers"})
 async def fill_every_table(h: Harness, root: Path) -> None:
     """A crawled library (assets, proxies, a duplicate, a file that failed, the work and
     its attempts) and a row of each table a crawl does not write (users, tokens,
-    sessions, a paused kind, a schedule, a burst whose primary is an asset of it, a
-    Worker's presence). Raises ``AssertionError`` if a table is left empty."""
+    sessions, a paused kind, a schedule, a burst and a similar group whose primary is an
+    asset of it, a person with a face, a Worker's presence). Raises ``AssertionError`` if
+    a table is left empty."""
     for number in range(3):
         write(root, f"2021/photo{number}.jpg", jpeg(number))
     write(root, "2021/copy.jpg", jpeg(0))
@@ -64,6 +65,28 @@ async def fill_every_table(h: Harness, root: Path) -> None:
             "FROM assets GROUP BY storage_config_id RETURNING id, primary_asset_id) "
             "UPDATE assets SET burst_id = burst.id FROM burst "
             "WHERE assets.id = burst.primary_asset_id",
+            {"now": now},
+        )
+        # A similar group and a person with a face: assets -> similar_groups -> assets
+        # is a cycle too, and a face names its person by (config, person).
+        await conn.execute(
+            "WITH grp AS (INSERT INTO similar_groups (storage_config_id, primary_asset_id, "
+            "created_at) SELECT storage_config_id, max(id), %(now)s FROM assets "
+            "GROUP BY storage_config_id RETURNING id, primary_asset_id) "
+            "UPDATE assets SET similar_group_id = grp.id, picture_hash = -1 FROM grp "
+            "WHERE assets.id = grp.primary_asset_id",
+            {"now": now},
+        )
+        await conn.execute(
+            "WITH person AS (INSERT INTO people (storage_config_id, name, named_by, named_at, "
+            "created_at) SELECT storage_config_id, 'Grandma', 'alice', %(now)s, %(now)s "
+            "FROM assets GROUP BY storage_config_id RETURNING id, storage_config_id) "
+            "INSERT INTO faces (asset_id, storage_config_id, box_left, box_top, box_right, "
+            "box_bottom, descriptor, person_id, placed_by, created_at) "
+            "SELECT min(a.id), person.storage_config_id, 0.25, 0.25, 0.5, 0.5, "
+            "decode(repeat('00', 512), 'hex'), person.id, 'person', %(now)s "
+            "FROM person JOIN assets a USING (storage_config_id) "
+            "GROUP BY person.id, person.storage_config_id",
             {"now": now},
         )
         await conn.execute(
