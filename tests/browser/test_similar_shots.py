@@ -61,6 +61,13 @@ def test_a_similar_group_is_one_tile_that_counts_its_shots(page: Page) -> None:
     expect(four.locator(".badge.similar-count")).to_have_text("4")
     expect(four.locator("img.thumb")).to_have_attribute("alt", "DSC_0100.JPG")
 
+    # The API's tile says the same, with the members, the shown one first.
+    document = page.request.get("/api/on-this-day?date=2025-09-09").json()
+    tiles_of_api = [a for y in document["years"] for a in y["assets"]]
+    [group] = [a["similar"] for a in tiles_of_api if a["similar"] and a["similar"]["count"] == 4]
+    assert [m["file_name"] for m in group["members"]][0] == "DSC_0100.JPG"
+    assert len(group["members"]) == 4
+
     four.locator("button.open").click()
     position = page.locator("#preview-position")
     expect(position).to_contain_text("similar 1 of 4")
