@@ -6,9 +6,10 @@ the shared samples.
 The set: every photo of ``../shared/samples`` (``$SAFELIGHT_SAMPLES_DIR``) that safelight
 decodes, less the ones that are one picture again (the orientation test set, one file
 copied under four names: kept once, the first by path, where two thumbnails are at most
-``SAME_PICTURE_BITS`` apart under both hashes) and the ones too small to be a photo
-(a thumbnail under ``MIN_SIDE`` px a side). Each distinct photo is a family with its
-variants, made with Pillow from the original's upright preview:
+``SAME_PICTURE_BITS`` apart under both hashes), the ones too small to be a photo (a
+thumbnail under ``MIN_SIDE`` px a side) and blank test images (``FLAT_STDDEV``). Photos
+that are one scene (``ONE_SCENE``, labelled by eye) are one family. Each photo has its
+variants, made with Pillow from its upright preview:
 
 - edits: brighter (+25%), more contrast (+30%), a warm filter (red up, blue down),
   black and white;
@@ -19,18 +20,17 @@ variants, made with Pillow from the original's upright preview:
 
 Every file, original and variant, goes through the crawl's own decode
 (``render.decoding.decode_image``, the default proxy sizes), and its hash is taken from
-the thumbnail it would store, under both hashes measured: the difference hash (dHash,
-``fingerprints.fingerprint_of``, ADR 0056) and a DCT hash (pHash, as
-imagehash computes it: the 8x8 lowest frequencies of a 32x32 grey image against their
-median).
+the thumbnail it would store, under both hashes measured: the picture hash
+(``fingerprints.fingerprint_of``, a DCT hash: pHash) and the difference hash it replaced
+(dHash, ADR 0056, ``dhash_of`` here).
 
 Per threshold (Hamming distance <= t):
 
 - ``false pairs``: pairs from two families within t; ``false groups``: groups of the
   single-linkage grouping (``similar.group_similar``'s rule) that hold more than one
   family;
-- ``missed``: variant-to-original pairs over t; ``apart``: variants not in their
-  original's group.
+- ``missed``: same-scene pairs (each variant, and each second photo of a scene, with
+  its family's first photo) over t; ``apart``: those not in their family's group.
 
 "With window" applies the time window: each family's time is its original's capture
 time as read from itself; its variants are taken 2 s apart after it (a reshoot); a
