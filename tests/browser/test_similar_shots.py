@@ -65,7 +65,7 @@ def test_a_similar_group_is_one_tile_that_counts_its_shots(page: Page) -> None:
     document = page.request.get("/api/on-this-day?date=2025-09-09").json()
     tiles_of_api = [a for y in document["years"] for a in y["assets"]]
     [group] = [a["similar"] for a in tiles_of_api if a["similar"] and a["similar"]["count"] == 4]
-    assert [m["file_name"] for m in group["members"]][0] == "DSC_0100.JPG"
+    assert group["members"][0]["file_name"] == "DSC_0100.JPG"
     assert len(group["members"]) == 4
 
     four.locator("button.open").click()
