@@ -73,7 +73,7 @@ BEGIN
     ELSE
         cfg := NEW.storage_config_id;
     END IF;
-    IF TG_TABLE_NAME IN ('assets', 'bursts') THEN
+    IF TG_TABLE_NAME IN ('assets', 'bursts', 'similar_groups') THEN
         IF TG_OP = 'DELETE' THEN rid := OLD.id; ELSE rid := NEW.id; END IF;
     END IF;
     -- The writer's own item row is locked FOR SHARE by its fenced transaction, so
@@ -92,6 +92,8 @@ $$;
 CREATE TRIGGER faults_audit_assets AFTER INSERT OR UPDATE OR DELETE ON assets
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 CREATE TRIGGER faults_audit_bursts AFTER INSERT OR UPDATE OR DELETE ON bursts
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_similar_groups AFTER INSERT OR UPDATE OR DELETE ON similar_groups
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 CREATE TRIGGER faults_audit_asset_errors AFTER INSERT OR UPDATE OR DELETE ON asset_errors
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
@@ -192,10 +194,13 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 # Which kinds may write which library table (handlers/*: crawl ingests, moves,
 # soft-deletes and records errors and duplicates; burst detection groups and pairs; purge deletes,
 # and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade; the
-# scrub records when it checked an original and what it found, ADR 0062).
+# scrub records when it checked an original and what it found, ADR 0062; a proxy remake
+# stores its new thumbnail's picture hash, and burst detection fills the missing ones
+# and groups similar shots, ADR 0066).
 WRITERS: Mapping[str, frozenset[str]] = {
-    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub"}),
+    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub", "proxy_remake"}),
     "bursts": frozenset({"burst_detection", "purge"}),
+    "similar_groups": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
     # The crawl records and forgets duplicates; a purge's delete of an asset cascades.
     "asset_duplicates": frozenset({"crawl", "purge"}),

@@ -57,6 +57,9 @@ async def test_bursts_and_live_photos_of_a_generated_library_and_a_rerun_changes
         "live_photos": len(sample.live_pairs),
         "stacks": 0,
         "copies": 0,
+        "picture_hashes": 0,
+        "similar_groups": 0,
+        "similar_assets": 0,
     }
     found = await bursts_of(h, config)
     assert {members for members, _ in found.values()} == expected
@@ -116,6 +119,9 @@ async def test_the_sharpest_shot_is_primary_and_assets_leaving_a_burst_are_relea
         "live_photos": 0,
         "stacks": 0,
         "copies": 0,
+        "picture_hashes": 0,
+        "similar_groups": 0,
+        "similar_assets": 0,
     }
     [(members, primary)] = (await bursts_of(h, config)).values()
     assert members == {"run/shot_0.jpg", "run/shot_1.jpg", "run/shot_2.jpg"}
@@ -132,6 +138,9 @@ async def test_the_sharpest_shot_is_primary_and_assets_leaving_a_burst_are_relea
         "live_photos": 0,
         "stacks": 0,
         "copies": 0,
+        "picture_hashes": 0,
+        "similar_groups": 0,
+        "similar_assets": 0,
     }
     assert await h.value("SELECT count(*) FROM bursts") == 0
     assert await h.value("SELECT count(*) FROM assets WHERE burst_id IS NOT NULL") == 0

@@ -51,6 +51,9 @@ async def test_copies_are_stacked_bursts_keep_distinct_frames_and_a_rerun_is_sta
         "live_photos": 0,
         "stacks": 0,
         "copies": len(library.stacks),
+        "picture_hashes": 0,
+        "similar_groups": 0,
+        "similar_assets": 0,
     }
     assert await burst_members(h) == {frozenset(library.burst)}
     assert await stacks_of(h) == library.stacks

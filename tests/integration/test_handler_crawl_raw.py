@@ -116,6 +116,9 @@ async def test_a_raw_and_its_jpeg_are_stacked_not_a_burst_and_unstacked_when_it_
         "live_photos": 0,
         "stacks": 1,
         "copies": 0,
+        "picture_hashes": 0,
+        "similar_groups": 0,
+        "similar_assets": 0,
     }
     stacked = await h.rows(
         "SELECT r.file_path, p.file_path FROM assets r JOIN assets p ON p.id = r.stack_primary_id"

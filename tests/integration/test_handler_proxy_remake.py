@@ -19,7 +19,12 @@ from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.proxy_remake import making
 from safelight.handlers.proxy_remake import run as remaking
 from safelight.library.catalogue import proxies as catalogue_proxies
-from safelight.library.catalogue.proxies import AssetProxies, ProxyRecord
+from safelight.library.catalogue.proxies import (
+    AssetProxies,
+    ProxyRecord,
+    picture_hash_from_bigint,
+)
+from safelight.library.grouping.fingerprints import fingerprint
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import LEASE, START, Harness, jpeg, make_harness, write
 from safelight.testing.motionphotos import samsung_motion_jpeg, tiny_mp4
@@ -110,6 +115,14 @@ async def test_remake_missing_restores_exactly_the_missing_proxies(
             assert after[name][proxy_type] != before[name][proxy_type]
         for old in files_of(h, before[name]).values():
             assert not old.exists(), old
+    # The remade thumbnail's picture hash is stored with it, at the remake's time.
+    [(stored, hashed_at)] = await h.rows(
+        "SELECT picture_hash, picture_hashed_at FROM assets WHERE file_path = 'a.jpg'"
+    )
+    assert picture_hash_from_bigint(stored) == fingerprint(
+        h.proxy_root / after["a.jpg"]["thumbnail"]
+    )
+    assert hashed_at >= START + timedelta(hours=1)
     # Nothing is missing now: a second remake finds nothing to do.
     again = await later.run("proxy_remake", config_id=config)
     assert again.result is not None

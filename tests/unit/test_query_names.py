@@ -68,6 +68,7 @@ _SUBJECTS = frozenset(
         "schedule",
         "server",
         "session",
+        "similar",
         "sessions",
         "status",
         "token",

@@ -21,7 +21,7 @@ from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.datenotes import date_note
 from safelight.views.failedfiles import failed_by_reason, next_try
-from safelight.views.queries import list_assets, list_duplicates
+from safelight.views.queries import list_assets, list_duplicates, list_similar_groups
 from safelight.views.scrub import changed_list
 
 
@@ -98,6 +98,12 @@ def _place(row: dict[str, Any]) -> str:
     help="The originals whose content changed while their size and time did not, as the "
     "scrub found them (bit rot or tampering), the last found first.",
 )
+@click.option(
+    "--similar",
+    is_flag=True,
+    help="The groups of near-identical shots of one scene and time, each with its members, "
+    "the one shown first (with --limit: at most this many groups).",
+)
 @json_option()
 @pass_state
 def assets(
@@ -108,16 +114,23 @@ def assets(
     failed: bool,
     limit: int | None,
     changed: bool,
+    similar: bool,
     as_json: bool,
 ) -> None:
     """List the live assets crawls found, with --deleted those whose file went, with
     --duplicates the files folded into an asset because they hold the same bytes, with
     --failed the files crawls could not ingest, by reason, or with --changed the
-    originals the scrub found changed under the same size and time."""
-    if sum((deleted, duplicates, failed, changed)) > 1:
-        raise click.UsageError("--deleted, --duplicates, --failed and --changed do not go together")
+    originals the scrub found changed under the same size and time. With --similar, the
+    groups of similar shots (ADR 0066), each shown as one tile."""
+    if sum((deleted, duplicates, failed, changed, similar)) > 1:
+        raise click.UsageError(
+            "--deleted, --duplicates, --failed, --changed and --similar do not go together"
+        )
     if failed:
         _failed(state, config_ref, limit, as_json)
+        return
+    if similar:
+        _similar(state, config_ref, limit, as_json)
         return
 
     async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
@@ -191,6 +204,40 @@ def assets(
                 )
                 for r in rows
             ),
+            empty="none",
+        )
+    )
+
+
+def _similar(state: CliState, config_ref: str | None, limit: int | None, as_json: bool) -> None:
+    """``assets --similar``: each group's members, the one shown first (``*``)."""
+
+    async def body(database: Database, settings: Settings) -> list[dict[str, Any]]:
+        config_id = await resolve_config(database, state, config_ref)
+        return await list_similar_groups(database.pool, config_id=config_id, limit=limit)
+
+    groups = state.with_database(body)
+    if as_json:
+        print_json(groups)
+        return
+    rows = [
+        (
+            g["id"] if n == 0 else "",
+            short_id(g["storage_config_id"]) if n == 0 else "",
+            g["count"] if n == 0 else "",
+            "*" if m["id"] == g["primary_asset_id"] else "",
+            m["id"],
+            m["file_path"],
+            _captured(m),
+        )
+        for g in groups
+        for n, m in enumerate(g["members"])
+    ]
+    console().print(
+        table(
+            "similar shots",
+            ["group", "config", "shots", "shown", "id", "path", "captured (local)"],
+            rows,
             empty="none",
         )
     )

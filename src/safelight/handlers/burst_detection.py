@@ -1,11 +1,12 @@
 """``burst_detection`` (scoped): stack RAWs on the photo of the same capture and other
 files of one capture (formats, near-copies) on their original, group a config's photos
-into bursts of distinct frames and pair Live Photos.
+into bursts of distinct frames, pair Live Photos, and fold similar shots (ADR 0066,
+``similar_shots``: first the thumbnails not hashed yet are hashed, last the groups).
 
 A stacked asset is its primary's other file, not a photo of its own: it is left out of
 bursts (a RAW+JPEG pair, or a JPEG and its WebP export, would be a "burst" of two shots
-0 s apart) and of Live Photo pairing (its primary pairs). Thumbnails are fingerprinted
-only where names or instants already say "maybe one capture" (ADR 0056).
+0 s apart) and of Live Photo pairing (its primary pairs). Stored picture hashes are
+compared only where names or instants already say "maybe one capture" (ADR 0056).
 
 Idempotent: the grouping is a pure function of the config's live assets and their
 thumbnails, burst keys derive from what groups them, and the writes converge the
@@ -25,6 +26,7 @@ from safelight.handlers.contract import HandlerContext, config_id_of, stop_if_ca
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
+from safelight.handlers.similar_shots import fill_picture_hashes, group_similar_shots
 from safelight.library.catalogue import groups
 from safelight.library.files.confinement import confined
 from safelight.library.files.errors import PathOutsideRoot
@@ -37,7 +39,6 @@ from safelight.library.grouping.copies import (
     fingerprints_wanted,
     stack_copies,
 )
-from safelight.library.grouping.fingerprints import fingerprint
 from safelight.library.grouping.livephotos import Capture, pair_live_photos
 from safelight.library.grouping.stacks import stack_raws
 from safelight.work.kinds import Scope
@@ -47,6 +48,7 @@ async def run_burst_detection(
     ctx: HandlerContext, services: Services, payload: NoPayload
 ) -> dict[str, Any]:
     config_id = config_id_of(ctx)
+    hashed = await fill_picture_hashes(ctx, services, config_id)
     async with services.pool.connection() as conn:
         rows = await groups.burst_candidates(conn, config_id)
         capture_rows = await groups.livephoto_candidates(conn, config_id)
@@ -75,7 +77,12 @@ async def run_burst_detection(
         for r in rows
         if r["id"] not in raws and not is_raw(r["file_path"])
     ]
-    prints = await _fingerprints(ctx, services, fingerprints_wanted(shots), thumbnails)
+    wanted = fingerprints_wanted(shots)
+    prints = {
+        r["id"]: r["picture_hash"]
+        for r in rows
+        if r["id"] in wanted and r["picture_hash"] is not None
+    }
     stacks = all_stacks(raws, stack_copies(shots, prints))
     await _write_stacks(ctx, config_id, stacks)
     photos = [
@@ -102,12 +109,15 @@ async def run_burst_detection(
     stop_if_cancelled(ctx)
     async with ctx.fenced() as conn:
         await groups.write_pairs(conn, config_id, pairs)
+    similar = await group_similar_shots(ctx, services, config_id)
     return {
         "bursts": len(bursts),
         "burst_assets": sum(len(b.asset_ids) for b in bursts),
         "live_photos": len(pairs),
         "stacks": sum(1 for s in stacks.values() if s.kind == "raw"),
         "copies": sum(1 for s in stacks.values() if s.kind != "raw"),
+        "picture_hashes": hashed,
+        **similar,
     }
 
 
@@ -136,16 +146,6 @@ def _thumbnail_reader(
             return await asyncio.to_thread(read, path)
 
     return measure
-
-
-async def _fingerprints(
-    ctx: HandlerContext, services: Services, wanted: set[int], thumbnails: dict[int, str]
-) -> dict[int, int]:
-    stop_if_cancelled(ctx)
-    measure = _thumbnail_reader(services, thumbnails, fingerprint)
-    ids = sorted(wanted)
-    found = await asyncio.gather(*(measure(i) for i in ids))
-    return {asset_id: bits for asset_id, bits in zip(ids, found, strict=True) if bits is not None}
 
 
 async def _primaries(

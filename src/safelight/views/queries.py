@@ -140,6 +140,34 @@ async def list_duplicates(
     return await _rows(pool, "duplicates_list", {"config_id": config_id, "limit": limit})
 
 
+async def list_similar_groups(
+    pool: AsyncConnectionPool[Any], *, config_id: UUID | None = None, limit: int | None = None
+) -> list[Row]:
+    """The similar groups (ADR 0066), at most ``limit``: ``[{"id", "storage_config_id",
+    "primary_asset_id", "count", "members": [{"id", "file_path", "captured_at",
+    "captured_local", "captured_at_source"}]}]``, the shown member first."""
+    groups: list[Row] = []
+    for row in await _rows(pool, "similar_groups_list", {"config_id": config_id, "limit": limit}):
+        if not groups or groups[-1]["id"] != row["group_id"]:
+            groups.append(
+                {
+                    "id": row["group_id"],
+                    "storage_config_id": row["storage_config_id"],
+                    "primary_asset_id": row["primary_asset_id"],
+                    "count": 0,
+                    "members": [],
+                }
+            )
+        groups[-1]["members"].append(
+            {
+                k: row[k]
+                for k in ("id", "file_path", "captured_at", "captured_local", "captured_at_source")
+            }
+        )
+        groups[-1]["count"] += 1
+    return groups
+
+
 async def library_counts(pool: AsyncConnectionPool[Any], config_id: UUID) -> Row:
     return await _row(pool, "library_counts_of_config", {"config_id": config_id})
 

@@ -142,6 +142,18 @@ WHERE (%(config_id)s::uuid IS NULL OR d.storage_config_id = %(config_id)s::uuid)
 ORDER BY d.storage_config_id, d.file_path
 LIMIT %(limit)s
 
+-- similar_groups_list --
+-- The similar groups (ADR 0066) of one config or all, up to a limit of groups, each with its live members, the shown one first, then in capture order.
+SELECT g.id AS group_id, g.storage_config_id, g.primary_asset_id, a.id, a.file_path,
+       a.captured_at, a.captured_local, a.captured_at_source
+FROM similar_groups g
+JOIN assets a ON a.similar_group_id = g.id AND NOT a.is_deleted
+WHERE g.id IN (SELECT s.id FROM similar_groups s
+               WHERE (%(config_id)s::uuid IS NULL OR s.storage_config_id = %(config_id)s::uuid)
+               ORDER BY s.storage_config_id, s.id
+               LIMIT %(limit)s)
+ORDER BY g.storage_config_id, g.id, (a.id = g.primary_asset_id) DESC, a.captured_at, a.id
+
 -- library_counts_of_config --
 -- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
 -- motion photos, RAW stacks, proxies, the live photos no place inside dated (their

@@ -135,7 +135,9 @@ def _member(row: Row) -> dict[str, Any]:
     }
 
 
-def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _tile(
+    row: Row, members: Sequence[dict[str, Any]], similar: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
     kind = kind_of(row)
     video_type_of = row["paired_asset_id"] if kind == "live_photo" else row["id"]
     return {
@@ -161,6 +163,14 @@ def _tile(row: Row, members: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "burst": None
         if row["burst_id"] is None
         else {"id": row["burst_id"], "count": int(row["burst_count"]), "members": list(members)},
+        # Near-identical shots of one scene and time (ADR 0066), one tile as a burst.
+        "similar": None
+        if row["similar_group_id"] is None
+        else {
+            "id": row["similar_group_id"],
+            "count": int(row["similar_count"]),
+            "members": list(similar),
+        },
     }
 
 
@@ -219,7 +229,8 @@ async def on_this_day(
     nearest days that have something (:func:`days_near`); else empty. Only the live
     assets of ``owner``'s enabled configs (None: every owner's, an admin's view; ADR
     0044). Two queries: the page's assets (one more than ``limit``, to know whether a
-    next page exists), then the members of its bursts (three, for an empty day)."""
+    next page exists), then the members of its bursts and of its similar groups (four,
+    for an empty day)."""
     span = span_of(day)
     start = after or Cursor.start(span)
     rows = await reads.assets_on_day(
@@ -237,12 +248,19 @@ async def on_this_day(
     members: dict[int, list[dict[str, Any]]] = {}
     for member in await reads.assets_of_bursts(pool, burst_ids, owner=owner):
         members.setdefault(member["burst_id"], []).append(_member(member))
+    group_ids = sorted({r["similar_group_id"] for r in rows if r["similar_group_id"] is not None})
+    similar: dict[int, list[dict[str, Any]]] = {}
+    for member in await reads.assets_of_similar_groups(pool, group_ids, owner=owner):
+        similar.setdefault(member["similar_group_id"], []).append(_member(member))
     years: list[dict[str, Any]] = []
     for row in rows:
         if not years or years[-1]["year"] != row["captured_year"]:
             year = row["captured_year"]
             years.append({"year": year, "years_ago": day.year - year, "assets": []})
-        years[-1]["assets"].append(_tile(row, members.get(row["burst_id"], ())))
+        tile = _tile(
+            row, members.get(row["burst_id"], ()), similar.get(row["similar_group_id"], ())
+        )
+        years[-1]["assets"].append(tile)
     return {
         "date": day.isoformat(),
         "count": len(rows),

@@ -16,6 +16,7 @@
 -- days' pages are merged (at most 2 * limit rows sorted), and only the page's rows look
 -- up their proxies and their burst's size.
 -- A burst with no primary yet shows every member; burst_count counts its live members.
+-- A similar group (ADR 0066) likewise: its primary only, similar_count its live members.
 SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
        a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
@@ -24,6 +25,11 @@ SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        CASE WHEN a.burst_id IS NULL THEN 0 ELSE
            (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
        END AS burst_count,
+       a.similar_group_id,
+       CASE WHEN a.similar_group_id IS NULL THEN 0 ELSE
+           (SELECT count(*) FROM assets m
+            WHERE m.similar_group_id = a.similar_group_id AND NOT m.is_deleted)
+       END AS similar_count,
        px.thumbnail_path, px.preview_path, px.blurhash,
        -- A Live Photo's video only while it is live itself: what is shown is served.
        coalesce(px.own_video_path,
@@ -57,6 +63,11 @@ FROM (
           AND (a.burst_id IS NULL
                OR NOT EXISTS (SELECT 1 FROM bursts b
                               WHERE b.id = a.burst_id AND b.primary_asset_id <> a.id OFFSET 0))
+          -- Not a similar group's member other than its primary (ADR 0066), as bursts.
+          AND (a.similar_group_id IS NULL
+               OR NOT EXISTS (SELECT 1 FROM similar_groups g
+                              WHERE g.id = a.similar_group_id AND g.primary_asset_id <> a.id
+                              OFFSET 0))
           -- Not a Live Photo's video (a live image names it; only a video can be one).
           AND (a.media_type <> 'video'
                OR NOT EXISTS (SELECT 1 FROM assets i
@@ -99,6 +110,21 @@ LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
 WHERE a.burst_id = ANY(%(burst_ids)s::bigint[]) AND NOT a.is_deleted
 ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.sequence_number,
          a.id
+
+-- assets_of_similar_groups --
+-- The live members of similar groups of the viewer's enabled configs, each group's primary first, then in capture order, with their proxies (a group's stack in the preview).
+SELECT a.id, a.similar_group_id, a.media_type, a.file_name, a.captured_local, a.width,
+       a.height, a.captured_at, a.captured_at_source,
+       th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
+FROM assets a
+JOIN similar_groups g ON g.id = a.similar_group_id
+JOIN storage_configs c ON c.id = a.storage_config_id
+     AND c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)
+LEFT JOIN proxy_files th ON th.asset_id = a.id AND th.proxy_type = 'thumbnail'
+LEFT JOIN proxy_files pv ON pv.asset_id = a.id AND pv.proxy_type = 'full_preview'
+LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
+WHERE a.similar_group_id = ANY(%(group_ids)s::bigint[]) AND NOT a.is_deleted
+ORDER BY a.similar_group_id, (a.id = g.primary_asset_id) DESC, a.captured_local, a.id
 
 -- proxy_of_asset --
 -- One proxy file of a live asset of the viewer's enabled configs: where it is under the proxy root, and the asset's config and content hash it must lie under.

@@ -66,6 +66,19 @@ async def assets_of_bursts(pool: Pool, burst_ids: Sequence[int], *, owner: str |
         return list(await cur.fetchall())
 
 
+async def assets_of_similar_groups(
+    pool: Pool, group_ids: Sequence[int], *, owner: str | None
+) -> list[Row]:
+    if not group_ids:
+        return []
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["assets_of_similar_groups"], {"group_ids": list(group_ids), "owner": owner}
+        )
+        return list(await cur.fetchall())
+
+
 async def assets_nearest_days(
     pool: Pool,
     *,

@@ -1,5 +1,5 @@
-"""The groupings of a config's assets: bursts, Live Photo pairs and stacks, as
-``grouping`` finds them and ``burst_detection`` writes them.
+"""The groupings of a config's assets: bursts, Live Photo pairs, stacks and similar
+shots, as ``grouping`` finds them and ``burst_detection`` writes them.
 
 Each write converges the database on the grouping it is given (take every other asset
 out, upsert what was found, delete what no longer is), in the caller's fenced
@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from safelight.core.sql import load_queries
+from safelight.library.catalogue.proxies import picture_hash_from_bigint
 
 QUERIES: Mapping[str, str] = load_queries("safelight.library.catalogue", "groups.sql")
 
@@ -26,6 +27,10 @@ Conn = psycopg.AsyncConnection[Any]
 
 BurstRow = tuple[str, int, Sequence[int]]
 """A burst as it is written: its key, its primary asset, its assets."""
+
+SimilarRow = tuple[int | None, int, Sequence[int]]
+"""A similar group as it is written: the id of the stored group it continues (None: a
+new one), its primary asset, its assets."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +60,67 @@ _STACKS = _LinkQueries(
 
 
 async def burst_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
-    """The config's photos that may belong to a burst, with their thumbnail's path."""
+    """The config's photos that may belong to a burst, with their thumbnail's path and
+    their picture hash (unsigned; None where not hashed)."""
     cur = conn.cursor(row_factory=dict_row)
     await cur.execute(QUERIES["burst_candidates"], {"config_id": config_id})
-    return list(await cur.fetchall())
+    return [_with_picture_hash(r) for r in await cur.fetchall()]
+
+
+def _with_picture_hash(row: dict[str, Any]) -> dict[str, Any]:
+    stored = row.get("picture_hash")
+    return {**row, "picture_hash": None if stored is None else picture_hash_from_bigint(stored)}
+
+
+async def unhashed(
+    conn: Conn, config_id: UUID, after: int, limit: int
+) -> list[tuple[int, str | None]]:
+    """Up to ``limit`` of the config's live assets after id ``after`` whose thumbnail was
+    never hashed, in id order: (id, thumbnail path or None)."""
+    cur = await conn.execute(
+        QUERIES["assets_unhashed"], {"config_id": config_id, "after": after, "limit": limit}
+    )
+    return [(int(r[0]), r[1]) for r in await cur.fetchall()]
+
+
+async def similar_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:
+    """The config's photos that may be similar shots (``similar`` rule), with their
+    picture hash (unsigned) and their similar group now."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(QUERIES["similar_candidates"], {"config_id": config_id})
+    return [_with_picture_hash(r) for r in await cur.fetchall()]
+
+
+async def write_similar_groups(
+    conn: Conn, config_id: UUID, groups: Sequence[SimilarRow], now: datetime
+) -> None:
+    """The config's similar groups are exactly ``groups``: each continued or created,
+    every other asset taken out of its group, the groups no longer found deleted (so a
+    group of one dissolves)."""
+    members = [asset_id for _, _, asset_ids in groups for asset_id in asset_ids]
+    await conn.execute(
+        QUERIES["assets_clear_similar_group_except"], {"config_id": config_id, "keep": members}
+    )
+    kept: list[int] = []
+    for group_id, primary, asset_ids in groups:
+        params: dict[str, Any] = {"config_id": config_id, "primary_asset_id": primary}
+        if group_id is None:
+            cur = await conn.execute(QUERIES["similar_group_insert"], {**params, "now": now})
+            row = await cur.fetchone()
+            assert row is not None  # an INSERT ... RETURNING returns its row
+            group_id = int(row[0])
+        else:
+            await conn.execute(
+                QUERIES["similar_group_set_primary"], {**params, "group_id": group_id}
+            )
+        kept.append(group_id)
+        await conn.execute(
+            QUERIES["assets_set_similar_group"],
+            {"config_id": config_id, "group_id": group_id, "ids": list(asset_ids)},
+        )
+    await conn.execute(
+        QUERIES["similar_groups_delete_except"], {"config_id": config_id, "keep": kept}
+    )
 
 
 async def livephoto_candidates(conn: Conn, config_id: UUID) -> list[dict[str, Any]]:

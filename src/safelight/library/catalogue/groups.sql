@@ -12,7 +12,8 @@
 -- burst_candidates --
 -- A config's live photos with what burst grouping needs, and their thumbnail's path.
 SELECT a.id, a.file_path, a.captured_at, a.captured_at_source, a.camera_make,
-       a.camera_model, a.maker_burst_id, a.sequence_number, a.burst_id, t.path AS thumbnail
+       a.camera_model, a.maker_burst_id, a.sequence_number, a.burst_id, a.picture_hash,
+       t.path AS thumbnail
 FROM assets a
 LEFT JOIN proxy_files t ON t.asset_id = a.id AND t.proxy_type = 'thumbnail'
 WHERE a.storage_config_id = %(config_id)s AND NOT a.is_deleted AND a.media_type = 'image'
@@ -73,3 +74,49 @@ UPDATE assets SET stack_primary_id = NULL, stack_kind = NULL
 WHERE storage_config_id = %(config_id)s
   AND (stack_primary_id IS NOT NULL OR stack_kind IS NOT NULL)
   AND NOT (id = ANY(%(keep)s))
+
+-- assets_unhashed --
+-- Up to a batch of a config's live assets whose thumbnail was never hashed, after an id, with their thumbnail's path.
+SELECT a.id, t.path AS thumbnail
+FROM assets a
+LEFT JOIN proxy_files t ON t.asset_id = a.id AND t.proxy_type = 'thumbnail'
+WHERE a.storage_config_id = %(config_id)s AND a.picture_hashed_at IS NULL
+  AND NOT a.is_deleted AND a.id > %(after)s
+ORDER BY a.id
+LIMIT %(limit)s
+
+-- similar_candidates --
+-- A config's live photos that may be similar shots: hashed, shown as themselves (not stacked, not in a burst), with their group now.
+SELECT id, file_path, captured_at, captured_at_source, picture_hash, similar_group_id
+FROM assets
+WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image'
+  AND picture_hash IS NOT NULL AND stack_primary_id IS NULL AND burst_id IS NULL
+
+-- similar_group_insert --
+-- Create a similar group of a config with its primary; returns its id.
+INSERT INTO similar_groups (storage_config_id, primary_asset_id, created_at)
+VALUES (%(config_id)s, %(primary_asset_id)s, %(now)s)
+RETURNING id
+
+-- similar_group_set_primary --
+-- Show another asset as a similar group's primary.
+UPDATE similar_groups SET primary_asset_id = %(primary_asset_id)s
+WHERE storage_config_id = %(config_id)s AND id = %(group_id)s
+  AND primary_asset_id IS DISTINCT FROM %(primary_asset_id)s
+
+-- assets_set_similar_group --
+-- Put these assets of a config in a similar group.
+UPDATE assets SET similar_group_id = %(group_id)s
+WHERE storage_config_id = %(config_id)s AND id = ANY(%(ids)s)
+  AND similar_group_id IS DISTINCT FROM %(group_id)s
+
+-- assets_clear_similar_group_except --
+-- Take every asset of a config out of its similar group, except the given ones (a deleted asset too).
+UPDATE assets SET similar_group_id = NULL
+WHERE storage_config_id = %(config_id)s AND similar_group_id IS NOT NULL
+  AND NOT (id = ANY(%(keep)s))
+
+-- similar_groups_delete_except --
+-- Delete a config's similar groups other than the given ids (empty, or no longer found).
+DELETE FROM similar_groups
+WHERE storage_config_id = %(config_id)s AND NOT (id = ANY(%(keep)s))

@@ -37,12 +37,35 @@ class ProxyRecord:
     size_bytes: int | None = None
     width: int | None = None
     height: int | None = None
+    picture_hash: int | None = None
+    """A thumbnail's picture hash (``grouping.fingerprints``, 64 bits unsigned), taken
+    where it was made; None for other proxies, and for a thumbnail nobody hashed."""
+
+
+HASH_BITS = 64
+
+
+def picture_hash_to_bigint(value: int) -> int:
+    """A 64-bit picture hash as PostgreSQL's signed bigint stores it (two's complement)."""
+    if not 0 <= value < 1 << HASH_BITS:
+        raise ValueError(f"not a 64-bit picture hash: {value}")
+    return value - (1 << HASH_BITS) if value >= 1 << (HASH_BITS - 1) else value
+
+
+def picture_hash_from_bigint(stored: int) -> int:
+    """The 64-bit picture hash a bigint holds (the inverse of ``picture_hash_to_bigint``)."""
+    return stored & ((1 << HASH_BITS) - 1)
 
 
 async def insert_proxies(
     conn: Conn, asset_id: int, proxies: Sequence[ProxyRecord], now: datetime
 ) -> None:
+    """Insert the asset's proxy rows. A thumbnail's row also sets the asset's picture
+    hash to its own (or back to "not hashed" when it has none), so the stored hash is
+    always of the thumbnail the asset has."""
     for proxy in proxies:
+        if proxy.proxy_type == "thumbnail":
+            await set_picture_hash(conn, asset_id, proxy.picture_hash, now)
         await conn.execute(
             QUERIES["proxy_insert"],
             {
@@ -56,6 +79,22 @@ async def insert_proxies(
                 "now": now,
             },
         )
+
+
+async def set_picture_hash(
+    conn: Conn, asset_id: int, picture_hash: int | None, now: datetime | None
+) -> None:
+    """Store an asset's picture hash, hashed at ``now``; None and None: not hashed yet
+    (the burst_detection handler hashes it from its stored thumbnail); None at ``now``:
+    tried, its thumbnail could not be read."""
+    await conn.execute(
+        QUERIES["asset_set_picture_hash"],
+        {
+            "asset_id": asset_id,
+            "picture_hash": None if picture_hash is None else picture_hash_to_bigint(picture_hash),
+            "now": now,
+        },
+    )
 
 
 async def delete_of_asset_types(

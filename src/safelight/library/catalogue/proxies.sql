@@ -15,6 +15,11 @@ INSERT INTO proxy_files (asset_id, proxy_type, path, value, size_bytes, width, h
 VALUES (%(asset_id)s, %(proxy_type)s, %(path)s, %(value)s, %(size_bytes)s, %(width)s,
         %(height)s, %(now)s)
 
+-- asset_set_picture_hash --
+-- Store an asset's picture hash (its thumbnail's, two's complement) and when it was taken (NULL: not yet).
+UPDATE assets SET picture_hash = %(picture_hash)s, picture_hashed_at = %(now)s
+WHERE id = %(asset_id)s
+
 -- proxies_delete_of_asset_types --
 -- Delete an asset's proxy rows of these types (remade); the paths they named.
 DELETE FROM proxy_files

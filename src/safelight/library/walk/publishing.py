@@ -8,6 +8,7 @@ from pathlib import Path
 from uuid import UUID
 
 from safelight.library.catalogue.proxies import ProxyRecord
+from safelight.library.grouping.fingerprints import fingerprint
 from safelight.library.proxystore.layout import STAGING_FOLDER, AttemptTag, proxy_path
 from safelight.library.proxystore.publishing import move_into_place, write_atomically
 from safelight.library.render.images import ImageProxies
@@ -25,7 +26,9 @@ def publish_image_proxies(
 ) -> list[ProxyRecord]:
     """Write the thumbnail and preview (atomically, ``ensure_alive`` right before each
     rename) under names that carry ``written_by``, the attempt writing them, and return
-    the rows that name them, with the BlurHash. Blocking: a thread.
+    the rows that name them, with the BlurHash; the thumbnail's row carries its picture
+    hash, taken from the bytes written (so it is what a read of the file would give).
+    Blocking: a thread.
 
     No other attempt writes those names, so if this one has lost its item and its rename
     lands all the same (frozen between its check and the syscall), the file is an orphan
@@ -44,6 +47,7 @@ def publish_image_proxies(
                 size_bytes=len(encoded.data),
                 width=encoded.width,
                 height=encoded.height,
+                picture_hash=fingerprint(encoded.data) if proxy_type == "thumbnail" else None,
             )
         )
     records.append(ProxyRecord(proxy_type="blurhash", path=None, value=proxies.blurhash))

@@ -14,19 +14,21 @@
   const caption = document.getElementById("preview-caption");
   const position = document.getElementById("preview-position");
 
-  // Every picture in the preview's order: a burst's members in its place, primary first.
+  // Every picture in the preview's order: a burst's (or a similar group's) members in
+  // its place, primary first.
   const entries = [];
   const firstEntryOf = new Map();
   function addEntries(page) {
     for (const year of page.years) {
       for (const asset of year.assets) {
         firstEntryOf.set(asset.id, entries.length);
-        const members = asset.burst ? asset.burst.members : [];
+        const group = asset.burst || asset.similar;
+        const members = group ? group.members : [];
         if (members.length > 0) {
           members.forEach(function (member, n) {
             const base = n === 0 ? asset : {};
             entries.push(Object.assign({ kind: "photo" }, member, base, {
-              burst: { index: n + 1, count: members.length },
+              burst: { index: n + 1, count: members.length, word: asset.burst ? "burst" : "similar" },
             }));
           });
         } else {
@@ -97,13 +99,15 @@
 
   function tileOf(asset) {
     const tile = element("li", {
-      "class": "tile kind-" + asset.kind + (asset.burst ? " burst" : ""),
+      "class": "tile kind-" + asset.kind + (asset.burst ? " burst" : "") + (asset.similar ? " similar" : ""),
       "data-asset-id": String(asset.id),
       "data-kind": asset.kind,
       "data-blurhash": asset.blurhash || null,
       "data-video": asset.video || null,
       "data-burst-id": asset.burst ? String(asset.burst.id) : null,
       "data-burst-count": asset.burst ? String(asset.burst.count) : null,
+      "data-similar-id": asset.similar ? String(asset.similar.id) : null,
+      "data-similar-count": asset.similar ? String(asset.similar.count) : null,
     });
     const when = (asset.captured_shown || "") + (asset.date_note ? " (" + asset.date_note + ")" : "");
     const button = element("button", { type: "button", "class": "open", title: asset.file_name + ", " + when });
@@ -120,6 +124,7 @@
     if (asset.kind === "video") button.appendChild(element("span", { "class": "badge video" }, duration(asset.duration_seconds)));
     if (asset.kind === "live_photo" || asset.kind === "motion_photo") button.appendChild(element("span", { "class": "badge live" }, "LIVE"));
     if (asset.burst) button.appendChild(element("span", { "class": "badge burst-count" }, String(asset.burst.count)));
+    if (asset.similar) button.appendChild(element("span", { "class": "badge similar-count", title: asset.similar.count + " similar shots" }, String(asset.similar.count)));
     tile.appendChild(button);
     return tile;
   }
@@ -255,7 +260,7 @@
     if (entry.read_note) words += " · " + entry.read_note;
     caption.textContent = words;
     let where = (current + 1) + " of " + entries.length;
-    if (entry.burst) where += " · burst " + entry.burst.index + " of " + entry.burst.count;
+    if (entry.burst) where += " · " + entry.burst.word + " " + entry.burst.index + " of " + entry.burst.count;
     position.textContent = where;
     preview.hidden = false;
     document.body.classList.add("previewing");
