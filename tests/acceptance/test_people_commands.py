@@ -59,7 +59,9 @@ def test_people_are_listed_and_shown(invoke: Invoke, family: Family) -> None:
     assert "Grandma" in table.stdout and "(not named)" in table.stdout
 
     shown = json_of(invoke("people", "show", str(family.grandma), "--json"))
-    assert [p["id"] for p in shown["photos"]][0] == family.alice.ids["photo-1y"]
+    assert [p["id"] for p in shown["photos"]] == [
+        family.alice.ids[name] for name in ("photo-1y", "burst-3y-a", "jpeg-3y")
+    ]
     assert shown["photos"][0]["face_ids"] == [family.faces["grandma:photo-1y"]]
     text = invoke("people", "show", str(family.grandma))
     assert "Grandma, in 3 photos (3 faces)" in text.stdout

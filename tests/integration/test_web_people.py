@@ -170,7 +170,13 @@ async def test_a_split_and_a_move_through_the_api(web: Web, family: Family) -> N
     async with web.pool.connection() as conn:
         assert (await faces_of(conn, family.ana))[chosen] == "person"
         assert not await person_exists(conn, new)  # unnamed, and its only face moved
-    for body in ({"faces": []}, {"faces": "1"}, {"faces": [True]}, {"faces": [-1]}):
+    bodies: list[dict[str, Any]] = [
+        {"faces": []},
+        {"faces": "1"},
+        {"faces": [True]},
+        {"faces": [-1]},
+    ]
+    for body in bodies:
         bad = await web.client.post(f"/api/people/{family.grandma}/split", json=body)
         assert bad.status_code == 400, body
     not_json = await web.client.post(f"/api/people/{family.grandma}/split", content=b"faces")

@@ -60,7 +60,9 @@ def test_a_face_is_cut_where_its_box_is_at_the_crops_size() -> None:
     right_half = cut_face(_jpeg((1600, 1200)), (0.6, 0.3, 0.9, 0.7))
     with Image.open(io.BytesIO(right_half)) as image:
         assert image.size == (CROP_PIXELS, CROP_PIXELS)
-        red, _, blue = image.convert("RGB").getpixel((CROP_PIXELS // 2, CROP_PIXELS // 2))
+        pixel = image.convert("RGB").getpixel((CROP_PIXELS // 2, CROP_PIXELS // 2))
+    assert isinstance(pixel, tuple)
+    red, _, blue = pixel
     assert blue > 150 and red < 50
 
 
