@@ -219,7 +219,7 @@ def split(state: CliState, person_id: int, face_ids: tuple[int, ...], as_json: b
     _print_person(
         person,
         as_json,
-        f"{plural(len(set(face_ids)), 'face')} of person {person_id} are person {person.id} now",
+        f"{plural(len(set(face_ids)), 'face')} of person {person_id} moved to person {person.id}",
     )
 
 

@@ -43,6 +43,7 @@ from safelight.web.acting import may_act
 from safelight.web.caching import PROXY
 from safelight.web.proxies import NO_PROXY, proxy_url
 from safelight.web.viewer import viewer_of
+from safelight.words import plural
 
 _log = logging.getLogger(__name__)
 
@@ -268,7 +269,7 @@ async def merge(request: Request) -> Response:
             raise _edit_error(error) from None
     return _done(
         "merged",
-        f"merged into {_called(merged.person)}: {merged.faces_moved} faces moved",
+        f"merged into {_called(merged.person)}: {plural(merged.faces_moved, 'face')} moved",
         merged.person,
     )
 
@@ -299,7 +300,8 @@ async def split(request: Request) -> Response:
             )
         except people.PeopleError as error:
             raise _edit_error(error) from None
-    return _done("split", f"{len(faces)} faces are person {person.id} now", person)
+    moved = plural(len(set(faces)), "face is", "faces are")
+    return _done("split", f"{moved} person {person.id} now", person)
 
 
 async def move(request: Request) -> Response:
