@@ -192,3 +192,19 @@ def test_on_this_day_says_who_is_in_each_years_photos(page: Page, placed: Placed
     )
     # The unnamed person names nobody; a year without named people has no line.
     expect(page.locator("section.year[data-year='2019'] p.year-people")).to_have_count(0)
+
+
+def test_a_year_that_a_later_page_brings_says_who_is_in_it_too(page: Page, placed: Placed) -> None:
+    """A page of one tile: 2021 comes with a later page, added by the page's script,
+    which shows the same line as the server's page."""
+    page.goto(f"{DAY_URL}&limit=1")
+    expect(page.locator("section.year[data-year='2024'] p.year-people")).to_have_text(
+        "with Ana and Grandma"
+    )
+    later = page.locator("section.year[data-year='2021']")
+    tiles = page.locator("li.tile")
+    while later.count() == 0:
+        shown = tiles.count()
+        page.locator("#show-more").click()
+        expect(tiles).not_to_have_count(shown)
+    expect(later.locator("p.year-people")).to_have_text("with Grandma")

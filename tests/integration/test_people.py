@@ -331,6 +331,16 @@ async def test_a_viewer_of_another_config_sees_and_edits_nothing_of_it(
             )
         with pytest.raises(people.NoSuchFace):
             await people.move_face(conn, family.faces["grandma:jpeg-3y"], family.bobs, owner="bob")
+        # Bob's face named in alice's split is as a face that does not exist to her.
+        bobs_face = family.faces["bobs:photo-1y"]
+        with pytest.raises(people.NoSuchFace, match=f"there is no face {bobs_face}$"):
+            await people.split_person(
+                conn,
+                family.grandma,
+                [family.faces["grandma:jpeg-3y"], bobs_face],
+                now=NOW,
+                owner="alice",
+            )
         named = await people.named_people_on_days(
             conn, month=6, days=[15], years=[2025, 2023], owner="bob"
         )
