@@ -6,6 +6,7 @@ and who is in a year's photos for "On this day"."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -374,3 +375,46 @@ async def test_the_named_people_of_each_years_photos_on_a_day(
     # 2025: photo-1y has both, the same count: by name. 2022's tokyo-4y: nobody named.
     # deleted-1y (Grandma's) and other-day-1y are not of the day's shown photos.
     assert named == {2025: ["Ana", "Grandma"], 2023: ["Ana", "Grandma"]}
+
+
+# --- races ---------------------------------------------------------------------------
+
+
+async def test_a_merge_waiting_on_a_person_another_edit_deletes_moves_nothing(
+    pool: AsyncConnectionPool[Any], family: Family
+) -> None:
+    """Two edits of one person at once: the second waits on the first's lock (held here
+    by hand, as a merge of Ana into Grandma holds it), and once the first has deleted
+    the person, the second is told there is no such person; no face is left with a
+    person that is gone."""
+    async with pool.connection() as holder, pool.connection() as editor:
+        await holder.set_autocommit(False)
+        await holder.execute("SELECT id FROM people WHERE id = %s FOR UPDATE", (family.ana,))
+        waiting = asyncio.create_task(
+            people.merge_people(editor, family.ana, family.unnamed, **EVERYONE)
+        )
+        # The merge is blocked on the lock: PostgreSQL says so, no sleep decides it.
+        while not waiting.done() and not await _waits_on_a_lock(pool):
+            await asyncio.sleep(0)
+        await people.merge_people(holder, family.ana, family.grandma, **EVERYONE)
+        await holder.commit()
+        with pytest.raises(people.NoSuchPerson, match=f"there is no person {family.ana}$"):
+            await waiting
+    async with pool.connection() as conn:
+        assert len(await faces_of(conn, family.grandma)) == 6
+        assert len(await faces_of(conn, family.unnamed)) == 2
+        cur = await conn.execute(
+            "SELECT count(*) FROM faces f WHERE f.person_id IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM people p WHERE p.id = f.person_id)"
+        )
+        assert await cur.fetchone() == (0,)
+
+
+async def _waits_on_a_lock(pool: AsyncConnectionPool[Any]) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        row = await cur.fetchone()
+    return row is not None and row[0] > 0
