@@ -394,8 +394,9 @@ async def test_a_merge_waiting_on_a_person_another_edit_deletes_moves_nothing(
             people.merge_people(editor, family.ana, family.unnamed, **EVERYONE)
         )
         # The merge is blocked on the lock: PostgreSQL says so, no sleep decides it.
-        while not waiting.done() and not await _waits_on_a_lock(pool):
-            await asyncio.sleep(0)
+        blocked = False
+        while not blocked and not waiting.done():
+            blocked = await _waits_on_a_lock(pool)
         await people.merge_people(holder, family.ana, family.grandma, **EVERYONE)
         await holder.commit()
         with pytest.raises(people.NoSuchPerson, match=f"there is no person {family.ana}$"):
