@@ -37,7 +37,7 @@ def _shown_name(person: people.Person) -> str:
     return person.name if person.name is not None else "(not named)"
 
 
-def _edit(state: CliState, edit: Any) -> Any:
+def _on_connection(state: CliState, edit: Any) -> Any:
     """Run ``edit(conn)`` on a connection (a refused edit, a ``PeopleError``, leaves as
     one line with exit 2: ``failures.USER_ERRORS``)."""
 
@@ -108,7 +108,7 @@ def show(state: CliState, person_id: int, as_json: bool) -> None:
         person = await people.get_person(conn, person_id, **EVERY_OWNER)
         return person, await people.person_photos(conn, person_id, **EVERY_OWNER)
 
-    person, photos = _edit(state, edit)
+    person, photos = _on_connection(state, edit)
     if as_json:
         print_json(
             {
@@ -169,7 +169,7 @@ def name(state: CliState, person_id: int, name: str | None, clear: bool, as_json
     async def edit(conn: people.Conn) -> people.Person:
         return await people.name_person(conn, person_id, name, by=_who(), now=now, **EVERY_OWNER)
 
-    person = _edit(state, edit)
+    person = _on_connection(state, edit)
     if person.name is None:
         _print_person(person, as_json, f"person {person.id} has no name now")
     else:
@@ -188,7 +188,7 @@ def merge(state: CliState, from_id: int, into_id: int, as_json: bool) -> None:
     async def edit(conn: people.Conn) -> people.Merged:
         return await people.merge_people(conn, from_id, into_id, **EVERY_OWNER)
 
-    merged = _edit(state, edit)
+    merged = _on_connection(state, edit)
     if as_json:
         print_json({**merged.person.document(), "faces_moved": merged.faces_moved})
         return
@@ -215,7 +215,7 @@ def split(state: CliState, person_id: int, face_ids: tuple[int, ...], as_json: b
     async def edit(conn: people.Conn) -> people.Person:
         return await people.split_person(conn, person_id, face_ids, now=now, **EVERY_OWNER)
 
-    person = _edit(state, edit)
+    person = _on_connection(state, edit)
     _print_person(
         person,
         as_json,
@@ -234,7 +234,7 @@ def move(state: CliState, face_id: int, person_id: int, as_json: bool) -> None:
     async def edit(conn: people.Conn) -> people.Person:
         return await people.move_face(conn, face_id, person_id, **EVERY_OWNER)
 
-    person = _edit(state, edit)
+    person = _on_connection(state, edit)
     _print_person(
         person, as_json, f"face {face_id} is person {person.id}'s now ({_shown_name(person)})"
     )
