@@ -83,6 +83,11 @@ _SUBJECTS = frozenset(
         "sequences",
         "table",
         "tables",
+        # The people found in the photos and their faces (library/catalogue/people.sql).
+        "face",
+        "faces",
+        "people",
+        "person",
     }
 )
 

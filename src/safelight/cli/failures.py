@@ -29,6 +29,7 @@ from safelight.db.database import DatabaseUnavailable
 from safelight.db.embedded import EmbeddedDatabaseError
 from safelight.db.migrate import ChangedMigrationError, NewerSchemaError
 from safelight.library.catalogue.configs import ConfigError
+from safelight.library.catalogue.people import PeopleError
 from safelight.library.files.roots import RootOverlap
 from safelight.library.proxystore.proxyroot import ProxyRootTaken
 from safelight.logs import masker
@@ -104,6 +105,8 @@ USER_ERRORS: Mapping[type[BaseException], int] = {
     RootOverlap: EXIT_USAGE,
     ProxyRootTaken: EXIT_USAGE,
     InvalidWorkItem: EXIT_USAGE,
+    # An unknown person or face, a merge across configs, a bad name (ADR 0068).
+    PeopleError: EXIT_USAGE,
     DatabaseUnavailable: EXIT_DATABASE,
     EmbeddedDatabaseError: EXIT_DATABASE,
     # Pointed at a database a newer release migrated: the installation or the URL is the

@@ -63,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "safelight.cli.pausing:pause",
         "Pause a kind (``pause crawl``) or a config's work, across all Workers.",
     ),
+    "people": (
+        "safelight.cli.people:people_group",
+        "The people found in the photos: list, show, name, merge and split them.",
+    ),
     "proxies": (
         "safelight.cli.proxies:proxies_group",
         "The proxies (thumbnails, previews, BlurHashes, web videos) of a config.",

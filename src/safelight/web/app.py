@@ -27,7 +27,7 @@ from safelight.app import app_store
 from safelight.core.clock import Clock, SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
-from safelight.web import account, api, auth, failedfiles, pages, signin, welcome
+from safelight.web import account, api, auth, failedfiles, pages, people, signin, welcome
 from safelight.web.auth import SignIn
 from safelight.web.caching import NoStoreApi, StaticAssets
 from safelight.web.guard import Guard, answered_hosts
@@ -76,6 +76,7 @@ def routes() -> list[Route | Mount]:
         Route("/logout", signin.logout, methods=["POST"], name="logout"),
         *welcome.routes(),
         *account.routes(),
+        *people.routes(),
         Route(auth.HEALTH_PATH, auth.healthz, name="healthz"),
         Route("/api/status", api.status),
         Route("/api/items", api.items),

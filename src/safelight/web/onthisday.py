@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from safelight.library.catalogue.people import named_people_on_days
 from safelight.views.capturetimes import capture_time_text
 from safelight.views.datenotes import date_note
 from safelight.web import reads
 from safelight.web.proxies import proxy_url
+from safelight.words import listed
 
 Row = Mapping[str, Any]
 
@@ -174,6 +176,28 @@ def _tile(
     }
 
 
+async def _add_people(
+    pool: reads.Pool, span: DaySpan, years: list[dict[str, Any]], *, owner: str | None
+) -> None:
+    """Who is in each year's photos of the day (of all of them, not only the page's):
+    ``people``, the named people, those in most photos first, and ``people_line``, the
+    line the page shows ("with Grandma and Ana"; None with nobody named). One query."""
+    if not years:
+        return
+    async with pool.connection() as conn:
+        named = await named_people_on_days(
+            conn,
+            month=span.month,
+            days=sorted({span.first_day, span.last_day}),
+            years=[year["year"] for year in years],
+            owner=owner,
+        )
+    for year in years:
+        names = named.get(year["year"], [])
+        year["people"] = names
+        year["people_line"] = f"with {listed(names)}" if names else None
+
+
 LEAP_YEAR = 2000
 """A leap year, whose 366 days place every month and day in the year's circle."""
 
@@ -261,6 +285,7 @@ async def on_this_day(
             row, members.get(row["burst_id"], ()), similar.get(row["similar_group_id"], ())
         )
         years[-1]["assets"].append(tile)
+    await _add_people(pool, span, years, owner=owner)
     return {
         "date": day.isoformat(),
         "count": len(rows),

@@ -142,6 +142,8 @@
     heading.appendChild(document.createTextNode(" "));
     heading.appendChild(element("span", { "class": "count" }));
     node.appendChild(heading);
+    // Who is in the year's photos, as the page's first part says it (onthisday.py).
+    if (year.people_line) node.appendChild(element("p", { "class": "year-people" }, year.people_line));
     node.appendChild(element("ul", { "class": "grid" }));
     section.insertBefore(node, more);
     return node;
