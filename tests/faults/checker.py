@@ -194,7 +194,7 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 # and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade; the
 # scrub records when it checked an original and what it found, ADR 0062).
 WRITERS: Mapping[str, frozenset[str]] = {
-    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub"}),
+    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub", "place_fill"}),
     "bursts": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
     # The crawl records and forgets duplicates; a purge's delete of an asset cascades.

@@ -7,8 +7,8 @@ from pathlib import PurePosixPath
 from safelight.library.catalogue.assets import NewAsset
 from safelight.library.files.hashing import HashedFile
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
-from safelight.library.places.located import NOWHERE, Located, locate
 from safelight.library.places.localtimes import LocalisedTimes, localise
+from safelight.library.places.located import NOWHERE, Located, locate
 from safelight.library.walk.walker import WalkedFile
 
 
@@ -18,9 +18,7 @@ def capture_times(meta: ImageMetadata | VideoMetadata, located: Located) -> Loca
     the position where it was taken, or as UTC without one (ADR 0064); an instant
     without a local time (a phone video's ``creation_time``) gets the position's local
     time; a time with the file's own offset keeps it."""
-    return localise(
-        meta.captured_at, is_instant=meta.captured_is_instant, zone=located.time_zone
-    )
+    return localise(meta.captured_at, is_instant=meta.captured_is_instant, zone=located.time_zone)
 
 
 def new_asset(
