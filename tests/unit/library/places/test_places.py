@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from safelight.library.places.located import NOWHERE, locate
 from safelight.library.places.localtimes import LocalisedTimes, localise, relocalise
+from safelight.library.places.located import NOWHERE, locate
 from safelight.library.places.placenames import MAX_DISTANCE_KM, Place, nearest_place
 from safelight.library.places.timezones import zone_name_at
 
