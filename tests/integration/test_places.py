@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import place_fill
 from safelight.handlers.place_fill import PLACE_FILL
+from safelight.library.catalogue import places as catalogue_places
 from safelight.library.catalogue.places import PlaceRow, Unchecked
 from safelight.testing.dateplaces import exif_with_gps
 from safelight.testing.exif import exif_bytes
@@ -225,7 +226,7 @@ async def test_a_place_fill_that_lost_its_item_writes_nothing_after(
     item_id = await later.store.enqueue(PLACE_FILL.name, config_id=config)
     claimed = await later.store.claim("w1", [PLACE_FILL.name], lease_seconds=LEASE)
     assert claimed is not None and claimed.id == item_id
-    real_unchecked = place_fill.places.unchecked
+    real_unchecked = catalogue_places.unchecked
     reads = 0
 
     async def unchecked_then_lose(*args: Any, **kwargs: Any) -> list[Unchecked]:
@@ -238,7 +239,7 @@ async def test_a_place_fill_that_lost_its_item_writes_nothing_after(
             later.clock.jump(LEASE)
         return await real_unchecked(*args, **kwargs)
 
-    monkeypatch.setattr(place_fill.places, "unchecked", unchecked_then_lose)
+    monkeypatch.setattr(catalogue_places, "unchecked", unchecked_then_lose)
 
     ran = await later.executor.run(claimed)
 
