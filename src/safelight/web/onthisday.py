@@ -191,7 +191,7 @@ async def _add_places(
     gets none here: no year's day is counted twice."""
     asked = [y["year"] for y in years if after is None or y["year"] != after.year]
     found: dict[int, list[dict[str, Any]]] = {}
-    for row in await reads.places_of_years_on_day(
+    for row in await reads.assets_places_of_years_on_day(
         pool,
         month=span.month,
         days=sorted({span.first_day, span.last_day}),

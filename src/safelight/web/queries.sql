@@ -102,7 +102,7 @@ WHERE a.burst_id = ANY(%(burst_ids)s::bigint[]) AND NOT a.is_deleted
 ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.sequence_number,
          a.id
 
--- places_of_years_on_day --
+-- assets_places_of_years_on_day --
 -- The places of a day's live assets of these years, as the day's page counts them (not a stacked copy; every member of a burst), of the viewer's enabled configs: up to per_year a year, most photographed first (ADR 0065).
 -- A walk of ix_assets_on_this_day over the asked years of the day only, each row's place
 -- read from its heap tuple: paid once per year, on the page where the year begins.

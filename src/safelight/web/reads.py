@@ -24,7 +24,7 @@ Pool = AsyncConnectionPool[Any]
 Row = dict[str, Any]
 
 
-async def places_of_years_on_day(
+async def assets_places_of_years_on_day(
     pool: Pool,
     *,
     month: int,
@@ -40,7 +40,7 @@ async def places_of_years_on_day(
     async with pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(
-            QUERIES["places_of_years_on_day"],
+            QUERIES["assets_places_of_years_on_day"],
             {
                 "month": month,
                 "days": list(days),
