@@ -1,5 +1,6 @@
-"""``safelight run`` then ``safelight assets``: a photo's place (EXIF GPS) and a date
-found only in XMP reach the database and the listing, in its table and its JSON."""
+"""``safelight run`` then ``safelight assets``: a photo's place (EXIF GPS, and the place
+it names) and a date found only in XMP reach the database and the listing, in its
+table and its JSON."""
 
 from __future__ import annotations
 
@@ -42,7 +43,14 @@ def test_the_place_and_an_xmp_date_are_stored_and_listed(invoke: Invoke, tmp_pat
     assert rows["dated.jpg"]["captured_at"].startswith("2022-01-10T19:15:44")  # UTC
     listing = invoke("assets")
     assert listing.exit_code == 0, listing.output
-    assert "39.11500, -108.40097 (1484 m)" in listing.stdout
+    # The place its position names (GeoNames', offline; ADR 0065), with its zone.
+    assert "Clifton, United States" in listing.stdout
+    assert (rows["placed.jpg"]["place_city"], rows["placed.jpg"]["place_country_code"]) == (
+        "Clifton",
+        "US",
+    )
+    assert rows["placed.jpg"]["time_zone"] == "America/Denver"
+    assert rows["bare.jpg"]["place_city"] is None and rows["bare.jpg"]["time_zone"] is None
     assert "photos dated by their file" not in listing.stdout
     # The time as shot, with its offset, as the dashboard shows it (not UTC unsaid).
     assert rows["dated.jpg"]["captured_local"].startswith("2022-01-10T15:15:44")

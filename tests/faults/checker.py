@@ -198,7 +198,9 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 # stores its new thumbnail's picture hash, and burst detection fills the missing ones
 # and groups similar shots, ADR 0066).
 WRITERS: Mapping[str, frozenset[str]] = {
-    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub", "proxy_remake"}),
+    "assets": frozenset(
+        {"crawl", "burst_detection", "purge", "scrub", "proxy_remake", "place_fill"}
+    ),
     "bursts": frozenset({"burst_detection", "purge"}),
     "similar_groups": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),

@@ -8,15 +8,16 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from safelight.library.walk.newasset import capture_times
+from safelight.library.places.localtimes import localise
 from safelight.views.capturetimes import capture_offset, capture_time_text, offset_text
 from safelight.web.onthisday import near_date
 
 
 def shown(captured: datetime, source: str = "exif") -> str:
-    """As a crawl stores ``captured`` (``capture_times``) and the dashboard shows it."""
-    instant, local = capture_times(captured)
-    return capture_time_text(instant, local, source)
+    """As a crawl stores ``captured`` without a position (``localise``) and the dashboard
+    shows it."""
+    times = localise(captured, is_instant=False, zone=None)
+    return capture_time_text(times.instant, times.local, source)
 
 
 @pytest.mark.parametrize(

@@ -193,7 +193,12 @@ LIBRARY_ARROWS: dict[str, frozenset[str]] = {
     "grouping": frozenset({"files", "media", "render"}),
     "catalogue": frozenset({"files", "media"}),
     "proxystore": frozenset({"files", "catalogue"}),
-    "walk": frozenset({"files", "media", "render", "grouping", "catalogue", "proxystore"}),
+    "walk": frozenset(
+        {"files", "media", "render", "grouping", "catalogue", "proxystore", "places"}
+    ),
+    # Where, offline: a leaf (its data is installed packages'); the walk and the place
+    # fill read it.
+    "places": frozenset(),
 }
 
 

@@ -21,6 +21,7 @@ from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
 from safelight.views.datenotes import date_note
 from safelight.views.failedfiles import failed_by_reason, next_try
+from safelight.views.places import place_text
 from safelight.views.queries import list_assets, list_duplicates, list_similar_groups
 from safelight.views.scrub import changed_list
 
@@ -63,7 +64,14 @@ def _captured(row: dict[str, Any]) -> str:
 
 
 def _place(row: dict[str, Any]) -> str:
-    """``39.11500, -108.40097 (1484 m)``: five decimals are about a metre."""
+    """Where it was taken: its place, ``Lisbon, Portugal`` (``views.places``; ADR 0065),
+    else its position, ``39.11500, -108.40097 (1484 m)`` (not looked up yet, or far
+    from any place: five decimals are about a metre); nothing without a position."""
+    named = place_text(
+        row.get("place_city"), row.get("place_country"), row.get("place_country_code")
+    )
+    if named is not None:
+        return named
     if row.get("latitude") is None or row.get("longitude") is None:
         return ""
     text = f"{row['latitude']:.5f}, {row['longitude']:.5f}"

@@ -17,6 +17,7 @@ from safelight.handlers.crawl import CRAWL
 from safelight.handlers.kind import Kind
 from safelight.handlers.noop import NOOP
 from safelight.handlers.payloads import NoPayload, Payload, PayloadRejected
+from safelight.handlers.place_fill import PLACE_FILL
 from safelight.handlers.proxy_deletion import PROXY_DELETION
 from safelight.handlers.proxy_remake import PROXY_REMAKE
 from safelight.handlers.proxy_sweep import PROXY_SWEEP
@@ -37,6 +38,7 @@ __all__ = [
     "KINDS",
     "KIND_SPECS",
     "NOOP",
+    "PLACE_FILL",
     "PROXY_DELETION",
     "PROXY_REMAKE",
     "PROXY_SWEEP",
@@ -69,6 +71,7 @@ KINDS: tuple[Kind[Any], ...] = (
     CATALOGUE_BACKUP,
     SCRUB,
     PROXY_REMAKE,
+    PLACE_FILL,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

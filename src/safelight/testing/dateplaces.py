@@ -102,16 +102,26 @@ def with_segment(jpeg: bytes, marker: int, payload: bytes) -> bytes:
 
 
 def exif_with_gps(
-    latitude: float, longitude: float, altitude: float | None = None, **exif: object
+    latitude: float,
+    longitude: float,
+    altitude: float | None = None,
+    *,
+    captured_at: datetime | None = None,
+    **exif: object,
 ) -> bytes:
     """An EXIF block (``Image.save(exif=...)``) with a GPS IFD: latitude and longitude as
     degrees, minutes, seconds rationals with their N/S and E/W Refs; the altitude (in
-    centimetres) with its Ref, 1 below sea level; and ``exif``'s IFD0 tags."""
+    centimetres) with its Ref, 1 below sea level; ``exif``'s IFD0 tags; and with
+    ``captured_at`` the capture time (``testing.exif.exif_bytes``: OffsetTime only when
+    it is aware)."""
     from PIL import Image  # Pillow is a runtime dependency; kept local to the writer
 
     from safelight.library.media import exif as tags
+    from safelight.testing.exif import exif_bytes
 
     block = Image.Exif()
+    if captured_at is not None:
+        block.load(exif_bytes(captured_at=captured_at))
     for tag, value in exif.items():
         block[{"make": tags.TAG_MAKE, "model": tags.TAG_MODEL}[tag]] = value
     gps = block.get_ifd(tags.TAG_GPS_IFD)

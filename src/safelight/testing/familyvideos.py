@@ -171,19 +171,23 @@ def quicktime_clip(
     creation_time: str | None = None,
     creationdate: str | None = None,
     content_date: str | None = None,
+    location: str | None = None,
 ) -> Path:
     """A short MOV or MP4 (by ``path``'s extension) with the container's
     ``creation_time`` (UTC, in ``mvhd``) and, if given, Apple's
     ``com.apple.quicktime.creationdate`` as an ``mdta`` key (``use_metadata_tags``),
     the local time with its zone as an iPhone writes it (``2024-07-14T18:03:12+0200``);
     ``content_date``: ``©day`` (in ``udta`` of a MOV, ``ilst`` of an MP4), as older
-    iPhones wrote it (``2010-02-12T13:27:14-0800``)."""
+    iPhones wrote it (``2010-02-12T13:27:14-0800``); ``location``: the ISO 6709 position
+    (``+40.7128-074.0060/``) as ``©xyz`` in ``udta``, as Android phones write it."""
     args = ["-f", "lavfi", "-i", _PATTERN.format(size="320x240", rate=25) + ":d=1"]
     args += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
     if creation_time is not None:
         args += ["-metadata", f"creation_time={creation_time}"]
     if content_date is not None:
         args += ["-metadata", f"date={content_date}"]
+    if location is not None:
+        args += ["-metadata", f"location={location}"]
     if creationdate is not None:
         args += ["-metadata", f"com.apple.quicktime.creationdate={creationdate}"]
         args += ["-movflags", "use_metadata_tags"]

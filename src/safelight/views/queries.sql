@@ -126,7 +126,9 @@ SELECT a.id, a.storage_config_id, a.file_path, a.media_type, a.size_bytes, a.cap
        a.motion_photo, a.motion_photo_issue, a.stack_primary_id,
        a.read_note,
        (SELECT count(*) FROM proxy_files p WHERE p.asset_id = a.id) AS proxies, a.stack_kind,
-       a.captured_local
+       a.captured_local,
+       a.place_city, a.place_region, a.place_country, a.place_country_code, a.time_zone,
+       a.zone_source
 FROM assets a
 WHERE (%(config_id)s::uuid IS NULL OR a.storage_config_id = %(config_id)s::uuid)
   AND a.is_deleted = %(deleted)s

@@ -33,6 +33,7 @@ from typing import Any
 from safelight.library.catalogue.people import named_people_on_days
 from safelight.views.capturetimes import capture_time_text
 from safelight.views.datenotes import date_note
+from safelight.views.places import PLACES_PER_YEAR, place_of, place_text, places_line
 from safelight.web import reads
 from safelight.web.proxies import proxy_url
 from safelight.words import listed
@@ -124,6 +125,11 @@ def _shown_time(row: Row) -> str:
     return capture_time_text(row["captured_at"], row["captured_local"], row["captured_at_source"])
 
 
+def _shown_place(row: Row) -> str | None:
+    """Where it was taken, as the preview's caption shows it (``views.places``)."""
+    return place_text(row["place_city"], row["place_country"], row["place_country_code"])
+
+
 def _member(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
@@ -131,6 +137,8 @@ def _member(row: Row) -> dict[str, Any]:
         "file_name": row["file_name"],
         "captured_local": row["captured_local"].isoformat(),
         "captured_shown": _shown_time(row),
+        "place": place_of(row),
+        "place_shown": _shown_place(row),
         "width": row["width"],
         "height": row["height"],
         **_proxies(row),
@@ -158,6 +166,10 @@ def _tile(
         "camera": " ".join(p for p in (row["camera_make"], row["camera_model"]) if p) or None,
         # What the crawl noticed reading it ("holds a JPEG, named .nef"; ADR 0052).
         "read_note": row["read_note"],
+        # Where it was taken (its position's GeoNames place and zone; ADR 0065).
+        "place": place_of(row),
+        "place_shown": _shown_place(row),
+        "time_zone": row["time_zone"],
         **_proxies(row),
         # A Live Photo's video is its paired asset's web video; a motion photo's and a
         # video's are its own.
@@ -196,6 +208,46 @@ async def _add_people(
         names = named.get(year["year"], [])
         year["people"] = names
         year["people_line"] = f"with {listed(names)}" if names else None
+
+
+async def _add_places(
+    pool: reads.Pool,
+    span: DaySpan,
+    years: list[dict[str, Any]],
+    after: Cursor | None,
+    *,
+    owner: str | None,
+) -> None:
+    """Each year's ``places`` (``[{"city", "country", "country_code", "count"}]``, a few
+    at most, most photographed first) and ``places_shown`` (``Lisbon, Portugal``; None
+    for none), counted over the year's whole day, not the page's tiles. A year that goes
+    on from the page before had its places there (its heading is already shown), and
+    gets none here: no year's day is counted twice."""
+    asked = [y["year"] for y in years if after is None or y["year"] != after.year]
+    found: dict[int, list[dict[str, Any]]] = {}
+    for row in await reads.assets_places_of_years_on_day(
+        pool,
+        month=span.month,
+        days=sorted({span.first_day, span.last_day}),
+        years=asked,
+        per_year=PLACES_PER_YEAR,
+        owner=owner,
+    ):
+        found.setdefault(row["captured_year"], []).append(
+            {
+                "city": row["place_city"],
+                "country": row["place_country"],
+                "country_code": row["place_country_code"],
+                "count": int(row["photos"]),
+                "shown": place_text(
+                    row["place_city"], row["place_country"], row["place_country_code"]
+                ),
+            }
+        )
+    for year in years:
+        places = found.get(year["year"], [])
+        year["places"] = places
+        year["places_shown"] = places_line(p["shown"] for p in places)
 
 
 LEAP_YEAR = 2000
@@ -245,16 +297,17 @@ async def on_this_day(
     owner: str | None,
 ) -> dict[str, Any]:
     """A page of the document of ``day``: ``{"date", "count", "years": [{"year",
-    "years_ago", "assets": [...]}], "next", "near"}``, the years newest first, each
-    year's assets newest first (the JSON of ``/api/on-this-day`` and what the home page
-    shows): the ``limit`` tiles after ``after`` (from the first, without it), ``count``
-    of them, and ``next`` the cursor of the following page, or None after the day's last
-    tile. A year can go on into the next page. ``near``: for a day with nothing, the
-    nearest days that have something (:func:`days_near`); else empty. Only the live
-    assets of ``owner``'s enabled configs (None: every owner's, an admin's view; ADR
-    0044). Two queries: the page's assets (one more than ``limit``, to know whether a
-    next page exists), then the members of its bursts and of its similar groups (four,
-    for an empty day)."""
+    "years_ago", "places", "places_shown", "people",
+    "people_line", "assets": [...]}], "next", "near"}``, the
+    years newest first, each year's assets newest first (the JSON of
+    ``/api/on-this-day`` and what the home page shows): the ``limit`` tiles after
+    ``after`` (from the first, without it), ``count`` of them, and ``next`` the cursor
+    of the following page, or None after the day's last tile. A year can go on into the
+    next page. ``near``: for a day with nothing, the nearest days that have something
+    (:func:`days_near`); else empty. Only the live assets of ``owner``'s enabled configs
+    (None: every owner's, an admin's view; ADR 0044). Three queries: the page's assets
+    (one more than ``limit``, to know whether a next page exists), the members of its
+    bursts, and its years' places (for an empty day, the nearest days' instead)."""
     span = span_of(day)
     start = after or Cursor.start(span)
     rows = await reads.assets_on_day(
@@ -286,6 +339,7 @@ async def on_this_day(
         )
         years[-1]["assets"].append(tile)
     await _add_people(pool, span, years, owner=owner)
+    await _add_places(pool, span, years, after, owner=owner)
     return {
         "date": day.isoformat(),
         "count": len(rows),

@@ -22,6 +22,7 @@ SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
        a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
        a.camera_make, a.camera_model,
        a.read_note,
+       a.place_city, a.place_region, a.place_country, a.place_country_code, a.time_zone,
        CASE WHEN a.burst_id IS NULL THEN 0 ELSE
            (SELECT count(*) FROM assets m WHERE m.burst_id = a.burst_id AND NOT m.is_deleted)
        END AS burst_count,
@@ -99,6 +100,7 @@ ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 -- The live members of bursts of the viewer's enabled configs, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
 SELECT a.id, a.burst_id, a.media_type, a.file_name, a.captured_local, a.width, a.height,
        a.captured_at, a.captured_at_source,
+       a.place_city, a.place_region, a.place_country, a.place_country_code,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a
 JOIN bursts b ON b.id = a.burst_id
@@ -125,6 +127,32 @@ LEFT JOIN proxy_files pv ON pv.asset_id = a.id AND pv.proxy_type = 'full_preview
 LEFT JOIN proxy_files bh ON bh.asset_id = a.id AND bh.proxy_type = 'blurhash'
 WHERE a.similar_group_id = ANY(%(group_ids)s::bigint[]) AND NOT a.is_deleted
 ORDER BY a.similar_group_id, (a.id = g.primary_asset_id) DESC, a.captured_local, a.id
+
+-- assets_places_of_years_on_day --
+-- The places of a day's live assets of these years, as the day's page counts them (not a stacked copy; every member of a burst), of the viewer's enabled configs: up to per_year a year, most photographed first (ADR 0065).
+-- A walk of ix_assets_on_this_day over the asked years of the day only, each row's place
+-- read from its heap tuple: paid once per year, on the page where the year begins.
+SELECT captured_year, place_city, place_country, place_country_code, photos
+FROM (
+    SELECT a.captured_year, a.place_city, a.place_country, a.place_country_code,
+           count(*) AS photos,
+           row_number() OVER (PARTITION BY a.captured_year
+                              ORDER BY count(*) DESC, a.place_city, a.place_country_code)
+               AS rank
+    FROM assets a
+    WHERE a.captured_month = %(month)s
+      AND a.captured_day = ANY(%(days)s::smallint[])
+      AND a.captured_year = ANY(%(years)s::smallint[])
+      AND NOT a.is_deleted
+      AND a.stack_primary_id IS NULL
+      AND a.place_city IS NOT NULL
+      AND a.storage_config_id = ANY(ARRAY(
+              SELECT c.id FROM storage_configs c
+              WHERE c.active AND (%(owner)s::text IS NULL OR c.owner = %(owner)s::text)))
+    GROUP BY a.captured_year, a.place_city, a.place_country, a.place_country_code
+) p
+WHERE rank <= %(per_year)s
+ORDER BY captured_year DESC, rank
 
 -- proxy_of_asset --
 -- One proxy file of a live asset of the viewer's enabled configs: where it is under the proxy root, and the asset's config and content hash it must lie under.

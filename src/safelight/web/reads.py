@@ -24,6 +24,34 @@ Pool = AsyncConnectionPool[Any]
 Row = dict[str, Any]
 
 
+async def assets_places_of_years_on_day(
+    pool: Pool,
+    *,
+    month: int,
+    days: Sequence[int],
+    years: Sequence[int],
+    per_year: int,
+    owner: str | None,
+) -> list[Row]:
+    """The places of the day's assets of ``years``, up to ``per_year`` a year, most
+    photographed first, of the enabled configs of ``owner``."""
+    if not years:
+        return []
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            QUERIES["assets_places_of_years_on_day"],
+            {
+                "month": month,
+                "days": list(days),
+                "years": list(years),
+                "per_year": per_year,
+                "owner": owner,
+            },
+        )
+        return list(await cur.fetchall())
+
+
 async def assets_on_day(
     pool: Pool,
     *,

@@ -47,7 +47,8 @@ async def read_again(
         records = await asyncio.to_thread(
             crawl.publish, publish_image_proxies, proxies, asset.content_hash
         )
-    row = dataclasses.replace(new_asset(walked, as_hashed(asset, version), meta), sidecar=read.file)
+    read_row = await asyncio.to_thread(new_asset, walked, as_hashed(asset, version), meta)
+    row = dataclasses.replace(read_row, sidecar=read.file)
     async with crawl.decide:
         async with crawl.ctx.fenced() as conn:
             old = await assets.update_read_again(

@@ -47,8 +47,9 @@ from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlResult, Duplicate, capped
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
+from safelight.handlers.place_fill import PLACE_FILL
 from safelight.handlers.services import Services
-from safelight.library.catalogue import assets
+from safelight.library.catalogue import assets, places
 from safelight.library.walk.walker import FileError, Walker
 from safelight.work.kinds import Scope
 
@@ -96,6 +97,7 @@ async def _steps(crawl: Attempt, error_paths: set[str]) -> dict[str, Any]:
     async with crawl.services.pool.connection() as conn:
         by_type = await assets.counts_by_type(conn, crawl.config_id)
     await _queue_burst_detection(crawl)
+    await _queue_place_fill(crawl)
     return _summarise(crawl, walker, by_type).as_json()
 
 
@@ -135,3 +137,17 @@ async def _queue_burst_detection(crawl: Attempt) -> None:
             config_id=crawl.config_id,
             dedup_key=BURST_DETECTION.dedup_key(crawl.config_id),
         )
+
+
+async def _queue_place_fill(crawl: Attempt) -> None:
+    """The place fill, when the config has assets with a position never looked up (rows
+    of before migration 0023: the crawl looks up what it reads); in the fenced
+    transaction, as the burst detection's."""
+    async with crawl.ctx.fenced() as conn:
+        if await places.any_unchecked(conn, crawl.config_id):
+            await crawl.services.store.enqueue_in(
+                conn,
+                PLACE_FILL.name,
+                config_id=crawl.config_id,
+                dedup_key=PLACE_FILL.dedup_key(crawl.config_id),
+            )

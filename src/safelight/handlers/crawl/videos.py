@@ -55,7 +55,8 @@ async def make_video(
         if not crawl.ctx.cancelled.is_set():
             crawl.ctx.ensure_alive()
             await asyncio.to_thread(shutil.rmtree, temp, True)
-    return new_asset(walked, hashed, proxies.metadata), records
+    # In a thread: a process's first position reads the places (library.places).
+    return await asyncio.to_thread(new_asset, walked, hashed, proxies.metadata), records
 
 
 async def add_motion_video(

@@ -78,6 +78,17 @@ class NewAsset:
     """Its extension names another format than its content ("holds a JPEG, named .nef")."""
     cut_short: str | None = None
     """It was cut short and decoded as far as it goes (the note saying so)."""
+    zone_source: str | None = None
+    """Where the offset between the two capture times came from (``places.localtimes``)."""
+    time_zone: str | None = None
+    """The IANA zone at its position; None without one."""
+    place_city: str | None = None
+    place_region: str | None = None
+    place_country: str | None = None
+    place_country_code: str | None = None
+    """The GeoNames place nearest its position (``places.placenames``); None without one."""
+    places_checked: bool = False
+    """Its position was looked up (``assets.places_checked_at`` is set): it has one."""
 
     @property
     def read_note(self) -> str | None:
@@ -120,6 +131,20 @@ def _capture_params(asset: NewAsset) -> dict[str, Any]:
         "captured_year": local.year,
         "captured_month": local.month,
         "captured_day": local.day,
+        "zone_source": asset.zone_source,
+    }
+
+
+def _place_params(asset: NewAsset, now: datetime) -> dict[str, Any]:
+    """Where it was taken: the place and zone of its position, and when they were looked
+    up (NULL without a position: nothing to look up, and no fill picks it)."""
+    return {
+        "time_zone": asset.time_zone,
+        "place_city": asset.place_city,
+        "place_region": asset.place_region,
+        "place_country": asset.place_country,
+        "place_country_code": asset.place_country_code,
+        "places_checked_at": now if asset.places_checked else None,
     }
 
 
@@ -214,6 +239,7 @@ async def insert_asset(
         "motion_photo": asset.motion_photo,
         "motion_photo_issue": asset.motion_photo_issue,
         **_sidecar_params(asset.sidecar),
+        **_place_params(asset, now),
         "now": now,
         "read_note": asset.read_note,
     }
@@ -250,7 +276,7 @@ async def update_read_again(
     now: datetime,
 ) -> list[str] | None:
     """Update a live asset read again in place (its sidecar changed): its capture time,
-    orientation, displayed size and sidecar from ``asset``; with ``proxies``, its
+    zone, place, orientation, displayed size and sidecar from ``asset``; with ``proxies``, its
     thumbnail, preview and BlurHash rows replaced by them (any other proxy, a motion
     photo's web video, stays). Returns the paths the replaced rows named (to delete once
     no row names them), or None if the asset is not live. The caller's transaction."""
@@ -264,6 +290,7 @@ async def update_read_again(
             "width": asset.width,
             "height": asset.height,
             **_sidecar_params(asset.sidecar),
+            **_place_params(asset, now),
             "now": now,
         },
     )

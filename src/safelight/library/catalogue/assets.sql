@@ -79,7 +79,9 @@ INSERT INTO assets (
     captured_year, captured_month, captured_day, camera_make, camera_model, width, height,
     orientation, duration_seconds, maker_burst_id, content_identifier, sequence_number,
     latitude, longitude, altitude_m, motion_photo, motion_photo_issue, sidecar_path,
-    sidecar_size, sidecar_modified_ns, last_seen_at, created_at, read_note
+    sidecar_size, sidecar_modified_ns, last_seen_at, created_at, read_note,
+    zone_source, time_zone, place_city, place_region, place_country, place_country_code,
+    places_checked_at
 ) VALUES (
     %(config_id)s, %(file_path)s, %(file_name)s, %(content_hash)s, %(size_bytes)s,
     %(modified_at)s, %(modified_ns)s, %(media_type)s, %(captured_at)s, %(captured_local)s,
@@ -88,7 +90,8 @@ INSERT INTO assets (
     %(duration_seconds)s, %(maker_burst_id)s, %(content_identifier)s, %(sequence_number)s,
     %(latitude)s, %(longitude)s, %(altitude_m)s, %(motion_photo)s, %(motion_photo_issue)s,
     %(sidecar_path)s, %(sidecar_size)s, %(sidecar_modified_ns)s, %(now)s, %(now)s,
-    %(read_note)s
+    %(read_note)s, %(zone_source)s, %(time_zone)s, %(place_city)s, %(place_region)s,
+    %(place_country)s, %(place_country_code)s, %(places_checked_at)s
 )
 RETURNING id
 
@@ -98,11 +101,15 @@ SELECT orientation, width, height FROM assets
 WHERE id = %(id)s AND storage_config_id = %(config_id)s AND NOT is_deleted
 
 -- asset_update_read_again --
--- A live asset whose metadata was read again (its XMP sidecar changed), in place.
+-- A live asset whose metadata was read again (its XMP sidecar changed), in place: its
+-- capture times with the zone and place of its position (the file's, unchanged).
 UPDATE assets
 SET captured_at = %(captured_at)s, captured_local = %(captured_local)s,
     captured_at_source = %(captured_at_source)s, captured_year = %(captured_year)s,
     captured_month = %(captured_month)s, captured_day = %(captured_day)s,
+    zone_source = %(zone_source)s, time_zone = %(time_zone)s, place_city = %(place_city)s,
+    place_region = %(place_region)s, place_country = %(place_country)s,
+    place_country_code = %(place_country_code)s, places_checked_at = %(places_checked_at)s,
     orientation = %(orientation)s, width = %(width)s, height = %(height)s,
     sidecar_path = %(sidecar_path)s, sidecar_size = %(sidecar_size)s,
     sidecar_modified_ns = %(sidecar_modified_ns)s, last_seen_at = %(now)s

@@ -87,6 +87,10 @@ class CaptureTime:
     at: datetime
     """Aware when the zone is known, naive otherwise."""
     source: CapturedAtSource
+    is_instant: bool = False
+    """``at`` is an instant, UTC by its format, without the wall clock where it was taken
+    (QuickTime's ``creation_time``, PNG's ``tIME``): its local time is the position's
+    (``library.places.localtimes``), not its UTC time."""
 
 
 def choose_capture_time(
@@ -138,9 +142,10 @@ def modified_time(
             return CaptureTime(with_zone(parsed, xmp_dates), "modified")
     if xmp_dates:
         return CaptureTime(with_zone(xmp_dates[0], xmp_dates[1:]), "modified")
-    for stamp in (png_created, png_modified):
-        if stamp is not None:
-            return CaptureTime(stamp, "png")
+    if png_created is not None:
+        return CaptureTime(png_created, "png")
+    if png_modified is not None:
+        return CaptureTime(png_modified, "png", is_instant=True)
     return None
 
 
@@ -275,8 +280,8 @@ def video_capture_time(
        ``ContentCreateDate``), as older iPhones and some cameras write it: local, with
        its zone; a date alone (a song's year) is no capture time.
     4. ``creation_time``: the container's (``mvhd``, ExifTool's ``QuickTime:CreateDate``),
-       UTC by the QuickTime spec, so its local date is the UTC date (no zone to show
-       another).
+       UTC by the QuickTime spec: an instant without a local time (``is_instant``), whose
+       local date is the position's (ADR 0065), else the UTC date.
 
     A local time without a zone is the wall clock (naive). None when none holds a date."""
     local = _quicktime_time(creationdate, naive_is_utc=False)
@@ -284,9 +289,10 @@ def video_capture_time(
         local = mdpm_datetime(recorded)
     if local is None:
         local = _quicktime_time(content_date, naive_is_utc=False)
-    if local is None:
-        local = _quicktime_time(creation_time, naive_is_utc=True)
-    return CaptureTime(local, "video") if local is not None else None
+    if local is not None:
+        return CaptureTime(local, "video")
+    instant = _quicktime_time(creation_time, naive_is_utc=True)
+    return CaptureTime(instant, "video", is_instant=True) if instant is not None else None
 
 
 def _quicktime_time(value: object, *, naive_is_utc: bool) -> datetime | None:

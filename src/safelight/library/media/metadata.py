@@ -155,6 +155,9 @@ class ImageMetadata:
     cut_short: str | None = None
     """It was cut short and decoded as far as it goes (``images``, ADR 0052): the note
     saying so; None for a whole file."""
+    captured_is_instant: bool = False
+    """``captured_at`` is a UTC instant without the wall clock where it was taken
+    (``CaptureTime.is_instant``, or the file's time on disk): ADR 0065."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +196,8 @@ class VideoMetadata:
     """Packets of the first audio stream (the one a web video keeps), counted alike."""
     size_bytes: int | None = None
     """The file's size, as ffprobe read it."""
+    captured_is_instant: bool = False
+    """As ``ImageMetadata``'s."""
 
 
 # --- images -------------------------------------------------------------------------------
@@ -265,6 +270,7 @@ def read_image_metadata(
         orientation=orientation,
         captured_at=found.at if found is not None else file_time(mtime_ns),
         captured_at_source=found.source if found is not None else "file",
+        captured_is_instant=found.is_instant if found is not None else True,
         # EXIF names the camera; else an editor's XMP copy of it, else the maker's block.
         make=fields.make or xmp.get(NS_TIFF, "Make") or blocks.make,
         model=fields.model or xmp.get(NS_TIFF, "Model") or blocks.model,
@@ -611,6 +617,7 @@ def video_metadata_from_probe(
         has_audio=any(s.get("codec_type") == "audio" for s in streams),
         captured_at=captured.at if captured is not None else file_time(mtime_ns),
         captured_at_source=captured.source if captured is not None else "file",
+        captured_is_instant=captured.is_instant if captured is not None else True,
         make=_str(tags.get("com.apple.quicktime.make") or tags.get("make")),
         model=_str(tags.get("com.apple.quicktime.model") or tags.get("model")),
         content_identifier=_str(tags.get("com.apple.quicktime.content.identifier")),

@@ -161,6 +161,7 @@ def decode_raw(
         orientation=orientation,
         captured_at=captured.at if captured is not None else file_time(st.st_mtime_ns),
         captured_at_source=captured.source if captured is not None else "file",
+        captured_is_instant=captured is None,  # the file's time on disk is an instant
         make=fields.make,
         model=fields.model,
         burst_id=None,

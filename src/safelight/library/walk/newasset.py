@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
 from safelight.library.catalogue.assets import NewAsset
 from safelight.library.files.hashing import HashedFile
 from safelight.library.media.metadata import ImageMetadata, VideoMetadata, file_time
+from safelight.library.places.localtimes import LocalisedTimes, localise
+from safelight.library.places.located import NOWHERE, Located, locate
 from safelight.library.walk.walker import WalkedFile
 
 
-def capture_times(captured_at: datetime) -> tuple[datetime, datetime]:
-    """``(instant, wall clock)``: a naive time is the camera's wall clock, zone unknown,
-    and is stored as that wall clock read as UTC (the schema's rule)."""
-    if captured_at.tzinfo is None:
-        return captured_at.replace(tzinfo=UTC), captured_at
-    return captured_at, captured_at.replace(tzinfo=None)
+def capture_times(meta: ImageMetadata | VideoMetadata, located: Located) -> LocalisedTimes:
+    """The instant and the wall clock of a capture, by the zone rule (ADR 0065,
+    ``places.localtimes``): a naive time is the camera's wall clock, read in the zone of
+    the position where it was taken, or as UTC without one (ADR 0064); an instant
+    without a local time (a phone video's ``creation_time``) gets the position's local
+    time; a time with the file's own offset keeps it."""
+    return localise(meta.captured_at, is_instant=meta.captured_is_instant, zone=located.time_zone)
 
 
 def new_asset(
     walked: WalkedFile, hashed: HashedFile, meta: ImageMetadata | VideoMetadata
 ) -> NewAsset:
-    """The row of a new asset from its hashed version's stat and its metadata."""
-    instant, local = capture_times(meta.captured_at)
+    """The row of a new asset from its hashed version's stat and its metadata, with the
+    place and zone of its position. Blocking on a process's first position (the places
+    are read then): call it off the event loop."""
+    position = meta.location
+    located = locate(position.latitude, position.longitude) if position else NOWHERE
+    times = capture_times(meta, located)
+    place = located.place
     common = {
         "file_path": walked.path,
         "file_name": PurePosixPath(walked.path).name,
@@ -31,8 +38,15 @@ def new_asset(
         "size_bytes": hashed.size,
         "modified_at": file_time(hashed.mtime_ns),
         "modified_ns": hashed.mtime_ns,
-        "captured_at": instant,
-        "captured_local": local,
+        "captured_at": times.instant,
+        "captured_local": times.local,
+        "zone_source": times.zone_source,
+        "time_zone": located.time_zone,
+        "place_city": place.city if place else None,
+        "place_region": place.region if place else None,
+        "place_country": place.country if place else None,
+        "place_country_code": place.country_code if place else None,
+        "places_checked": position is not None,
         "captured_at_source": meta.captured_at_source,
         "camera_make": meta.make,
         "camera_model": meta.model,

@@ -138,6 +138,11 @@
       "class": "year", id: "year-" + year.year, "data-year": String(year.year), "data-years-ago": String(year.years_ago),
     });
     const heading = element("h2", {}, yearsAgo(year.years_ago) + " ");
+    // The year's places, most photographed first, as the server wrote them.
+    if (year.places_shown) {
+      heading.appendChild(element("span", { "class": "places" }, "· " + year.places_shown));
+      heading.appendChild(document.createTextNode(" "));
+    }
     heading.appendChild(element("span", { "class": "year-number" }, String(year.year)));
     heading.appendChild(document.createTextNode(" "));
     heading.appendChild(element("span", { "class": "count" }));
@@ -257,6 +262,7 @@
     }
     // The server's words for the time: local, to the second, its offset when known.
     let words = (entry.file_name || "") + " · " + (entry.captured_shown || "");
+    if (entry.place_shown) words += " · " + entry.place_shown;
     if (entry.date_note) words += " · " + entry.date_note;
     if (entry.kind === "live_photo" || entry.kind === "motion_photo") words += " · LIVE: tap to play";
     if (entry.read_note) words += " · " + entry.read_note;

@@ -65,7 +65,9 @@ def test_each_place_wins_over_those_after_it() -> None:
     )
     assert choose_capture_time(ExifFields(), EMPTY, **every) == CaptureTime(PNG_CREATED, "png")
     every.pop("png_created")
-    assert choose_capture_time(ExifFields(), EMPTY, **every) == CaptureTime(PNG_MODIFIED, "png")
+    assert choose_capture_time(ExifFields(), EMPTY, **every) == CaptureTime(
+        PNG_MODIFIED, "png", is_instant=True
+    )
     assert choose_capture_time(ExifFields(), EMPTY) is None
 
 
@@ -89,7 +91,7 @@ def test_an_unset_modify_date_is_no_date() -> None:
     unset = ExifFields(modified=ExifDate("0000:00:00 00:00:00", None, None))
     assert choose_capture_time(unset, EMPTY) is None
     found = choose_capture_time(unset, EMPTY, png_modified=PNG_MODIFIED)
-    assert found == CaptureTime(PNG_MODIFIED, "png")
+    assert found == CaptureTime(PNG_MODIFIED, "png", is_instant=True)
 
 
 def test_only_the_dates_of_the_last_write_are_less_certain() -> None:

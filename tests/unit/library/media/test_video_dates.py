@@ -148,6 +148,26 @@ def test_a_utc_creation_time_alone_is_read_as_utc(tmp_path: Path) -> None:
     assert oracle["QuickTime:CreateDate"] == "2024:07:14 23:03:12"
     meta = read_video_metadata(clip)
     assert meta.captured_at.isoformat() == "2024-07-14T23:03:12+00:00"
+    # An instant without a local time: its position gives the local day (ADR 0065).
+    assert meta.captured_is_instant
+
+
+def test_only_the_utc_creation_time_is_an_instant_without_a_local_time() -> None:
+    def instant(creationdate: object, content_date: object, creation_time: object) -> bool:
+        chosen = video_capture_time(
+            creationdate=creationdate,
+            recorded=None,
+            content_date=content_date,
+            creation_time=creation_time,
+        )
+        assert chosen is not None
+        return chosen.is_instant
+
+    utc = "2024-07-14T23:03:12Z"
+    assert instant(None, None, utc)
+    assert not instant("2024-07-15T01:03:12+0200", None, utc)
+    assert not instant(None, "2024-07-14T20:03:12-0300", utc)
+    assert not instant("2024-07-15T01:03:12", None, utc)  # a wall clock, zone unknown
 
 
 def test_the_order_of_a_videos_dates() -> None:
