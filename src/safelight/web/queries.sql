@@ -117,6 +117,7 @@ ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.seque
 -- The live members of similar groups of the viewer's enabled configs, each group's primary first, then in capture order, with their proxies (a group's stack in the preview).
 SELECT a.id, a.similar_group_id, a.media_type, a.file_name, a.captured_local, a.width,
        a.height, a.captured_at, a.captured_at_source,
+       a.place_city, a.place_region, a.place_country, a.place_country_code,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a
 JOIN similar_groups g ON g.id = a.similar_group_id
