@@ -97,6 +97,10 @@ CREATE TRIGGER faults_audit_asset_errors AFTER INSERT OR UPDATE OR DELETE ON ass
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 CREATE TRIGGER faults_audit_asset_duplicates AFTER INSERT OR UPDATE OR DELETE
     ON asset_duplicates FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_faces AFTER INSERT OR UPDATE OR DELETE ON faces
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_people AFTER INSERT OR UPDATE OR DELETE ON people
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 
 -- Every status change of an item, in the order the server made them: the identity is
 -- drawn inside the changing transaction, and a claim that conflicts with a running item
@@ -192,9 +196,13 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 # Which kinds may write which library table (handlers/*: crawl ingests, moves,
 # soft-deletes and records errors and duplicates; burst detection groups and pairs; purge deletes,
 # and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade; the
-# scrub records when it checked an original and what it found, ADR 0062).
+# scrub records when it checked an original and what it found, ADR 0062; the faces kind
+# records which content a photo's faces were found on, and writes faces and the people it
+# groups them into, ADR 0067; a purge's delete of an asset deletes its faces by cascade).
 WRITERS: Mapping[str, frozenset[str]] = {
-    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub"}),
+    "assets": frozenset({"crawl", "burst_detection", "purge", "scrub", "faces"}),
+    "faces": frozenset({"faces", "purge"}),
+    "people": frozenset({"faces"}),
     "bursts": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),
     # The crawl records and forgets duplicates; a purge's delete of an asset cascades.

@@ -45,6 +45,7 @@ from safelight.handlers.crawl import gone, legacy, opening, walking
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlResult, Duplicate, capped
+from safelight.handlers.faces import FACES
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
@@ -96,6 +97,7 @@ async def _steps(crawl: Attempt, error_paths: set[str]) -> dict[str, Any]:
     async with crawl.services.pool.connection() as conn:
         by_type = await assets.counts_by_type(conn, crawl.config_id)
     await _queue_burst_detection(crawl)
+    await _queue_faces(crawl)
     return _summarise(crawl, walker, by_type).as_json()
 
 
@@ -134,4 +136,15 @@ async def _queue_burst_detection(crawl: Attempt) -> None:
             BURST_DETECTION.name,
             config_id=crawl.config_id,
             dedup_key=BURST_DETECTION.dedup_key(crawl.config_id),
+        )
+
+
+async def _queue_faces(crawl: Attempt) -> None:
+    """With faces on (``SAFELIGHT_FACES=1``, ADR 0067): its config's faces, after the
+    burst detection; in the fenced transaction, as above."""
+    if not crawl.services.settings.faces:
+        return
+    async with crawl.ctx.fenced() as conn:
+        await crawl.services.store.enqueue_in(
+            conn, FACES.name, config_id=crawl.config_id, dedup_key=FACES.dedup_key(crawl.config_id)
         )
