@@ -64,9 +64,9 @@ ORDER BY f.id
 -- person; only faces still unplaced and placed by the grouping (a user's move since
 -- stays), and only in a person of the same config (the composite key). The faces placed.
 UPDATE faces f
-SET person_id = placing.person_id
-FROM unnest(%(face_ids)s::bigint[], %(person_ids)s::bigint[]) AS placing (face_id, person_id)
-WHERE f.id = placing.face_id AND f.storage_config_id = %(config_id)s
+SET person_id = chosen.person_id
+FROM unnest(%(face_ids)s::bigint[], %(person_ids)s::bigint[]) AS chosen (face_id, person_id)
+WHERE f.id = chosen.face_id AND f.storage_config_id = %(config_id)s
   AND f.person_id IS NULL AND f.placed_by = 'cluster'
 RETURNING f.id
 

@@ -4,7 +4,6 @@ as a file turned by its EXIF orientation 6, made into previews as a crawl makes 
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +88,7 @@ def test_without_the_models_one_line_names_the_setup_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert models.missing() is None
-    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     assert models.missing() == (
         "dlib and face_recognition_models not installed: "
         "`SAFELIGHT_FACES=1 scripts/setup` installs them"
