@@ -77,6 +77,7 @@ def test_the_payload_fields_are_those_the_handlers_take() -> None:
         "catalogue_backup": set(),
         "scrub": set(),
         "proxy_remake": {"mode"},
+        "faces": set(),
     }
     assert all(kind.payload is NoPayload for kind in KINDS if not kind.payload.model_fields)
 
