@@ -219,7 +219,8 @@ async def test_heavy_hours_wind_the_faces_down_between_photos(
     pool: AsyncConnectionPool[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert faces_kind.FACES.heavy and "faces" in HEAVY_KINDS
-    monkeypatch.setattr(faces_kind, "PAGE", 1)
+    # All four photos in one page: the wind-down is looked at between photos, not pages.
+    assert faces_kind.PAGE >= 4
     clock = FakeClock(start=datetime(2026, 1, 1, 6, 59, 55, tzinfo=UTC))
     root = tmp_path / "library"
     for n in range(4):

@@ -31,7 +31,7 @@ def centre_in(face: FoundFace, size: tuple[int, int], box: tuple[float, ...]) ->
     ("size", "at", "scale"),
     [
         ((640, 480), (320, 240), 0.75),
-        ((1920, 1440), (1300, 500), 0.5),
+        ((1920, 1440), (1300, 500), 0.3),
         ((480, 640), (240, 320), 0.6),
     ],
     ids=["middle", "small-in-a-large-preview", "portrait"],
