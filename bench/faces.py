@@ -132,7 +132,15 @@ def run_children(paths: list[Path], processes: int) -> tuple[float, list[dict[st
         )
         for _ in range(processes)
     ]
-    outs = [p.communicate(listing.encode())[0] for p in procs]
+    for proc in procs:  # every child has its list before any is waited for
+        assert proc.stdin is not None
+        proc.stdin.write(listing.encode())
+        proc.stdin.close()
+    outs = []
+    for proc in procs:
+        assert proc.stdout is not None
+        outs.append(proc.stdout.read())
+        proc.wait()
     wall = time.monotonic() - started
     return wall, [json.loads(o) for o in outs]
 
