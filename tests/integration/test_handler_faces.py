@@ -23,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.handlers import HEAVY_KINDS
 from safelight.handlers import faces as faces_kind
+from safelight.library.catalogue import faces as stored_faces
 from safelight.library.faces import finding
 from safelight.library.render.decoding import ImageDecoder
 from safelight.testing.faces import drawn_face, jpeg_of
@@ -311,3 +312,32 @@ async def test_the_samples_portrait_and_its_turned_copy_are_one_person(
     assert upright[0] is not None and upright[0] == turned[0]  # one person
     # Right side up: the turned file's face is where the upright one's is.
     assert upright[2:6] == pytest.approx(turned[2:6], abs=0.02)
+
+
+async def test_a_face_is_not_placed_in_a_person_a_users_merge_deleted_meanwhile(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    root = tmp_path / "library"
+    write(root, "a.jpg", face_photo(200))
+    write(root, "b.jpg", face_photo(440))
+    h = make_harness(pool, tmp_path, **ON)
+    config = await crawled(h, root)
+    person = await h.value("SELECT id FROM people")
+    first, second = [r[0] for r in await h.rows("SELECT id FROM faces ORDER BY id")]
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE faces SET person_id = NULL")
+        await conn.execute("DELETE FROM people WHERE id = %s", (person,))
+        kept = await conn.execute(
+            "INSERT INTO people (storage_config_id, created_at) VALUES (%s, now()) RETURNING id",
+            (config,),
+        )
+        row = await kept.fetchone()
+        assert row is not None
+        other = row[0]
+        async with conn.transaction():
+            placed = await stored_faces.place(conn, config, {first: person, second: other})
+    assert placed == 1
+    assert await h.rows("SELECT id, person_id FROM faces ORDER BY id") == [
+        (first, None),
+        (second, other),
+    ]

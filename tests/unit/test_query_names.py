@@ -65,6 +65,7 @@ _SUBJECTS = frozenset(
         "migration",
         "migrations",
         "paused",
+        "people",
         "person",
         "proxies",
         "proxy",

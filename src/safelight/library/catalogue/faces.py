@@ -122,7 +122,16 @@ async def unplaced_faces(conn: Conn, config_id: UUID) -> StoredFaces:
 
 async def place(conn: Conn, config_id: UUID, joins: Mapping[int, int]) -> int:
     """Place each face of ``joins`` in its person, where it is still unplaced and the
-    grouping's to place; how many were placed."""
+    grouping's to place, and the person is still there; how many were placed."""
+    if not joins:
+        return 0
+    # A person a user's merge deleted meanwhile takes no face (it stays unplaced).
+    cur = await conn.execute(
+        QUERIES["people_lock_to_place"],
+        {"config_id": config_id, "person_ids": sorted(set(joins.values()))},
+    )
+    there = {int(row[0]) for row in await cur.fetchall()}
+    joins = {face: person for face, person in joins.items() if person in there}
     if not joins:
         return 0
     face_ids = sorted(joins)

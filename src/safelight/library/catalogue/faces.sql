@@ -59,6 +59,15 @@ WHERE f.storage_config_id = %(config_id)s AND f.person_id IS NULL
   AND f.placed_by = 'cluster' AND NOT a.is_deleted
 ORDER BY f.id
 
+-- people_lock_to_place --
+-- Lock the people faces are about to be placed in (KEY SHARE, in id order: a user's edit
+-- locks people before faces, so the grouping does too and the two cannot deadlock),
+-- waiting for an edit that holds one; the people still there.
+SELECT id FROM people
+WHERE id = ANY(%(person_ids)s::bigint[]) AND storage_config_id = %(config_id)s
+ORDER BY id
+FOR KEY SHARE
+
 -- faces_place --
 -- Place unplaced faces in a person of their config, each given face with the given
 -- person; only faces still unplaced and placed by the grouping (a user's move since
