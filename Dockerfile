@@ -14,10 +14,15 @@ RUN useradd --system --user-group --uid 10001 --home-dir /var/lib/safelight \
 
 # The dependencies first, so that a change of safelight's code reuses this layer.
 WORKDIR /opt/safelight
-COPY requirements/runtime.lock requirements/runtime.lock
+# --build-arg SAFELIGHT_FACES=1: the faces lock instead (the runtime's pins, and dlib with
+# its models: docs/faces.md); the Worker still finds faces only with SAFELIGHT_FACES=1.
+ARG SAFELIGHT_FACES=0
+COPY requirements/runtime.lock requirements/faces.lock requirements/
 RUN python -m venv .venv \
+    && lock=requirements/runtime.lock \
+    && if [ "$SAFELIGHT_FACES" = 1 ]; then lock=requirements/faces.lock; fi \
     && .venv/bin/pip install --no-cache-dir --disable-pip-version-check \
-        --require-hashes -r requirements/runtime.lock
+        --require-hashes -r "$lock"
 COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 RUN .venv/bin/pip install --no-cache-dir --disable-pip-version-check \

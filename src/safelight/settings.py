@@ -27,6 +27,7 @@ from safelight.core.hostnames import (
     proxy_address_problem,
     url_of,
 )
+from safelight.library.faces.models import missing as missing_for_faces
 from safelight.library.files.limits import (
     DEFAULT_DECODE_MEMORY_MIB,
     MIB,
@@ -228,6 +229,10 @@ class Settings:
     # recorded one. 2 GiB an hour re-reads a 500 GB library in about ten days.
     scrub_interval_seconds: float = 3600.0
     scrub_bytes_per_hour: int = 2 << 30
+    # Finding the faces in photos and grouping them into people (ADR 0067, docs/faces.md):
+    # opt-in, since it needs dlib and its models (`SAFELIGHT_FACES=1 scripts/setup`) and
+    # costs about a second of CPU a photo. On, every crawl queues its config's faces.
+    faces: bool = False
 
     def __post_init__(self) -> None:
         def positive(name: str) -> None:
@@ -534,10 +539,19 @@ class Settings:
                 max(MIN_DECODE_MEMORY_MIB, values["decode_memory_mib"])
             )
         settings = cls(**values)
+        if settings.faces:
+            _check_faces_installed()
         check_folder("home", settings.home)
         if settings.proxy_root is not None:
             check_folder("proxy_root", settings.proxy_root)
         return settings
+
+
+def _check_faces_installed() -> None:
+    """With faces on, what finding them needs is installed: else one line that says how."""
+    lacking = missing_for_faces()
+    if lacking is not None:
+        raise SettingsError(f"faces ({ENV_PREFIX}FACES) is on, but {lacking}")
 
 
 def check_folder(name: str, path: Path) -> None:

@@ -99,6 +99,10 @@ CREATE TRIGGER faults_audit_asset_errors AFTER INSERT OR UPDATE OR DELETE ON ass
     FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 CREATE TRIGGER faults_audit_asset_duplicates AFTER INSERT OR UPDATE OR DELETE
     ON asset_duplicates FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_faces AFTER INSERT OR UPDATE OR DELETE ON faces
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
+CREATE TRIGGER faults_audit_people AFTER INSERT OR UPDATE OR DELETE ON people
+    FOR EACH ROW EXECUTE FUNCTION faults_audit_row();
 
 -- Every status change of an item, in the order the server made them: the identity is
 -- drawn inside the changing transaction, and a claim that conflicts with a running item
@@ -196,11 +200,16 @@ CREATE TRIGGER faults_presence AFTER INSERT OR UPDATE ON workers
 # and its delete of a burst's primary asset clears bursts.primary_asset_id by cascade; the
 # scrub records when it checked an original and what it found, ADR 0062; a proxy remake
 # stores its new thumbnail's picture hash, and burst detection fills the missing ones
-# and groups similar shots, ADR 0066).
+# and groups similar shots, ADR 0066; the place fill writes the place and zone of rows
+# from before 0023, ADR 0065; the faces kind records which content a photo's faces were
+# found on, and writes faces and the people it groups them into, ADR 0067; a purge's
+# delete of an asset deletes its faces by cascade).
 WRITERS: Mapping[str, frozenset[str]] = {
     "assets": frozenset(
-        {"crawl", "burst_detection", "purge", "scrub", "proxy_remake", "place_fill"}
+        {"crawl", "burst_detection", "purge", "scrub", "proxy_remake", "place_fill", "faces"}
     ),
+    "faces": frozenset({"faces", "purge"}),
+    "people": frozenset({"faces"}),
     "bursts": frozenset({"burst_detection", "purge"}),
     "similar_groups": frozenset({"burst_detection", "purge"}),
     "asset_errors": frozenset({"crawl"}),

@@ -78,6 +78,7 @@ def test_the_payload_fields_are_those_the_handlers_take() -> None:
         "scrub": set(),
         "proxy_remake": {"mode"},
         "place_fill": set(),
+        "faces": set(),
     }
     assert all(kind.payload is NoPayload for kind in KINDS if not kind.payload.model_fields)
 

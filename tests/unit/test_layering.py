@@ -191,6 +191,7 @@ LIBRARY_ARROWS: dict[str, frozenset[str]] = {
     "media": frozenset({"files"}),
     "render": frozenset({"files", "media"}),
     "grouping": frozenset({"files", "media", "render"}),
+    "faces": frozenset({"files"}),
     "catalogue": frozenset({"files", "media"}),
     "proxystore": frozenset({"files", "catalogue"}),
     "walk": frozenset(

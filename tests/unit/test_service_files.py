@@ -206,7 +206,10 @@ def test_the_image_is_debians_python_with_its_ffmpeg() -> None:
 
 def test_the_image_installs_the_runtime_lock_with_its_hashes_and_nothing_else() -> None:
     runs = " ".join(instructions("RUN"))
-    assert "--require-hashes -r requirements/runtime.lock" in runs
+    # The runtime lock, or with --build-arg SAFELIGHT_FACES=1 the faces lock (docs/faces.md).
+    assert "lock=requirements/runtime.lock" in runs and '--require-hashes -r "$lock"' in runs
+    assert 'if [ "$SAFELIGHT_FACES" = 1 ]; then lock=requirements/faces.lock; fi' in runs
+    assert "ARG SAFELIGHT_FACES=0" in DOCKERFILE
     assert "--no-deps --no-build-isolation ." in runs
     assert "dev.lock" not in DOCKERFILE and "[dev]" not in DOCKERFILE
 

@@ -3,6 +3,7 @@ the database password."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -422,3 +423,35 @@ def test_past_the_edges_the_settings_say_exactly_what_is_wrong(
     with pytest.raises(SettingsError) as refused:
         Settings(**changes)
     assert str(refused.value) == message
+
+
+# --- faces (ADR 0067) ----------------------------------------------------------------
+
+
+def test_faces_are_off_unless_turned_on(tmp_path: Path) -> None:
+    env = {"SAFELIGHT_HOME": str(tmp_path)}
+    assert Settings.load({}, env).faces is False
+    assert Settings.load({}, {**env, "SAFELIGHT_FACES": "1"}).faces is True
+
+
+def test_a_bad_faces_value_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.load({}, {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_FACES": "maybe"})
+    assert str(caught.value) == "faces (SAFELIGHT_FACES) must be true or false, not 'maybe'"
+
+
+def test_faces_on_without_dlib_is_one_line_naming_the_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        "importlib.util.find_spec", lambda name: None if name == "dlib" else real(name)
+    )
+    env = {"SAFELIGHT_HOME": str(tmp_path), "SAFELIGHT_FACES": "1"}
+    with pytest.raises(SettingsError) as caught:
+        Settings.load({}, env)
+    assert str(caught.value) == (
+        "faces (SAFELIGHT_FACES) is on, but dlib not installed: "
+        "`SAFELIGHT_FACES=1 scripts/setup` installs them"
+    )
+    assert Settings.load({}, {"SAFELIGHT_HOME": str(tmp_path)}).faces is False  # off: no check

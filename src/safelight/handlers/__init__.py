@@ -14,6 +14,7 @@ from safelight.handlers.burst_detection import BURST_DETECTION
 from safelight.handlers.catalogue_backup import CATALOGUE_BACKUP
 from safelight.handlers.contract import Handler, HandlerContext, HandlerFailed, MalformedPayload
 from safelight.handlers.crawl import CRAWL
+from safelight.handlers.faces import FACES
 from safelight.handlers.kind import Kind
 from safelight.handlers.noop import NOOP
 from safelight.handlers.payloads import NoPayload, Payload, PayloadRejected
@@ -34,6 +35,7 @@ __all__ = [
     "BURST_DETECTION",
     "CATALOGUE_BACKUP",
     "CRAWL",
+    "FACES",
     "HEAVY_KINDS",
     "KINDS",
     "KIND_SPECS",
@@ -72,6 +74,7 @@ KINDS: tuple[Kind[Any], ...] = (
     SCRUB,
     PROXY_REMAKE,
     PLACE_FILL,
+    FACES,
 )
 
 KIND_SPECS: tuple[KindSpec, ...] = tuple(kind.spec for kind in KINDS)

@@ -45,6 +45,7 @@ from safelight.handlers.crawl import gone, legacy, opening, walking
 from safelight.handlers.crawl.attempt import Attempt
 from safelight.handlers.crawl.config import CrawlSettings
 from safelight.handlers.crawl.result import CrawlResult, Duplicate, capped
+from safelight.handlers.faces import FACES
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.place_fill import PLACE_FILL
@@ -98,6 +99,7 @@ async def _steps(crawl: Attempt, error_paths: set[str]) -> dict[str, Any]:
         by_type = await assets.counts_by_type(conn, crawl.config_id)
     await _queue_burst_detection(crawl)
     await _queue_place_fill(crawl)
+    await _queue_faces(crawl)
     return _summarise(crawl, walker, by_type).as_json()
 
 
@@ -151,3 +153,12 @@ async def _queue_place_fill(crawl: Attempt) -> None:
                 config_id=crawl.config_id,
                 dedup_key=PLACE_FILL.dedup_key(crawl.config_id),
             )
+async def _queue_faces(crawl: Attempt) -> None:
+    """With faces on (``SAFELIGHT_FACES=1``, ADR 0067): its config's faces, after the
+    burst detection; in the fenced transaction, as above."""
+    if not crawl.services.settings.faces:
+        return
+    async with crawl.ctx.fenced() as conn:
+        await crawl.services.store.enqueue_in(
+            conn, FACES.name, config_id=crawl.config_id, dedup_key=FACES.dedup_key(crawl.config_id)
+        )
