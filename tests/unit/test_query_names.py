@@ -87,11 +87,6 @@ _SUBJECTS = frozenset(
         "sequences",
         "table",
         "tables",
-        # The people found in the photos and their faces (library/catalogue/people.sql).
-        "face",
-        "faces",
-        "people",
-        "person",
     }
 )
 

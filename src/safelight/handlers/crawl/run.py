@@ -153,6 +153,8 @@ async def _queue_place_fill(crawl: Attempt) -> None:
                 config_id=crawl.config_id,
                 dedup_key=PLACE_FILL.dedup_key(crawl.config_id),
             )
+
+
 async def _queue_faces(crawl: Attempt) -> None:
     """With faces on (``SAFELIGHT_FACES=1``, ADR 0067): its config's faces, after the
     burst detection; in the fenced transaction, as above."""
