@@ -45,6 +45,7 @@ def test_every_kind_has_its_scope_and_a_handler() -> None:
         "scrub": Scope.REQUIRED,
         "proxy_remake": Scope.REQUIRED,
         "place_fill": Scope.REQUIRED,
+        "faces": Scope.REQUIRED,
     }
 
 

@@ -29,6 +29,9 @@ class CrawlSettings:
     """How long a file that failed once waits, unchanged, before a crawl reads it again;
     doubled with each crawl it fails (``library.walk.failures``)."""
     failed_retry_longest: timedelta = timedelta(days=30)
+    finds_faces: bool = False
+    """Whether a crawl queues its config's faces at its end (``SAFELIGHT_FACES=1``,
+    ADR 0067)."""
 
     @classmethod
     def of(cls, settings: Settings) -> CrawlSettings:
@@ -40,4 +43,5 @@ class CrawlSettings:
             proxy_spec=settings.proxy_spec(),
             failed_retry_first=timedelta(days=settings.failed_file_retry_days),
             failed_retry_longest=timedelta(days=settings.failed_file_retry_max_days),
+            finds_faces=settings.faces,
         )

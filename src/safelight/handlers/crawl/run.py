@@ -158,7 +158,7 @@ async def _queue_place_fill(crawl: Attempt) -> None:
 async def _queue_faces(crawl: Attempt) -> None:
     """With faces on (``SAFELIGHT_FACES=1``, ADR 0067): its config's faces, after the
     burst detection; in the fenced transaction, as above."""
-    if not crawl.services.settings.faces:
+    if not crawl.settings.finds_faces:
         return
     async with crawl.ctx.fenced() as conn:
         await crawl.services.store.enqueue_in(

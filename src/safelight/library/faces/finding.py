@@ -74,7 +74,8 @@ def find_faces(data: bytes) -> tuple[FoundFace, ...]:
 def decode(data: bytes) -> Pixels:
     """The preview as RGB pixels (height, width, 3)."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        # A preview is safelight's own JPEG (render.images.PROXY_FORMAT): nothing else is read.
+        with Image.open(io.BytesIO(data), formats=("JPEG",)) as image:
             width, height = image.size
             if max(width, height) > MAX_SIDE:
                 raise UnreadablePreview(
