@@ -318,6 +318,23 @@ def test_plain_progress_prints_a_line_a_second_with_rate_and_time_left() -> None
     assert lines[4] == "burst_detection photos: failed (boom)"
 
 
+def test_work_a_crawl_queues_shows_its_own_counters_not_files() -> None:
+    """The faces and the place fill, which a crawl queues, count photos, not files."""
+    out = io.StringIO()
+    view = PlainProgress(out, FakeClock(), lambda item: f"{item.kind} #{item.id}")
+    with view:
+        view.on_progress(Item(5, "faces"), {"photos": 20, "faces": 3, "people": 1})
+    assert out.getvalue().splitlines() == ["faces #5 · photos 20 · faces 3 · people 1"]
+
+    console = Console(file=io.StringIO(), width=200, force_terminal=True)
+    live = LiveProgress(console, FakeClock(), lambda item: f"{item.kind} #{item.id}")
+    with live:
+        live.on_progress(Item(6, "place_fill"), {"checked": 500, "placed": 12, "retimed": 2})
+        (task,) = live._progress.tasks
+        assert task.total is None
+        assert task.fields["detail"] == "checked 500 · placed 12 · retimed 2"
+
+
 def test_the_view_depends_on_the_terminal_and_json() -> None:
     clock = FakeClock()
     plain = io.StringIO()

@@ -8,6 +8,8 @@ With ``--json`` and no terminal on stderr: nothing, so stdout holds only the sum
 Progress arrives as the crawl's cumulative counters (``total``: files the walk found,
 known once it ends; ``found``: how many of those have been dealt with so far). Each
 view keeps only the latest counters of each item, so a burst of reports costs nothing.
+The work a crawl queues after it (the place fill, the faces) reports counters of its
+own, shown as they are named ("photos 20 · faces 3"), never as a crawl's files.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rich.progress import (
 from rich.text import Text
 
 from safelight.core.clock import Clock
+from safelight.handlers.crawl import CRAWL
 from safelight.handlers.crawl.result import CrawlCounts
 from safelight.terminal import first_line, printable
 from safelight.words import plural
@@ -103,8 +106,21 @@ class ProgressView(Protocol):
     def on_finished(self, item: Finished) -> None: ...
 
 
+def is_crawl(item: Started) -> bool:
+    return item.kind == CRAWL.name
+
+
+def own_counters(counters: Mapping[str, Any]) -> str:
+    """Another kind's counters, as it names them, in its order: ``photos 20 · faces 3``."""
+    return " · ".join(
+        f"{name.replace('_', ' ')} {value}"
+        for name, value in counters.items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    )
+
+
 def detail(counters: Mapping[str, Any]) -> str:
-    """The counters shown besides the bar, in this order."""
+    """A crawl's counters shown besides the bar, in this order."""
     c = CrawlCounts.from_json(counters)
     return (
         f"{c.hashed} hashed · {c.ingested} new · {c.moved} moved · {c.proxies} proxies · "
@@ -124,6 +140,7 @@ def finished_line(item: Finished, label: str) -> str:
 class _Track:
     label: str
     started: float
+    crawl: bool = True
     counters: Mapping[str, Any] = field(default_factory=dict)
     left: TimeLeft = field(default_factory=TimeLeft)
 
@@ -158,7 +175,9 @@ class PlainProgress:
         with self._lock:
             track = self._tracks.get(item.id)
             if track is None:
-                track = self._tracks[item.id] = _Track(printable(self._label(item)), now)
+                track = self._tracks[item.id] = _Track(
+                    printable(self._label(item)), now, is_crawl(item)
+                )
             track.counters = dict(counters)
             if now - self._last_line < self._interval:
                 return
@@ -177,6 +196,8 @@ class PlainProgress:
 
     @staticmethod
     def line(track: _Track, now: float) -> str:
+        if not track.crawl:
+            return " · ".join(filter(None, [track.label, own_counters(track.counters)]))
         counts = CrawlCounts.from_json(track.counters)
         total, done = counts.total, counts.found
         parts = [track.label]
@@ -263,6 +284,13 @@ class LiveProgress:
 
     def on_progress(self, item: Started, counters: Mapping[str, Any]) -> None:
         task = self._tasks.get(item.id)
+        if not is_crawl(item):
+            if task is None:
+                task = self._tasks[item.id] = self._progress.add_task(
+                    printable(self._label(item)), total=None, detail=""
+                )
+            self._progress.update(task, detail=own_counters(counters))
+            return
         counts = CrawlCounts.from_json(counters)
         total = counts.total or None
         if task is None:
