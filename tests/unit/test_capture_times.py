@@ -55,6 +55,16 @@ def test_a_zero_offset_is_utc_only_from_a_source_that_is_always_an_instant() -> 
     assert capture_offset(at, at.replace(tzinfo=None), "file") == timedelta(0)
 
 
+def test_a_zero_offset_whose_zone_is_known_is_said() -> None:
+    """A London photo in winter, its zone from its position or from the file (ADR 0065):
+    +00:00 is then known, not "no zone"."""
+    at = datetime(2024, 1, 10, 9, 30, 0, tzinfo=UTC)
+    wall = at.replace(tzinfo=None)
+    assert capture_offset(at, wall, "exif", "position") == timedelta(0)
+    assert capture_time_text(at, wall, "exif", "file") == "2024-01-10 09:30:00 +00:00"
+    assert capture_time_text(at, wall, "exif", None) == "2024-01-10 09:30:00"
+
+
 def test_the_offset_is_read_from_the_instant_in_any_zone() -> None:
     # psycopg gives timestamptz in the session's zone: the offset is the same.
     instant = datetime(2024, 7, 15, 12, 3, 12, tzinfo=UTC).astimezone(timezone(timedelta(hours=-7)))

@@ -145,7 +145,16 @@ def test_the_summary_says_what_else_ran_and_its_files() -> None:
 def test_the_assets_listing_shows_local_capture_time_with_its_offset(
     local: datetime | None, instant: str, shown: str
 ) -> None:
-    assert local_time(local, datetime.fromisoformat(instant)) == shown
+    assert local_time(local, datetime.fromisoformat(instant), "exif") == shown
+
+
+def test_the_assets_listing_says_a_zero_offset_it_knows() -> None:
+    """As the dashboard does (views.capturetimes): the file's time is an instant, and a
+    zone known from the file or the position makes +00:00 an offset, not "no zone"."""
+    wall, instant = datetime(2024, 1, 10, 9, 30), datetime.fromisoformat("2024-01-10T09:30+00:00")
+    assert local_time(wall, instant, "file") == "2024-01-10 09:30:00 +00:00"
+    assert local_time(wall, instant, "exif", "position") == "2024-01-10 09:30:00 +00:00"
+    assert local_time(wall, instant, "exif") == "2024-01-10 09:30:00"
 
 
 def interrupted_summary(errors: int) -> dict[str, object]:

@@ -19,6 +19,7 @@ from safelight.db.database import Database
 from safelight.handlers import PURGE
 from safelight.library.catalogue.configs import StorageConfigs
 from safelight.settings import Settings
+from safelight.views.capturetimes import capture_time_text
 from safelight.views.datenotes import date_note
 from safelight.views.failedfiles import failed_by_reason, next_try
 from safelight.views.places import place_text
@@ -37,28 +38,30 @@ def _size(value: int | None) -> str:
     return f"{size:.1f} GB"  # pragma: no cover - the loop always returns
 
 
-def local_time(captured_local: datetime | None, captured_at: datetime) -> str:
+def local_time(
+    captured_local: datetime | None,
+    captured_at: datetime,
+    source: str | None = None,
+    zone_source: str | None = None,
+) -> str:
     """The capture time as the camera's clock showed it, as the dashboard shows it, with
-    its offset from UTC where one is known: ``2019-06-01 14:03:22 +02:00``. The offset is
-    what lies between the wall-clock time and the instant. A file that gave no offset has
-    its wall-clock time read as UTC (migration 0002): the two are equal, and nothing
-    tells that from a time taken at UTC, so no offset is claimed: the time as shot."""
+    its offset from UTC where one is known: ``2019-06-01 14:03:22 +02:00``
+    (``views.capturetimes``, one rule for both: a zero difference is an offset only from
+    a source that is always an instant, or when the zone was known, ADR 0065)."""
     if captured_local is None:
         return f"{captured_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
-    offset = captured_local - captured_at.astimezone(UTC).replace(tzinfo=None)
-    minutes = round(offset.total_seconds() / 60)
-    shown = f"{captured_local:%Y-%m-%d %H:%M:%S}"
-    if minutes == 0:
-        return shown
-    sign = "-" if minutes < 0 else "+"
-    hours, rest = divmod(abs(minutes), 60)
-    return f"{shown} {sign}{hours:02d}:{rest:02d}"
+    return capture_time_text(captured_at, captured_local, source, zone_source)
 
 
 def _captured(row: dict[str, Any]) -> str:
     """The local capture time, with what qualifies it when it is not a capture date
     (the file's last edit, its time on disk: ``views.datenotes``)."""
-    shown = local_time(row.get("captured_local"), row["captured_at"])
+    shown = local_time(
+        row.get("captured_local"),
+        row["captured_at"],
+        row.get("captured_at_source"),
+        row.get("zone_source"),
+    )
     note = date_note(row.get("captured_at_source"))
     return shown if note is None else f"{shown} ({note})"
 

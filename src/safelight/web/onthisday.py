@@ -122,7 +122,9 @@ def _proxies(row: Row) -> dict[str, Any]:
 def _shown_time(row: Row) -> str:
     """The capture time as the tile and the preview show it: local, to the second, with
     its offset when it is known (``views.capturetimes``)."""
-    return capture_time_text(row["captured_at"], row["captured_local"], row["captured_at_source"])
+    return capture_time_text(
+        row["captured_at"], row["captured_local"], row["captured_at_source"], row["zone_source"]
+    )
 
 
 def _shown_place(row: Row) -> str | None:

@@ -87,7 +87,7 @@ def _photo_document(row: dict[str, Any]) -> dict[str, Any]:
         "media_type": row["media_type"],
         "captured_local": row["captured_local"],
         "captured_shown": capture_time_text(
-            row["captured_at"], row["captured_local"], row["captured_at_source"]
+            row["captured_at"], row["captured_local"], row["captured_at_source"], row["zone_source"]
         ),
         "date": (row["captured_local"] or row["captured_at"]).date(),
         "width": row["width"],

@@ -18,8 +18,8 @@
 -- A burst with no primary yet shows every member; burst_count counts its live members.
 -- A similar group (ADR 0066) likewise: its primary only, similar_count its live members.
 SELECT a.id, a.storage_config_id, a.media_type, a.file_name, a.captured_at,
-       a.captured_local, a.captured_year, a.captured_at_source, a.width, a.height,
-       a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
+       a.captured_local, a.captured_year, a.captured_at_source, a.zone_source, a.width,
+       a.height, a.orientation, a.duration_seconds, a.motion_photo, a.burst_id, a.paired_asset_id,
        a.camera_make, a.camera_model,
        a.read_note,
        a.place_city, a.place_region, a.place_country, a.place_country_code, a.time_zone,
@@ -99,7 +99,7 @@ ORDER BY a.captured_year DESC, a.captured_local DESC, a.id DESC
 -- assets_of_bursts --
 -- The live members of bursts of the viewer's enabled configs, each burst's primary first, then in capture order, with their proxies (a burst's stack in the preview).
 SELECT a.id, a.burst_id, a.media_type, a.file_name, a.captured_local, a.width, a.height,
-       a.captured_at, a.captured_at_source,
+       a.captured_at, a.captured_at_source, a.zone_source,
        a.place_city, a.place_region, a.place_country, a.place_country_code,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a
@@ -116,7 +116,7 @@ ORDER BY a.burst_id, (a.id = b.primary_asset_id) DESC, a.captured_local, a.seque
 -- assets_of_similar_groups --
 -- The live members of similar groups of the viewer's enabled configs, each group's primary first, then in capture order, with their proxies (a group's stack in the preview).
 SELECT a.id, a.similar_group_id, a.media_type, a.file_name, a.captured_local, a.width,
-       a.height, a.captured_at, a.captured_at_source,
+       a.height, a.captured_at, a.captured_at_source, a.zone_source,
        a.place_city, a.place_region, a.place_country, a.place_country_code,
        th.path AS thumbnail_path, pv.path AS preview_path, bh.value AS blurhash
 FROM assets a

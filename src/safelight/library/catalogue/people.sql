@@ -61,7 +61,7 @@ ORDER BY photo_count DESC, p.name NULLS LAST, p.id
 -- person_photos --
 -- A person's live photos, newest first, up to a limit, each with its proxies and this person's faces in it (id and box).
 SELECT a.id, a.file_name, a.media_type, a.captured_at, a.captured_local,
-       a.captured_at_source, a.width, a.height,
+       a.captured_at_source, a.zone_source, a.width, a.height,
        json_agg(json_build_object('id', f.id, 'box',
                 json_build_array(f.box_left, f.box_top, f.box_right, f.box_bottom))
                 ORDER BY f.id) AS faces,
