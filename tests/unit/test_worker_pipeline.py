@@ -1,0 +1,153 @@
+"""The Worker's pipeline (ADR 0069): its next claim goes out while its last outcome is
+on its way, and that outcome is seen to its end before the next item runs. On a
+FakeClock, with a scripted store and executor whose outcomes the tests answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from safelight.testing.executor import FakeExecutor, as_executor
+from safelight.testing.fakeclock import FakeClock
+from safelight.testing.items import noop_item
+from safelight.testing.workstore import ScriptedStore, as_work_store
+from safelight.work.model import WorkItem
+from safelight.work.outcome import Succeeded
+from safelight.work.worker import Worker, WorkerSettings
+
+pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
+
+SETTINGS = WorkerSettings(
+    worker_id="w1",
+    kinds=frozenset({"noop"}),
+    owner=None,
+    until_idle=False,
+    lease_seconds=60.0,
+    poll_seconds=5.0,
+    backoff_max_seconds=30.0,
+)
+
+
+def claims(store: ScriptedStore) -> int:
+    return sum(1 for c in store.calls if c[1] == "claim")
+
+
+def make(
+    clock: FakeClock, store: ScriptedStore, executor: FakeExecutor
+) -> tuple[Worker, list[Any], list[str]]:
+    finished: list[Any] = []
+    pokes: list[str] = []
+    worker = Worker(
+        as_work_store(store),
+        as_executor(executor),
+        clock,
+        SETTINGS,
+        on_finished=lambda i, r: finished.append((i.id, r.outcome, r.applied)),
+        after_item=lambda: pokes.append("poke"),
+    )
+    return worker, finished, pokes
+
+
+async def test_the_next_claim_goes_out_while_the_last_outcome_is_on_its_way(
+    clock: FakeClock,
+) -> None:
+    store = ScriptedStore(clock, [noop_item(1), noop_item(2)])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    worker, finished, pokes = make(clock, store, executor)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    # Item 1's outcome is unanswered: the claim of item 2 went out beside it, but item 2
+    # does not run, and item 1's end is not reported (its config may still be busy).
+    assert claims(store) == 2
+    assert [i for i, _ in executor.ran] == [1]
+    assert finished == [] and pokes == []
+    answer.set_result(True)
+    await clock.settle()
+    assert [i for i, _ in executor.ran] == [1, 2]
+    assert finished == [(1, Succeeded({"id": 1}), True), (2, Succeeded({"id": 2}), True)]
+    assert pokes == ["poke", "poke"]
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+
+
+async def test_a_shut_down_worker_claims_nothing_more_and_waits_for_its_last_outcome(
+    clock: FakeClock,
+) -> None:
+    store = ScriptedStore(clock, [noop_item(1), noop_item(2)])
+    gate = asyncio.Event()
+    executor = FakeExecutor(gate=gate, write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    worker, finished, _ = make(clock, store, executor)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    shutdown.set()
+    gate.set()
+    await clock.settle()
+    assert claims(store) == 1
+    assert not run.done() and finished == []
+    answer.set_result(False)
+    await clock.settle()
+    assert run.done() and run.exception() is None
+    assert finished == [(1, Succeeded({"id": 1}), False)]
+
+
+async def test_a_worker_cancelled_during_its_claim_gives_up_its_last_outcome(
+    clock: FakeClock,
+) -> None:
+    class HangingSecondClaim(ScriptedStore):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            if claims(self) == 1:
+                self._record("claim")
+                await asyncio.Event().wait()
+            return await super().claim(*args, **kwargs)
+
+    store = HangingSecondClaim(clock, [noop_item(1)])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    worker, finished, _ = make(clock, store, executor)
+    run = asyncio.create_task(worker.run(asyncio.Event()))
+    await clock.settle()
+    assert claims(store) == 2 and not run.done()
+    run.cancel()
+    await clock.settle()
+    assert run.cancelled()
+    # Given up, not waited for: a batched write not yet sent is never sent.
+    assert answer.cancelled()
+    assert finished == []
+
+
+async def test_an_outcome_whose_answer_never_comes_holds_the_worker_one_limit_from_its_send(
+    clock: FakeClock,
+) -> None:
+    class SlowSecondClaim(ScriptedStore):
+        async def claim(self, *args: Any, **kwargs: Any) -> WorkItem | None:
+            if claims(self) == 1:
+                await clock.sleep(6)  # the next claim takes 6 s of the outcome's 10
+            return await super().claim(*args, **kwargs)
+
+    store = SlowSecondClaim(clock, [noop_item(1), noop_item(2)])
+    executor = FakeExecutor(write_clock=clock)
+    executor.write_seconds = 10.0
+    executor.answers[1] = asyncio.get_running_loop().create_future()
+    worker, finished, _ = make(clock, store, executor)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    await clock.advance(9.999)
+    assert [i for i, _ in executor.ran] == [1]
+    await clock.advance(0.001)
+    # Timed out: not applied, lease recovery will requeue item 1; item 2 runs.
+    assert [i for i, _ in executor.ran] == [1, 2]
+    assert finished[0] == (1, Succeeded({"id": 1}), False)
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
