@@ -151,3 +151,21 @@ async def test_an_outcome_whose_answer_never_comes_holds_the_worker_one_limit_fr
     shutdown.set()
     await clock.settle()
     assert run.done() and run.exception() is None
+
+
+@pytest.mark.parametrize(("answer", "applied"), [(True, True), (False, False), (OSError(), False)])
+async def test_an_outcome_answered_while_the_worker_claimed_is_read_as_it_came(
+    clock: FakeClock, answer: bool | Exception, applied: bool
+) -> None:
+    store = ScriptedStore(clock, [noop_item(1)])
+    executor = FakeExecutor(write_clock=clock)
+    done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    if isinstance(answer, Exception):
+        done.set_exception(answer)
+    else:
+        done.set_result(answer)
+    executor.answers[1] = done
+    worker, finished, _ = make(clock, store, executor)
+    result = await worker.run_once()
+    assert result is not None and result.applied is applied
+    assert finished == [(1, Succeeded({"id": 1}), applied)]

@@ -358,7 +358,11 @@ class Written:
         seconds = self._seconds
         left = self._sent + seconds - self._clock.monotonic()
         try:
-            applied = await wait_with_timeout(self._clock, writing, left)
+            if isinstance(writing, asyncio.Future) and writing.done():
+                # Answered while the Worker claimed (ADR 0069): no timer to arm.
+                applied = writing.result()
+            else:
+                applied = await wait_with_timeout(self._clock, writing, left)
         except TimeoutError:
             log.error(
                 "%s timed out after %g s; lease recovery will requeue the item", call, seconds
