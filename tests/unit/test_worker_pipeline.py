@@ -5,6 +5,8 @@ FakeClock, with a scripted store and executor whose outcomes the tests answer.""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 from typing import Any
 
 import pytest
@@ -13,8 +15,10 @@ from safelight.testing.executor import FakeExecutor, as_executor
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.items import noop_item
 from safelight.testing.workstore import ScriptedStore, as_work_store
+from safelight.work.attemptlog import AttemptLog
+from safelight.work.executor import RunResult, Written
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Succeeded
+from safelight.work.outcome import Complete, Release, Released, Succeeded
 from safelight.work.worker import Worker, WorkerSettings
 
 pytestmark = pytest.mark.usefixtures("loop_errors", "unwind")
@@ -169,3 +173,21 @@ async def test_an_outcome_answered_while_the_worker_claimed_is_read_as_it_came(
     result = await worker.run_once()
     assert result is not None and result.applied is applied
     assert finished == [(1, Succeeded({"id": 1}), applied)]
+
+
+async def test_an_abandoned_write_not_yet_sent_is_never_sent(clock: FakeClock) -> None:
+    store = ScriptedStore(clock)
+    item = noop_item(1)
+    log = AttemptLog(logging.getLogger(__name__), item)
+    # A release is a coroutine, sent only once its answer is waited for.
+    releasing = store.release(item.id, item.attempt)
+    assert inspect.iscoroutine(releasing)
+    Written(clock, 10.0, Released(), Release(), releasing, log).abandon()
+    assert inspect.getcoroutinestate(releasing) == inspect.CORO_CLOSED
+    assert store.calls == []
+    # A batched outcome is the batcher's future: cancelling it is giving up.
+    batched: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    Written(clock, 10.0, Succeeded(None), Complete(None), batched, log).abandon()
+    assert batched.cancelled()
+    # Nothing to write, nothing to give up.
+    Written.answered(RunResult(Released(), None, False)).abandon()
