@@ -8,12 +8,13 @@ import asyncio
 import inspect
 import logging
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from safelight.testing.executor import FakeExecutor, as_executor
 from safelight.testing.fakeclock import FakeClock
-from safelight.testing.items import noop_item
+from safelight.testing.items import noop_item, running_item
 from safelight.testing.workstore import ScriptedStore, as_work_store
 from safelight.work.attemptlog import AttemptLog
 from safelight.work.executor import RunResult, Written
@@ -191,3 +192,37 @@ async def test_an_abandoned_write_not_yet_sent_is_never_sent(clock: FakeClock) -
     assert batched.cancelled()
     # Nothing to write, nothing to give up.
     Written.answered(RunResult(Released(), None, False)).abandon()
+
+
+CONFIG = UUID("00000000-0000-4000-8000-000000000001")
+
+
+@pytest.mark.parametrize(
+    ("config", "applied", "claimed_again"),
+    [(CONFIG, True, True), (CONFIG, False, False), (None, True, False)],
+)
+async def test_a_claim_that_found_its_own_config_busy_is_made_again_once_the_outcome_is_in(
+    clock: FakeClock, config: UUID | None, applied: bool, claimed_again: bool
+) -> None:
+    first = running_item(id=1, attempt=1, config=config, kind="noop")
+    second = running_item(id=2, attempt=1, config=config, kind="noop")
+    # The claim beside item 1's outcome finds nothing (its config still busy).
+    store = ScriptedStore(clock, [first, None, second])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    worker, _, _ = make(clock, store, executor)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert claims(store) == 2
+    answer.set_result(applied)
+    await clock.settle()
+    # Once the outcome has committed the config is free: claimed at once, not at the
+    # next wake-up. Not applied (the item was lost), or unscoped: nothing was freed.
+    # (Again: the claim beside item 2's outcome, and once more after it, found nothing.)
+    assert claims(store) == (5 if claimed_again else 2)
+    assert [i for i, _ in executor.ran] == ([1, 2] if claimed_again else [1])
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None

@@ -101,17 +101,9 @@ class Worker:
         committed: the item is running until then, and the claim passes over a busy
         config (ADR 0008).
         """
-        s = self._settings
-        item: WorkItem | None = None
-        # Taken before the claim is sent: the lease starts somewhere after it, and the
-        # attempt's self-stop counts from it, however late the claim's answer comes.
-        sent = self._clock.monotonic()
+        kinds = self._claimable()
         try:
-            kinds = self._claimable()
-            if kinds:
-                item = await self._store.claim(
-                    s.worker_id, kinds, owner=s.owner, lease_seconds=s.lease_seconds
-                )
+            item, sent = await self._claim(kinds)
         except asyncio.CancelledError:
             if previous is not None:
                 # The Worker is cancelled: its last outcome is not waited for.
@@ -123,10 +115,14 @@ class Worker:
                 await self._ended(previous)
             raise
         if previous is not None:
-            await self._ended(previous)
+            result = await self._ended(previous)
+            if item is None and previous.item.storage_config_id is not None and result.applied:
+                # The claim beside the outcome found its config busy; it is free now,
+                # and its next item is not left for the next wake-up.
+                item, sent = await self._claim(kinds)
         if item is None:
             return None
-        claim = self._lifecycle.claimed(item, s.worker_id)
+        claim = self._lifecycle.claimed(item, self._settings.worker_id)
         started = self._clock.monotonic()
         try:
             written = await self._executor.run_to_write(item, shutdown, claimed_at=sent)
@@ -135,6 +131,19 @@ class Worker:
             raise
         # The attempt's time, up to its outcome's write (not the next claim's).
         return _Sent(item, claim, written, self._clock.monotonic() - started)
+
+    async def _claim(self, kinds: frozenset[str]) -> tuple[WorkItem | None, float]:
+        """An item of ``kinds`` (none if empty), and when its claim was sent."""
+        s = self._settings
+        # Taken before the claim is sent: the lease starts somewhere after it, and the
+        # attempt's self-stop counts from it, however late the claim's answer comes.
+        sent = self._clock.monotonic()
+        if not kinds:
+            return None, sent
+        item = await self._store.claim(
+            s.worker_id, kinds, owner=s.owner, lease_seconds=s.lease_seconds
+        )
+        return item, sent
 
     async def _ended(self, running: _Sent) -> RunResult:
         """Wait for ``running``'s outcome to be answered, then report its end."""
