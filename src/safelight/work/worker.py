@@ -1,7 +1,8 @@
 """The Worker: claims one item at a time and runs it to its end, for months.
 
 One :class:`Worker` runs one item at a time; parallelism is inside the handler
-(``max_concurrent_files``). A process may run several Workers sharing its
+(``max_concurrent_files``). Its next claim goes out while its last outcome commits, and
+it waits for that outcome before it runs the next item (ADR 0069). A process may run several Workers sharing its
 pool and its LISTEN connection (``--concurrency``); the claim, not the process, keeps
 two items of one storage config from running at once.
 """
@@ -101,8 +102,8 @@ class Worker:
         committed: the item is running until then, and the claim passes over a busy
         config (ADR 0008).
         """
-        kinds = self._claimable()
         try:
+            kinds = self._claimable()
             item, sent = await self._claim(kinds)
         except asyncio.CancelledError:
             if previous is not None:
