@@ -2,9 +2,9 @@
 
 One :class:`Worker` runs one item at a time; parallelism is inside the handler
 (``max_concurrent_files``). Its next claim goes out while its last outcome commits, and
-it waits for that outcome before it runs the next item (ADR 0069). A process may run several Workers sharing its
-pool and its LISTEN connection (``--concurrency``); the claim, not the process, keeps
-two items of one storage config from running at once.
+it waits for that outcome before it runs the next item (ADR 0069). A process may run
+several Workers sharing its pool and its LISTEN connection (``--concurrency``); the
+claim, not the process, keeps two items of one storage config from running at once.
 """
 
 from __future__ import annotations
