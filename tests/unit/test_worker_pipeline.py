@@ -226,3 +226,36 @@ async def test_a_claim_that_found_its_own_config_busy_is_made_again_once_the_out
     shutdown.set()
     await clock.settle()
     assert run.done() and run.exception() is None
+
+
+@pytest.mark.parametrize("woken_before", [False, True])
+async def test_the_workers_own_poke_after_an_item_does_not_make_it_claim_again(
+    clock: FakeClock, woken_before: bool
+) -> None:
+    wake = asyncio.Event()
+    store = ScriptedStore(clock, [noop_item(1)])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    # A hub of one: the process's poke after an item wakes every Worker, this one too.
+    worker = Worker(
+        as_work_store(store),
+        as_executor(executor),
+        clock,
+        SETTINGS,
+        wake=wake,
+        after_item=wake.set,
+    )
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert claims(store) == 2
+    if woken_before:
+        wake.set()  # a notification while the outcome was on its way: kept
+    answer.set_result(True)
+    await clock.settle()
+    # Its claim beside the outcome was its re-check; a notification is not lost.
+    assert claims(store) == (3 if woken_before else 2)
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None

@@ -159,8 +159,14 @@ class Worker:
             self._on_finished(item, result)
         if self._after_item is not None:
             # Siblings in this process re-check at once: this item's end may have made
-            # them idle (--until-idle) or freed its config.
+            # them idle (--until-idle) or freed its config. Not this Worker, whose claim
+            # beside the outcome was its re-check: a poke of its own is dropped (the
+            # loop cleared it after the item's end before ADR 0069), one that came
+            # before is kept.
+            poked = self._wake is not None and self._wake.is_set()
             self._after_item()
+            if self._wake is not None and not poked:
+                self._wake.clear()
         return result
 
     async def run(self, shutdown: asyncio.Event) -> None:
