@@ -10,6 +10,7 @@ import logging
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
 
 from safelight.testing.executor import FakeExecutor, as_executor
@@ -256,6 +257,30 @@ async def test_the_workers_own_poke_after_an_item_does_not_make_it_claim_again(
     await clock.settle()
     # Its claim beside the outcome was its re-check; a notification is not lost.
     assert claims(store) == (3 if woken_before else 2)
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+
+
+async def test_a_claim_that_fails_while_the_outcome_is_on_its_way_still_reports_the_item(
+    clock: FakeClock,
+) -> None:
+    store = ScriptedStore(clock, [noop_item(1), psycopg.OperationalError("down"), noop_item(2)])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    worker, finished, _ = make(clock, store, executor)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert claims(store) == 2 and finished == []
+    answer.set_result(True)
+    await clock.settle()
+    # Item 1's end is reported, and the outage is waited out as any other.
+    assert finished == [(1, Succeeded({"id": 1}), True)]
+    assert not run.done()
+    await clock.advance(5)
+    assert [i for i, _ in executor.ran] == [1, 2]
     shutdown.set()
     await clock.settle()
     assert run.done() and run.exception() is None

@@ -331,15 +331,10 @@ class Written:
     def answered(cls, result: RunResult, after: Callable[[], None] | None = None) -> Written:
         """An outcome with nothing (left) to write: its answer is ``result``."""
         written = cls.__new__(cls)
-        written._outcome = result.outcome
-        written._write = written._writing = written._log = None
+        written._writing = None  # nothing to give up (abandon)
         written._after = after
         written._result = result
         return written
-
-    @property
-    def outcome(self) -> Outcome:
-        return self._outcome
 
     async def answer(self) -> RunResult:
         """Wait for the write's answer; if it did not apply, the lease expires and
