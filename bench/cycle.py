@@ -19,6 +19,9 @@ handler and no Worker:
 - ``safelight-one-commit``: the outcome of the 10 and the next claim in one transaction
   sent in one round trip (a pipeline: ``BEGIN``, ``attempts_finish``, ``items_claim``,
   ``COMMIT``): one WAL flush a cycle instead of two;
+- ``safelight-overlapped``: the two statements as a Worker sends them since ADR 0069
+  (issue #33): the outcome of the 10 and the next claim at the same time, each its own
+  transaction on a connection of its own, the cycle ending when both have answered;
 - ``bare-one-commit``: the least any durable queue can do, in one transaction a cycle:
   a table of ids and statuses, the claim an ``UPDATE`` of the 10 oldest queued rows
   (``FOR UPDATE SKIP LOCKED``), the outcome an ``UPDATE`` by id: no rule, no lease, no
@@ -70,7 +73,12 @@ from safelight.work.store import QUERIES, claim_query
 
 BENCH = Path(__file__).resolve().parent
 BATCH = 10
-LOOPS = ("safelight-two-commits", "safelight-one-commit", "bare-one-commit")
+LOOPS = (
+    "safelight-two-commits",
+    "safelight-one-commit",
+    "safelight-overlapped",
+    "bare-one-commit",
+)
 PEER_LOOPS = ("pgqueuer-durable",)
 DRAINS = ("safelight-10", "pgqueuer-defaults")
 WAYS = LOOPS + PEER_LOOPS + DRAINS
@@ -133,6 +141,8 @@ async def _claim(conn: psycopg.AsyncConnection[Any], sql: str, params: Any) -> l
 async def _loop(way: str, url: str) -> dict[str, float]:
     """One way's loop on one autocommit connection: seconds, CPU seconds, cycles, items."""
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    # The outcomes' own connection, for the overlapped way (a pool's second one).
+    other = await psycopg.AsyncConnection.connect(url, autocommit=True)
     try:
         s = _SafelightCycle()
         if way == "bare-one-commit":
@@ -150,6 +160,11 @@ async def _loop(way: str, url: str) -> dict[str, float]:
                 params: dict[str, Any] = {"ids": [r["id"] for r in rows]}
             else:
                 params = s.finish_params(rows)
+            if way == "safelight-overlapped":
+                rows, _ = await asyncio.gather(
+                    _claim(conn, claim, claim_params), other.execute(finish, params, prepare=False)
+                )
+                continue
             if way == "safelight-two-commits":
                 # The store's own choice: the outcome is planned anew each time.
                 await conn.execute(finish, params, prepare=False)
@@ -167,6 +182,7 @@ async def _loop(way: str, url: str) -> dict[str, float]:
         return {"seconds": seconds, "cpu_seconds": cpu, "cycles": cycles, "items": items}
     finally:
         await conn.close()
+        await other.close()
 
 
 def _one_loop(way: str, items: int) -> dict[str, float]:

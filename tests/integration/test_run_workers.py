@@ -15,7 +15,7 @@ from safelight.app import WorkerOptions, app_store, run_workers
 from safelight.core.clock import SystemClock
 from safelight.db.database import Database
 from safelight.settings import Settings
-from safelight.work.executor import Executor, RunResult
+from safelight.work.executor import Executor, Written
 from safelight.work.maintenance import LeaseRecovery
 from safelight.work.model import RecoveryReport, Status, WorkItem
 from safelight.work.store import WorkStore
@@ -68,9 +68,9 @@ async def test_a_failed_background_task_stops_the_workers_and_fails_the_run(
     item_id = await store.enqueue("noop", payload={"seconds": 3600})
 
     claimed = asyncio.Event()
-    run = Executor.run
+    run = Executor.run_to_write
 
-    async def running(self: Executor, item: WorkItem, *args: Any, **kwargs: Any) -> RunResult:
+    async def running(self: Executor, item: WorkItem, *args: Any, **kwargs: Any) -> Written:
         claimed.set()
         return await run(self, item, *args, **kwargs)
 
@@ -78,7 +78,7 @@ async def test_a_failed_background_task_stops_the_workers_and_fails_the_run(
         await claimed.wait()  # a bug that strikes while the Worker has an item
         raise ZeroDivisionError("a bug in recovery")
 
-    monkeypatch.setattr(Executor, "run", running)
+    monkeypatch.setattr(Executor, "run_to_write", running)
     monkeypatch.setattr(LeaseRecovery, "run_once", broken)
     with pytest.raises(BackgroundFailed) as raised:
         await asyncio.wait_for(

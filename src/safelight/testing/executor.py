@@ -9,11 +9,14 @@ bottom makes mypy check that it still does.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import cast
 
-from safelight.work.executor import Executor, RunResult, Shutdown
+from safelight.core.clock import Clock
+from safelight.work.attemptlog import AttemptLog
+from safelight.work.executor import Executor, RunResult, Shutdown, Written
 from safelight.work.model import WorkItem
-from safelight.work.outcome import Release, Released, Succeeded
+from safelight.work.outcome import Complete, Release, Released, Succeeded
 
 
 class FakeExecutor:
@@ -32,6 +35,7 @@ class FakeExecutor:
         gate: asyncio.Event | None = None,
         until_shutdown: bool = False,
         ignore_shutdown: bool = False,
+        write_clock: Clock | None = None,
     ) -> None:
         self.gate = gate
         self.until_shutdown = until_shutdown
@@ -41,6 +45,33 @@ class FakeExecutor:
         self.claimed_at: list[float | None] = []
         self.released: list[int] = []
         self.finished: list[int] = []
+        # Outcomes on their way: item id -> the future of its write's answer.
+        self.answers: dict[int, asyncio.Future[bool]] = {}
+        self.write_clock = write_clock
+        self.write_seconds = 10.0
+
+    async def run_to_write(
+        self,
+        item: WorkItem,
+        shutdown: Shutdown | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> Written:
+        """:meth:`run`, its answer ready at once unless ``answers`` holds a future for
+        it (``answers[item.id]``, resolved by the test: an outcome still on its way)."""
+        result = await self.run(item, shutdown, claimed_at=claimed_at)
+        pending = self.answers.get(item.id)
+        if pending is None:
+            return Written.answered(result)
+        assert self.write_clock is not None, "an outcome on its way needs write_clock"
+        return Written(
+            self.write_clock,
+            self.write_seconds,
+            result.outcome,
+            Complete({"id": item.id}),
+            pending,
+            AttemptLog(logging.getLogger(__name__), item),
+        )
 
     async def run(
         self,
@@ -78,4 +109,6 @@ def _the_fake_runs_as_the_real_one(real: Executor, fake: FakeExecutor) -> object
     """Never called: mypy checks the fake's run() against the real one's."""
     run = real.run
     run = fake.run
-    return run
+    to_write = real.run_to_write
+    to_write = fake.run_to_write
+    return run, to_write

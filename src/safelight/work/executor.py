@@ -26,9 +26,10 @@ One attempt, from claim to outcome (docs/executor.md has the whole story):
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -211,6 +212,23 @@ class Executor:
         Cancelling ``run`` itself is not a shutdown: the handler is cancelled and
         abandoned, nothing is written, and lease recovery takes the item back.
         """
+        written = await self.run_to_write(item, shutdown, claimed_at=claimed_at)
+        return await written.answer()
+
+    async def run_to_write(
+        self,
+        item: WorkItem,
+        shutdown: Shutdown | None = None,
+        *,
+        claimed_at: float | None = None,
+    ) -> Written:
+        """:meth:`run` up to its outcome's write: returns once the attempt is over and
+        its write is sent, with the write's answer still to come (:meth:`Written.answer`).
+
+        A Worker claims its next item while this item's outcome commits (ADR 0069): the
+        claim and the outcome are on the server at once. The rule is untouched by it: the
+        item stays running, so its config stays busy, until the outcome has committed.
+        """
         log = AttemptLog(self._logger, item)
         handler = self._handlers.get(item.kind)
         half_lease = self._settings.lease_seconds / 2
@@ -230,24 +248,28 @@ class Executor:
         else:
             attempt = _Attempt(self, item, handler, log, claimed_at)
             outcome = await attempt.run(shutdown)
-            result = await self._record(item, outcome, log, attempt.unsaved_progress())
-            attempt.raise_heartbeats_bug()
-            return result
-        return await self._record(item, outcome, log)
+            return self._send(
+                item, outcome, log, attempt.unsaved_progress(), attempt.raise_heartbeats_bug
+            )
+        return self._send(item, outcome, log)
 
-    async def _record(
+    def _send(
         self,
         item: WorkItem,
         outcome: Outcome,
         log: AttemptLog,
         progress: Mapping[str, Any] | None = None,
-    ) -> RunResult:
-        """Make the outcome's write, after saving the handler's last progress report if
-        no heartbeat saved it (an outcome that writes nothing saves nothing either)."""
+        after: Callable[[], None] | None = None,
+    ) -> Written:
+        """Send the outcome's write, after saving the handler's last progress report if
+        no heartbeat saved it (an outcome that writes nothing saves nothing either).
+
+        A batched outcome (success, failure, cancellation) is on its way when this
+        returns; the other writes, and a save of progress, go out once the answer is
+        waited for."""
         write = write_for(outcome)
         if write is None:
-            return RunResult(outcome, None, False)
-        call = write.name
+            return Written.answered(RunResult(outcome, None, False), after)
 
         async def save_and_record() -> bool:
             assert progress is not None
@@ -260,10 +282,82 @@ class Executor:
             store_call(self._store, item, write) if progress is None else save_and_record()
         )
         # Limited like a heartbeat: a write hung on a dead connection must not hold the
-        # Worker forever. If it did not apply, the lease expires and recovery requeues.
+        # Worker forever.
         seconds = self._settings.heartbeat_seconds
+        return Written(self._clock, seconds, outcome, write, writing, log, after)
+
+
+class Written:
+    """An attempt's outcome whose write was sent and whose answer is still to come.
+
+    Exactly one of :meth:`answer` and :meth:`abandon` is called, once.
+    """
+
+    __slots__ = (
+        "_after",
+        "_clock",
+        "_log",
+        "_outcome",
+        "_result",
+        "_seconds",
+        "_sent",
+        "_write",
+        "_writing",
+    )
+
+    def __init__(
+        self,
+        clock: Clock,
+        seconds: float,
+        outcome: Outcome,
+        write: Write,
+        writing: Awaitable[bool],
+        log: AttemptLog,
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        # The limit counts from when the write was sent: a Worker that claimed in the
+        # meantime does not make it longer.
+        self._seconds = seconds
+        self._sent = clock.monotonic()
+        self._outcome = outcome
+        self._write: Write | None = write
+        self._writing: Awaitable[bool] | None = writing
+        self._log: AttemptLog | None = log
+        self._after = after
+        self._result: RunResult | None = None
+
+    @classmethod
+    def answered(cls, result: RunResult, after: Callable[[], None] | None = None) -> Written:
+        """An outcome with nothing (left) to write: its answer is ``result``."""
+        written = cls.__new__(cls)
+        written._writing = None  # nothing to give up (abandon)
+        written._after = after
+        written._result = result
+        return written
+
+    async def answer(self) -> RunResult:
+        """Wait for the write's answer; if it did not apply, the lease expires and
+        recovery requeues the item."""
+        result = await self._answer()
+        if self._after is not None:
+            self._after()
+        return result
+
+    async def _answer(self) -> RunResult:
+        if self._result is not None:
+            return self._result
+        outcome, write, writing, log = self._outcome, self._write, self._writing, self._log
+        assert write is not None and writing is not None and log is not None
+        call = write.name
+        seconds = self._seconds
+        left = self._sent + seconds - self._clock.monotonic()
         try:
-            applied = await wait_with_timeout(self._clock, writing, seconds)
+            if isinstance(writing, asyncio.Future) and writing.done():
+                # Answered while the Worker claimed (ADR 0069): no timer to arm.
+                applied = writing.result()
+            else:
+                applied = await wait_with_timeout(self._clock, writing, left)
         except TimeoutError:
             log.error(
                 "%s timed out after %g s; lease recovery will requeue the item", call, seconds
@@ -275,6 +369,15 @@ class Executor:
         if not applied:
             log.warning("%s not applied: the attempt had lost the item", call)
         return RunResult(outcome, write, applied)
+
+    def abandon(self) -> None:
+        """Stop waiting for the answer (the Worker is cancelled): a batched write already
+        sent runs to its end, a write not yet sent is never sent."""
+        writing = self._writing
+        if isinstance(writing, asyncio.Future):
+            writing.cancel()
+        elif inspect.iscoroutine(writing):
+            writing.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,10 @@
 """The Worker: claims one item at a time and runs it to its end, for months.
 
 One :class:`Worker` runs one item at a time; parallelism is inside the handler
-(``max_concurrent_files``). A process may run several Workers sharing its
-pool and its LISTEN connection (``--concurrency``); the claim, not the process, keeps
-two items of one storage config from running at once.
+(``max_concurrent_files``). Its next claim goes out while its last outcome commits, and
+it waits for that outcome before it runs the next item (ADR 0069). A process may run
+several Workers sharing its pool and its LISTEN connection (``--concurrency``); the
+claim, not the process, keeps two items of one storage config from running at once.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any
 from safelight.core.clock import Clock
 from safelight.work.backoff import Backoff
 from safelight.work.errors import OUTAGE_ERRORS
-from safelight.work.executor import Executor, RunResult, Shutdown, shutdown_watch
+from safelight.work.executor import Executor, RunResult, Shutdown, Written, shutdown_watch
 from safelight.work.hours import HeavyWindow
-from safelight.work.lifecycle import Lifecycle
+from safelight.work.lifecycle import Claim, Lifecycle
 from safelight.work.model import WorkItem
 from safelight.work.observer import NO_OBSERVER, EngineObserver
 from safelight.work.store import WorkStore
@@ -86,33 +87,86 @@ class Worker:
 
     async def run_once(self, shutdown: Shutdown | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
-        s = self._settings
-        kinds = self._claimable()
-        if not kinds:
+        running = await self._claim_and_run(shutdown, None)
+        return None if running is None else await self._ended(running)
+
+    async def _claim_and_run(
+        self, shutdown: Shutdown | None, previous: _Sent | None
+    ) -> _Sent | None:
+        """Claim an item while ``previous``'s outcome commits, then run it up to its own
+        outcome's write; None when there was nothing to claim.
+
+        ``previous`` is seen to its end (its answer, its callbacks) before this returns
+        or raises, so a Worker never has more than one outcome on its way (ADR 0069).
+        The claim cannot take ``previous``'s config's next item before that outcome has
+        committed: the item is running until then, and the claim passes over a busy
+        config (ADR 0008).
+        """
+        try:
+            kinds = self._claimable()
+            item, sent = await self._claim(kinds)
+        except asyncio.CancelledError:
+            if previous is not None:
+                # The Worker is cancelled: its last outcome is not waited for.
+                previous.claim.quiet()
+                previous.written.abandon()
+            raise
+        except BaseException:
+            if previous is not None:
+                await self._ended(previous)
+            raise
+        if previous is not None:
+            result = await self._ended(previous)
+            if item is None and previous.item.storage_config_id is not None and result.applied:
+                # The claim beside the outcome found its config busy; it is free now,
+                # and its next item is not left for the next wake-up.
+                item, sent = await self._claim(kinds)
+        if item is None:
             return None
+        claim = self._lifecycle.claimed(item, self._settings.worker_id)
+        started = self._clock.monotonic()
+        try:
+            written = await self._executor.run_to_write(item, shutdown, claimed_at=sent)
+        except BaseException:
+            claim.quiet()
+            raise
+        # The attempt's time, up to its outcome's write (not the next claim's).
+        return _Sent(item, claim, written, self._clock.monotonic() - started)
+
+    async def _claim(self, kinds: frozenset[str]) -> tuple[WorkItem | None, float]:
+        """An item of ``kinds`` (none if empty), and when its claim was sent."""
+        s = self._settings
         # Taken before the claim is sent: the lease starts somewhere after it, and the
         # attempt's self-stop counts from it, however late the claim's answer comes.
         sent = self._clock.monotonic()
+        if not kinds:
+            return None, sent
         item = await self._store.claim(
             s.worker_id, kinds, owner=s.owner, lease_seconds=s.lease_seconds
         )
-        if item is None:
-            return None
-        claim = self._lifecycle.claimed(item, s.worker_id)
-        started = self._clock.monotonic()
+        return item, sent
+
+    async def _ended(self, running: _Sent) -> RunResult:
+        """Wait for ``running``'s outcome to be answered, then report its end."""
         try:
-            result = await self._executor.run(item, shutdown, claimed_at=sent)
+            result = await running.written.answer()
         finally:
-            claim.quiet()
-        seconds = self._clock.monotonic() - started
-        self._lifecycle.ended(claim, result, seconds)
-        self._observer.item_ended(item.kind, result.outcome.name, seconds)
+            running.claim.quiet()
+        item = running.item
+        self._lifecycle.ended(running.claim, result, running.seconds)
+        self._observer.item_ended(item.kind, result.outcome.name, running.seconds)
         if self._on_finished is not None:
             self._on_finished(item, result)
         if self._after_item is not None:
             # Siblings in this process re-check at once: this item's end may have made
-            # them idle (--until-idle) or freed its config.
+            # them idle (--until-idle) or freed its config. Not this Worker, whose claim
+            # beside the outcome was its re-check: a poke of its own is dropped (the
+            # loop cleared it after the item's end before ADR 0069), one that came
+            # before is kept.
+            poked = self._wake is not None and self._wake.is_set()
             self._after_item()
+            if self._wake is not None and not poked:
+                self._wake.clear()
         return result
 
     async def run(self, shutdown: asyncio.Event) -> None:
@@ -135,15 +189,19 @@ class Worker:
         self, shutdown: asyncio.Event, watch: asyncio.Future[Any], backoff: Backoff
     ) -> None:
         s = self._settings
+        # The last item run, its outcome sent and not yet answered: the next claim goes
+        # out beside it (ADR 0069).
+        running: _Sent | None = None
         while not shutdown.is_set():
             if self._wake is not None:
                 # Cleared before the claim, so a notification that arrives during it
                 # makes the next wait return at once instead of being missed.
                 self._wake.clear()
             try:
-                ran = await self.run_once(watch)
+                previous, running = running, None
+                running = await self._claim_and_run(watch, previous)
                 backoff.succeeded()
-                if ran is not None:
+                if running is not None:
                     continue
                 if s.until_idle and await self._idle():
                     return
@@ -157,6 +215,9 @@ class Worker:
                     wait,
                 )
             await self._wait(shutdown, wait)
+        if running is not None:
+            # Shut down: no claim after the last item, only its outcome's answer.
+            await self._ended(running)
 
     def _claimable(self) -> frozenset[str]:
         """The kinds this Worker claims now: its kinds, less the heavy ones outside their
@@ -193,6 +254,17 @@ class Worker:
             for waiter in waiters:
                 waiter.cancel()
             await asyncio.gather(*waiters, return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """An item this Worker ran whose outcome's write was sent and not yet answered."""
+
+    item: WorkItem
+    claim: Claim
+    written: Written
+    # The attempt's time, from its start to its outcome's write.
+    seconds: float
 
 
 def worker_ids(name: str, count: int) -> list[str]:
