@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -1569,6 +1570,51 @@ async def test_a_bug_in_the_heartbeats_stops_the_attempt_at_once_and_is_raised_a
             "(half the 60 s lease); writing nothing, lease recovery will requeue it",
         ),
     ]
+    await assert_quiet(clock)
+
+
+class BeatEndsTheHandler(ScriptedStore):
+    """A store whose heartbeat lets the handler end before it answers: the handler's
+    verdict and the heartbeats' bug then come on the same turn (a barrier, no timer)."""
+
+    def __init__(self, clock: FakeClock, probe: Probe) -> None:
+        super().__init__(clock)
+        self.probe = probe
+
+    async def heartbeat(
+        self,
+        item_id: int,
+        attempt: int,
+        lease_seconds: float,
+        progress: Mapping[str, Any] | None = None,
+    ) -> Beat:
+        self.probe.go.set()
+        return await super().heartbeat(item_id, attempt, lease_seconds, progress)
+
+
+async def test_a_bug_in_the_heartbeats_as_the_handler_ends_is_raised_after_its_write(
+    clock: FakeClock,
+) -> None:
+    """The outcome is written (the verdict came first), and the bug is raised once its
+    answer is read (ADR 0069: the write is sent, then answered), never lost."""
+    probe = Probe(clock)
+    store = BeatEndsTheHandler(clock, probe)
+    store.beat_default = DB_DOWN
+    executor = Executor(
+        store,
+        clock,
+        {"crawl": probe},
+        timing(),
+        logging.getLogger(LOGGER),
+        observer=BrokenObserver(),
+    )
+    task = await start(executor)
+    await clock.advance(10)
+    await clock.settle()
+    assert task.done()
+    with pytest.raises(RuntimeError, match=r"^observer bug$"):
+        task.result()
+    assert store.calls == [hb(10.0), (10.0, "complete", 7, 3, {"files": 3})]
     await assert_quiet(clock)
 
 
