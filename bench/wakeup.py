@@ -90,6 +90,8 @@ class Side:
     samples: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
     warmup: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
     taken_by: dict[str, int] = field(default_factory=dict)
+    handoff_by: dict[str, list[float]] = field(default_factory=dict)
+    """The handoff samples by which slot took B."""
 
     def check_alive(self) -> None:
         """Stop the run if a Worker process exited (a Worker that refuses to start, as
@@ -165,10 +167,12 @@ async def handoff_sample(side: Side, into: dict[str, list[float]]) -> None:
     a = await wait_finished(side, a_id)
     if b.started_at < a.finished_at:
         raise SystemExit(f"{side.label}: items {a_id} and {b_id} of one config overlapped")
-    into["handoff"].append((b.started_at - a.finished_at).total_seconds() * 1000)
+    latency = (b.started_at - a.finished_at).total_seconds() * 1000
+    into["handoff"].append(latency)
     if into is side.samples:
         relation = slot_relation(a.worker_id, b.worker_id)
         side.taken_by[relation] = side.taken_by.get(relation, 0) + 1
+        side.handoff_by.setdefault(relation, []).append(latency)
 
 
 async def start_side(
@@ -223,6 +227,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         side.label: {
             **{case: summary(side.samples[case]) for case in CASES},
             "handoff_taken_by": side.taken_by,
+            "handoff_by_slot": {r: summary(v) for r, v in side.handoff_by.items()},
             "code": side.code,
             "samples_ms": side.samples,
             "warmup_ms": side.warmup,
@@ -263,7 +268,13 @@ def main() -> None:
     print_table(("case", "tree", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"), rows)
     for label, found in result["trees"].items():
         print(f"{label}: the Workers ran {found['code']}")
-        print(f"handoff taken by ({label}):", found["handoff_taken_by"])
+    rows = [
+        (label, relation, s["n"], f"{s['median']:.2f}", f"{s['p95']:.2f}", f"{s['max']:.2f}")
+        for label, found in result["trees"].items()
+        for relation, s in sorted(found["handoff_by_slot"].items())
+    ]
+    print("handoff by the slot that took B:")
+    print_table(("tree", "taken by", "n", "p50 ms", "p95 ms", "max ms"), rows)
 
 
 if __name__ == "__main__":
