@@ -268,13 +268,13 @@ def main() -> None:
     print_table(("case", "tree", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"), rows)
     for label, found in result["trees"].items():
         print(f"{label}: the Workers ran {found['code']}")
-    rows = [
+    slot_rows = [
         (label, relation, s["n"], f"{s['median']:.2f}", f"{s['p95']:.2f}", f"{s['max']:.2f}")
         for label, found in result["trees"].items()
         for relation, s in sorted(found["handoff_by_slot"].items())
     ]
     print("handoff by the slot that took B:")
-    print_table(("tree", "taken by", "n", "p50 ms", "p95 ms", "max ms"), rows)
+    print_table(("tree", "taken by", "n", "p50 ms", "p95 ms", "max ms"), slot_rows)
 
 
 if __name__ == "__main__":
