@@ -8,6 +8,7 @@ Results go to ``bench/results/<name>.json`` and are printed as a table.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import concurrent.futures
 import contextlib
@@ -306,11 +307,59 @@ def worker_argv(concurrency: int, *, until_idle: bool, name: str) -> list[str]:
     return [sys.executable, "-c", _RUN_WORKERS, str(concurrency), "1" if until_idle else "0", name]
 
 
-def worker_env(url: str, home: Path, **settings: object) -> dict[str, str]:
-    """The environment of a Worker process: its database, its home, any SAFELIGHT_*."""
+def other_src(path: str | Path) -> Path:
+    """The ``src`` folder of another safelight tree (``--before``), checked.
+
+    Takes the folder that holds the ``safelight`` package, or the checkout around it.
+    A path without the package would be passed over silently by Python, and the Workers
+    would run this tree's code under the other's name: refused instead.
+    """
+    path = Path(path).resolve()
+    for candidate in (path, path / "src"):
+        if (candidate / "safelight" / "__init__.py").is_file():
+            return candidate
+    raise SystemExit(f"--before {path}: no safelight package there, nor in its src/")
+
+
+def before_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--before SRC``: another tree's code for the Workers that ``what`` names."""
+    parser.add_argument(
+        "--before",
+        type=other_src,
+        metavar="SRC",
+        help="the src/ folder (or the checkout) of another safelight, for example a "
+        f"`git worktree add --detach` of an older commit: {what} run their Workers from it",
+    )
+
+
+def worker_source(env: dict[str, str]) -> str:
+    """The folder of the ``safelight`` package a Worker started with ``env`` imports (what
+    a result names as the code that ran), read by this interpreter, the CLI's own."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import safelight; print(safelight.__path__[0])"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def worker_env(
+    url: str, home: Path, *, src: Path | None = None, **settings: object
+) -> dict[str, str]:
+    """The environment of a Worker process: its database, its home, any SAFELIGHT_*.
+
+    ``src`` (from ``other_src``): the Worker runs another tree's code. PYTHONPATH comes
+    before the venv's site-packages, so its ``safelight`` shadows this tree's editable
+    install; the venv's dependencies stay this tree's, and the database (its schema,
+    the items) is whatever the benchmark made with this tree's code.
+    """
     env = dict(os.environ)
     env["SAFELIGHT_DATABASE_URL"] = url
     env["SAFELIGHT_HOME"] = str(home)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     env.setdefault("SAFELIGHT_LOG_LEVEL", "warning")
     for name, value in settings.items():
         env["SAFELIGHT_" + name.upper()] = str(value)

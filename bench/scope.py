@@ -101,7 +101,7 @@ def audit_violations(conn: psycopg.Connection[Any]) -> int:
 
 
 async def enqueue(
-    url: str, home: Path, items: int, configs: int, seed: int, order: str
+    url: str, photos: Path, items: int, configs: int, seed: int, order: str
 ) -> tuple[float, float]:
     """Queue the items; return their total sleep in seconds."""
     rng = random.Random(seed)
@@ -112,8 +112,8 @@ async def enqueue(
         registry = StorageConfigs(pool, clock)
         ids = []
         for n in range(configs):
-            root = home / f"config-{n}"
-            root.mkdir(exist_ok=True)
+            root = photos / f"config-{n}"
+            root.mkdir(parents=True, exist_ok=True)
             ids.append((await registry.add("bench", root)).config.id)
         sleeps = [rng.uniform(0.005, 0.020) for _ in range(items)]
         per_config: dict[int, float] = {}
@@ -137,12 +137,12 @@ async def enqueue(
         await pool.close()
 
 
-def one_round(args: argparse.Namespace, seed: int, home: Path) -> dict[str, Any]:
+def one_round(args: argparse.Namespace, seed: int, home: Path, photos: Path) -> dict[str, Any]:
     with bench_database("scope") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(AUDIT.encode())
         total_sleep, busiest = asyncio.run(
-            enqueue(url, home, args.items, args.configs, seed, args.order)
+            enqueue(url, photos, args.items, args.configs, seed, args.order)
         )
         with Processes() as procs:
             children = [
@@ -199,10 +199,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     rounds = []
-    with tempfile.TemporaryDirectory(prefix="safelight-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="safelight-bench-") as scratch:
+        # The configs' folders beside the Workers' home: a config inside it is refused
+        # (ADR 0034) and the Workers would exit at start.
+        home = Path(scratch) / "home"
+        home.mkdir()
         for r in range(args.rounds):
             started = time.monotonic()
-            result = one_round(args, 337 + r, Path(home))
+            result = one_round(args, 337 + r, home, Path(scratch) / "photos")
             rounds.append(result)
             print(
                 f"round {r + 1}: {result['items_per_second']:.0f} items/s, "

@@ -46,6 +46,7 @@ from common import (
     RESULTS,
     Processes,
     ServerCpu,
+    before_argument,
     bench_database,
     peers_python,
     print_table,
@@ -175,11 +176,12 @@ def one_run(
             for n in range(processes):
                 if queue == "safelight":
                     argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
-                    env = worker_env(url, home)
+                    src = None
                     if label.endswith("-before"):
                         if before is None:
                             raise SystemExit(f"{label} needs --before SRC")
-                        env["PYTHONPATH"] = str(before)
+                        src = before
+                    env = worker_env(url, home, src=src)
                     if profile:
                         spy = str(Path(peers_python()).with_name("py-spy"))
                         out = RESULTS / f"profile-{label}-{n}.{profile}"
@@ -243,12 +245,7 @@ def main() -> None:
         default="on",
         help="off: a diagnosis of how much WAL flushes cost (for every queue alike)",
     )
-    parser.add_argument(
-        "--before",
-        type=Path,
-        help="a src/ folder of another safelight (git archive REV src | tar -x): the "
-        "safelight-before and safelight-10-before queues run their Workers from it",
-    )
+    before_argument(parser, "the safelight-before and safelight-10-before queues")
     parser.add_argument(
         "--profile",
         choices=("speedscope", "flamegraph", "raw"),
