@@ -184,6 +184,14 @@ def test_a_payload_nested_too_deep_is_refused_before_anything_recursive_reads_it
         NOOP.check_payload({"result": {"a": deep_list}})
 
 
+@pytest.mark.parametrize("payload", [5, None, "text"])
+def test_a_payload_that_is_not_an_object_is_refused_in_one_line(payload: Any) -> None:
+    # The database holds only objects (a CHECK), but the binding reads what it is given:
+    # a scalar is refused as any payload that does not fit, never an internal error.
+    with pytest.raises(PayloadRejected):
+        NOOP.check_payload(payload)
+
+
 def test_json_text_is_measured_before_it_is_parsed() -> None:
     def text(depth: int) -> str:
         return '{"a": ' * (depth - 1) + "{}" + "}" * (depth - 1)

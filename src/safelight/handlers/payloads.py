@@ -41,6 +41,10 @@ TOO_DEEP = f"payload is nested more than {MAX_PAYLOAD_DEPTH} levels deep"
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
+# json.dumps(..., allow_nan=False), made once: dumps makes an encoder on every call
+# given any option.
+_JSON = json.JSONEncoder(allow_nan=False)
+
 _SHOWN_INPUT = 40
 """At most this many characters of a refused value are quoted in the message."""
 
@@ -75,17 +79,20 @@ def json_text_too_deep(text: str) -> bool:
 
 
 def _too_deep(payload: Mapping[str, Any]) -> bool:
-    """Whether ``payload`` nests deeper than ``MAX_PAYLOAD_DEPTH``: level by level, without
-    recursion."""
-    level: list[Any] = [payload]
-    for _ in range(MAX_PAYLOAD_DEPTH):
-        level = [
-            child
-            for value in level
-            if isinstance(value, Mapping | list | tuple)
-            for child in (value.values() if isinstance(value, Mapping) else value)
-        ]
-    return any(isinstance(value, Mapping | list | tuple) for value in level)
+    """Whether ``payload`` nests deeper than ``MAX_PAYLOAD_DEPTH``: depth first, without
+    recursion, each container visited once (a flat payload costs a Worker next to
+    nothing: docs/benchmarks.md, section 18)."""
+    # (a container, its level): the payload's own level is 1, so it starts as the child
+    # of a list at level 0, and is checked for being a container as every value is.
+    stack: list[tuple[Any, int]] = [([payload], 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_PAYLOAD_DEPTH:
+            return True
+        for child in value.values() if isinstance(value, Mapping) else value:
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, depth + 1))
+    return False
 
 
 def parse_payload(model: type[P], payload: Mapping[str, Any]) -> P:
@@ -94,7 +101,7 @@ def parse_payload(model: type[P], payload: Mapping[str, Any]) -> P:
         raise PayloadRejected(TOO_DEEP)
     try:
         # As JSON, the form it is stored in: allow_nan=False refuses what jsonb refuses.
-        text = json.dumps(dict(payload), allow_nan=False)
+        text = _JSON.encode(dict(payload))
     except (TypeError, ValueError) as error:
         raise PayloadRejected(f"payload is not JSON: {error}") from None
     try:

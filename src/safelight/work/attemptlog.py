@@ -36,13 +36,16 @@ class AttemptLog(logging.LoggerAdapter[logging.Logger]):
     """
 
     def __init__(self, logger: logging.Logger, item: WorkItem) -> None:
-        super().__init__(logger, attempt_fields(item))
-        self._prefix = f"work item {item.id} attempt {item.attempt}: "
+        # The fields and the prefix are made for each line written: most attempts write
+        # none, and every attempt makes its log (docs/benchmarks.md, section 18).
+        super().__init__(logger)
+        self._item = item
 
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
     ) -> tuple[Any, MutableMapping[str, Any]]:
+        item = self._item
         extra: Mapping[str, object] | None = kwargs.get("extra")
-        fields: Mapping[str, object] = self.extra or {}
-        kwargs["extra"] = dict(fields) if extra is None else {**fields, **extra}
-        return f"{self._prefix}{msg}", kwargs
+        fields = attempt_fields(item)
+        kwargs["extra"] = fields if extra is None else {**fields, **extra}
+        return f"work item {item.id} attempt {item.attempt}: {msg}", kwargs

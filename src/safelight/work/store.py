@@ -85,13 +85,21 @@ def _is_unique_violation_of(exc: BaseException, index_name: str) -> bool:
     return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.constraint_name == index_name
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: made for every outcome and read once, by this module only, and a frozen
+# dataclass sets each field through object.__setattr__ (1.3 µs against 0.3: section 18
+# of docs/benchmarks.md).
+@dataclass(slots=True)
 class _Ending:
     item_id: int
     attempt: int
     status: Status
     result: dict[str, Any] | None
     error: str | None
+
+
+# The statuses by their value: an item's row is read for every claim, and Status(value)
+# looks the member up through the enum's metaclass (0.8 µs against 0.05).
+_STATUSES: dict[str, Status] = {status.value: status for status in Status}
 
 
 def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
@@ -101,7 +109,7 @@ def _item_from_row(row: Mapping[str, Any]) -> WorkItem:
         storage_config_id=row["storage_config_id"],
         dedup_key=row["dedup_key"],
         payload=row["payload"],
-        status=Status(row["status"]),
+        status=_STATUSES[row["status"]],
         requested_at=row["requested_at"],
         attempt=row["attempt"],
         stalls=row["stalls"],
@@ -332,7 +340,7 @@ class WorkStore:  # pragma: no mutate block
 
             batcher = Batcher(run_batch, max_batch=MAX_CLAIM_BATCH)
             self._claimers[key] = batcher
-        return await batcher.call(worker_id)
+        return await batcher.submit(worker_id)
 
     async def _claim_for(
         self,
