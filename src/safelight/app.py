@@ -37,6 +37,7 @@ from safelight.observe.metrics import Metrics
 from safelight.observe.presence import Presence
 from safelight.observe.server import PROBE_SECONDS, Health, MetricsServer, exposure_warning
 from safelight.settings import Settings, SettingsError
+from safelight.work.cancels import CancelRequests
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.errors import describe_briefly
 from safelight.work.executor import Executor, RunResult
@@ -161,6 +162,8 @@ class Engine:
     hub: WakeupHub
     listener: Listener
     """The process's LISTEN connection (run as the "listener" background task)."""
+    cancels: CancelRequests
+    """Cancel requests the listener heard, which the executor's attempts heed."""
     metrics: Metrics
     """What the engine and the crawls count, for /metrics (``safelight.observe``)."""
     presence: Presence
@@ -215,12 +218,14 @@ def build_engine(
     made from the settings, or none with ``decode_processes`` 0).
     """
     hub = WakeupHub()
+    cancels = CancelRequests()
     listener = Listener(
         database.url,
         hub,
         clock,
         retry_seconds=settings.poll_seconds,
         retry_max_seconds=settings.outage_backoff_max_seconds,
+        cancels=cancels,
     )
     metrics = Metrics([spec.name for spec in KIND_SPECS], listening=listener.connected.is_set)
     store = app_store(database, settings, clock, observer=metrics)
@@ -249,6 +254,7 @@ def build_engine(
         on_progress=on_progress,
         retries=Retries.of(KIND_SPECS, settings.retry_policy(), random.Random().random),
         observer=metrics,
+        cancels=cancels,
     )
     finished_items: list[FinishedItem] = []
     # Only a run until idle keeps what ended, for its summary: a Worker that runs for
@@ -346,6 +352,7 @@ def build_engine(
         executor=executor,
         hub=hub,
         listener=listener,
+        cancels=cancels,
         metrics=metrics,
         presence=presence,
         workers=workers,

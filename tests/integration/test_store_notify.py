@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.rows import add_config
 from safelight.testing.stores import ALL_KINDS, LEASE, make_store
+from safelight.work import cancels
 from safelight.work.store import QUERIES, WorkStore
 
 pytestmark = pytest.mark.integration
@@ -163,3 +164,37 @@ async def test_items_enqueue_names_the_identitys_own_sequence(
         )
         assert await cur.fetchone() == ("work_items_id_seq",)
     assert "nextval('work_items_id_seq'::regclass)" in QUERIES["items_enqueue"]
+
+
+async def test_a_cancel_of_a_running_item_notifies_its_attempt_and_of_a_queued_one_no_one(
+    store: WorkStore, pool: AsyncConnectionPool[Any], database_url: str
+) -> None:
+    """ADR 0070: "id:attempt" on the cancel channel, sent as the flag commits."""
+    conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    try:
+        await conn.execute(f"LISTEN {cancels.CHANNEL}")
+
+        async def heard(write: Callable[[], Awaitable[object]]) -> list[str]:
+            await write()
+            async with pool.connection() as marker:
+                await marker.execute("SELECT pg_notify(%s, %s)", (cancels.CHANNEL, MARKER))
+            payloads: list[str] = []
+            async for note in conn.notifies(timeout=30):
+                if note.payload == MARKER:
+                    return payloads
+                payloads.append(note.payload)
+            raise AssertionError(f"the marker never came; before it: {payloads}")
+
+        running = await store.enqueue("noop")
+        queued = await store.enqueue("noop")
+        claimed = await store.claim("w", ALL_KINDS, lease_seconds=LEASE)
+        assert claimed is not None and claimed.id == running
+        assert await heard(lambda: store.request_cancel(queued)) == []
+        assert await heard(lambda: store.request_cancel(running)) == [
+            f"{running}:{claimed.attempt}"
+        ]
+        assert await heard(lambda: store.request_cancel(running)) == [
+            f"{running}:{claimed.attempt}"
+        ]  # asked again: heard again
+    finally:
+        await conn.close()

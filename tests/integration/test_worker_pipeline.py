@@ -5,6 +5,7 @@ committed (the rule of ADR 0008, kept by the database)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.db.pool import connect
+from safelight.handlers import Services, build_handlers
 from safelight.testing.rows import add_config
 from safelight.testing.workerstack import LEASE, Stack, make_stack
-from safelight.work.model import RecoveryReport, Status
+from safelight.work.context import Handler, HandlerContext
+from safelight.work.model import CancelResult, RecoveryReport, Status
 from safelight.work.store import WorkStore
 
 pytestmark = pytest.mark.integration
@@ -138,3 +141,94 @@ async def test_a_worker_killed_beside_its_outcome_gives_both_items_back_with_a_s
     for item_id, stalls in ((a, 1), (u, 1), (b, 0)):
         item = await store.get(item_id)
         assert item is not None and (item.status, item.stalls) == (Status.QUEUED, stalls)
+
+
+def _recording(started: list[int]) -> Callable[[Services], Mapping[str, Handler]]:
+    """The engine's handlers, each recording the item it starts on."""
+
+    def handlers(services: Services) -> Mapping[str, Handler]:
+        def recorded(handler: Handler) -> Handler:
+            async def run(ctx: HandlerContext) -> dict[str, Any] | None:
+                started.append(ctx.item.id)
+                return await handler(ctx)
+
+            return run
+
+        return {kind: recorded(handler) for kind, handler in build_handlers(services).items()}
+
+    return handlers
+
+
+async def _listening(stack: Stack) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """The engine's listener, running; the event is set by each cancel it hears."""
+    heard = asyncio.Event()
+    cancels = stack.engine.cancels
+    hear = cancels.heard
+
+    def heard_one(text: str) -> None:
+        hear(text)
+        heard.set()
+
+    cancels.heard = heard_one  # type: ignore[method-assign]
+    listener = asyncio.create_task(stack.engine.listener.run())
+    await asyncio.wait_for(stack.engine.listener.connected.wait(), timeout=30)  # a real-time guard
+    return listener, heard
+
+
+async def test_a_cancel_of_the_item_claimed_beside_an_outcome_takes_effect_before_it_starts(
+    pool: AsyncConnectionPool[Any], database_url: str, tmp_path: Path
+) -> None:
+    """ADR 0070: the item claimed beside a's outcome is held until that outcome answers;
+    a cancel heard meanwhile means its handler never runs."""
+    started: list[int] = []
+    stack = make_stack(pool, tmp_path, handlers=_recording(started))
+    store = stack.store
+    listener, heard = await _listening(stack)
+    a, b, u = await _three_items(stack, pool)
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(stack.worker("w1").run(shutdown))
+    holder = await connect(database_url, "holder")
+    admin = await connect(database_url, "observer")
+    try:
+        await _hold_the_outcome_of(stack, holder, admin, a)
+        await _until_running(store, u)  # claimed beside a's outcome, held
+        assert await store.request_cancel(u) is CancelResult.REQUESTED
+        await asyncio.wait_for(heard.wait(), timeout=30)  # a real-time guard
+        await holder.execute("COMMIT")
+        await stack.wait_finished(3)
+    finally:
+        shutdown.set()
+        await asyncio.wait_for(run, timeout=30)  # a real-time guard
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await holder.close()
+        await admin.close()
+    assert started == [a, b]
+    assert [(i.id, type(r.outcome).__name__) for i, r in stack.finished] == [
+        (a, "Succeeded"),
+        (u, "Cancelled"),
+        (b, "Succeeded"),
+    ]
+    assert await _status(store, u) is Status.CANCELLED
+
+
+async def test_a_cancel_heard_stops_a_running_item_before_its_first_heartbeat(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    stack = make_stack(pool, tmp_path)
+    store = stack.store
+    listener, heard = await _listening(stack)
+    item = await store.enqueue("noop", payload={"seconds": 3600})
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(stack.worker("w1").run(shutdown))
+    try:
+        await _until_running(store, item)
+        assert await store.request_cancel(item) is CancelResult.REQUESTED
+        await stack.wait_finished(1)  # the fake clock never moved: no heartbeat was due
+    finally:
+        shutdown.set()
+        await asyncio.wait_for(run, timeout=30)  # a real-time guard
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+    assert heard.is_set()
+    assert await _status(store, item) is Status.CANCELLED

@@ -162,7 +162,8 @@ def test_a_request_without_a_viewer_is_answered_401_in_those_words() -> None:
 def test_each_cancel_answer_in_words() -> None:
     assert answers.cancel_message(CancelResult.CANCELLED, 7) == "cancelled item 7"
     assert answers.cancel_message(CancelResult.REQUESTED, 7) == (
-        "asked item 7 to stop: it is running, and its attempt stops at its next heartbeat"
+        "asked item 7 to stop: it is running, and its attempt stops as soon as its Worker "
+        "hears, at the latest at its next heartbeat"
     )
     assert answers.cancel_message(CancelResult.FINISHED, 7) == (
         "item 7 had already finished; nothing to cancel"

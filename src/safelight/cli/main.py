@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "cancel": (
         "safelight.cli.queue:cancel",
-        "Cancel a work item: a queued one at once, a running one at its next heartbeat.",
+        "Cancel a work item: a queued one at once, a running one as its Worker hears.",
     ),
     "config": (
         "safelight.cli.admin:config_group",

@@ -419,7 +419,7 @@ def retry_every_failed(state: CliState, kind: str | None, config_ref: str | None
 @click.argument("item_id", metavar="ID", type=int)
 @pass_state
 def cancel(state: CliState, item_id: int) -> None:
-    """Cancel a work item: a queued one at once, a running one at its next heartbeat."""
+    """Cancel a work item: a queued one at once, a running one as its Worker hears."""
 
     async def body(database: Database, settings: Settings) -> Answer[CancelResult]:
         from safelight.app import app_store

@@ -4,7 +4,7 @@ executor, and Workers on them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,11 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.app import Engine, WorkerOptions, build_engine
+from safelight.handlers import Services, build_handlers
 from safelight.settings import Settings
 from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import database_of
+from safelight.work.context import Handler
 from safelight.work.executor import Executor, RunResult
 from safelight.work.model import WorkItem
 from safelight.work.store import WorkStore
@@ -71,7 +73,11 @@ class Stack:
         await asyncio.wait_for(_wait(), timeout=30)  # noqa: TID251  # a real-time guard
 
 
-def make_stack(pool: AsyncConnectionPool[Any], tmp_path: Path) -> Stack:
+def make_stack(
+    pool: AsyncConnectionPool[Any],
+    tmp_path: Path,
+    handlers: Callable[[Services], Mapping[str, Handler]] = build_handlers,
+) -> Stack:
     clock = FakeClock()
     settings = Settings(
         database_url="postgresql://unused",
@@ -81,5 +87,5 @@ def make_stack(pool: AsyncConnectionPool[Any], tmp_path: Path) -> Stack:
         poll_seconds=POLL,
         decode_processes=0,
     )
-    engine = build_engine(settings, database_of(pool), clock, WorkerOptions())
+    engine = build_engine(settings, database_of(pool), clock, WorkerOptions(), handlers=handlers)
     return Stack(pool, clock, engine.store, engine.executor, settings, engine)

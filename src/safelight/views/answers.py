@@ -34,8 +34,8 @@ def cancel_message(result: CancelResult, item_id: int) -> str:
         return f"cancelled item {item_id}"
     if result is CancelResult.REQUESTED:
         return (
-            f"asked item {item_id} to stop: it is running, and its attempt stops at its "
-            "next heartbeat"
+            f"asked item {item_id} to stop: it is running, and its attempt stops as soon as "
+            "its Worker hears, at the latest at its next heartbeat"
         )
     if result is CancelResult.FINISHED:
         return f"item {item_id} had already finished; nothing to cancel"

@@ -35,6 +35,7 @@ from typing import Any, TypeAlias
 
 from safelight.core.clock import Clock, TimerHandle, abandon, wait_done, wait_with_timeout
 from safelight.work.attemptlog import AttemptLog, attempt_fields
+from safelight.work.cancels import CancelRequests
 from safelight.work.context import (
     AttemptStore,
     Handler,
@@ -176,6 +177,7 @@ class Executor:
         observer: EngineObserver = NO_OBSERVER,
         *,
         retries: Retries | None = None,
+        cancels: CancelRequests | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -186,6 +188,8 @@ class Executor:
         # The kinds' retry policies; without them no failure is retried.
         self._retries = Retries() if retries is None else retries
         self._observer = observer
+        # Cancel requests heard by notification (None: heard by heartbeats only).
+        self._cancels = cancels
 
     async def run(
         self,
@@ -454,6 +458,7 @@ class _Attempt:
         self._on_progress = executor._on_progress
         self._retries = executor._retries
         self._observer = executor._observer
+        self._cancels = executor._cancels
         self._item = item
         self._run_handler = handler
         self._log = log
@@ -526,8 +531,12 @@ class _Attempt:
         self._handler = asyncio.create_task(self._run_handler(context))
         self._handler.add_done_callback(self._handler_done)
         # After the handler's task is made and before it takes its first step: with
-        # ``shutdown`` already set, the handler is cancelled before it starts.
+        # ``shutdown`` already set, or a cancel of this attempt already heard (it was
+        # claimed beside the last outcome, ADR 0069), the handler is cancelled before it
+        # starts.
         self._heed(shutdown)
+        if self._cancels is not None:
+            self._cancels.watch(self._item.id, self._item.attempt, self._cancel_heard)
 
     def _arm_wind_down(self) -> None:
         """An attempt of a heavy kind winds down when its window ends (at once if it
@@ -574,6 +583,11 @@ class _Attempt:
             return
         self._shutdown = shutdown
         shutdown.add_done_callback(self._shutdown_set)
+
+    def _cancel_heard(self) -> None:
+        # The flag is set and committed (the notification came after its commit): the
+        # next heartbeat would say the same, later.
+        self._stop(StopReason.CANCEL_REQUESTED)
 
     def _shutdown_set(self, shutdown: asyncio.Future[object]) -> None:
         # A watch cancelled (its Worker stopped watching) is no request to stop.
@@ -656,6 +670,8 @@ class _Attempt:
             raise error
 
     async def _clean_up(self) -> None:
+        if self._cancels is not None:
+            self._cancels.unwatch(self._item.id, self._item.attempt)
         self._self_stop.cancel()
         if self._wind_down is not None:
             self._wind_down.cancel()

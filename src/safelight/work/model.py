@@ -89,7 +89,7 @@ class RetriedCount:
 
 class CancelResult(enum.StrEnum):
     CANCELLED = "cancelled"  # was queued, now cancelled
-    REQUESTED = "requested"  # was running, flagged for its attempt's next heartbeat
+    REQUESTED = "requested"  # was running: flagged, and its attempt notified (ADR 0070)
     FINISHED = "finished"  # already succeeded, failed or cancelled: nothing to do
     NOT_FOUND = "not_found"
 

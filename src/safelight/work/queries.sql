@@ -428,16 +428,25 @@ WITH stamp AS MATERIALIZED (
 SELECT id, new_status FROM recovered
 
 -- item_request_cancel --
--- Cancel a queued item at once, or flag a running one for its attempt's next heartbeat.
-UPDATE work_items
-SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
-    not_before = NULL,
-    finished_at = CASE WHEN status = 'queued'
-        THEN coalesce(%(now)s::timestamptz, clock_timestamp()) ELSE finished_at END,
-    error = CASE WHEN status = 'queued' THEN 'cancelled before it ran' ELSE error END,
-    cancel_requested = (status = 'running')
-WHERE id = %(id)s AND status IN ('queued', 'running')
-RETURNING status
+-- Cancel a queued item at once, or flag a running one and notify its attempt.
+-- A running item's flag is read by its attempt's next heartbeat; the notification on
+-- %(channel)s, "id:attempt", sent as this commits, stops that attempt at once in a
+-- Worker process that hears it (ADR 0070).
+WITH flagged AS (
+    UPDATE work_items
+    SET status = CASE WHEN status = 'queued' THEN 'cancelled'::work_status ELSE status END,
+        not_before = NULL,
+        finished_at = CASE WHEN status = 'queued'
+            THEN coalesce(%(now)s::timestamptz, clock_timestamp()) ELSE finished_at END,
+        error = CASE WHEN status = 'queued' THEN 'cancelled before it ran' ELSE error END,
+        cancel_requested = (status = 'running')
+    WHERE id = %(id)s AND status IN ('queued', 'running')
+    RETURNING id, attempt, status
+)
+SELECT status,
+    CASE WHEN status = 'running'
+        THEN pg_notify(%(channel)s, id || ':' || attempt)::text END AS notified
+FROM flagged
 
 -- item_retry_failed --
 -- Put one failed item back to queued, due now, its retries and stalls counted afresh; no row if it is not failed or its dedup key is queued.

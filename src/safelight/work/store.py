@@ -33,6 +33,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.clock import Clock
 from safelight.core.sql import load_queries, text_array
+from safelight.work import cancels
 from safelight.work.batching import Batcher
 from safelight.work.errors import AttemptLost, InvalidWorkItem
 from safelight.work.kinds import KindSpec, Scope
@@ -678,7 +679,11 @@ class WorkStore:  # pragma: no mutate block
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 QUERIES["item_request_cancel"],
-                {"id": item_id, "now": self._clock.transition_time()},
+                {
+                    "id": item_id,
+                    "now": self._clock.transition_time(),
+                    "channel": cancels.CHANNEL,
+                },
             )
             row = await cur.fetchone()
             if row is not None:

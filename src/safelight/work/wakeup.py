@@ -18,7 +18,9 @@ import psycopg
 
 from safelight.core.clock import Clock
 from safelight.db.pool import connect
+from safelight.work import cancels
 from safelight.work.backoff import Backoff
+from safelight.work.cancels import CancelRequests
 from safelight.work.errors import OUTAGE_ERRORS
 
 CHANNEL = "safelight_work"
@@ -42,7 +44,8 @@ class WakeupHub:
 
 
 class Listener:
-    """Keeps a LISTEN connection open and wakes the hub on every notification.
+    """Keeps a LISTEN connection open: wakes the hub on every notification of work, and
+    hands cancel requests to ``cancels`` (:mod:`safelight.work.cancels`), if given.
 
     ``connected`` is set while the connection listens (``/healthz`` reads it). A lost
     connection is retried after ``retry_seconds``, doubling after each failure in a row
@@ -58,9 +61,11 @@ class Listener:
         *,
         retry_seconds: float,
         retry_max_seconds: float,
+        cancels: CancelRequests | None = None,
     ) -> None:
         self._url = url
         self._hub = hub
+        self._cancels = cancels
         self._clock = clock
         self._backoff = Backoff(retry_seconds, retry_max_seconds)
         self.connected = asyncio.Event()
@@ -72,12 +77,14 @@ class Listener:
             try:
                 conn = await connect(self._url, "safelight-listener")
                 await conn.execute(f"LISTEN {CHANNEL}")
+                if self._cancels is not None:
+                    await conn.execute(f"LISTEN {cancels.CHANNEL}")
                 self.connected.set()
                 self._backoff.succeeded()
                 # Anything queued while we were not listening is found by this wake-up.
                 self._hub.wake_all()
-                async for _ in conn.notifies():
-                    self._hub.wake_all()
+                async for note in conn.notifies():
+                    self.heard(note.channel, note.payload)
             except OUTAGE_ERRORS as exc:
                 wait = self._backoff.failed()
                 _log.warning(
@@ -90,3 +97,11 @@ class Listener:
                 self.connected.clear()
                 if conn is not None:
                     await conn.close()
+
+    def heard(self, channel: str, payload: str) -> None:
+        """One notification: a cancel request goes to ``cancels``; anything else wakes
+        the hub (work was queued, or a config's running item ended)."""
+        if channel == cancels.CHANNEL and self._cancels is not None:
+            self._cancels.heard(payload)
+        else:
+            self._hub.wake_all()
