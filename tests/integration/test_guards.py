@@ -11,11 +11,14 @@ import os
 import stat
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from safelight.handlers.contract import HandlerFailed
 from safelight.handlers.guards import (
+    active_config,
     check_config_root,
     check_proxy_root,
     tighten_proxy_root_if_ours,
@@ -24,7 +27,9 @@ from safelight.library.catalogue.database import DatabaseIdentity, database_iden
 from safelight.library.files.roots import RootOverlap
 from safelight.library.proxystore.layout import PROXY_ROOT_MARKER
 from safelight.library.proxystore.proxyroot import claim_proxy_root, read_marker
+from safelight.testing.fakeclock import FakeClock
 from safelight.testing.handlers import make_harness
+from safelight.testing.rows import add_config
 
 pytestmark = pytest.mark.integration
 
@@ -175,3 +180,17 @@ async def test_a_config_s_root_is_checked_against_safelight_s_folders(
     await check_config_root(h.services, library)  # apart: fine
     with pytest.raises(RootOverlap, match="safelight's proxy root"):
         await check_config_root(h.services, h.settings.proxies / "photos")
+
+
+async def test_the_items_config_must_exist_and_be_active(pool: AsyncConnectionPool[Any]) -> None:
+    """One check for every kind that reads a config's files (crawl, scrub, faces)."""
+    clock = FakeClock()
+    active = await add_config(pool, clock)
+    disabled = await add_config(pool, clock, active=False)
+    gone = uuid4()
+    async with pool.connection() as conn:
+        assert (await active_config(conn, active)).id == active
+        for config_id, why in ((disabled, "is disabled"), (gone, "does not exist")):
+            with pytest.raises(HandlerFailed) as failed:
+                await active_config(conn, config_id)
+            assert str(failed.value) == f"storage config {config_id} {why}"

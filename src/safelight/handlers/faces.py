@@ -33,10 +33,10 @@ from safelight.handlers.contract import (
     config_id_of,
     stop_if_cancelled,
 )
+from safelight.handlers.guards import active_config
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue import configs
 from safelight.library.catalogue import faces as stored
 from safelight.library.catalogue.faces import DuePhoto, FaceRow, Found
 from safelight.library.faces import grouping, models
@@ -104,11 +104,7 @@ async def run_faces(ctx: HandlerContext, services: Services, payload: NoPayload)
 
 async def _check_config(services: Services, config_id: UUID) -> None:
     async with services.pool.connection() as conn:
-        config = await configs.config_by_id(conn, config_id)
-    if config is None:
-        raise HandlerFailed(f"storage config {config_id} does not exist")
-    if not config.active:
-        raise HandlerFailed(f"storage config {config_id} is disabled")
+        await active_config(conn, config_id)
 
 
 async def _find_pages(

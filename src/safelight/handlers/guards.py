@@ -10,12 +10,15 @@ import asyncio
 import logging
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from safelight.core.filemodes import FileModes, Tightened, make_folder
+from safelight.handlers.contract import HandlerFailed
 from safelight.handlers.services import Services
-from safelight.library.catalogue.configs import every_config
+from safelight.library.catalogue.configs import StorageConfig, config_by_id, every_config
 from safelight.library.catalogue.database import DatabaseIdentity, database_identity
 from safelight.library.files.roots import (
     OwnFolder,
@@ -39,6 +42,18 @@ def services_own_folders(services: Services) -> tuple[OwnFolder, ...]:
 
 def settings_own_folders(settings: Settings) -> tuple[OwnFolder, ...]:
     return own_folders(settings.home, settings.proxies)
+
+
+async def active_config(conn: psycopg.AsyncConnection[Any], config_id: UUID) -> StorageConfig:
+    """The item's storage config, on the caller's connection; the item fails, saying
+    why, if the config is gone or disabled (a disabled config is never read or written:
+    its root may since be in other hands, issue #31)."""
+    config = await config_by_id(conn, config_id)
+    if config is None:
+        raise HandlerFailed(f"storage config {config_id} does not exist")
+    if not config.active:
+        raise HandlerFailed(f"storage config {config_id} is disabled")
+    return config
 
 
 async def check_every_root(services: Services) -> None:

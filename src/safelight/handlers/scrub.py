@@ -33,11 +33,11 @@ from safelight.handlers.contract import (
     handler_failure,
     stop_if_cancelled,
 )
-from safelight.handlers.guards import check_config_root
+from safelight.handlers.guards import active_config, check_config_root
 from safelight.handlers.kind import Kind
 from safelight.handlers.payloads import NoPayload
 from safelight.handlers.services import Services
-from safelight.library.catalogue import configs, scrubbing
+from safelight.library.catalogue import scrubbing
 from safelight.library.catalogue.scrubbing import Checked, Cursor, Due
 from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.originals import StorageRoot
@@ -117,11 +117,7 @@ async def run_scrub(ctx: HandlerContext, services: Services, payload: NoPayload)
 
 async def _config_root(services: Services, config_id: UUID) -> Path:
     async with services.pool.connection() as conn:
-        config = await configs.config_by_id(conn, config_id)
-    if config is None:
-        raise HandlerFailed(f"storage config {config_id} does not exist")
-    if not config.active:
-        raise HandlerFailed(f"storage config {config_id} is disabled")
+        config = await active_config(conn, config_id)
     await check_config_root(services, Path(config.root_path))
     root = Path(config.root_path)
     if not await asyncio.to_thread(root.is_dir):

@@ -9,9 +9,9 @@ from uuid import UUID
 
 from safelight.handlers.contract import HandlerContext, HandlerFailed, config_id_of, handler_failure
 from safelight.handlers.crawl.attempt import Attempt
-from safelight.handlers.guards import check_config_root, check_proxy_root
+from safelight.handlers.guards import active_config, check_config_root, check_proxy_root
 from safelight.handlers.services import Services
-from safelight.library.catalogue import assets, configs
+from safelight.library.catalogue import assets
 from safelight.library.catalogue.assets import FailedFile
 from safelight.library.files.confinement import describe_os_error
 from safelight.library.files.originals import StorageRoot
@@ -51,11 +51,7 @@ async def resolve_config(
     checked."""
     config_id = config_id_of(ctx)
     async with services.pool.connection() as conn:
-        config = await configs.config_by_id(conn, config_id)
-        if config is None:
-            raise HandlerFailed(f"storage config {config_id} does not exist")
-        if not config.active:
-            raise HandlerFailed(f"storage config {config_id} is disabled")
+        config = await active_config(conn, config_id)
         failed = await assets.failed_files(conn, config_id)
     # Before the first write: the config or the settings may have changed since the
     # Worker started (library.files.roots, library.proxystore.proxyroot).
