@@ -31,10 +31,10 @@ AttemptKey = tuple[int, int]
 def parse(text: str) -> AttemptKey | None:
     """The attempt a payload names ("id:attempt", as ``item_request_cancel`` writes
     it), or None for a payload that is not one."""
-    item_id, sep, attempt = text.partition(":")
-    if not sep or not item_id.isdecimal() or not attempt.isdecimal():
+    parts = text.split(":")
+    if len(parts) != 2 or not all(part.isdecimal() for part in parts):
         return None
-    return int(item_id), int(attempt)
+    return int(parts[0]), int(parts[1])
 
 
 class CancelRequests:
@@ -55,10 +55,10 @@ class CancelRequests:
         if key is None:
             _log.warning("ignoring a cancel notification with a malformed payload: %r", text)
             return
-        self._heard[key] = None
-        self._heard.move_to_end(key)
+        self._heard.setdefault(key)
+        self._heard.move_to_end(key)  # heard again: the newest
         if len(self._heard) > self._kept:
-            self._heard.popitem(last=False)
+            del self._heard[next(iter(self._heard))]  # the oldest
         stop = self._watching.get(key)
         if stop is not None:
             stop()
