@@ -280,3 +280,36 @@ def test_status_names_the_server_s_version(invoke: Invoke, database_url: str) ->
     human = invoke("status")
     assert human.exit_code == 0
     assert f"server: {expected}" in human.stdout
+
+
+def test_status_shows_an_item_held_beside_its_workers_last_outcome(
+    invoke: Invoke, database_url: str
+) -> None:
+    """ADR 0069: a Worker's second running item has not started while the first is
+    running; `safelight status` says so."""
+    first = int(last_line(invoke("enqueue", "noop").stdout))
+    held = int(last_line(invoke("enqueue", "noop").stdout))
+
+    async def claim_both() -> None:
+        database = await open_database(database_url, Path("/nonexistent"))
+        try:
+            store = app_store(database, Settings(), SystemClock())
+            for expected in (first, held):
+                item = await store.claim("held-worker", ["noop"], lease_seconds=600)
+                assert item is not None and item.id == expected
+        finally:
+            await database.close()
+
+    asyncio.run(claim_both())
+
+    status = json_of(invoke("status", "--json"))
+    assert {r["id"]: r["held"] for r in status["running"]} == {first: False, held: True}
+    human = invoke("status")
+    assert human.exit_code == 0
+    lines = {
+        n: line
+        for line in human.stdout.splitlines()
+        for n in (first, held)
+        if line.strip().startswith(f"{n} ")
+    }
+    assert "not yet: held" in lines[held] and "not yet: held" not in lines[first]

@@ -56,7 +56,7 @@ class Queue:
 
         return run_async(main)
 
-    def running(self) -> Running:
+    def running(self, worker_id: str = "browser-test") -> Running:
         owner = f"queue-test-{next(_owners)}"
         config_id = run_async(
             lambda: add_config(self.site.database_url, SystemClock(), owner, f"/photos/{owner}")
@@ -65,7 +65,7 @@ class Queue:
         async def claim(store: Any) -> Running:
             item_id = await CRAWL.enqueue_for(store, config_id)
             item = await store.claim(
-                "browser-test", [CRAWL.name], owner=owner, lease_seconds=LEASE_SECONDS
+                worker_id, [CRAWL.name], owner=owner, lease_seconds=LEASE_SECONDS
             )
             assert item is not None and item.id == item_id
             return Running(item.id, item.attempt, config_id)
@@ -128,6 +128,29 @@ def test_the_queue_page_shows_an_items_end_without_a_reload(page: Page, work: Qu
     expect(failure.locator(".error-text")).to_have_text("the NAS went away (browser test)")
     assert page.evaluate("() => window.sameDocument === true")
     assert int(page.locator("#queue").get_attribute("data-refreshed") or "0") > refreshed
+
+
+def test_an_item_held_beside_its_workers_last_outcome_shows_so_until_it_starts(
+    page: Page, work: Queue
+) -> None:
+    """ADR 0069: the second item a Worker holds has not started while the first's
+    outcome is on its way; the page says so, and redraws once it has started."""
+    first = work.running("browser-held")
+    held = work.running("browser-held")
+    page.goto("/queue")
+    # As the page drew it, and as its script redraws it from /api/status.
+    for redrawn in (False, True):
+        if redrawn:
+            expect(page.locator("#queue")).to_have_attribute("data-refreshed", re.compile(r"\d"))
+        expect(running_row(page, held)).to_contain_text("not yet: held")
+        expect(running_row(page, held)).to_have_attribute("data-held", "true")
+        expect(running_row(page, first)).not_to_contain_text("not yet: held")
+
+    work.complete(first)
+
+    expect(running_row(page, first)).to_have_count(0)
+    expect(running_row(page, held)).not_to_contain_text("not yet: held")
+    expect(running_row(page, held)).not_to_have_attribute("data-held", "true")
 
 
 def test_cancel_works_for_a_person_signed_in(page: Page, site: Site, work: Queue) -> None:

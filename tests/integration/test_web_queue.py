@@ -185,3 +185,36 @@ async def test_configs_show_counts_last_crawl_and_running_item(web: Web) -> None
 async def test_no_config_yet_says_how_to_add_one(web: Web) -> None:
     assert (await web.client.get("/api/configs")).json() == []
     assert "safelight config add PATH" in (await web.client.get("/configs")).text
+
+
+async def test_an_item_claimed_beside_its_workers_last_outcome_shows_as_held(web: Web) -> None:
+    """ADR 0069: a Worker's second running item waits for the first's outcome; the
+    operator sees it held, not started. Another Worker's item is not held by it."""
+    store = store_of(web)
+    first = await store.enqueue(NOOP.name)
+    second = await store.enqueue(NOOP.name)
+    other = await store.enqueue(NOOP.name)
+    assert await claim(web, "nas:41-0", NOOP.name) == first
+    await web.clock.advance(1)
+    assert await claim(web, "nas:41-0", NOOP.name) == second
+    assert await claim(web, "nas:41-1", NOOP.name) == other
+
+    status = (await web.client.get("/api/status")).json()
+    assert {r["id"]: r["held"] for r in status["running"]} == {
+        first: False,
+        second: True,
+        other: False,
+    }
+    page = (await web.client.get("/queue")).text
+    rows = {
+        int(m.group(1)): m.group(0)
+        for m in re.finditer(r'<tr data-item-id="(\d+)" data-status="running".*?</tr>', page, re.S)
+    }
+    assert "not yet: held" in rows[second] and 'data-held="true"' in rows[second]
+    for started in (first, other):
+        assert "not yet: held" not in rows[started] and "data-held" not in rows[started]
+
+    # The first item's outcome commits: the second is no longer held.
+    assert await store.complete(first, 1, None)
+    status = (await web.client.get("/api/status")).json()
+    assert {r["id"]: r["held"] for r in status["running"]} == {second: False, other: False}

@@ -17,6 +17,7 @@ from safelight.db.pool import connect
 from safelight.handlers import Services, build_handlers
 from safelight.testing.rows import add_config
 from safelight.testing.workerstack import LEASE, Stack, make_stack
+from safelight.views.queries import queue_status
 from safelight.work.context import Handler, HandlerContext
 from safelight.work.model import CancelResult, RecoveryReport, Status
 from safelight.work.store import WorkStore
@@ -192,6 +193,9 @@ async def test_a_cancel_of_the_item_claimed_beside_an_outcome_takes_effect_befor
     try:
         await _hold_the_outcome_of(stack, holder, admin, a)
         await _until_running(store, u)  # claimed beside a's outcome, held
+        # The operator sees it so (ADR 0069): its Worker's earlier item is still running.
+        status = await queue_status(pool, None, limit=10, owner=None)
+        assert {r["id"]: r["held"] for r in status["running"]} == {a: False, u: True}
         assert await store.request_cancel(u) is CancelResult.REQUESTED
         await asyncio.wait_for(heard.wait(), timeout=30)  # a real-time guard
         await holder.execute("COMMIT")

@@ -78,6 +78,10 @@ def parse_payload(text: str | None) -> dict[str, Any] | None:
     return payload
 
 
+# A running item its Worker claimed beside its last outcome, not started yet (ADR 0069).
+HELD = "not yet: held"
+
+
 def status_cell(row: Mapping[str, Any]) -> str:
     """An item's status as the list shows it: with a cancel request, the pause that
     holds it, the heavy hours it waits for, or the time a retry waits for."""
@@ -517,7 +521,17 @@ def status(state: CliState, as_json: bool) -> None:
             "",
             table(
                 "running",
-                ("item", "kind", "config", "root", "owner", "worker", "attempt", "lease expires"),
+                (
+                    "item",
+                    "kind",
+                    "config",
+                    "root",
+                    "owner",
+                    "worker",
+                    "attempt",
+                    "started",
+                    "lease expires",
+                ),
                 (
                     (
                         r["id"],
@@ -527,6 +541,7 @@ def status(state: CliState, as_json: bool) -> None:
                         r["owner"],
                         r["worker_id"],
                         r["attempt"],
+                        HELD if r["held"] else r["started_at"],
                         r["lease_expires_at"] if not r["lease_expired"] else "expired",
                     )
                     for r in document["running"]

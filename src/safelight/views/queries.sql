@@ -55,10 +55,18 @@ GROUP BY w.kind, w.status
 ORDER BY kind, status
 
 -- status_running --
--- Running items of an owner (NULL: all) with their config, Worker and lease; lease_expired: recovery may take it back.
+-- Running items of an owner (NULL: all) with their config, Worker and lease; lease_expired: recovery may take it back; held: claimed, not started yet.
+-- A Worker claims its next item beside its last outcome and starts it once that outcome
+-- has committed (ADR 0069): while its Worker has an earlier item still running, an item
+-- is held, its handler not started. Read from the rows, with no write of its own.
 SELECT w.id, w.kind, w.storage_config_id, c.owner, c.root_path, w.worker_id, w.attempt,
        w.stalls, w.started_at, w.heartbeat_at, w.lease_expires_at, w.cancel_requested,
-       w.lease_expires_at < coalesce(%(now)s::timestamptz, clock_timestamp()) AS lease_expired
+       w.lease_expires_at < coalesce(%(now)s::timestamptz, clock_timestamp()) AS lease_expired,
+       EXISTS (
+           SELECT 1 FROM work_items earlier
+           WHERE earlier.status = 'running' AND earlier.worker_id = w.worker_id
+             AND (earlier.started_at, earlier.id) < (w.started_at, w.id)
+       ) AS held
 FROM work_items w
 LEFT JOIN storage_configs c ON c.id = w.storage_config_id
 WHERE w.status = 'running'

@@ -78,13 +78,15 @@
       const tr = document.createElement("tr");
       tr.dataset.itemId = String(r.id);
       tr.dataset.status = "running";
+      if (r.held) tr.dataset.held = "true";
       if (r.storage_config_id) tr.dataset.configId = r.storage_config_id;
       tr.appendChild(link(r.id));
       tr.appendChild(cell(r.kind));
       tr.appendChild(cell(r.root_path ? r.root_path + " (" + r.owner + ")" : ""));
       tr.appendChild(cell(r.worker_id));
       tr.appendChild(cell(r.attempt));
-      tr.appendChild(cell(when(r.started_at)));
+      // Held: claimed beside its Worker's last outcome, not started yet (ADR 0069).
+      tr.appendChild(cell(r.held ? "not yet: held" : when(r.started_at)));
       const lease = cell(r.lease_expired ? "expired" : Math.round(r.lease_seconds_left) + " s", "lease");
       lease.dataset.leaseSecondsLeft = String(r.lease_seconds_left);
       tr.appendChild(lease);
