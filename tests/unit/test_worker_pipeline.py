@@ -262,6 +262,48 @@ async def test_the_workers_own_poke_after_an_item_does_not_make_it_claim_again(
     assert run.done() and run.exception() is None
 
 
+@pytest.mark.parametrize("config", [CONFIG, None])
+async def test_the_outcome_of_an_item_the_worker_waited_for_goes_alone(
+    clock: FakeClock, config: UUID | None
+) -> None:
+    # docs/benchmarks.md, section 17: after a wait no backlog is known, and a claim beside
+    # that item's outcome would only find its config busy and delay the outcome's commit
+    # and its wake-ups. Once a claim follows an item, they go out beside the outcomes.
+    first = running_item(id=1, attempt=1, config=config, kind="noop")
+    second = running_item(id=2, attempt=1, config=config, kind="noop")
+    store = ScriptedStore(clock, [None, first, second])
+    executor = FakeExecutor(write_clock=clock)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    executor.answers[1] = answer
+    finished: list[int] = []
+    wake = asyncio.Event()
+    worker = Worker(
+        as_work_store(store),
+        as_executor(executor),
+        clock,
+        SETTINGS,
+        wake=wake,
+        on_finished=lambda i, r: finished.append(i.id),
+    )
+    shutdown = asyncio.Event()
+    run = asyncio.create_task(worker.run(shutdown))
+    await clock.settle()
+    assert claims(store) == 1  # nothing queued: the Worker waits
+    wake.set()
+    await clock.settle()
+    # Item 1 came after a wait: its outcome is on its way, and no claim beside it.
+    assert [i for i, _ in executor.ran] == [1]
+    assert claims(store) == 2 and finished == []
+    answer.set_result(True)
+    await clock.settle()
+    # Claimed once item 1's outcome was in; item 2's outcome had a claim beside it.
+    assert [i for i, _ in executor.ran] == [1, 2] and finished == [1, 2]
+    assert claims(store) == (5 if config is not None else 4)
+    shutdown.set()
+    await clock.settle()
+    assert run.done() and run.exception() is None
+
+
 async def test_a_claim_that_fails_while_the_outcome_is_on_its_way_still_reports_the_item(
     clock: FakeClock,
 ) -> None:

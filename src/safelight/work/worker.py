@@ -2,7 +2,8 @@
 
 One :class:`Worker` runs one item at a time; parallelism is inside the handler
 (``max_concurrent_files``). Its next claim goes out while its last outcome commits, and
-it waits for that outcome before it runs the next item (ADR 0069). A process may run
+it waits for that outcome before it runs the next item (ADR 0069); the outcome of an item
+it waited for goes alone (docs/benchmarks.md, section 17). A process may run
 several Workers sharing its pool and its LISTEN connection (``--concurrency``); the
 claim, not the process, keeps two items of one storage config from running at once.
 """
@@ -87,11 +88,11 @@ class Worker:
 
     async def run_once(self, shutdown: Shutdown | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
-        running = await self._claim_and_run(shutdown, None)
+        running = await self._claim_and_run(shutdown, None, woken=True)
         return None if running is None else await self._ended(running)
 
     async def _claim_and_run(
-        self, shutdown: Shutdown | None, previous: _Sent | None
+        self, shutdown: Shutdown | None, previous: _Sent | None, *, woken: bool
     ) -> _Sent | None:
         """Claim an item while ``previous``'s outcome commits, then run it up to its own
         outcome's write; None when there was nothing to claim.
@@ -101,7 +102,20 @@ class Worker:
         The claim cannot take ``previous``'s config's next item before that outcome has
         committed: the item is running until then, and the claim passes over a busy
         config (ADR 0008).
+
+        ``woken``: this claim is the first since the Worker waited, so no backlog is
+        known. The item it takes then has its outcome go alone, and the claim
+        after it goes out once that outcome is answered (as before ADR 0069): a claim
+        beside it would most often find nothing (the item's config is busy until the
+        outcome commits, and nothing else was queued), and its statement, on the server
+        and in this process just as the outcome commits and its notification wakes the
+        other Workers, makes the config's next item start later on a loaded machine
+        (docs/benchmarks.md, section 17). Once a claim follows an item, a backlog is
+        being drained and the claims go out beside the outcomes again.
         """
+        if previous is not None and previous.woken:
+            await self._ended(previous)
+            previous = None
         try:
             kinds = self._claimable()
             item, sent = await self._claim(kinds)
@@ -131,7 +145,7 @@ class Worker:
             claim.quiet()
             raise
         # The attempt's time, up to its outcome's write (not the next claim's).
-        return _Sent(item, claim, written, self._clock.monotonic() - started)
+        return _Sent(item, claim, written, self._clock.monotonic() - started, woken)
 
     async def _claim(self, kinds: frozenset[str]) -> tuple[WorkItem | None, float]:
         """An item of ``kinds`` (none if empty), and when its claim was sent."""
@@ -192,6 +206,9 @@ class Worker:
         # The last item run, its outcome sent and not yet answered: the next claim goes
         # out beside it (ADR 0069).
         running: _Sent | None = None
+        # Whether the next claim is the first since the Worker waited. Not at the start:
+        # a Worker (re)started may find a backlog, and claims beside from its first item.
+        woken = False
         while not shutdown.is_set():
             if self._wake is not None:
                 # Cleared before the claim, so a notification that arrives during it
@@ -199,7 +216,8 @@ class Worker:
                 self._wake.clear()
             try:
                 previous, running = running, None
-                running = await self._claim_and_run(watch, previous)
+                running = await self._claim_and_run(watch, previous, woken=woken)
+                woken = False
                 backoff.succeeded()
                 if running is not None:
                     continue
@@ -215,6 +233,7 @@ class Worker:
                     wait,
                 )
             await self._wait(shutdown, wait)
+            woken = True
         if running is not None:
             # Shut down: no claim after the last item, only its outcome's answer.
             await self._ended(running)
@@ -265,6 +284,8 @@ class _Sent:
     written: Written
     # The attempt's time, from its start to its outcome's write.
     seconds: float
+    # Claimed by the first claim after a wait: no claim goes out beside its outcome.
+    woken: bool
 
 
 def worker_ids(name: str, count: int) -> list[str]:
