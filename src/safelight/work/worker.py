@@ -88,11 +88,11 @@ class Worker:
 
     async def run_once(self, shutdown: Shutdown | None = None) -> RunResult | None:
         """Claim one item and run it to its end; None when there was nothing to claim."""
-        running = await self._claim_and_run(shutdown, None, woken=True)
+        running = await self._claim_and_run(shutdown, None)
         return None if running is None else await self._ended(running)
 
     async def _claim_and_run(
-        self, shutdown: Shutdown | None, previous: _Sent | None, *, woken: bool
+        self, shutdown: Shutdown | None, previous: _Sent | None, *, woken: bool = False
     ) -> _Sent | None:
         """Claim an item while ``previous``'s outcome commits, then run it up to its own
         outcome's write; None when there was nothing to claim.
