@@ -5,8 +5,9 @@ Runs in bench/.venv-peers (bench/throughput.py starts it):
     peer_worker.py setup   QUEUE URL
     peer_worker.py enqueue QUEUE URL ITEMS single|bulk   -> {"seconds": s} on stdout
     peer_worker.py work    QUEUE URL CONCURRENCY [BATCH_SIZE]
-    peer_worker.py cycle   pgqueuer URL BATCH_SIZE   -> {"seconds", "cpu_seconds", "cycles",
-                                                          "items"}
+    peer_worker.py cycle   pgqueuer URL BATCH_SIZE   -> "ready"; after a line on stdin,
+                                                       {"seconds", "cpu_seconds", "cycles",
+                                                        "items", "started", "ended"}
 
 QUEUE is ``procrastinate`` or ``pgqueuer``. Tasks do nothing (async no-ops). ``work``
 drains the queue and exits: procrastinate with ``wait=False`` and ``concurrency``;
@@ -124,6 +125,10 @@ async def cycle(url: str, batch_size: int) -> dict[str, float]:
         queries = Queries(AsyncpgDriver(conn))
         manager = QueueManagerId(uuid.uuid4())
         entrypoints = {"noop": EntrypointExecutionParameter(concurrency_limit=0)}
+        # Every loop process of a run is connected before any dequeues (bench/cycle.py).
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        started = time.time()
         cycles = items = 0
         cpu = _cpu_seconds()
         start = time.perf_counter()
@@ -139,7 +144,14 @@ async def cycle(url: str, batch_size: int) -> dict[str, float]:
             items += len(jobs)
         seconds = time.perf_counter() - start
         cpu = _cpu_seconds() - cpu
-        return {"seconds": seconds, "cpu_seconds": cpu, "cycles": cycles, "items": items}
+        return {
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "cycles": cycles,
+            "items": items,
+            "started": started,
+            "ended": time.time(),
+        }
     finally:
         await conn.close()
 

@@ -23,12 +23,20 @@ Every queue does the same no-op (an ``async def`` that returns), on the same ser
 in the same run; the order of the queues rotates from round to round. The wall time
 from starting the processes to the last one's exit (Python start-up included) is
 recorded too.
+
+The CPU: the worker processes' (user + system, from start to exit) and the server's (the
+database's backends, sampled: ``common.ServerCpu``). Right after the drain the same
+processes run again on the drained queue, and what they cost (start-up and exit alone)
+is taken out of the drain's CPU per item. The ceiling is what this machine's cores
+could drain at that CPU an item with every core busy all the time: cores / (worker +
+server CPU an item), the most any pipelining of the same work could reach.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import statistics
 import subprocess
@@ -68,6 +76,7 @@ SINGLE_ITEMS = 2000
 BULK_CHUNK = 1000
 RUN_TIMEOUT_SECONDS = 600
 IN_FLIGHT = 4
+CORES = os.cpu_count() or 1
 
 # label -> (queue, concurrency argument, batch size)
 QUEUES: dict[str, tuple[str, int, int]] = {
@@ -142,6 +151,56 @@ def peer_enqueue(queue: str, url: str, items: int) -> tuple[float, float]:
     return float(single), float(bulk)
 
 
+def _argv_env(
+    label: str, n: int, url: str, home: Path, profile: str | None, before: Path | None
+) -> tuple[list[str], dict[str, str] | None]:
+    """The command line and environment of ``label``'s worker process number ``n``."""
+    queue, concurrency, batch = QUEUES[label]
+    if queue != "safelight":
+        argv = [peers_python(), str(BENCH / "peer_worker.py"), "work", queue, url]
+        return [*argv, str(concurrency), str(batch)], None
+    argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
+    src = None
+    if label.endswith("-before"):
+        if before is None:
+            raise SystemExit(f"{label} needs --before SRC")
+        src = before
+    env = worker_env(url, home, src=src)
+    if profile:
+        spy = str(Path(peers_python()).with_name("py-spy"))
+        out = RESULTS / f"profile-{label}-{n}.{profile}"
+        argv = [spy, "record", "-r", "200", "-f", profile, "-o", str(out), "--", *argv]
+    return argv, env
+
+
+def _run_processes(
+    label: str,
+    processes: int,
+    url: str,
+    home: Path,
+    profile: str | None = None,
+    before: Path | None = None,
+) -> float:
+    """Start ``label``'s worker processes, wait for them all; their CPU seconds."""
+    cpu_before = _children_cpu()
+    with Processes() as procs:
+        children = [
+            procs.start(argv, env=env)
+            for argv, env in (
+                _argv_env(label, n, url, home, profile, before) for n in range(processes)
+            )
+        ]
+        for child in children:
+            try:
+                child.wait(RUN_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise SystemExit(f"{label}: not drained in {RUN_TIMEOUT_SECONDS} s") from None
+            if child.returncode != 0:
+                raise SystemExit(f"{label}: a worker process exited with {child.returncode}")
+    # Every child waited for since cpu_before is a worker process of this call.
+    return _children_cpu() - cpu_before
+
+
 def one_run(
     label: str,
     processes: int,
@@ -151,7 +210,7 @@ def one_run(
     synchronous_commit: str = "on",
     before: Path | None = None,
 ) -> dict[str, Any]:
-    queue, concurrency, batch = QUEUES[label]
+    queue = QUEUES[label][0]
     with bench_database(f"tp_{label.replace('-', '_')}", migrated=queue == "safelight") as url:
         if queue == "safelight":
             single, bulk = asyncio.run(safelight_enqueue(url, items))
@@ -167,49 +226,13 @@ def one_run(
                     f'ALTER DATABASE "{name}" SET synchronous_commit = {synchronous_commit}'
                 )
         started = time.time()
-        cpu_before = _children_cpu()
-        with (
-            ServerCpu(psycopg.conninfo.conninfo_to_dict(url)["dbname"]) as server,
-            Processes() as procs,
-        ):
-            children = []
-            for n in range(processes):
-                if queue == "safelight":
-                    argv = worker_argv(concurrency, until_idle=True, name=f"w{n}")
-                    src = None
-                    if label.endswith("-before"):
-                        if before is None:
-                            raise SystemExit(f"{label} needs --before SRC")
-                        src = before
-                    env = worker_env(url, home, src=src)
-                    if profile:
-                        spy = str(Path(peers_python()).with_name("py-spy"))
-                        out = RESULTS / f"profile-{label}-{n}.{profile}"
-                        argv = [
-                            spy,
-                            "record",
-                            "-r",
-                            "200",
-                            "-f",
-                            profile,
-                            "-o",
-                            str(out),
-                            "--",
-                            *argv,
-                        ]
-                else:
-                    argv = [peers_python(), str(BENCH / "peer_worker.py"), "work", queue, url]
-                    argv += [str(concurrency), str(batch)]
-                    env = None
-                children.append(procs.start(argv, env=env))
-            for child in children:
-                try:
-                    child.wait(RUN_TIMEOUT_SECONDS)
-                except subprocess.TimeoutExpired:
-                    raise SystemExit(f"{label}: not drained in {RUN_TIMEOUT_SECONDS} s") from None
+        with ServerCpu(psycopg.conninfo.conninfo_to_dict(url)["dbname"]) as server:
+            worker_cpu = _run_processes(label, processes, url, home, profile, before)
         wall = time.time() - started
-        # Every child waited for since cpu_before is a worker process of this run.
-        worker_cpu = _children_cpu() - cpu_before
+        # The same processes again on the drained queue: their start-up and exit alone
+        # (imports, connections, the schema's check), which the drain's CPU includes and
+        # its rate does not (the rate runs from the first item's start).
+        idle_cpu = _run_processes(label, processes, url, home, None, before)
         with psycopg.connect(url) as conn:
             row = conn.execute(SPAN_SQL[queue]).fetchone()
         assert row is not None
@@ -217,13 +240,20 @@ def one_run(
         if done != items:
             raise SystemExit(f"{label}: {done} of {items} items succeeded")
         span = (last - first).total_seconds()
+    worker = (worker_cpu - idle_cpu) * 1000 / items
+    server_ms = None if server.seconds is None else server.seconds * 1000 / items
     return {
         "items_per_second": items / span,
         "span_seconds": span,
         "wall_seconds": wall,
         "worker_cpu_ms_per_item": worker_cpu * 1000 / items,
+        "worker_start_up_cpu_seconds": idle_cpu,
+        # The drain's own CPU: the processes' start-up and exit taken out.
+        "worker_drain_cpu_ms_per_item": worker,
         # The drain's backends on the server (None: the server is not on this machine).
-        "server_cpu_ms_per_item": None if server.seconds is None else server.seconds * 1000 / items,
+        "server_cpu_ms_per_item": server_ms,
+        # The most this machine's cores could drain at this CPU an item, every core busy.
+        "ceiling_per_second": None if server_ms is None else CORES * 1000 / (worker + server_ms),
         "enqueue_single_per_second": SINGLE_ITEMS / single,
         "enqueue_bulk_per_second": (items - SINGLE_ITEMS) / bulk,
     }
@@ -313,8 +343,10 @@ def report(out: dict[str, Any]) -> None:
                     spread(rates),
                     ratio,
                     spread([r["wall_seconds"] for r in results]),
-                    spread([r.get("worker_cpu_ms_per_item", float("nan")) for r in results]),
+                    spread([r["worker_start_up_cpu_seconds"] for r in results]),
+                    spread([r["worker_drain_cpu_ms_per_item"] for r in results]),
                     spread([r.get("server_cpu_ms_per_item") or float("nan") for r in results]),
+                    spread([r.get("ceiling_per_second") or float("nan") for r in results]),
                     spread([r["enqueue_single_per_second"] for r in results]),
                     spread([r["enqueue_bulk_per_second"] for r in results]),
                 )
@@ -326,8 +358,10 @@ def report(out: dict[str, Any]) -> None:
             "items/s, median [min..max]",
             "vs its peer",
             "wall s",
-            "worker CPU ms/item",
+            "worker start-up CPU s",
+            "worker CPU ms/item, start-up out",
             "server CPU ms/item",
+            f"ceiling items/s on {CORES} cores",
             "enqueue one by one /s",
             "enqueue bulk /s",
         ),
