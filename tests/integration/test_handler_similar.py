@@ -19,6 +19,7 @@ from safelight.testing.exif import exif_bytes
 from safelight.testing.handlers import Harness, make_harness
 from safelight.testing.samples import IMAGES, needs_samples
 from safelight.testing.similarshots import similar_library
+from safelight.views.queries import library_counts
 from safelight.work.model import Status
 
 pytestmark = pytest.mark.integration
@@ -212,3 +213,45 @@ async def test_variants_of_sample_photos_group_by_photo_and_never_across(
 
     assert item.status is Status.SUCCEEDED, item.error
     assert {members for members, _ in (await groups_of(h, config)).values()} == expected
+
+
+async def test_the_library_counts_name_the_similar_groups_and_the_people(
+    pool: AsyncConnectionPool[Any], tmp_path: Path
+) -> None:
+    """What ``safelight run``'s summary says the folder holds: the groups burst_detection
+    made and their live members (a soft-deleted member is no longer counted), and the
+    people found, named or not."""
+    h = make_harness(pool, tmp_path)
+    library = similar_library(tmp_path / "library", T0)
+    config = await h.add_config(library.root)
+    assert (await h.run("crawl", config_id=config)).status is Status.SUCCEEDED
+    assert (await h.run("burst_detection", config_id=config)).status is Status.SUCCEEDED
+    now = h.clock.now()
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO people (storage_config_id, name, named_by, named_at, created_at)"
+            " VALUES (%(c)s, 'Grandma', 'alice', %(now)s, %(now)s),"
+            " (%(c)s, NULL, NULL, NULL, %(now)s), (%(c)s, NULL, NULL, NULL, %(now)s)",
+            {"c": config, "now": now},
+        )
+
+    counts = await library_counts(pool, config)
+
+    assert (counts["similar_groups"], counts["similar_assets"]) == (2, 6)
+    assert (counts["people"], counts["people_named"]) == (3, 1)
+    # Another folder's groups and people are not this one's.
+    (tmp_path / "empty").mkdir()
+    other = await h.add_config(tmp_path / "empty")
+    assert (await library_counts(pool, other))["similar_groups"] == 0
+    assert (await library_counts(pool, other))["people"] == 0
+
+    [(member,)] = await h.rows(
+        "SELECT id FROM assets WHERE storage_config_id = %s AND similar_group_id IS NOT NULL"
+        " ORDER BY id LIMIT 1",
+        config,
+    )
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE assets SET is_deleted = true, deleted_at = %s WHERE id = %s", (now, member)
+        )
+    assert (await library_counts(pool, config))["similar_assets"] == 5

@@ -412,6 +412,28 @@ def test_the_summary_counts_this_run_and_the_library() -> None:
     assert "safelight purge 00000000" in text
 
 
+def test_the_summary_names_the_similar_groups_and_the_people_only_when_there_are_some() -> None:
+    document = summary_document(
+        library={"similar_groups": 2, "similar_assets": 5, "people": 3, "people_named": 1}
+    )
+    assert (document["similar_groups"], document["similar_assets"]) == (2, 5)
+    assert (document["people"], document["people_named"]) == (3, 1)
+    text = rendered(document)
+    assert "similar 2 groups of similar shots (5 photos), each shown as one tile" in text
+    assert "people 3 people found in the photos (1 named)" in text
+    one = rendered(
+        summary_document(
+            library={"similar_groups": 1, "similar_assets": 2, "people": 1, "people_named": 0}
+        )
+    )
+    assert "1 group of similar shots (2 photos)" in one and "1 person found" in one
+    # A folder with neither (faces off, no near-identical shots): no line for them,
+    # while the document still has the keys, at 0.
+    none = summary_document()
+    assert (none["similar_groups"], none["people"]) == (0, 0)
+    assert "similar shots" not in rendered(none) and "found in the photos" not in rendered(none)
+
+
 def test_the_summary_counts_photos_read_again_for_their_sidecar() -> None:
     document = summary(result={"total": 2, "unchanged": 1, "moved": 0, "reread": 1})
     assert document["reread"] == 1

@@ -4,8 +4,8 @@ The document is the ``--json`` output, a contract for scripts: its keys only eve
 added to. Numbers of "this run" come from the crawl's result, or, when the crawl did
 not finish here (Ctrl-C), from the counts its attempt saved as it went (the item's
 ``progress``); what the library holds now (assets by type, bursts, Live Photos, motion
-photos, RAW stacks, proxy files) from the database, so a second run that found nothing
-new still says what is there.
+photos, RAW stacks, groups of similar shots, people, proxy files) from the database, so a
+second run that found nothing new still says what is there.
 """
 
 from __future__ import annotations
@@ -120,6 +120,12 @@ def build_summary(
         "motion_photos": int(library.get("motion_photos", 0)),
         "motion_photo_issues": motion_photo_issues,
         "stacks": int(library["stacks"]),
+        # Groups of similar shots (ADR 0066), each shown as one tile, and their photos.
+        "similar_groups": int(library.get("similar_groups", 0)),
+        "similar_assets": int(library.get("similar_assets", 0)),
+        # The people the faces kind found in the folder's photos, and those with a name.
+        "people": int(library.get("people", 0)),
+        "people_named": int(library.get("people_named", 0)),
         "errors": errors,
         "proxy_errors": proxy_errors,
         "skipped": skipped,
@@ -233,6 +239,18 @@ def render_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{plural(summary.get('motion_photos', 0), 'motion photo')}; "
         f"{plural(summary['stacks'], 'RAW stacked on its JPEG', 'RAWs stacked on their JPEG')}",
     )
+    if summary.get("similar_groups"):
+        grid.add_row(
+            "similar",
+            plural(summary["similar_groups"], "group of similar shots", "groups of similar shots")
+            + f" ({plural(summary['similar_assets'], 'photo')}), each shown as one tile",
+        )
+    if summary.get("people"):
+        grid.add_row(
+            "people",
+            f"{plural(summary['people'], 'person', 'people')} found in the photos "
+            f"({summary['people_named']} named)",
+        )
     if summary.get("copies"):
         grid.add_row(
             "copies",

@@ -168,7 +168,9 @@ ORDER BY g.storage_config_id, g.id, (a.id = g.primary_asset_id) DESC, a.captured
 -- What a config's library holds now: live assets by type, soft-deleted, bursts, Live Photos,
 -- motion photos, RAW stacks, proxies, the live photos no place inside dated (their
 -- capture time is the file's time) and those dated only by the file's last edit (ADR 0053),
--- and the other files of a capture stacked on it (formats and near-copies, ADR 0056).
+-- the other files of a capture stacked on it (formats and near-copies, ADR 0056), the
+-- groups of similar shots and their live members (ADR 0066), and the people found in its
+-- photos and how many of them have a name.
 SELECT
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND media_type = 'image') AS images,
@@ -196,7 +198,14 @@ SELECT
        AND captured_at_source IN ('modified', 'png')) AS photos_dated_by_last_edit,
     (SELECT count(*) FROM assets
      WHERE storage_config_id = %(config_id)s AND NOT is_deleted AND stack_primary_id IS NOT NULL
-       AND stack_kind IN ('format', 'copy')) AS copies
+       AND stack_kind IN ('format', 'copy')) AS copies,
+    (SELECT count(*) FROM similar_groups WHERE storage_config_id = %(config_id)s) AS similar_groups,
+    (SELECT count(*) FROM assets
+     WHERE storage_config_id = %(config_id)s AND NOT is_deleted
+       AND similar_group_id IS NOT NULL) AS similar_assets,
+    (SELECT count(*) FROM people WHERE storage_config_id = %(config_id)s) AS people,
+    (SELECT count(*) FROM people
+     WHERE storage_config_id = %(config_id)s AND name IS NOT NULL) AS people_named
 
 -- asset_errors_of_config --
 -- The files of a config the last crawls could not ingest, with their reason.
