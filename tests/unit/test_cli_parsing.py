@@ -430,7 +430,8 @@ def test_the_summary_names_the_similar_groups_and_the_people_only_when_there_are
     # A folder with neither (faces off, no near-identical shots): no line for them,
     # while the document still has the keys, at 0.
     none = summary_document()
-    assert (none["similar_groups"], none["people"]) == (0, 0)
+    assert (none["similar_groups"], none["similar_assets"]) == (0, 0)
+    assert (none["people"], none["people_named"]) == (0, 0)
     assert "similar shots" not in rendered(none) and "found in the photos" not in rendered(none)
 
 
